@@ -1,0 +1,45 @@
+# Two commands on a fresh machine: `make serve` and `make test`. Both create .venv and install what they need.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+RUNTIME_STAMP := $(VENV)/.runtime-installed
+DEV_STAMP := $(VENV)/.dev-installed
+
+.PHONY: serve test install dev lint typecheck bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(RUNTIME_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet -e .
+	touch $@
+
+$(DEV_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $(RUNTIME_STAMP) $@
+
+install: $(RUNTIME_STAMP)
+
+dev: $(DEV_STAMP)
+
+serve: $(RUNTIME_STAMP)
+	$(BIN)/routequote serve
+
+test: $(DEV_STAMP)
+	$(BIN)/ruff check src tests bench
+	$(BIN)/mypy
+	$(BIN)/pytest
+
+lint: $(DEV_STAMP)
+	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff format --check src tests bench
+
+typecheck: $(DEV_STAMP)
+	$(BIN)/mypy
+
+bench: $(DEV_STAMP)
+	$(BIN)/python bench/quote_bench.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -1,0 +1,3 @@
+from routequote.cli import main
+
+main()

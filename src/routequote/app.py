@@ -1,0 +1,147 @@
+"""create_app: the only composition root. Picks adapters from Settings, builds the one service object
+and mounts every surface over it."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+from fastapi import FastAPI
+from fastapi.exceptions import RequestValidationError
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import Request
+from starlette.responses import Response
+
+from routequote import __version__
+from routequote.clock import SystemClock, UuidFactory
+from routequote.config import Settings
+from routequote.contract.v2 import QuoteRequest
+from routequote.logging import configure_logging
+from routequote.market.snapshot import EmbeddedSnapshot
+from routequote.ports import Clock, IdFactory, MarketData
+from routequote.ratelimit import RateLimiter
+from routequote.service import RouteQuoteService, ServiceConfig
+from routequote.storage.quotes import MemoryQuoteStore
+from routequote.surfaces import rest_v2
+from routequote.surfaces.errors import json_response
+
+OPENAPI_VERSION = "2.0.0-quote-only"
+SERVICE_SAFETY = {
+    "quote_only_import": True,
+    "public": True,
+    "api_key_required": False,
+    "wallet_required": False,
+    "server_signing": False,
+    "server_submission": False,
+    "next_action": (
+        "compare with another fresh executable route and stop unless the caller separately approves continuation"
+    ),
+}
+
+LifespanHook = Callable[[], contextlib.AbstractAsyncContextManager[Any]]
+
+
+def build_market(settings: Settings) -> MarketData:
+    if settings.market == "embedded":
+        return EmbeddedSnapshot(settings.snapshot_path or None)
+    raise ValueError(f"unknown ROUTEQUOTE_MARKET {settings.market!r} (this build supports: embedded)")
+
+
+def create_app(
+    settings: Settings | None = None,
+    *,
+    market: MarketData | None = None,
+    clock: Clock | None = None,
+    ids: IdFactory | None = None,
+) -> FastAPI:
+    settings = settings or Settings()
+    configure_logging(settings.log_level)
+    clock = clock or SystemClock()
+    service = RouteQuoteService(
+        market=market or build_market(settings),
+        quotes=MemoryQuoteStore(),
+        clock=clock,
+        ids=ids or UuidFactory(),
+        config=ServiceConfig(
+            quote_ttl_seconds=settings.quote_ttl_seconds,
+            max_inflight_quotes=settings.max_inflight_quotes,
+            base_url=settings.resolved_base_url(),
+        ),
+    )
+    limiter = RateLimiter(settings.rate_limit, settings.redis_url)
+    hooks: list[LifespanHook] = []
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        async with contextlib.AsyncExitStack() as stack:
+            for hook in hooks:
+                await stack.enter_async_context(hook())
+            yield
+
+    app = FastAPI(
+        title="routequote",
+        version=OPENAPI_VERSION,
+        description=(
+            "Quote-only multichain route service. Non-binding, fee-inclusive, expiring, unranked quotes. "
+            "The service never signs and never submits."
+        ),
+        openapi_url="/v2/openapi.json",
+        docs_url=None,
+        redoc_url=None,
+        lifespan=lifespan,
+    )
+    app.state.settings = settings
+    app.state.service = service
+    app.state.limiter = limiter
+    app.state.lifespan_hooks = hooks
+    app.include_router(rest_v2.router(service, limiter))
+    _install_error_handlers(app)
+    _install_openapi(app)
+    return app
+
+
+def _install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(_: Request, exc: StarletteHTTPException) -> Response:
+        code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
+        return json_response(
+            {"error": code, "reason_class": code, "message": str(exc.detail)},
+            exc.status_code,
+            dict(exc.headers or {}),
+        )
+
+    @app.exception_handler(RequestValidationError)
+    async def validation_error(_: Request, exc: RequestValidationError) -> Response:
+        return json_response({"error": "invalid_request", "reason_class": "invalid_parameters"}, 400)
+
+    @app.exception_handler(Exception)
+    async def unexpected(_: Request, exc: Exception) -> Response:
+        # never a stack trace in a body; the log has it
+        import structlog
+
+        structlog.get_logger().error("unhandled_error", error_type=type(exc).__name__)
+        return json_response({"error": "internal_error", "reason_class": "internal_error"}, 500)
+
+
+def _install_openapi(app: FastAPI) -> None:
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema:
+            return app.openapi_schema
+        from fastapi.openapi.utils import get_openapi
+
+        schema = get_openapi(
+            title=app.title,
+            version=app.version,
+            description=app.description,
+            routes=[r for r in app.routes if getattr(r, "path", "").startswith("/v2/")],
+        )
+        components = schema.setdefault("components", {}).setdefault("schemas", {})
+        components["QuoteRequest"] = QuoteRequest.model_json_schema()
+        schema["x-service-safety"] = SERVICE_SAFETY
+        schema["info"]["x-release-status"] = "capped_public_agent_release"
+        schema["info"]["x-build-version"] = __version__
+        app.openapi_schema = schema
+        return schema
+
+    app.openapi = openapi  # type: ignore[method-assign]

@@ -1,0 +1,148 @@
+"""The `routequote` command line. Server stacks are imported lazily so quick commands start fast."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+app = typer.Typer(help="routequote: non-custodial route quotes for agents. Never signs, never submits.")
+market_app = typer.Typer(help="Market data: build or inspect the embedded snapshot.")
+app.add_typer(market_app, name="market")
+console = Console()
+
+
+@app.command()
+def serve(
+    host: str = typer.Option(None, help="Bind address (ROUTEQUOTE_HOST, default 127.0.0.1)"),
+    port: int = typer.Option(None, help="Port (ROUTEQUOTE_PORT, default 8080)"),
+    workers: int = typer.Option(None, help="Worker processes (ROUTEQUOTE_WORKERS, default 1)"),
+) -> None:
+    """Start the HTTP service (REST, and every surface this build mounts)."""
+    import os
+
+    import uvicorn
+
+    from routequote.config import Settings
+
+    settings = Settings()
+    host = host or settings.host
+    port = port or settings.port
+    workers = workers or settings.workers
+    os.environ["ROUTEQUOTE_HOST"], os.environ["ROUTEQUOTE_PORT"] = host, str(port)
+    uvicorn.run(
+        "routequote.app:create_app",
+        factory=True,
+        host=host,
+        port=port,
+        workers=workers,
+        access_log=False,
+        log_level=settings.log_level,
+    )
+
+
+def _service():  # type: ignore[no-untyped-def]
+    from routequote.app import build_market
+    from routequote.clock import SystemClock, UuidFactory
+    from routequote.config import Settings
+    from routequote.service import RouteQuoteService, ServiceConfig
+    from routequote.storage.quotes import MemoryQuoteStore
+
+    settings = Settings()
+    return RouteQuoteService(
+        build_market(settings),
+        MemoryQuoteStore(),
+        SystemClock(),
+        UuidFactory(),
+        ServiceConfig(quote_ttl_seconds=settings.quote_ttl_seconds),
+    )
+
+
+@app.command()
+def quote(
+    source: str = typer.Argument(..., help="chain:TOKEN, e.g. solana:SOL"),
+    target: str = typer.Argument(..., help="chain:TOKEN, e.g. base:USDC"),
+    amount_usd: float = typer.Argument(..., help="USD notional, 1..1000"),
+    json_out: bool = typer.Option(False, "--json", help="Print the full quote JSON"),
+) -> None:
+    """Quote one route in-process and show its steps, amounts, fees and ETA."""
+    from routequote.errors import RouteQuoteError
+
+    try:
+        fc, ft = source.split(":", 1)
+        tc, tt = target.split(":", 1)
+    except ValueError:
+        console.print("[red]endpoints are chain:TOKEN, e.g. solana:SOL base:USDC[/red]")
+        raise typer.Exit(2) from None
+    amount: int | float = int(amount_usd) if float(amount_usd).is_integer() else amount_usd
+    body = {"from_chain": fc, "from_token": ft.upper(), "to_chain": tc, "to_token": tt.upper(), "amount_usd": amount}
+    try:
+        q = asyncio.run(_service().quote_request(body))
+    except RouteQuoteError as exc:
+        console.print(f"[red]{exc.error}[/red] ({exc.reason_class}): {exc.message}")
+        raise typer.Exit(1) from None
+    if json_out:
+        typer.echo(json.dumps(q, indent=2))
+        return
+    summary = q["direct_route_summary"]
+    table = Table(title=f"{q['route']['route']}  ${q['intent']['amount_usd']}  ({q['market']['label']})")
+    for col in ("#", "provider", "from", "to", "expected in", "expected out", "minimum out", "fee"):
+        table.add_column(col)
+    for s in summary["steps"]:
+        table.add_row(
+            str(s["index"]), s["provider"], s["from"], s["to"], s["expected_input_base"],
+            s["expected_output_base"], s["minimum_output_base"], "1 bp" if s["service_fee_bps"] else "",
+        )
+    console.print(table)
+    offer, cost = q["offer"], q["cost_summary"]
+    console.print(
+        f"receive ≈ {offer['expected_receive_amount']} {offer['output_symbol']} "
+        f"(min {offer['estimated_min_receive_amount']}), ≈ ${offer['expected_receive_usd']} "
+        f"(min ${offer['estimated_min_receive_usd']})"
+    )
+    console.print(
+        f"cost: expected ${cost['expected_total_cost_usd']} ({cost['expected_total_cost_percent']}%), "
+        f"max ${cost['maximum_total_cost_usd']}; service fee {cost['service_fee']['amount_base']} base units "
+        f"of {cost['service_fee']['token']}; gas unpriced: {', '.join(cost['unpriced_costs'])}"
+    )
+    for f in cost["provider_fee_components"]:
+        console.print(f"  provider fee: step {f['step_index']} {f['provider']} {f['kind']} ≈ ${f['expected_usd']}")
+    eta = q["eta"]["estimated_time_seconds"]
+    console.print(f"ETA: {'unknown (no complete estimate)' if eta is None else f'{eta} s'}; "
+                  f"expires in {q['ttl_seconds']} s; quote_id {q['quote_id']}")
+
+
+@app.command()
+def routes() -> None:
+    """List the 72 directed routes with their provider paths."""
+    from routequote.core.routes import ROUTES
+
+    table = Table(title=f"{len(ROUTES)} directed routes")
+    for col in ("route", "providers (* = fee step)", "mode", "wallets", "signer"):
+        table.add_column(col)
+    for r in ROUTES.values():
+        path = " > ".join(s.provider.value + ("*" if s.fee_step else "") for s in r.steps)
+        table.add_row(r.key, path, r.mode.value, ",".join(r.required_wallet_chains), "yes" if r.event_signer_required else "")
+    console.print(table)
+
+
+@market_app.command("build-snapshot")
+def build_snapshot_cmd(
+    as_of: str = typer.Option(..., help="Snapshot time, RFC 3339 (e.g. 2026-11-20T00:00:00Z)"),
+    out: Path = typer.Option(Path("src/routequote/data/market_snapshot.json"), help="Output file"),
+    seed: int = typer.Option(20261120, help="Seed of the modelled pool shapes"),
+) -> None:
+    """Regenerate the embedded (modelled) market snapshot file."""
+    from routequote.market.synthetic import build_snapshot
+
+    doc = build_snapshot(as_of=as_of, seed=seed)
+    out.write_text(json.dumps(doc, indent=1, sort_keys=False) + "\n")
+    console.print(f"wrote {out} ({len(doc['pools'])} pools, version {doc['version']})")
+
+
+def main() -> None:
+    app()

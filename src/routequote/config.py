@@ -1,0 +1,39 @@
+"""Settings: every knob is a ROUTEQUOTE_* environment variable (read once, in create_app / the CLI)."""
+
+from __future__ import annotations
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="ROUTEQUOTE_", extra="ignore")
+
+    host: str = Field("127.0.0.1", description="Interface `routequote serve` binds to")
+    port: int = Field(8080, description="Port `routequote serve` listens on")
+    workers: int = Field(1, description="uvicorn worker processes")
+    base_url: str = Field("", description="Public base URL used in links (default: derived from host and port)")
+    allowed_hosts: str = Field(
+        "", description="Comma-separated Host header values the MCP endpoint accepts (besides localhost)"
+    )
+    market: str = Field("embedded", description="Market source: `embedded` (default) or `live`")
+    snapshot_path: str = Field("", description="Alternative embedded snapshot file (default: the packaged one)")
+    quote_ttl_seconds: int = Field(60, ge=1, le=60, description="Quote time to live")
+    rate_limit: str = Field("120/minute", description="Per-client limit on the quote operations, or `off`")
+    redis_url: str = Field("", description="Redis URL for shared rate limits (default: in-process)")
+    database_url: str = Field(
+        "sqlite+aiosqlite:///./var/routequote.sqlite3", description="SQLAlchemy URL for sessions and idempotency"
+    )
+    max_inflight_quotes: int = Field(256, ge=1, description="Quotes computed at once before answering 503")
+    log_level: str = Field("info", description="Log level")
+    fee_recipient_evm: str = Field(
+        "0x000000000000000000000000000000000000fEe1", description="EVM address receiving the 1 bp service fee"
+    )
+    fee_recipient_solana: str = Field(
+        "FeeRecipient1111111111111111111111111111111", description="Solana wallet receiving the 1 bp service fee"
+    )
+    signing_key_path: str = Field("", description="Ed25519 manifest signing key (PEM); dev key generated if unset")
+    release_commit: str = Field("", description="Release commit (40 hex); read from git when unset")
+
+    def resolved_base_url(self) -> str:
+        return self.base_url.rstrip("/") or f"http://{self.host}:{self.port}"

@@ -1,0 +1,110 @@
+"""Wire models of the v2 quote-only contract. They document the shapes in OpenAPI and carry the spec's
+constraints; the hot path renders payloads directly and the tests validate them against these."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+from uuid import UUID
+
+from pydantic import BaseModel, ConfigDict, Field
+
+ChainName = Literal["solana", "base", "arbitrum", "robinhood"]
+TokenName = Literal["SOL", "ETH", "USDC", "USDG"]
+
+
+class Open(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+class Closed(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class QuoteRequest(Closed):
+    """One of the nine endpoints on each side; (from, to) must differ. 1 <= amount_usd <= 1000."""
+
+    from_chain: ChainName
+    from_token: TokenName = Field(description="Must be valid on from_chain")
+    to_chain: ChainName
+    to_token: TokenName = Field(description="Must be valid on to_chain")
+    amount_usd: float = Field(ge=1, le=1000, description="USD notional; no funds move")
+
+
+class AssetEndpoint(Closed):
+    chain: ChainName
+    token: TokenName
+
+
+class Intent(Closed):
+    from_: str = Field(alias="from")
+    to: str
+    amount_usd: float = Field(ge=1, le=1000)
+    estimated_input_base: int = Field(ge=1)
+
+
+class Offer(Open):
+    expected_receive_amount: float = Field(gt=0)
+    estimated_min_receive_amount: float = Field(gt=0)
+    output_symbol: TokenName
+    expected_receive_usd: float = Field(gt=0)
+    estimated_min_receive_usd: float = Field(gt=0)
+    service_fee_bps: int = Field(ge=0)
+    fee_collection_steps: list[int] = Field(json_schema_extra={"items": {"type": "integer", "minimum": 0}})
+    estimated_time_seconds: int | None = Field(default=None, ge=0)
+
+
+class RouteBlock(Open):
+    route: str = Field(min_length=1)
+    steps: list[dict[str, object]] = Field(min_length=1)
+    quote_latency_ms: int = Field(ge=0)
+    server_signing: Literal[False] = False
+    server_submission: Literal[False] = False
+
+
+class Risk(Open):
+    non_atomic: bool
+    fresh_quote_required_each_step: Literal[True] = True
+    server_signing: Literal[False] = False
+    server_submission: Literal[False] = False
+
+
+class Execution(Open):
+    supported: Literal[True] = True
+    first_unsigned_action_supported: bool
+    future_actions_require_verified_receipts: Literal[True] = True
+
+
+class QuoteResponse(Open):
+    quote_id: UUID
+    status: Literal["capped_public_agent_release"]
+    as_of: datetime
+    ttl_seconds: int = Field(ge=1)
+    intent: Intent
+    offer: Offer
+    route: RouteBlock
+    risk: Risk
+    execution: Execution
+
+
+class CapabilitiesResponse(Open):
+    status: Literal["capped_public_agent_release"]
+    public_api_enabled: Literal[True]
+    chains: list[ChainName] = Field(min_length=4, max_length=4)
+    asset_endpoints: list[AssetEndpoint] = Field(min_length=9, max_length=9)
+    directed_conversion_routes: Literal[72]
+    unsigned_route_plans_ready: Literal[72]
+    server_signing: Literal[False]
+    server_submission: Literal[False]
+
+
+class StatusResponse(Open):
+    status: Literal["capped_public_agent_release"]
+    server_signing: Literal[False]
+    server_submission: Literal[False]
+
+
+class ErrorResponse(Open):
+    error: str = Field(min_length=1)
+    retry_after_seconds: int | None = Field(default=None, ge=0, le=3600)
+    reason_class: str | None = Field(default=None, min_length=1)

@@ -1,0 +1,79 @@
+"""Canonical encodings and the hashes that bind quotes, approvals and actions.
+
+`canonical_json` is sorted-key compact UTF-8 JSON, byte-equal to JS `JSON.stringify` over sorted keys
+for the values we emit (integral numbers as integers, no NaN). `typed_canonical` is the
+typed-canonical-v1 byte encoding used for the full quote payload hash: unlike JSON it tells 1 from
+1.0 from "1" and needs no number formatting agreement between languages.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import struct
+from typing import Any
+
+TYPED_CANONICAL_SPEC = (
+    "routequote-typed-canonical-v1: n=null t=true f=false; number=d+16 hex of IEEE-754 binary64 big-endian "
+    "(integral numbers beyond +-9007199254740991 rejected); string=s<utf8 byte length>:<utf8>; "
+    "array=a<count>:[items]; object=o<count>:{key value pairs sorted by utf8 key bytes}; sha256 hex of the bytes"
+)
+CANONICAL_JSON_SPEC = "UTF-8 JSON with lexicographically sorted keys and compact separators"
+MAX_SAFE_INTEGER = 9_007_199_254_740_991
+
+
+def canonical_json(value: Any) -> bytes:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
+
+
+def sha256_hex(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def canonical_sha256(value: Any) -> str:
+    return sha256_hex(canonical_json(value))
+
+
+def _encode(value: Any, out: list[bytes]) -> None:
+    if value is None:
+        out.append(b"n")
+    elif value is True:
+        out.append(b"t")
+    elif value is False:
+        out.append(b"f")
+    elif isinstance(value, int):
+        if abs(value) > MAX_SAFE_INTEGER:
+            raise ValueError("integer outside the exactly representable range; substitute a decimal string")
+        out.append(b"d" + struct.pack(">d", float(value)).hex().encode())
+    elif isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError("non-finite number")
+        out.append(b"d" + struct.pack(">d", value).hex().encode())
+    elif isinstance(value, str):
+        raw = value.encode("utf-8")  # raises on lone surrogates
+        out.append(b"s%d:" % len(raw) + raw)
+    elif isinstance(value, list | tuple):
+        out.append(b"a%d:[" % len(value))
+        for item in value:
+            _encode(item, out)
+        out.append(b"]")
+    elif isinstance(value, dict):
+        items = sorted(((k.encode("utf-8"), v) for k, v in value.items()), key=lambda kv: kv[0])
+        out.append(b"o%d:{" % len(items))
+        for key, item in items:
+            out.append(b"s%d:" % len(key) + key)
+            _encode(item, out)
+        out.append(b"}")
+    else:
+        raise TypeError(f"cannot encode {type(value).__name__}")
+
+
+def typed_canonical(value: Any) -> bytes:
+    out: list[bytes] = []
+    _encode(value, out)
+    return b"".join(out)
+
+
+def typed_canonical_sha256(value: Any) -> str:
+    return sha256_hex(typed_canonical(value))

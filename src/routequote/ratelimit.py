@@ -1,0 +1,54 @@
+"""Per-client rate limits on the public operations (in-process by default, Redis when configured)."""
+
+from __future__ import annotations
+
+import math
+import time
+
+from limits import parse
+from limits.aio.storage import MemoryStorage, Storage
+from limits.aio.strategies import MovingWindowRateLimiter
+from limits.storage import storage_from_string
+
+from routequote.errors import RateLimited
+
+
+class RateLimiter:
+    """`spec` like "120/minute", or "off". One bucket per (operation group, client)."""
+
+    def __init__(self, spec: str, redis_url: str = "") -> None:
+        self.enabled = spec.strip().lower() not in ("off", "none", "0", "")
+        self.spec = spec
+        if not self.enabled:
+            return
+        self.item = parse(spec)
+        storage: Storage
+        if redis_url:
+            url = redis_url.replace("redis://", "async+redis://", 1) if redis_url.startswith("redis://") else redis_url
+            storage = storage_from_string(url, implementation="redispy")  # type: ignore[assignment]
+        else:
+            storage = MemoryStorage()
+        self.storage = storage
+        self.limiter = MovingWindowRateLimiter(storage)
+
+    async def check(self, client: str, group: str = "quote_api") -> dict[str, str]:
+        """Count one request; raise RateLimited when over. Returns RateLimit-* headers."""
+        if not self.enabled:
+            return {}
+        allowed = await self.limiter.hit(self.item, group, client)
+        stats = await self.limiter.get_window_stats(self.item, group, client)
+        reset = max(0, math.ceil(stats.reset_time - time.time()))
+        headers = {
+            "RateLimit-Limit": str(self.item.amount),
+            "RateLimit-Remaining": str(max(0, stats.remaining)),
+            "RateLimit-Reset": str(reset),
+            "RateLimit-Policy": f"{self.item.amount};w={self.item.get_expiry()}",
+        }
+        if not allowed:
+            raise RateLimited(
+                "rate_limit_exceeded",
+                f"limit {self.spec} per client exceeded",
+                retry_after_seconds=max(1, min(3600, reset)),
+                details={"limit": self.spec},
+            )
+        return headers

@@ -1,0 +1,279 @@
+"""RouteQuoteService: the one object every surface (REST v2, v1, MCP, A2A) calls.
+
+It owns no transport and no storage technology: it is handed a market, an issued-quote store, a clock
+and an id factory. Pricing results are cached per (route, amount, market version) because they
+depend on nothing else; the per-quote identity, times and hashes are computed for every quote.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any
+
+from routequote.core.assets import ASSETS, Chain
+from routequote.core.intent import MAX_AMOUNT_USD, MIN_AMOUNT_USD, QuoteIntent, parse_quote_request
+from routequote.core.market import MarketView
+from routequote.core.pricing import SERVICE_FEE_BPS, price_route
+from routequote.core.quote import RELEASE_STATUS, SERVER_FLAGS, QuoteBody, issue, quote_body
+from routequote.core.routes import ROUTES, Route
+from routequote.errors import CapacityBusy, RouteQuoteError, UpstreamUnavailable
+from routequote.ports import Clock, IdFactory, MarketData, QuoteStore
+
+API_VERSION = "routequote-multichain-api-v2"
+PRICING_CACHE_SIZE = 4096
+
+
+@dataclass
+class ServiceConfig:
+    quote_ttl_seconds: int = 60
+    max_inflight_quotes: int = 256
+    base_url: str = "http://127.0.0.1:8080"
+    # route keys the prepare builder can act on; empty until a prepare builder is registered
+    prepare_ready_routes: frozenset[str] = field(default_factory=frozenset)
+    prepare_unavailable_reason: str = "prepare_not_available_in_this_build"
+
+
+@dataclass(frozen=True, slots=True)
+class IssuedQuote:
+    payload: dict[str, Any]
+    intent: QuoteIntent
+    route: Route
+    body: QuoteBody
+    expires_at_monotonic: float
+
+
+class RouteQuoteService:
+    def __init__(
+        self, market: MarketData, quotes: QuoteStore, clock: Clock, ids: IdFactory, config: ServiceConfig
+    ) -> None:
+        self.market = market
+        self.quotes = quotes
+        self.clock = clock
+        self.ids = ids
+        self.config = config
+        self._pricing: OrderedDict[tuple[str, str, str], QuoteBody] = OrderedDict()
+        self._inflight = 0
+        self.started_at = clock.now()
+
+    # ---- quotes -------------------------------------------------------------------------------------
+
+    async def quote_request(self, body: Any) -> dict[str, Any]:
+        """Validate a QuoteRequest body and issue a quote (the REST / MCP / A2A entry point)."""
+        return (await self.quote(parse_quote_request(body))).payload
+
+    async def quote(self, intent: QuoteIntent) -> IssuedQuote:
+        if self._inflight >= self.config.max_inflight_quotes:
+            raise CapacityBusy("quote_capacity_busy", "too many quotes in flight", retry_after_seconds=1)
+        self._inflight += 1
+        try:
+            started = self.clock.monotonic()
+            view = await self.market.view()
+            body = self._priced_body(intent, view)
+            issued_at = self.clock.now()
+            ttl = self.config.quote_ttl_seconds
+            latency_ms = max(0, int((self.clock.monotonic() - started) * 1000))
+            payload = issue(
+                body,
+                intent=intent,
+                quote_id=self.ids.new_id(),
+                issued_at=issued_at,
+                ttl_seconds=ttl,
+                latency_ms=latency_ms,
+                first_unsigned_action_supported=body.route.key in self.config.prepare_ready_routes,
+            )
+            issued = IssuedQuote(payload, intent, body.route, body, self.clock.monotonic() + ttl)
+            self.quotes.put(payload["quote_id"], {"issued": issued}, issued.expires_at_monotonic)
+            return issued
+        finally:
+            self._inflight -= 1
+
+    def _priced_body(self, intent: QuoteIntent, view: MarketView) -> QuoteBody:
+        key = (intent.route_key, repr(intent.amount_usd), view.version)
+        cached = self._pricing.get(key)
+        if cached is not None:
+            return cached
+        route = ROUTES[intent.route_key]
+        input_base = intent.input_base(view.prices_usd_e8[intent.source.token])
+        body = quote_body(intent, price_route(route, input_base, view), view)
+        self._pricing[key] = body
+        if len(self._pricing) > PRICING_CACHE_SIZE:
+            self._pricing.popitem(last=False)
+        return body
+
+    def issued_quote(self, quote_id: str) -> IssuedQuote | None:
+        record = self.quotes.get(quote_id, self.clock.monotonic())
+        return None if record is None else record["issued"]
+
+    # ---- availability -------------------------------------------------------------------------------
+
+    def unavailable_routes(self) -> list[dict[str, Any]]:
+        """Routes that cannot be prepared right now, each with why. Quotes may still be available."""
+        broken: dict[str, str] = {}
+        for h in self.market.health():
+            if not h.ok:
+                for comp in h.components or (h.name,):
+                    broken[comp] = h.reason or f"{h.name} unavailable"
+        out = []
+        for route in ROUTES.values():
+            reasons = sorted(
+                {broken[c] for s in route.steps for c in (s.pool_id, s.provider.value) if c and c in broken}
+            )
+            if reasons:
+                out.append({"route": route.key, "reason": "market_source_unavailable", "details": reasons})
+            elif route.key not in self.config.prepare_ready_routes:
+                out.append({"route": route.key, "reason": self.config.prepare_unavailable_reason, "details": []})
+        return out
+
+    def _availability(self) -> dict[str, Any]:
+        unavailable = self.unavailable_routes()
+        market_issue = any(u["reason"] == "market_source_unavailable" for u in unavailable)
+        return {
+            "currently_prepare_ready_routes": len(ROUTES) - len(unavailable),
+            "temporarily_unavailable_routes": unavailable,
+            "temporarily_unavailable_route_count": len(unavailable),
+            "execution_availability": {
+                "status": "available" if not unavailable else "degraded",
+                "provider": self.market.label,
+                "provider_dependent_routes": len(ROUTES),
+                "recent_fee_snapshot_usable": not market_issue,
+                "guarantees_future_availability": False,
+            },
+        }
+
+    # ---- capabilities and status --------------------------------------------------------------------
+
+    def capabilities(self) -> dict[str, Any]:
+        base = self.config.base_url
+        return {
+            "version": API_VERSION,
+            "status": RELEASE_STATUS,
+            "public_api_enabled": True,
+            "chains": [c.value for c in Chain],
+            "asset_endpoints": [{"chain": a.chain.value, "token": a.token.value} for a in ASSETS.values()],
+            "asset_details": [
+                {
+                    "endpoint": a.key,
+                    "decimals": a.decimals,
+                    "address": a.address,
+                    "native": a.is_native,
+                    "wrapped_address": a.wrapped_address,
+                    "token_program": a.token_program,
+                }
+                for a in ASSETS.values()
+            ],
+            "directed_conversion_routes": len(ROUTES),
+            "unsigned_route_plans_ready": len(ROUTES),
+            "routes": [
+                {
+                    "route": r.key,
+                    "providers": list(r.provider_path),
+                    "mode": r.mode.value,
+                    "classification": r.classification,
+                    "step_count": len(r.steps),
+                    "fee_collection_step_index": r.fee_step_index,
+                    "required_wallet_chains": list(r.required_wallet_chains),
+                    "event_signer_public_required": r.event_signer_required,
+                }
+                for r in ROUTES.values()
+            ],
+            **self._availability(),
+            "amount_usd": {"minimum": MIN_AMOUNT_USD, "maximum": MAX_AMOUNT_USD},
+            "service_fee": {"bps": SERVICE_FEE_BPS, "policy": "exact_one_bps_no_maximum", "collected_once": True},
+            "evaluation_guidance": {
+                "reachability_smoke_test_usd": 1,
+                "native_usdc_evaluation_start_usd": 50,
+                "representative_amount_usd": 1000,
+                "not_a_minimum": True,
+                "not_guaranteed_best": True,
+                "always_compare_fresh_at_intended_amount": True,
+                "note": (
+                    "USD 1 is a reachability smoke test only; native-USDC evaluation starts at USD 50; USD 1000 is "
+                    "the representative amount. These are not minimums and not a best-price guarantee: compare "
+                    "fresh quotes at the amount you intend to move."
+                ),
+            },
+            "direct_route_summary": {
+                "version": "routequote-direct-route-summary-v1",
+                "required_on_every_quote": True,
+                "route_count": len(ROUTES),
+                "step_count": sum(len(r.steps) for r in ROUTES.values()),
+                "base_unit_amounts_are_decimal_strings": True,
+                "classification_values": ["direct_protocol_only", "external_intent"],
+                "route_aggregator_used_scope": "routequote_engine_only",
+                **SERVER_FLAGS,
+            },
+            "continuation_v3": {
+                "version": "routequote-quote-bound-continuation-v3",
+                "required_on_every_quote": True,
+                "enforcement": "server_enforced_quote_binding",
+                "selection_status": "unranked_candidate",
+                "automatic_selection_forbidden": True,
+                "caller_approved_boolean_is_not_human_proof": True,
+                "cache_scope": "bounded_process_local_ttl_restart_fails_closed",
+                "maximum_ttl_seconds": self.config.quote_ttl_seconds,
+                "maximum_cache_records": 2048,
+                "multistep_allowed_modes": ["session"],
+                "one_step_allowed_modes": ["one_shot", "session"],
+                **SERVER_FLAGS,
+            },
+            "action_lifetime": {
+                "quote_ttl_seconds": self.config.quote_ttl_seconds,
+                "action_bundle_ttl_seconds": 180,
+                "onchain_deadline_seconds": 240,
+                "refresh_policy": "expired_unsubmitted_only",
+                **SERVER_FLAGS,
+            },
+            "links": {
+                "quote": f"{base}/v2/quote",
+                "status": f"{base}/v2/status",
+                "openapi": f"{base}/v2/openapi.json",
+            },
+            **SERVER_FLAGS,
+        }
+
+    def status(self) -> dict[str, Any]:
+        if self._inflight >= self.config.max_inflight_quotes:
+            raise CapacityBusy("quote_capacity_busy", "too many quotes in flight", retry_after_seconds=1)
+        health = self.market.health()
+        availability = self._availability()
+        market_ok = all(h.ok for h in health)
+        return {
+            "version": API_VERSION,
+            "status": RELEASE_STATUS,
+            "time": self.clock.now().isoformat().replace("+00:00", "Z"),
+            "started_at": self.started_at.isoformat().replace("+00:00", "Z"),
+            "market": {
+                "source": self.market.label,
+                "healthy": market_ok,
+                "sources": [
+                    {"name": h.name, "ok": h.ok, "reason": h.reason, "checked_at": h.checked_at} for h in health
+                ],
+            },
+            "route_health": {
+                "directed_conversion_routes": len(ROUTES),
+                "quotable_routes": len(ROUTES) if market_ok else len(ROUTES) - sum(
+                    1 for u in availability["temporarily_unavailable_routes"]
+                    if u["reason"] == "market_source_unavailable"
+                ),
+                **availability,
+            },
+            "safety_boundaries": {
+                "quote_only_operations_move_no_funds": True,
+                "never_signs": True,
+                "never_submits": True,
+                "quotes_are_unranked_candidates": True,
+                "automatic_selection_forbidden": True,
+                "fresh_quote_required_each_step": True,
+                "only_verified_actual_output_advances_a_workflow": True,
+                "service_fee_bps": SERVICE_FEE_BPS,
+                "amount_usd_range": [MIN_AMOUNT_USD, MAX_AMOUNT_USD],
+                "secret_fields_rejected": True,
+            },
+            "inflight_quotes": self._inflight,
+            "issued_quotes_retained": len(self.quotes),
+            **SERVER_FLAGS,
+        }
+
+
+__all__ = ["RouteQuoteService", "ServiceConfig", "IssuedQuote", "RouteQuoteError", "UpstreamUnavailable"]

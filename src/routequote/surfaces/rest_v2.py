@@ -1,0 +1,75 @@
+"""REST v2 quote-only surface: GET /v2/capabilities, GET /v2/status, POST /v2/quote."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Request
+from starlette.responses import Response
+
+from routequote.contract.v2 import CapabilitiesResponse, ErrorResponse, QuoteResponse, StatusResponse
+from routequote.errors import RouteQuoteError
+from routequote.ratelimit import RateLimiter
+from routequote.service import RouteQuoteService
+from routequote.surfaces.errors import error_response, json_response
+from routequote.surfaces.http import client_key, read_json_body
+
+_ERR = {"model": ErrorResponse}
+
+
+def router(service: RouteQuoteService, limiter: RateLimiter) -> APIRouter:
+    api = APIRouter(prefix="/v2")
+
+    @api.get(
+        "/capabilities",
+        operation_id="getMultichainCapabilities",
+        response_model=CapabilitiesResponse,
+        responses={429: _ERR},
+        summary="Route matrix, asset endpoints, live prepare availability",
+    )
+    async def capabilities(request: Request) -> Response:
+        headers: dict[str, str] = {}
+        try:
+            headers = await limiter.check(client_key(request))
+            return json_response(service.capabilities(), headers=headers)
+        except RouteQuoteError as exc:
+            return error_response(exc, headers)
+
+    @api.get(
+        "/status",
+        operation_id="getMultichainStatus",
+        response_model=StatusResponse,
+        responses={429: _ERR, 503: _ERR},
+        summary="Release status, market source health, route health and safety boundaries",
+    )
+    async def status(request: Request) -> Response:
+        headers: dict[str, str] = {}
+        try:
+            headers = await limiter.check(client_key(request))
+            return json_response(service.status(), headers=headers)
+        except RouteQuoteError as exc:
+            return error_response(exc, headers)
+
+    @api.post(
+        "/quote",
+        operation_id="quoteMultichainRoute",
+        response_model=QuoteResponse,
+        responses={400: _ERR, 429: _ERR, 502: _ERR, 503: _ERR},
+        summary="One fresh, fee-inclusive, non-binding, unranked route quote (moves no funds)",
+        openapi_extra={
+            "requestBody": {
+                "required": True,
+                "content": {"application/json": {"schema": {"$ref": "#/components/schemas/QuoteRequest"}}},
+            }
+        },
+    )
+    async def quote(request: Request) -> Response:
+        headers: dict[str, str] = {}
+        try:
+            headers = await limiter.check(client_key(request))
+            body: Any = await read_json_body(request)
+            return json_response(await service.quote_request(body), headers=headers)
+        except RouteQuoteError as exc:
+            return error_response(exc, headers)
+
+    return api
