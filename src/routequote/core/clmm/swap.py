@@ -292,16 +292,11 @@ def _swap_orca(pool: ClmmPool, a_to_b: bool, amount: int) -> SwapResult:
     fee = pool.fee_pips
     one_minus_fee = FEE_DENOMINATOR - fee
     sp = pool.sqrt_price
-    if a_to_b:
-        limit = max(orca_sqrt_at_tick(start_index), ORCA_MIN_SQRT_PRICE)
-        if limit > sp:
-            raise ClmmMathError("Invalid sqrt price limit direction")
-    else:
-        limit = min(orca_sqrt_at_tick(end_index), ORCA_MAX_SQRT_PRICE)
-        if limit < sp:
-            raise ClmmMathError("Invalid sqrt price limit direction")
-    if not (ORCA_MIN_SQRT_PRICE <= limit <= ORCA_MAX_SQRT_PRICE):
-        raise ClmmMathError("Sqrt price limit out of bounds")
+    # sqrt_price_limit 0 -> MIN/MAX_SQRT_PRICE; running past the tick-array window is an error
+    # (INVALID_TICK_ARRAY_SEQUENCE), exactly as whirlpools-core 3.1.0 behaves.
+    limit = ORCA_MIN_SQRT_PRICE if a_to_b else ORCA_MAX_SQRT_PRICE
+    if (a_to_b and limit > sp) or (not a_to_b and limit < sp):
+        raise ClmmMathError("Invalid sqrt price limit direction")
     tick = pool.tick_current
     liq = pool.liquidity
     remaining = amount
