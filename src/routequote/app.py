@@ -134,8 +134,10 @@ def _install_openapi(app: FastAPI) -> None:
             title=app.title,
             version=app.version,
             description=app.description,
-            routes=[r for r in app.routes if getattr(r, "path", "").startswith("/v2/")],
+            routes=app.routes,
         )
+        # this document describes v2 only; v1 and the well-known documents have their own
+        schema["paths"] = {p: op for p, op in schema.get("paths", {}).items() if p.startswith("/v2/")}
         components = schema.setdefault("components", {}).setdefault("schemas", {})
         components["QuoteRequest"] = QuoteRequest.model_json_schema()
         schema["x-service-safety"] = SERVICE_SAFETY

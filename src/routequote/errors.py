@@ -27,12 +27,14 @@ class RouteQuoteError(Exception):
         *,
         retry_after_seconds: int | None = None,
         details: dict[str, Any] | None = None,
+        headers: dict[str, str] | None = None,
     ) -> None:
         super().__init__(message or reason_class)
         self.reason_class = reason_class
         self.message = message or reason_class.replace("_", " ")
         self.retry_after_seconds = retry_after_seconds
         self.details = details or {}
+        self.headers = headers or {}  # transport hints (e.g. RateLimit-*), never part of the body
 
     def body(self) -> dict[str, Any]:
         out: dict[str, Any] = {"error": self.error, "reason_class": self.reason_class, "message": self.message}

@@ -50,5 +50,6 @@ class RateLimiter:
                 f"limit {self.spec} per client exceeded",
                 retry_after_seconds=max(1, min(3600, reset)),
                 details={"limit": self.spec},
+                headers=headers,
             )
         return headers

@@ -110,14 +110,19 @@ class RouteQuoteService:
     def unavailable_routes(self) -> list[dict[str, Any]]:
         """Routes that cannot be prepared right now, each with why. Quotes may still be available."""
         broken: dict[str, str] = {}
+        everything: list[str] = []  # a failing source that names no components takes every route down
         for h in self.market.health():
             if not h.ok:
-                for comp in h.components or (h.name,):
-                    broken[comp] = h.reason or f"{h.name} unavailable"
+                reason = h.reason or f"{h.name} unavailable"
+                if not h.components:
+                    everything.append(reason)
+                for comp in h.components:
+                    broken[comp] = reason
         out = []
         for route in ROUTES.values():
             reasons = sorted(
                 {broken[c] for s in route.steps for c in (s.pool_id, s.provider.value) if c and c in broken}
+                | set(everything)
             )
             if reasons:
                 out.append({"route": route.key, "reason": "market_source_unavailable", "details": reasons})

@@ -39,7 +39,7 @@ def json_response(payload: Any, status: int = 200, headers: dict[str, str] | Non
 
 
 def error_response(exc: RouteQuoteError, headers: dict[str, str] | None = None) -> Response:
-    headers = dict(headers or {})
+    headers = {**exc.headers, **(headers or {})}
     if exc.retry_after_seconds is not None:
         headers["Retry-After"] = str(max(0, min(3600, int(exc.retry_after_seconds))))
     return json_response(exc.body(), http_status(exc), headers)

@@ -1,0 +1,26 @@
+"""Integration fixtures: a real server over loopback HTTP, built by the real composition root."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import httpx
+import pytest
+from tests.support.server import running_server
+
+from routequote.app import create_app
+from routequote.config import Settings
+
+
+@pytest.fixture(scope="session")
+def base_url() -> Iterator[str]:
+    """The default app (embedded snapshot) with rate limits off so the sweep tests are not throttled."""
+    app = create_app(Settings(rate_limit="off", database_url="sqlite+aiosqlite:///:memory:"))
+    with running_server(app) as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def http(base_url: str) -> Iterator[httpx.Client]:
+    with httpx.Client(base_url=base_url, timeout=30) as client:
+        yield client
