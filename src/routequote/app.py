@@ -24,7 +24,9 @@ from routequote.ratelimit import RateLimiter
 from routequote.service import RouteQuoteService, ServiceConfig
 from routequote.storage.quotes import MemoryQuoteStore
 from routequote.surfaces import rest_v2
+from routequote.surfaces.a2a_agent import mount_a2a
 from routequote.surfaces.errors import json_response
+from routequote.surfaces.mcp_tools import mount_mcp
 
 OPENAPI_VERSION = "2.0.0-quote-only"
 SERVICE_SAFETY = {
@@ -98,6 +100,9 @@ def create_app(
     app.include_router(rest_v2.router(service, limiter))
     _install_error_handlers(app)
     _install_openapi(app)
+    # agent surfaces last: they read the capabilities mounted on app.state above
+    mount_mcp(app)  # /mcp (Streamable HTTP, stateless JSON)
+    mount_a2a(app)  # /a2a + /.well-known/agent-card.json (+ /.well-known/agent.json)
     return app
 
 

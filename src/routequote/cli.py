@@ -45,6 +45,22 @@ def serve(
     )
 
 
+@app.command()
+def mcp() -> None:
+    """Serve the MCP tools over stdio (for desktop agent hosts). Stdout carries only MCP messages."""
+    import sys
+
+    import structlog
+
+    from routequote.config import Settings
+    from routequote.logging import configure_logging
+    from routequote.surfaces.mcp_tools import run_stdio
+
+    configure_logging(Settings().log_level)
+    structlog.configure(logger_factory=structlog.PrintLoggerFactory(sys.stderr))  # never on the MCP stream
+    asyncio.run(run_stdio(_service()))
+
+
 def _service():  # type: ignore[no-untyped-def]
     from routequote.app import build_market
     from routequote.clock import SystemClock, UuidFactory

@@ -1,0 +1,115 @@
+"""Legacy v1 translation: the two original corridors (solana SOL -> native ETH on base or arbitrum).
+
+This is the ONE place the v1 shapes are produced. Both the MCP tools `service_status` / `service_quote`
+and the v1 REST surface (`/v1/status`, `/v1/quote`) should call these functions over the same
+`RouteQuoteService`; nothing here knows about a transport.
+
+- `legacy_quote_request(amount_usd, destination_chain)` -> the v2 QuoteRequest body for the corridor,
+  or `InvalidRequest` (reason classes: `unknown_field`, `wrong_type`, `amount_below_minimum`,
+  `amount_above_maximum`, `unsupported_corridor`, ...).
+- `await legacy_quote(service, body)` -> `{api_version: "v1", corridor, destination_chain, quote}` where
+  `quote` is the untouched v2 quote payload (its hashes still verify).
+- `legacy_status(service)` -> corridor status and the original-corridor safety gates.
+
+v1 request body (also the MCP `service_quote` arguments): `{"amount_usd": <integer 1..1000>,
+"destination_chain": "base" | "arbitrum"}` (destination optional, default `base`), nothing else.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from routequote.core.intent import MAX_AMOUNT_USD, MIN_AMOUNT_USD, parse_amount_usd
+from routequote.core.quote import RELEASE_STATUS, SERVER_FLAGS
+from routequote.core.routes import ROUTES
+from routequote.errors import InvalidRequest
+from routequote.service import RouteQuoteService
+
+LEGACY_API_VERSION = "routequote-legacy-v1"
+LEGACY_SOURCE = "solana:SOL"
+DESTINATION_CHAINS = ("base", "arbitrum")
+DEFAULT_DESTINATION = "base"
+CORRIDORS = {chain: f"{LEGACY_SOURCE}->{chain}:ETH" for chain in DESTINATION_CHAINS}
+LEGACY_FIELDS = ("amount_usd", "destination_chain")
+
+
+def legacy_quote_request(body: Any) -> dict[str, Any]:
+    """Validate a v1 quote body and return the v2 QuoteRequest body of its corridor."""
+    if not isinstance(body, dict):
+        raise InvalidRequest("body_not_object", "the request body must be a JSON object")
+    extra = sorted(set(body) - set(LEGACY_FIELDS))
+    if extra:
+        raise InvalidRequest("unknown_field", f"properties not allowed: {', '.join(extra)[:200]}")
+    if "amount_usd" not in body:
+        raise InvalidRequest("missing_field", "required: amount_usd")
+    amount = parse_amount_usd(body["amount_usd"], integer_only=True)
+    destination = body.get("destination_chain", DEFAULT_DESTINATION)
+    if not isinstance(destination, str):
+        raise InvalidRequest("wrong_type", "destination_chain must be a string")
+    if destination not in CORRIDORS:
+        raise InvalidRequest(
+            "unsupported_corridor", f"v1 covers only solana SOL -> ETH on {' or '.join(DESTINATION_CHAINS)}"
+        )
+    return {
+        "from_chain": "solana",
+        "from_token": "SOL",
+        "to_chain": destination,
+        "to_token": "ETH",
+        "amount_usd": int(amount),
+    }
+
+
+async def legacy_quote(service: RouteQuoteService, body: Any) -> dict[str, Any]:
+    request = legacy_quote_request(body)
+    quote = await service.quote_request(request)
+    destination = request["to_chain"]
+    return {
+        "api_version": LEGACY_API_VERSION,
+        "status": RELEASE_STATUS,
+        "corridor": CORRIDORS[destination],
+        "destination_chain": destination,
+        "current_interface": "/v2/quote",
+        "quote": quote,
+        **SERVER_FLAGS,
+    }
+
+
+def legacy_status(service: RouteQuoteService) -> dict[str, Any]:
+    """Status of the two original corridors and their safety gates (read from the v2 service)."""
+    v2 = service.status()
+    unavailable = {u["route"]: u for u in v2["route_health"]["temporarily_unavailable_routes"]}
+    corridors = []
+    for chain, key in CORRIDORS.items():
+        route = ROUTES[key]
+        gap = unavailable.get(key)
+        corridors.append(
+            {
+                "corridor": key,
+                "destination_chain": chain,
+                "providers": list(route.provider_path),
+                "step_count": len(route.steps),
+                "non_atomic": route.non_atomic,
+                "required_wallet_chains": list(route.required_wallet_chains),
+                "event_signer_public_required": route.event_signer_required,
+                "quotable": not (gap and gap["reason"] == "market_source_unavailable"),
+                "prepare_ready": gap is None,
+                "unavailable_reason": gap["reason"] if gap else None,
+            }
+        )
+    return {
+        "api_version": LEGACY_API_VERSION,
+        "status": RELEASE_STATUS,
+        "time": v2["time"],
+        "scope": "original_corridors_only",
+        "current_interface": "/v2",
+        "corridors": corridors,
+        "market": v2["market"],
+        "safety_gates": {
+            **v2["safety_boundaries"],
+            "legacy_amount_usd_integer_only": True,
+            "legacy_amount_usd_range": [MIN_AMOUNT_USD, MAX_AMOUNT_USD],
+            "legacy_destinations": list(DESTINATION_CHAINS),
+            "legacy_output_native_eth_only": True,
+        },
+        **SERVER_FLAGS,
+    }

@@ -1,0 +1,387 @@
+"""The MCP tool server: a thin translator from MCP `tools/*` to `RouteQuoteService`.
+
+Low-level `mcp.server.Server` (mcp 2.x) so every input schema is exactly the spec's (closed objects,
+enums, bounds, lengths, patterns) and every call is validated against it here; the SDK does not.
+Results carry the same JSON the REST surface returns, nested under its kind (`quote`, `capabilities`,
+`status`, `manifest`) so hashes and signatures still verify, next to a short `guidance` object. Errors
+are tool errors (`isError: true`) with a stable `code`: rate_limited, upstream_unavailable,
+request_rejected, reapproval_required. No caller input is echoed in an error and nothing is logged
+from arguments, so an access token passed to a session tool can never leak.
+
+Tools are a registry of `ToolDef`s: a new capability adds its tools (`extra_tools`) without touching
+the dispatch. Only tools that work are listed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+import mcp.types as mt
+import orjson
+import structlog
+from mcp.server import Server, ServerRequestContext
+from mcp.server.transport_security import TransportSecuritySettings
+from mcp.shared.exceptions import MCPError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from starlette.responses import Response
+from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
+
+from routequote.config import Settings
+from routequote.contract.v2 import ChainName, TokenName
+from routequote.core.intent import MAX_AMOUNT_USD, MIN_AMOUNT_USD
+from routequote.errors import RouteQuoteError
+from routequote.ratelimit import RateLimiter
+from routequote.service import RouteQuoteService
+from routequote.surfaces import guidance as g
+from routequote.surfaces.legacy import DEFAULT_DESTINATION, legacy_quote, legacy_status
+
+SERVER_NAME = "routequote"
+SERVER_VERSION = "0.4.0"
+MCP_PATH = "/mcp"
+INSTRUCTIONS = (
+    "Non-custodial route quotes between solana, base, arbitrum and robinhood (SOL, ETH, USDC, USDG). "
+    "Quotes are unranked, expiring candidates: compare fresh quotes, never select one automatically. "
+    "This server never signs and never submits; the caller alone signs and submits."
+)
+
+log = structlog.get_logger("routequote.mcp")
+
+
+# ---- input models (each publishes its JSON schema; additionalProperties: false) ------------------------
+
+
+class ToolInput(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class NoArguments(ToolInput):
+    """No arguments."""
+
+
+class V2QuoteArguments(ToolInput):
+    """A QuoteRequest: one of the nine endpoints on each side, different endpoints, 1 <= amount_usd <= 1000."""
+
+    from_chain: ChainName
+    from_token: TokenName = Field(description="Must be valid on from_chain")
+    to_chain: ChainName
+    to_token: TokenName = Field(description="Must be valid on to_chain")
+    amount_usd: float = Field(ge=MIN_AMOUNT_USD, le=MAX_AMOUNT_USD, description="USD notional; no funds move")
+
+
+class LegacyQuoteArguments(ToolInput):
+    """Legacy v1 corridor quote: solana SOL -> native ETH on base or arbitrum."""
+
+    amount_usd: int = Field(ge=MIN_AMOUNT_USD, le=MAX_AMOUNT_USD, description="Whole USD notional")
+    destination_chain: Literal["base", "arbitrum"] = Field(DEFAULT_DESTINATION, description="Default base")
+
+
+def input_schema(model: type[ToolInput]) -> dict[str, Any]:
+    schema = model.model_json_schema()
+    schema.setdefault("properties", {})
+    schema["additionalProperties"] = False
+    return schema
+
+
+# ---- the tool registry ------------------------------------------------------------------------------
+
+ToolRun = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
+
+READ_ONLY = mt.ToolAnnotations(
+    read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+)
+QUOTE = mt.ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolDef:
+    """One tool. `run` gets the validated arguments (exactly as sent) and returns the structured result."""
+
+    name: str
+    title: str
+    description: str
+    model: type[ToolInput]
+    annotations: mt.ToolAnnotations
+    run: ToolRun
+
+    def tool(self) -> mt.Tool:
+        return mt.Tool(
+            name=self.name,
+            title=self.title,
+            description=self.description,
+            input_schema=input_schema(self.model),
+            annotations=self.annotations,
+        )
+
+
+def core_tools(
+    service: RouteQuoteService, manifest: Callable[[], dict[str, Any]] | None = None
+) -> list[ToolDef]:
+    """The tools this build can serve over `service` (and the signed manifest when one is provided)."""
+
+    async def status(_: dict[str, Any]) -> dict[str, Any]:
+        return {"status": legacy_status(service), "guidance": g.read_guidance("legacy_v1_status")}
+
+    async def capabilities(_: dict[str, Any]) -> dict[str, Any]:
+        return {"capabilities": service.capabilities(), "guidance": g.read_guidance("v2_capabilities")}
+
+    async def v2_quote(args: dict[str, Any]) -> dict[str, Any]:
+        quote = await service.quote_request(args)
+        return {"quote": quote, "guidance": g.quote_guidance(quote)}
+
+    async def v1_quote(args: dict[str, Any]) -> dict[str, Any]:
+        legacy = await legacy_quote(service, args)
+        return {"quote": legacy, "guidance": g.quote_guidance(legacy["quote"])}
+
+    tools = [
+        ToolDef(
+            "service_status",
+            "Legacy corridor status",
+            "Read the legacy v1 status: the two original corridors (solana SOL -> native ETH on base or "
+            "arbitrum) and their safety gates. Read-only.",
+            NoArguments,
+            READ_ONLY,
+            status,
+        ),
+    ]
+    if manifest is not None:
+        signed_manifest = manifest
+
+        async def manifest_tool(_: dict[str, Any]) -> dict[str, Any]:
+            return {"manifest": signed_manifest(), "guidance": g.read_guidance("signed_manifest")}
+
+        tools.append(
+            ToolDef(
+                "service_manifest",
+                "Signed release manifest",
+                "Read the signed release, contract and evidence manifest (Ed25519-signed; verify the signature "
+                "against the published public key). Read-only.",
+                NoArguments,
+                READ_ONLY,
+                manifest_tool,
+            )
+        )
+    tools += [
+        ToolDef(
+            "service_v2_capabilities",
+            "Route capabilities",
+            "The same content as GET /v2/capabilities: 4 chains, 9 asset endpoints, 72 directed routes, "
+            "provider paths and current prepare availability. Read-only.",
+            NoArguments,
+            READ_ONLY,
+            capabilities,
+        ),
+        ToolDef(
+            "service_v2_quote",
+            "Quote one route",
+            "One fresh, fee-inclusive, non-binding quote (POST /v2/quote): expected and minimum receive in "
+            "exact base units, fees, unpriced gas and ETA. An unranked candidate that expires; never select "
+            "it automatically. Moves no funds; never signs or submits.",
+            V2QuoteArguments,
+            QUOTE,
+            v2_quote,
+        ),
+        ToolDef(
+            "service_quote",
+            "Legacy v1 quote",
+            "Legacy v1 quote of an original corridor: solana SOL -> native ETH on base (default) or "
+            "arbitrum, amount_usd a whole number 1..1000. Prefer service_v2_quote. Moves no funds.",
+            LegacyQuoteArguments,
+            QUOTE,
+            v1_quote,
+        ),
+    ]
+    return tools
+
+
+# ---- results ------------------------------------------------------------------------------------------
+
+
+def _result(structured: dict[str, Any], *, is_error: bool = False) -> mt.CallToolResult:
+    return mt.CallToolResult(
+        content=[mt.TextContent(text=orjson.dumps(structured).decode())],
+        structured_content=structured,
+        is_error=is_error,
+    )
+
+
+def tool_error(exc: RouteQuoteError) -> mt.CallToolResult:
+    return _result({"error": g.agent_error(exc)}, is_error=True)
+
+
+def invalid_arguments(exc: ValidationError) -> mt.CallToolResult:
+    """Which argument broke which rule of the schema; never the values the caller sent."""
+    details = [
+        {"loc": [str(p) for p in e["loc"]], "type": e["type"], "msg": e["msg"]}
+        for e in exc.errors(include_url=False, include_input=False, include_context=False)
+    ]
+    return _result(
+        {
+            "error": {
+                "code": g.REQUEST_REJECTED,
+                "error": "invalid_arguments",
+                "reason_class": "invalid_arguments",
+                "message": "arguments do not match the tool's input schema",
+                "details": details[:20],
+            }
+        },
+        is_error=True,
+    )
+
+
+# ---- the server ---------------------------------------------------------------------------------------
+
+
+def _client_key(ctx: ServerRequestContext[Any, Any]) -> str:
+    client = getattr(ctx.request, "client", None)
+    return f"mcp:{client.host}" if client else "mcp:local"
+
+
+def build_server(
+    tools: Sequence[ToolDef], *, limiter: RateLimiter | None = None
+) -> Server[Any]:
+    by_name = {t.name: t for t in tools}
+    listing = mt.ListToolsResult(tools=[t.tool() for t in tools])
+    schemas = {t.name: input_schema(t.model) for t in tools}
+
+    async def on_list_tools(
+        ctx: ServerRequestContext[Any, Any], params: mt.PaginatedRequestParams | None
+    ) -> mt.ListToolsResult:
+        return listing
+
+    async def on_call_tool(ctx: ServerRequestContext[Any, Any], params: mt.CallToolRequestParams) -> mt.CallToolResult:
+        tool = by_name.get(params.name)
+        if tool is None:
+            raise MCPError(code=mt.INVALID_PARAMS, message="unknown tool")
+        args = params.arguments or {}
+        try:
+            if limiter is not None:
+                await limiter.check(_client_key(ctx))
+            tool.model.model_validate(args)
+        except ValidationError as exc:
+            return invalid_arguments(exc)
+        except RouteQuoteError as exc:
+            return tool_error(exc)
+        try:
+            return _result(await tool.run(args))
+        except RouteQuoteError as exc:
+            return tool_error(exc)
+        except Exception as exc:  # never a traceback or caller input in a result; the log has the type
+            log.error("mcp_tool_failed", tool=tool.name, error_type=type(exc).__name__)
+            return _result(
+                {"error": {"code": "internal_error", "error": "internal_error", "reason_class": "internal_error"}},
+                is_error=True,
+            )
+
+    return Server(
+        SERVER_NAME,
+        version=SERVER_VERSION,
+        title="routequote route quotes",
+        instructions=INSTRUCTIONS,
+        get_tool_input_schema=schemas.get,
+        on_list_tools=on_list_tools,
+        on_call_tool=on_call_tool,
+    )
+
+
+def allowed_hosts(settings: Settings) -> list[str]:
+    """Host header values /mcp accepts: loopback on the server's port, the bind address, the public base
+    URL's host and every ROUTEQUOTE_ALLOWED_HOSTS entry (`host`, `host:port` or `host:*`)."""
+    port = settings.port
+    hosts = [f"127.0.0.1:{port}", f"localhost:{port}", f"[::1]:{port}"]
+    if port == 80:
+        hosts += ["127.0.0.1", "localhost", "[::1]"]
+    if settings.host not in ("0.0.0.0", "::", "127.0.0.1", "localhost"):
+        hosts.append(f"{settings.host}:{port}")
+    netloc = urlsplit(settings.resolved_base_url()).netloc
+    if netloc:
+        hosts.append(netloc)
+    hosts += [h.strip() for h in settings.allowed_hosts.split(",") if h.strip()]
+    return list(dict.fromkeys(hosts))
+
+
+def transport_security(settings: Settings) -> TransportSecuritySettings:
+    hosts = allowed_hosts(settings)
+    origins = [f"{scheme}://{h}" for h in hosts for scheme in ("http", "https")]
+    return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins)
+
+
+class _PostOnly:
+    """/mcp in stateless JSON mode: GET would open an idle SSE stream that never carries anything (and
+    holds a connection until the client hangs up), so it is answered 405 as the transport allows."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["method"] == "GET":
+            await Response(status_code=405, headers={"Allow": "POST, DELETE"})(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+
+@dataclass
+class McpSurface:
+    server: Server[Any]
+    routes: list[Route]
+    tools: list[ToolDef]
+
+    def lifespan(self) -> contextlib.AbstractAsyncContextManager[None]:
+        """Enter in the app's lifespan (the session manager's task group); once per instance."""
+        return self.server.session_manager.run()
+
+
+def build_mcp(
+    service: RouteQuoteService,
+    settings: Settings,
+    *,
+    limiter: RateLimiter | None = None,
+    manifest: Callable[[], dict[str, Any]] | None = None,
+    extra_tools: Sequence[ToolDef] = (),
+) -> McpSurface:
+    """The MCP server over `service` and its Streamable HTTP route at exactly /mcp (stateless, JSON)."""
+    tools = [*core_tools(service, manifest), *extra_tools]
+    server = build_server(tools, limiter=limiter)
+    sub = server.streamable_http_app(
+        streamable_http_path=MCP_PATH,
+        stateless_http=True,
+        json_response=True,
+        transport_security=transport_security(settings),
+    )
+    routes: list[Route] = []
+    for r in sub.routes:
+        if isinstance(r, Route) and r.path == MCP_PATH:
+            routes.append(Route(MCP_PATH, endpoint=_PostOnly(r.endpoint), name="mcp"))
+    if len(routes) != 1:
+        raise RuntimeError("the MCP SDK did not produce exactly one /mcp route")
+    return McpSurface(server=server, routes=routes, tools=tools)
+
+
+async def run_stdio(service: RouteQuoteService, *, manifest: Callable[[], dict[str, Any]] | None = None) -> None:
+    """Serve the same tools over stdio (for desktop agent hosts). Stdout carries only MCP messages."""
+    from mcp.server.stdio import stdio_server
+
+    server = build_server(core_tools(service, manifest))
+    async with stdio_server() as (read_stream, write_stream):
+        await server.run(read_stream, write_stream, server.create_initialization_options())
+
+
+def mount_mcp(app: Any) -> McpSurface:
+    """Mount /mcp on the composition root's app (call last: reads the capabilities set on app.state)."""
+    state = app.state
+    surface = build_mcp(
+        state.service, state.settings, limiter=state.limiter, manifest=manifest_provider(state)
+    )
+    app.router.routes.extend(surface.routes)
+    state.lifespan_hooks.append(surface.lifespan)
+    state.mcp = surface
+    return surface
+
+
+def manifest_provider(state: Any) -> Callable[[], dict[str, Any]] | None:
+    """The signed manifest, when the discovery capability is mounted (app.state.discovery)."""
+    return None
