@@ -1,0 +1,125 @@
+"""Unit checks of the agent-surface helpers: A2A number handling, secret detection, legacy v1 translation,
+MCP host allow-list and the in-process MCP server (official client, no HTTP)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from mcp import Client
+
+from routequote.clock import FixedClock, SequentialIds
+from routequote.config import Settings
+from routequote.errors import (
+    CapacityBusy,
+    InvalidRequest,
+    RateLimited,
+    ReapprovalRequired,
+    UpstreamUnavailable,
+)
+from routequote.market.snapshot import EmbeddedSnapshot
+from routequote.service import RouteQuoteService, ServiceConfig
+from routequote.storage.quotes import MemoryQuoteStore
+from routequote.surfaces import guidance as g
+from routequote.surfaces.a2a_agent import a2a_safe, narrow_numbers, quote_body, secret_keys
+from routequote.surfaces.legacy import legacy_quote, legacy_quote_request, legacy_status
+from routequote.surfaces.mcp_tools import allowed_hosts, build_server, core_tools
+
+
+@pytest.fixture
+def service() -> RouteQuoteService:
+    return RouteQuoteService(
+        EmbeddedSnapshot(None), MemoryQuoteStore(), FixedClock(datetime(2026, 11, 22, tzinfo=UTC)), SequentialIds(), ServiceConfig()
+    )
+
+
+def test_narrow_and_safe_numbers() -> None:
+    assert narrow_numbers({"a": 1000.0, "b": [2.5, 3.0], "c": "4"}) == {"a": 1000, "b": [2.5, 3], "c": "4"}
+    assert isinstance(narrow_numbers(1000.0), int)
+    assert narrow_numbers(True) is True
+    big = 2**53 + 1
+    assert a2a_safe({"x": [big, 2**53 - 1, -big, True, 1.5]}) == {"x": [str(big), 2**53 - 1, str(-big), True, 1.5]}
+
+
+def test_secret_keys_are_found_by_name_anywhere() -> None:
+    payload = {
+        "fromChain": "solana",
+        "wallets": {"solana": "pub"},
+        "approvalV3": {"quote_id": "q"},
+        "verificationContext": {"direct_route_summary": {"server_signing": False}, "event_signer_public": None},
+        "extra": [{"seed_phrase": "x"}, {"PrivateKey": "y"}],
+        "signedTransaction": "z",
+    }
+    assert secret_keys(payload, frozenset()) == ["extra[0].seed_phrase", "extra[1].PrivateKey", "signedTransaction"]
+    assert secret_keys({"sessionToken": "t"}, frozenset({"sessionToken"})) == []
+
+
+def test_quote_body_maps_camel_case() -> None:
+    assert quote_body({"fromChain": "a", "amountUsd": 1, "other": 2}) == {"from_chain": "a", "amount_usd": 1}
+
+
+@pytest.mark.parametrize(
+    ("body", "reason"),
+    [
+        ({"amount_usd": 10.5}, "wrong_type"),
+        ({"amount_usd": "10"}, "string_not_number"),
+        ({"amount_usd": 0}, "amount_below_minimum"),
+        ({"amount_usd": 1001}, "amount_above_maximum"),
+        ({"amount_usd": 10, "destination_chain": "robinhood"}, "unsupported_corridor"),
+        ({"amount_usd": 10, "destination_chain": 1}, "wrong_type"),
+        ({"amount_usd": 10, "to_token": "USDC"}, "unknown_field"),
+        ({}, "missing_field"),
+        ([], "body_not_object"),
+    ],
+)
+def test_legacy_request_rules(body: Any, reason: str) -> None:
+    with pytest.raises(InvalidRequest) as exc:
+        legacy_quote_request(body)
+    assert exc.value.reason_class == reason
+
+
+async def test_legacy_quote_and_status(service: RouteQuoteService) -> None:
+    assert legacy_quote_request({"amount_usd": 5}) == {
+        "from_chain": "solana", "from_token": "SOL", "to_chain": "base", "to_token": "ETH", "amount_usd": 5,
+    }
+    v1 = await legacy_quote(service, {"amount_usd": 1000.0, "destination_chain": "arbitrum"})
+    assert v1["corridor"] == "solana:SOL->arbitrum:ETH" and v1["quote"]["intent"]["amount_usd"] == 1000
+    assert v1["quote"]["intent"]["to"] == "arbitrum:ETH"
+    status = legacy_status(service)
+    assert [c["destination_chain"] for c in status["corridors"]] == ["base", "arbitrum"]
+    assert all(c["quotable"] for c in status["corridors"])
+    assert status["server_signing"] is False and status["server_submission"] is False
+
+
+def test_error_codes() -> None:
+    assert g.agent_error_code(RateLimited("x")) == "rate_limited"
+    assert g.agent_error_code(UpstreamUnavailable("x")) == "upstream_unavailable"
+    assert g.agent_error_code(CapacityBusy("x")) == "upstream_unavailable"
+    assert g.agent_error_code(ReapprovalRequired("x")) == "reapproval_required"
+    assert g.agent_error_code(InvalidRequest("x")) == "request_rejected"
+    body = g.agent_error(RateLimited("rate_limit_exceeded", retry_after_seconds=99999))
+    assert body["retry_after_seconds"] == 3600 and body["code"] == "rate_limited"
+
+
+def test_allowed_hosts() -> None:
+    hosts = allowed_hosts(
+        Settings(port=9000, base_url="https://routes.example.com", allowed_hosts="a.example:*, b.example")
+    )
+    assert hosts[:3] == ["127.0.0.1:9000", "localhost:9000", "[::1]:9000"]
+    assert {"routes.example.com", "a.example:*", "b.example"} <= set(hosts)
+    assert "127.0.0.1:8080" not in hosts
+
+
+async def test_in_process_server(service: RouteQuoteService) -> None:
+    server = build_server(core_tools(service))
+    async with Client(server) as c:
+        names = [t.name for t in (await c.list_tools()).tools]
+        assert names == ["service_status", "service_v2_capabilities", "service_v2_quote", "service_quote"]
+        ok = await c.call_tool(
+            "service_v2_quote",
+            {"from_chain": "base", "from_token": "ETH", "to_chain": "base", "to_token": "USDC", "amount_usd": 50},
+        )
+        assert ok.is_error is False and ok.structured_content["quote"]["intent"]["to"] == "base:USDC"
+        bad = await c.call_tool("service_quote", {"amount_usd": 5, "destination_chain": "optimism"})
+        assert bad.is_error is True and bad.structured_content["error"]["code"] == "request_rejected"
