@@ -20,10 +20,11 @@ from routequote.contract.v2 import QuoteRequest
 from routequote.logging import configure_logging
 from routequote.market.snapshot import EmbeddedSnapshot
 from routequote.ports import Clock, IdFactory, MarketData
+from routequote.prepare import PrepareService
 from routequote.ratelimit import RateLimiter
 from routequote.service import RouteQuoteService, ServiceConfig
 from routequote.storage.quotes import MemoryQuoteStore
-from routequote.surfaces import rest_v2
+from routequote.surfaces import rest_prepare, rest_v2
 from routequote.surfaces.a2a_agent import mount_a2a
 from routequote.surfaces.errors import json_response
 from routequote.surfaces.mcp_tools import mount_mcp
@@ -71,6 +72,9 @@ def create_app(
             base_url=settings.resolved_base_url(),
         ),
     )
+    prepare = PrepareService(service, settings)
+    service.config.prepare_ready_routes = prepare.supported_routes()
+    service.config.prepare_unavailable_reasons = prepare.unsupported_reasons()
     limiter = RateLimiter(settings.rate_limit, settings.redis_url)
     hooks: list[LifespanHook] = []
 
@@ -97,7 +101,9 @@ def create_app(
     app.state.service = service
     app.state.limiter = limiter
     app.state.lifespan_hooks = hooks
+    app.state.prepare = prepare
     app.include_router(rest_v2.router(service, limiter))
+    app.include_router(rest_prepare.router(prepare, limiter))  # POST /v2/prepare
     _install_error_handlers(app)
     _install_openapi(app)
     # agent surfaces last: they read the capabilities mounted on app.state above

@@ -26,11 +26,14 @@ class Settings(BaseSettings):
     )
     max_inflight_quotes: int = Field(256, ge=1, description="Quotes computed at once before answering 503")
     log_level: str = Field("info", description="Log level")
+    # Development placeholders: operators MUST set their own recipients (see docs/prepare.md).
     fee_recipient_evm: str = Field(
-        "0x000000000000000000000000000000000000fEe1", description="EVM address receiving the 1 bp service fee"
+        "0x00000000000000000000000000000000dEAdfeE1",
+        description="EVM address receiving the 1 bp service fee (default: a development placeholder; set it)",
     )
     fee_recipient_solana: str = Field(
-        "FeeRecipient1111111111111111111111111111111", description="Solana wallet receiving the 1 bp service fee"
+        "DevFeeRecipientP1aceho1der11111111111111111",
+        description="Solana wallet receiving the 1 bp service fee (default: a development placeholder; set it)",
     )
     signing_key_path: str = Field("", description="Ed25519 manifest signing key (PEM); dev key generated if unset")
     release_commit: str = Field("", description="Release commit (40 hex); read from git when unset")

@@ -32,6 +32,8 @@ class ServiceConfig:
     # route keys the prepare builder can act on; empty until a prepare builder is registered
     prepare_ready_routes: frozenset[str] = field(default_factory=frozenset)
     prepare_unavailable_reason: str = "prepare_not_available_in_this_build"
+    # route key -> why its first step cannot be prepared (set from PrepareService.unsupported_reasons())
+    prepare_unavailable_reasons: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,7 +129,8 @@ class RouteQuoteService:
             if reasons:
                 out.append({"route": route.key, "reason": "market_source_unavailable", "details": reasons})
             elif route.key not in self.config.prepare_ready_routes:
-                out.append({"route": route.key, "reason": self.config.prepare_unavailable_reason, "details": []})
+                reason = self.config.prepare_unavailable_reasons.get(route.key, self.config.prepare_unavailable_reason)
+                out.append({"route": route.key, "reason": reason.split(":", 1)[0], "details": [reason]})
         return out
 
     def _availability(self) -> dict[str, Any]:

@@ -1,0 +1,239 @@
+"""Solana unsigned instructions built with solders: associated-token-account creation, SPL
+`TransferChecked` (SPL Token or Token-2022, per mint) and Circle CCTP v2 `deposit_for_burn`.
+
+No blockhash and no fee payer signature: the caller's wallet compiles a transaction with a fresh
+blockhash. Raydium CLMM and Orca Whirlpool swaps are not built: the pool accounts (and with them the
+tick-array and vault accounts of the swap instructions) are not pinned in this build.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import struct
+from dataclasses import dataclass
+from typing import Any
+
+from solders.instruction import AccountMeta, Instruction
+from solders.pubkey import Pubkey
+from solders.token.associated import get_associated_token_address
+
+from routequote.core.actions.evm import ActionUnavailable, address_to_bytes32
+from routequote.core.actions.plan import CCTP_FAST_FINALITY, StepPlan
+from routequote.core.assets import CHAINS, SPL_TOKEN_PROGRAM, Asset, Chain
+from routequote.core.routes import Provider
+
+ATA_PROGRAM = Pubkey.from_string("ATokenGPvbdGVxr1b2hvZbsiqW5xWH25efTNsLJA8knL")
+SYSTEM_PROGRAM = Pubkey.from_string("11111111111111111111111111111111")
+CCTP_MESSAGE_TRANSMITTER_V2 = Pubkey.from_string("CCTPV2Sm4AdWt5296sk4P66VBZ7bEhcARwFaaS9YPbeC")
+CCTP_TOKEN_MESSENGER_MINTER_V2 = Pubkey.from_string("CCTPV2vPZJS2u2BBsUoscuikbYjnpFmbFsvVuJdgUMQe")
+ATA_CREATE_IDEMPOTENT = 1
+SPL_TRANSFER_CHECKED = 12
+DEPOSIT_FOR_BURN_DISCRIMINATOR = hashlib.sha256(b"global:deposit_for_burn").digest()[:8]
+SOLANA_UNPINNED = {
+    Provider.RAYDIUM_CLMM: "solana_pool_accounts_not_pinned: no verified Raydium CLMM SOL/USDC pool account "
+    "(and its vaults, observation and tick arrays) in this build",
+    Provider.ORCA_WHIRLPOOL: "solana_pool_accounts_not_pinned: no verified Orca Whirlpool USDC/USDG pool account "
+    "(and its vaults, oracle and tick arrays) in this build",
+}
+
+
+def pubkey(address: str | Pubkey) -> Pubkey:
+    return address if isinstance(address, Pubkey) else Pubkey.from_string(address)
+
+
+def token_program(a: Asset) -> Pubkey:
+    return Pubkey.from_string(a.token_program or SPL_TOKEN_PROGRAM)
+
+
+def mint(a: Asset) -> Pubkey:
+    addr = a.address or a.wrapped_address
+    assert addr is not None
+    return Pubkey.from_string(addr)
+
+
+def associated_token_address(owner: str | Pubkey, a: Asset) -> Pubkey:
+    return get_associated_token_address(pubkey(owner), mint(a), token_program(a))
+
+
+def create_ata_idempotent(payer: str | Pubkey, owner: str | Pubkey, a: Asset) -> Instruction:
+    """ATA program `CreateIdempotent`: creates owner's token account for the mint unless it exists."""
+    ata = associated_token_address(owner, a)
+    return Instruction(
+        ATA_PROGRAM,
+        bytes([ATA_CREATE_IDEMPOTENT]),
+        [
+            AccountMeta(pubkey(payer), True, True),
+            AccountMeta(ata, False, True),
+            AccountMeta(pubkey(owner), False, False),
+            AccountMeta(mint(a), False, False),
+            AccountMeta(SYSTEM_PROGRAM, False, False),
+            AccountMeta(token_program(a), False, False),
+        ],
+    )
+
+
+def transfer_checked(owner: str | Pubkey, recipient_owner: str | Pubkey, a: Asset, amount: int) -> Instruction:
+    """SPL / Token-2022 `TransferChecked` from owner's ATA to the recipient's ATA (tag 12, u64 LE, u8)."""
+    return Instruction(
+        token_program(a),
+        bytes([SPL_TRANSFER_CHECKED]) + struct.pack("<QB", amount, a.decimals),
+        [
+            AccountMeta(associated_token_address(owner, a), False, True),
+            AccountMeta(mint(a), False, False),
+            AccountMeta(associated_token_address(recipient_owner, a), False, True),
+            AccountMeta(pubkey(owner), True, False),
+        ],
+    )
+
+
+def cctp_pdas(owner: Pubkey, burn_mint: Pubkey, destination_domain: int) -> dict[str, Pubkey]:
+    tmm, mt = CCTP_TOKEN_MESSENGER_MINTER_V2, CCTP_MESSAGE_TRANSMITTER_V2
+
+    def pda(seeds: list[bytes], program: Pubkey) -> Pubkey:
+        return Pubkey.find_program_address(seeds, program)[0]
+
+    return {
+        "sender_authority_pda": pda([b"sender_authority"], tmm),
+        "denylist_account": pda([b"denylist_account", bytes(owner)], tmm),
+        "message_transmitter": pda([b"message_transmitter"], mt),
+        "token_messenger": pda([b"token_messenger"], tmm),
+        "remote_token_messenger": pda([b"remote_token_messenger", str(destination_domain).encode()], tmm),
+        "token_minter": pda([b"token_minter"], tmm),
+        "local_token": pda([b"local_token", bytes(burn_mint)], tmm),
+        "event_authority": pda([b"__event_authority"], tmm),
+    }
+
+
+CCTP_ACCOUNT_NAMES = (
+    "owner", "event_rent_payer", "sender_authority_pda", "burn_token_account", "denylist_account",
+    "message_transmitter", "token_messenger", "remote_token_messenger", "token_minter", "local_token",
+    "burn_token_mint", "message_sent_event_data", "message_transmitter_program", "token_messenger_minter_program",
+    "token_program", "system_program", "event_authority", "program",
+)  # fmt: skip
+
+
+def cctp_deposit_for_burn_data(
+    amount: int, destination_domain: int, mint_recipient: bytes, max_fee: int, min_finality: int
+) -> bytes:
+    return (
+        DEPOSIT_FOR_BURN_DISCRIMINATOR
+        + struct.pack("<QI", amount, destination_domain)
+        + mint_recipient
+        + bytes(32)  # destination_caller: Pubkey::default() = anyone may relay the mint
+        + struct.pack("<QI", max_fee, min_finality)
+    )
+
+
+def cctp_deposit_for_burn(
+    owner: str | Pubkey,
+    event_signer: str | Pubkey,
+    usdc: Asset,
+    amount: int,
+    destination_domain: int,
+    mint_recipient: bytes,
+    max_fee: int,
+    min_finality: int = CCTP_FAST_FINALITY,
+) -> Instruction:
+    """TokenMessengerMinterV2 `deposit_for_burn` (Anchor; accounts in DepositForBurnContext order)."""
+    o, m = pubkey(owner), mint(usdc)
+    p = cctp_pdas(o, m, destination_domain)
+    metas = [
+        AccountMeta(o, True, False),
+        AccountMeta(o, True, True),  # event_rent_payer: the owner pays the MessageSent account rent
+        AccountMeta(p["sender_authority_pda"], False, False),
+        AccountMeta(associated_token_address(o, usdc), False, True),
+        AccountMeta(p["denylist_account"], False, False),
+        AccountMeta(p["message_transmitter"], False, True),
+        AccountMeta(p["token_messenger"], False, False),
+        AccountMeta(p["remote_token_messenger"], False, False),
+        AccountMeta(p["token_minter"], False, False),
+        AccountMeta(p["local_token"], False, True),
+        AccountMeta(m, False, True),
+        AccountMeta(pubkey(event_signer), True, True),
+        AccountMeta(CCTP_MESSAGE_TRANSMITTER_V2, False, False),
+        AccountMeta(CCTP_TOKEN_MESSENGER_MINTER_V2, False, False),
+        AccountMeta(token_program(usdc), False, False),
+        AccountMeta(SYSTEM_PROGRAM, False, False),
+        AccountMeta(p["event_authority"], False, False),
+        AccountMeta(CCTP_TOKEN_MESSENGER_MINTER_V2, False, False),
+    ]
+    data = cctp_deposit_for_burn_data(amount, destination_domain, mint_recipient, max_fee, min_finality)
+    return Instruction(CCTP_TOKEN_MESSENGER_MINTER_V2, data, metas)
+
+
+def instruction_dict(ix: Instruction) -> dict[str, Any]:
+    return {
+        "programId": str(ix.program_id),
+        "keys": [{"pubkey": str(a.pubkey), "isSigner": a.is_signer, "isWritable": a.is_writable} for a in ix.accounts],
+        "data": base64.b64encode(bytes(ix.data)).decode(),
+        "dataEncoding": "base64",
+    }
+
+
+def instruction_from_dict(d: dict[str, Any]) -> Instruction:
+    return Instruction(
+        Pubkey.from_string(d["programId"]),
+        base64.b64decode(d["data"], validate=True),
+        [AccountMeta(Pubkey.from_string(k["pubkey"]), bool(k["isSigner"]), bool(k["isWritable"])) for k in d["keys"]],
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class SolanaBuild:
+    instructions: list[dict[str, Any]]
+    kinds: list[str]
+    required_signers: list[str]
+    spend_token: str
+    protocol_target: str
+    destination: dict[str, Any]
+    fee_recipient_token_account: str | None
+
+
+def solana_step_supported(provider: Provider) -> str | None:
+    if provider in SOLANA_UNPINNED:
+        return SOLANA_UNPINNED[provider]
+    if provider is Provider.CIRCLE_CCTP:
+        return None
+    return f"{provider.value}_not_buildable_on_solana"
+
+
+def build_solana(plan: StepPlan) -> SolanaBuild:
+    step = plan.step
+    reason = solana_step_supported(step.provider)
+    if reason:
+        raise ActionUnavailable(reason.split(":", 1)[0], reason)
+    src, dst = step.source, step.target
+    if plan.event_signer_public is None:
+        raise ActionUnavailable("event_signer_public_required")
+    net = plan.net_input_base
+    ixs: list[Instruction] = []
+    kinds: list[str] = []
+    fee_ata: str | None = None
+    if plan.fee_base:
+        ixs.append(create_ata_idempotent(plan.caller, plan.fee_recipient, src))
+        kinds.append("create_fee_recipient_token_account")
+        ixs.append(transfer_checked(plan.caller, plan.fee_recipient, src, plan.fee_base))
+        kinds.append("service_fee_transfer_checked")
+        fee_ata = str(associated_token_address(plan.fee_recipient, src))
+    domain = CHAINS[dst.chain].cctp_domain
+    if domain is None or dst.chain is Chain.SOLANA:
+        raise ActionUnavailable("cctp_destination_domain_unknown")
+    if not 0 < plan.max_provider_fee_base < net:
+        raise ActionUnavailable("cctp_max_fee_not_below_amount")
+    ixs.append(
+        cctp_deposit_for_burn(
+            plan.caller, plan.event_signer_public, src, net, domain, address_to_bytes32(plan.recipient),
+            plan.max_provider_fee_base,
+        )
+    )  # fmt: skip
+    kinds.append("cctp_deposit_for_burn")
+    return SolanaBuild(
+        instructions=[instruction_dict(ix) for ix in ixs],
+        kinds=kinds,
+        required_signers=[plan.caller, plan.event_signer_public],
+        spend_token=str(mint(src)),
+        protocol_target=str(CCTP_TOKEN_MESSENGER_MINTER_V2),
+        destination={"chain": dst.chain.value, "recipient": plan.recipient, "domain": domain},
+        fee_recipient_token_account=fee_ata,
+    )

@@ -1,0 +1,332 @@
+"""PrepareService: POST /v2/prepare turns an approved quote into the first unsigned action.
+
+It never signs and never submits. Order of checks, all before anything is built or stored:
+secret-looking material (400) -> request shape, intent, wallets, event signer (400) -> route
+prepare-readiness (400) -> approval_v3 shape (400) -> idempotency replay (same body: same bundle;
+different body: 409) -> approval_v3 binding to the issued quote (409) -> build the bundle.
+Without approval_v3 the request is served as `legacy_advisory` from a fresh internal quote.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import OrderedDict
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from routequote.config import Settings
+from routequote.core.actions.approval import check_approval, parse_approval, reapproval
+from routequote.core.actions.bundle import assemble_bundle, unix
+from routequote.core.actions.evm import (
+    DEFAULT_DEPLOYMENTS,
+    ActionUnavailable,
+    EvmDeployment,
+    build_evm,
+    checksum,
+    evm_step_supported,
+)
+from routequote.core.actions.plan import ACROSS_FILL_DEADLINE_SECONDS, ONCHAIN_DEADLINE_SECONDS, StepPlan
+from routequote.core.actions.solana import build_solana, solana_step_supported
+from routequote.core.assets import CHAINS, Chain, ChainFamily
+from routequote.core.hashing import canonical_sha256
+from routequote.core.intent import QUOTE_FIELDS, parse_quote_request
+from routequote.core.quote import APPROVAL_VERSION
+from routequote.core.routes import ROUTES, Provider, Route
+from routequote.errors import InvalidRequest
+from routequote.service import IssuedQuote, RouteQuoteService
+
+PREPARE_FIELDS = ("caller_approved", *QUOTE_FIELDS, "wallets", "event_signer_public", "approval_v3")
+EVM_ADDRESS_RE = re.compile(r"^0x[0-9a-fA-F]{40}$")
+BASE58_RE = re.compile(r"^[1-9A-HJ-NP-Za-km-z]{32,44}$")
+SECRET_KEY_WORDS = (
+    "private", "secret", "seed", "mnemonic", "signature", "signed_transaction", "signedtransaction", "signed_tx",
+    "signedtx", "keypair", "passphrase", "password",
+)  # fmt: skip
+_HEX_KEY_RE = re.compile(r"^(0x)?[0-9a-fA-F]{64}$")
+_BASE58_LONG_RE = re.compile(r"^[1-9A-HJ-NP-Za-km-z]{80,90}$")
+_MNEMONIC_RE = re.compile(r"^[a-z]+( [a-z]+){11,23}$")
+IDEMPOTENCY_RECORDS = 2048
+IDEMPOTENCY_TTL_SECONDS = 600
+BINDING_VERSION = "routequote-quote-bound-action-constraints-v1"
+
+
+def _secret_path(value: Any, path: str, allow_hex64: bool) -> str | None:
+    """The path of the first secret-looking key or value, or None."""
+    if isinstance(value, dict):
+        for k, v in value.items():
+            lk = str(k).lower().replace("-", "_")
+            if any(w in lk for w in SECRET_KEY_WORDS):
+                return f"{path}.{k}"
+            # approval hashes are 64 hex by contract; anything else 64-hex looks like a private key
+            found = _secret_path(v, f"{path}.{k}", allow_hex64=k in ("quote_fingerprint", "direct_route_summary_sha256"))
+            if found:
+                return found
+    elif isinstance(value, list):
+        if len(value) in (32, 64) and all(isinstance(b, int) and not isinstance(b, bool) and 0 <= b <= 255 for b in value):
+            return path  # a raw key byte array
+        for i, v in enumerate(value):
+            found = _secret_path(v, f"{path}[{i}]", False)
+            if found:
+                return found
+    elif isinstance(value, str):
+        s = value.strip()
+        if (_HEX_KEY_RE.match(s) and not (allow_hex64 and not s.startswith("0x"))) or _BASE58_LONG_RE.match(s):
+            return path
+        if _MNEMONIC_RE.match(s):
+            return path
+    return None
+
+
+def valid_address(chain: Chain, address: Any) -> bool:
+    if not isinstance(address, str):
+        return False
+    if CHAINS[chain].family is ChainFamily.EVM:
+        return bool(EVM_ADDRESS_RE.match(address))
+    if not BASE58_RE.match(address):
+        return False
+    from solders.pubkey import Pubkey
+
+    try:
+        return len(bytes(Pubkey.from_string(address))) == 32
+    except ValueError:
+        return False
+
+
+@dataclass
+class _IdemRecord:
+    body_sha256: str
+    response: dict[str, Any]
+    expires_monotonic: float
+
+
+class PrepareService:
+    def __init__(
+        self,
+        service: RouteQuoteService,
+        settings: Settings | None = None,
+        *,
+        deployments: dict[Chain, EvmDeployment] | None = None,
+    ) -> None:
+        settings = settings or Settings()
+        self.service = service
+        self.deployments = {**DEFAULT_DEPLOYMENTS, **(deployments or {})}
+        if not valid_address(Chain.BASE, settings.fee_recipient_evm):
+            raise ValueError("ROUTEQUOTE_FEE_RECIPIENT_EVM must be a 0x-prefixed 20-byte address")
+        if not valid_address(Chain.SOLANA, settings.fee_recipient_solana):
+            raise ValueError("ROUTEQUOTE_FEE_RECIPIENT_SOLANA must be a base58 32-byte public key")
+        self.fee_recipients = {
+            ChainFamily.EVM: checksum(settings.fee_recipient_evm),
+            ChainFamily.SOLANA: settings.fee_recipient_solana,
+        }
+        self._idem: OrderedDict[str, _IdemRecord] = OrderedDict()
+        self._reasons = {key: self._unsupported_reason(r) for key, r in ROUTES.items()}
+
+    # ---- readiness ----------------------------------------------------------------------------------
+
+    def _unsupported_reason(self, route: Route) -> str | None:
+        step = route.steps[0]
+        chain = step.source.chain
+        if CHAINS[chain].family is ChainFamily.EVM:
+            return evm_step_supported(step.provider, chain, self.deployments)
+        return solana_step_supported(step.provider)
+
+    def supported_routes(self) -> frozenset[str]:
+        return frozenset(k for k, reason in self._reasons.items() if reason is None)
+
+    def unsupported_reasons(self) -> dict[str, str]:
+        """Route key -> why its first step cannot be prepared in this build."""
+        return {k: reason for k, reason in self._reasons.items() if reason is not None}
+
+    def fee_recipient_for(self, chain: Chain) -> str:
+        return self.fee_recipients[CHAINS[chain].family]
+
+    # ---- request parsing ----------------------------------------------------------------------------
+
+    def _parse(self, body: Any) -> tuple[Any, Route, dict[str, str], str | None, dict[str, Any] | None]:
+        if not isinstance(body, dict):
+            raise InvalidRequest("body_not_object", "the request body must be a JSON object")
+        secret = _secret_path(body, "body", False)
+        if secret:
+            raise InvalidRequest(
+                "secret_material_rejected",
+                f"{secret[:120]} looks like secret material (a private key, seed, mnemonic, signature or signed "
+                "transaction). Never send secrets: the service never signs.",
+            )
+        extra = sorted(set(body) - set(PREPARE_FIELDS))
+        if extra:
+            raise InvalidRequest("unknown_field", f"properties not allowed: {', '.join(extra)[:200]}")
+        if body.get("caller_approved") is not True:
+            raise InvalidRequest("caller_approval_required", "caller_approved must be the literal true")
+        intent = parse_quote_request({k: body[k] for k in QUOTE_FIELDS if k in body})
+        route = ROUTES[intent.route_key]
+        wallets = body.get("wallets")
+        if not isinstance(wallets, dict):
+            raise InvalidRequest("wallets_required", "wallets must be an object of chain -> public address")
+        if set(wallets) != set(route.required_wallet_chains):
+            raise InvalidRequest(
+                "route_specific_chain_wallets_required",
+                f"wallets must name exactly the route's chains: {list(route.required_wallet_chains)}",
+                details={"required_wallet_chains": list(route.required_wallet_chains)},
+            )
+        for chain_name, address in wallets.items():
+            if not valid_address(Chain(chain_name), address):
+                raise InvalidRequest(
+                    "invalid_wallet_address",
+                    f"wallets.{chain_name} must be a public "
+                    + ("0x-prefixed 20-byte address" if CHAINS[Chain(chain_name)].family is ChainFamily.EVM
+                       else "base58 32-byte key (32..44 characters)"),
+                )  # fmt: skip
+        signer = body.get("event_signer_public")
+        if route.event_signer_required:
+            if signer is None:
+                raise InvalidRequest(
+                    "event_signer_public_required",
+                    "this route burns CCTP on Solana: send event_signer_public, the public key of a fresh keypair "
+                    "you generate to co-sign the burn",
+                )
+            if not valid_address(Chain.SOLANA, signer):
+                raise InvalidRequest("invalid_event_signer_public", "event_signer_public must be a base58 public key")
+            if signer in wallets.values():
+                raise InvalidRequest("event_signer_public_not_fresh", "event_signer_public must be a fresh key")
+        elif signer is not None:
+            raise InvalidRequest(
+                "event_signer_public_not_accepted_for_this_route", "this route has no Solana CCTP burn"
+            )
+        if route.key not in self._reasons or self._reasons[route.key] is not None:
+            raise InvalidRequest(
+                "route_not_prepare_ready",
+                f"the first step of {route.key} cannot be prepared in this build: {self._reasons.get(route.key)}",
+                details={"route": route.key, "unavailable_reason": self._reasons.get(route.key)},
+            )
+        approval = parse_approval(body["approval_v3"]) if body.get("approval_v3") is not None else None
+        return intent, route, dict(wallets), signer, approval
+
+    # ---- the operation ------------------------------------------------------------------------------
+
+    async def prepare(self, body: Any) -> dict[str, Any]:
+        intent, route, wallets, signer, approval = self._parse(body)
+        clock = self.service.clock
+        now_mono = clock.monotonic()
+        body_sha = canonical_sha256(body)
+        if approval is not None:
+            self._drop_expired(now_mono)
+            key = approval["idempotency_key"]
+            record = self._idem.get(key)
+            if record is not None:
+                if record.body_sha256 != body_sha:
+                    raise reapproval(
+                        "idempotency_key_reused_with_different_request",
+                        "this idempotency_key was used with a different request; nothing was created",
+                        route,
+                    )
+                return {**record.response, "idempotent_replay": True}
+            issued = self.service.issued_quote(approval["quote_id"])
+            check_approval(approval, issued.payload if issued else None, route, intent.as_request(), now=clock.now())
+            assert issued is not None
+        else:
+            issued = await self.service.quote(intent)
+        bundle = self._build(issued, route, wallets, signer, approval)
+        response = {**bundle, "idempotent_replay": False}
+        if approval is not None:
+            self._idem[approval["idempotency_key"]] = _IdemRecord(body_sha, bundle, now_mono + IDEMPOTENCY_TTL_SECONDS)
+            while len(self._idem) > IDEMPOTENCY_RECORDS:
+                self._idem.popitem(last=False)
+        return response
+
+    def _drop_expired(self, now: float) -> None:
+        while self._idem:
+            key, rec = next(iter(self._idem.items()))
+            if rec.expires_monotonic > now:
+                break
+            del self._idem[key]
+
+    def _build(
+        self,
+        issued: IssuedQuote,
+        route: Route,
+        wallets: dict[str, str],
+        signer: str | None,
+        approval: dict[str, Any] | None,
+    ) -> dict[str, Any]:
+        quote = issued.payload
+        ps = issued.body.pricing.steps[0]
+        step = ps.step
+        min_out = ps.minimum_output_base
+        if approval is not None and len(route.steps) == 1:
+            min_out = max(min_out, int(approval["minimum_output_base"]))
+        pool_fee = None
+        if step.provider is Provider.UNISWAP_V3:
+            pool_fee = next(
+                (f["fee_pips"] for f in quote["cost_summary"]["provider_fee_components"]
+                 if f["step_index"] == step.index and "fee_pips" in f),
+                None,
+            )  # fmt: skip
+        now = self.service.clock.now()
+        prepared = unix(now)
+        plan = StepPlan(
+            route=route,
+            step=step,
+            input_base=ps.expected_input_base,
+            fee_base=ps.service_fee_base,
+            minimum_output_base=min_out,
+            expected_output_base=ps.expected_output_base,
+            max_provider_fee_base=ps.provider_fee_max_base if step.provider is Provider.CIRCLE_CCTP else 0,
+            native_fee_wei=ps.native_fee_max_wei if step.provider is Provider.PAXOS_OFT else 0,
+            wallets=wallets,
+            fee_recipient=self.fee_recipient_for(step.source.chain),
+            event_signer_public=signer if step.source.chain is Chain.SOLANA else None,
+            prepared_at_unix=prepared,
+            deadline_unix=prepared + ONCHAIN_DEADLINE_SECONDS,
+            fill_deadline_unix=prepared + ACROSS_FILL_DEADLINE_SECONDS,
+            pool_fee_pips=pool_fee,
+        )
+        try:
+            build = (
+                build_evm(plan, self.deployments)
+                if CHAINS[step.source.chain].family is ChainFamily.EVM
+                else build_solana(plan)
+            )
+        except ActionUnavailable as exc:
+            raise InvalidRequest("route_not_prepare_ready", exc.detail, details={"unavailable_reason": exc.reason}) from None
+        cont = quote["continuation_v3"]
+        if approval is not None:
+            binding: dict[str, Any] = {
+                "version": BINDING_VERSION,
+                "enforcement": "server_enforced_quote_binding",
+                "approval_v3_version": APPROVAL_VERSION,
+                "quote_id": quote["quote_id"],
+                "quote_fingerprint": cont["quote_fingerprint"],
+                "direct_route_summary_sha256": cont["direct_route_summary_sha256"],
+                "selected_mode": approval["selected_mode"],
+                "idempotency_key": approval["idempotency_key"],
+                "maximum_input_base": approval["maximum_input_base"],
+                "minimum_output_base": approval["minimum_output_base"],
+                "whole_route_path_and_bounds_enforced": True,
+                "server_signing": False,
+                "server_submission": False,
+            }
+        else:
+            binding = {
+                "version": "legacy_advisory",
+                "enforcement": "legacy_advisory",
+                "quote_id": quote["quote_id"],
+                "quote_fingerprint": cont["quote_fingerprint"],
+                "direct_route_summary_sha256": cont["direct_route_summary_sha256"],
+                "caller_approved_boolean_is_not_human_proof": True,
+                "whole_route_path_and_bounds_enforced": False,
+                "note": "no approval_v3: served from a fresh internal quote; bind an approval_v3 to enforce bounds",
+                "server_signing": False,
+                "server_submission": False,
+            }
+        quote_expiry = unix(now + timedelta(seconds=max(0.0, issued.expires_at_monotonic - self.service.clock.monotonic())))
+        return assemble_bundle(
+            plan,
+            build,
+            workflow_id=self.service.ids.new_id(),
+            action_id=self.service.ids.new_id(),
+            prepared_at=now,
+            quote_binding=binding,
+            summary_steps=quote["direct_route_summary"]["steps"],
+            quote_expiry_unix=quote_expiry,
+        )

@@ -1,0 +1,491 @@
+"""Caller-side verification of an unsigned action bundle, run by an agent before it signs anything.
+
+Imports only the standard library, eth_abi / eth_utils / solders and `routequote.core`: no server
+stack. `verify_bundle` re-derives every hash, decodes every EVM calldata and Solana instruction and
+checks them against what the caller itself knows (its intent, its wallets, its approval_v3 bounds and
+the quote's direct_route_summary), against the pinned contracts and programs, the 1 bp fee formula
+and the deadlines. It returns findings; an empty list of errors means "nothing found wrong".
+"""
+
+from __future__ import annotations
+
+import base64
+import struct
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from routequote.core.actions import solana as sol
+from routequote.core.actions.bundle import (
+    BUNDLE_TTL_SECONDS,
+    action_sha256,
+    allowlists,
+    payload_sha256,
+    raw_payload_rows,
+)
+from routequote.core.actions.evm import (
+    DEFAULT_DEPLOYMENTS,
+    LZ_EID,
+    ROUTER_ADDRESS_THIS,
+    ZERO_BYTES32,
+    EvmDeployment,
+    address_to_bytes32,
+    decode_call,
+)
+from routequote.core.actions.plan import (
+    ACROSS_FILL_DEADLINE_SECONDS,
+    CCTP_FAST_FINALITY,
+    MAX_ACROSS_FILL_DEADLINE_SECONDS,
+    MAX_DEADLINE_WINDOW_SECONDS,
+    ONCHAIN_DEADLINE_SECONDS,
+)
+from routequote.core.assets import CHAINS, Chain, ChainFamily
+from routequote.core.hashing import canonical_sha256
+from routequote.core.routes import ROUTES, Provider, Route, Step
+
+MAX_OFT_NATIVE_FEE_WEI = 10**16  # 0.01 ETH: a verifier-side cap on the LayerZero fee sent as value
+UNISWAP_FEE_TIERS = frozenset({100, 500, 3000, 10000})
+SECRET_WORDS = ("private", "secret", "seed", "mnemonic", "signature", "signed_transaction", "keypair")
+CLOCK_SKEW_SECONDS = 60
+
+__all__ = [
+    "Finding",
+    "BundleRejected",
+    "verify_bundle",
+    "assert_bundle_ok",
+    "verification_context",
+    "check_verification_context",
+]
+
+from routequote.core.actions.approval import check_verification_context, verification_context  # noqa: E402
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    code: str
+    message: str
+    severity: str = "error"  # "error" refuses the bundle; "warning" is reported only
+
+    def as_dict(self) -> dict[str, str]:
+        return {"code": self.code, "message": self.message, "severity": self.severity}
+
+
+class BundleRejected(Exception):
+    def __init__(self, findings: list[Finding]) -> None:
+        super().__init__("; ".join(f"{f.code}: {f.message}" for f in findings if f.severity == "error"))
+        self.findings = findings
+
+
+def _ts(text: str) -> int:
+    return int(datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp())
+
+
+class _Checker:
+    def __init__(self) -> None:
+        self.findings: list[Finding] = []
+
+    def fail(self, code: str, message: str) -> None:
+        self.findings.append(Finding(code, message))
+
+    def warn(self, code: str, message: str) -> None:
+        self.findings.append(Finding(code, message, "warning"))
+
+    def expect(self, ok: bool, code: str, message: str) -> bool:
+        if not ok:
+            self.fail(code, message)
+        return ok
+
+
+def _scan_flags(value: Any, path: str, c: _Checker) -> None:
+    if isinstance(value, dict):
+        for k, v in value.items():
+            lk = str(k).lower()
+            if lk in ("server_signing", "server_submission", "signed", "submitted") and v is not False:
+                c.fail("custody_flag_not_false", f"{path}.{k} must be false")
+            if any(w in lk for w in SECRET_WORDS):
+                c.fail("secret_looking_field", f"{path}.{k} looks like secret material")
+            _scan_flags(v, f"{path}.{k}", c)
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            _scan_flags(v, f"{path}[{i}]", c)
+
+
+def verify_bundle(
+    bundle: Any,
+    *,
+    intent: dict[str, Any],
+    wallets: dict[str, str],
+    now_unix: int,
+    approval_v3: dict[str, Any] | None = None,
+    direct_route_summary: dict[str, Any] | None = None,
+    event_signer_public: str | None = None,
+    fee_recipients: dict[str, str] | None = None,
+    deployments: dict[Chain, EvmDeployment] | None = None,
+) -> list[Finding]:
+    """All findings about `bundle` (errors and warnings). The bundle is safe to sign only if none is an error.
+
+    `intent` is the caller's 5 quote fields; `wallets` its chain -> public address map; `fee_recipients`
+    maps "evm"/"solana" to the fee recipient the caller pinned (from the operator's published config);
+    `deployments` overrides contract addresses (tests on a local chain), defaulting to mainnet.
+    """
+    c = _Checker()
+    if not isinstance(bundle, dict):
+        return [Finding("bundle_not_object", "the bundle must be a JSON object")]
+    deps = {**DEFAULT_DEPLOYMENTS, **(deployments or {})}
+    _scan_flags(bundle, "bundle", c)
+    # ---- hashes -------------------------------------------------------------------------------------
+    c.expect(bundle.get("payload_sha256") == payload_sha256(bundle), "payload_sha256_mismatch",
+             "payload_sha256 does not equal sha256 of the canonical bundle without it")  # fmt: skip
+    action = bundle.get("unsigned_action")
+    if not isinstance(action, dict) or not isinstance(action.get("safety_receipt"), dict):
+        c.fail("unsigned_action_missing", "bundle.unsigned_action with a safety_receipt is required")
+        return c.findings
+    receipt = action["safety_receipt"]
+    binding = receipt.get("payload_binding", {})
+    c.expect(binding.get("action_sha256") == action_sha256(action), "action_sha256_mismatch",
+             "safety_receipt.payload_binding.action_sha256 does not match the unsigned action")  # fmt: skip
+    try:
+        rows = raw_payload_rows(action)
+        targets, selectors = allowlists(action)
+    except (ValueError, KeyError, TypeError) as exc:
+        c.fail("payload_malformed", f"cannot read the payloads: {exc}")
+        return c.findings
+    c.expect(binding.get("raw_payloads") == rows, "raw_payload_hash_mismatch",
+             "per-payload raw_sha256 / data_sha256 rows do not match the payloads")  # fmt: skip
+    c.expect(receipt.get("target_or_program_allowlist") == targets, "receipt_allowlist_mismatch",
+             "the receipt's target allowlist does not list exactly the payload targets")  # fmt: skip
+    c.expect(receipt.get("selector_or_instruction_allowlist") == selectors, "receipt_allowlist_mismatch",
+             "the receipt's selector allowlist does not list exactly the payload selectors")  # fmt: skip
+    # ---- intent, route, step ------------------------------------------------------------------------
+    route_key = f"{intent.get('from_chain')}:{intent.get('from_token')}->{intent.get('to_chain')}:{intent.get('to_token')}"
+    route = ROUTES.get(route_key)
+    if route is None:
+        c.fail("intent_route_unknown", f"no route {route_key}")
+        return c.findings
+    c.expect(bundle.get("route") == route.key, "route_mismatch", "bundle.route differs from the intent")
+    idx = bundle.get("step_index")
+    if not isinstance(idx, int) or not 0 <= idx < len(route.steps):
+        c.fail("step_index_invalid", "bundle.step_index is not a step of the route")
+        return c.findings
+    step = route.steps[idx]
+    c.expect(action.get("step_index") == idx, "step_index_mismatch", "unsigned_action.step_index differs")
+    c.expect(action.get("provider") == step.provider.value, "provider_mismatch",
+             f"step {idx} must use {step.provider.value}")  # fmt: skip
+    c.expect((action.get("source"), action.get("destination")) == (step.source.key, step.target.key),
+             "step_endpoints_mismatch", "unsigned action endpoints differ from the route step")  # fmt: skip
+    if set(wallets) != set(route.required_wallet_chains):
+        c.fail("wallet_chains_mismatch", f"the route needs wallets on exactly {list(route.required_wallet_chains)}")
+        return c.findings
+    caller, recipient = wallets[step.source.chain.value], wallets[step.target.chain.value]
+    c.expect(_same(action.get("sender"), caller), "sender_mismatch", "unsigned_action.sender is not your wallet")
+    c.expect(_same(action.get("recipient"), recipient), "recipient_mismatch",
+             "unsigned_action.recipient is not your wallet on the step's target chain")  # fmt: skip
+    wf = bundle.get("workflow", {})
+    c.expect(isinstance(wf, dict) and wf.get("wallets") == dict(sorted(wallets.items())), "workflow_wallets_mismatch",
+             "workflow.wallets differs from your wallets")  # fmt: skip
+    # ---- amounts and bounds -------------------------------------------------------------------------
+    try:
+        input_base = int(action["inputAmount"])
+        fee = int(action["routeFee"])
+        net = int(action["netInputAmount"])
+        min_out = int(action["minimumOutput"])
+    except (KeyError, TypeError, ValueError):
+        c.fail("amounts_malformed", "inputAmount / routeFee / netInputAmount / minimumOutput must be decimal strings")
+        return c.findings
+    want_fee = input_base // 10_000 if step.fee_step else 0
+    c.expect(fee == want_fee, "service_fee_mismatch",
+             f"the fee must be floor(input/10000) = {want_fee} on the fee step and 0 elsewhere, not {fee}")  # fmt: skip
+    c.expect(net == input_base - fee, "net_input_mismatch", "netInputAmount must be inputAmount - routeFee")
+    min_bound = 1
+    if direct_route_summary is not None:
+        if approval_v3 is not None:
+            c.expect(canonical_sha256(direct_route_summary) == approval_v3.get("direct_route_summary_sha256"),
+                     "summary_hash_mismatch", "direct_route_summary does not hash to approval_v3's summary hash")  # fmt: skip
+        c.expect(direct_route_summary.get("route") == route.key, "summary_route_mismatch", "summary is for another route")
+        s_steps = direct_route_summary.get("steps") or []
+        if idx < len(s_steps):
+            ss = s_steps[idx]
+            c.expect(ss.get("provider") == step.provider.value, "summary_provider_mismatch", "summary provider differs")
+            c.expect(str(input_base) == ss.get("expected_input_base"), "input_amount_mismatch",
+                     f"inputAmount {input_base} differs from the quoted {ss.get('expected_input_base')}")  # fmt: skip
+            min_bound = max(min_bound, int(ss.get("minimum_output_base", "1")))
+    if approval_v3 is not None:
+        if idx == 0:
+            c.expect(input_base <= int(approval_v3["maximum_input_base"]), "input_above_approved_maximum",
+                     "inputAmount exceeds approval_v3.maximum_input_base")  # fmt: skip
+        if len(route.steps) == 1:
+            min_bound = max(min_bound, int(approval_v3["minimum_output_base"]))
+        qb = bundle.get("quote_binding", {})
+        c.expect(isinstance(qb, dict) and qb.get("quote_id") == approval_v3.get("quote_id")
+                 and qb.get("quote_fingerprint") == approval_v3.get("quote_fingerprint"),
+                 "quote_binding_mismatch", "the bundle is not bound to your approved quote")  # fmt: skip
+    else:
+        c.warn("no_approval_v3", "no approval_v3 given: the bundle is legacy_advisory and not bound to your quote")
+    c.expect(min_out >= min_bound, "minimum_output_below_bound",
+             f"minimumOutput {min_out} is below the bound {min_bound}")  # fmt: skip
+    # ---- timing -------------------------------------------------------------------------------------
+    try:
+        prepared, expires = _ts(bundle["prepared_at"]), _ts(bundle["expires_at"])
+        deadline = int(action["deadline"])
+    except (KeyError, TypeError, ValueError):
+        c.fail("timing_malformed", "prepared_at / expires_at / deadline are required")
+        return c.findings
+    c.expect(prepared <= now_unix + CLOCK_SKEW_SECONDS, "prepared_in_future", "prepared_at is in the future")
+    c.expect(expires - prepared <= BUNDLE_TTL_SECONDS, "bundle_ttl_too_long", "the bundle lives longer than 180 s")
+    c.expect(now_unix < expires, "bundle_expired", "the bundle has expired; prepare again")
+    c.expect(deadline <= prepared + ONCHAIN_DEADLINE_SECONDS and deadline <= now_unix + MAX_DEADLINE_WINDOW_SECONDS,
+             "deadline_too_late", f"deadline {deadline} is later than allowed")  # fmt: skip
+    c.expect(deadline > now_unix, "deadline_passed", "the action deadline has passed")
+    # ---- fee recipient ------------------------------------------------------------------------------
+    family = CHAINS[step.source.chain].family
+    fee_recipient = action.get("feeRecipient")
+    if fee_recipients is not None:
+        pinned = fee_recipients.get(family.value)
+        if fee and not _same(fee_recipient, pinned):
+            c.fail("fee_recipient_mismatch", "the fee goes to another recipient than the one you pinned")
+        fee_recipient = pinned if fee else None
+    elif fee:
+        c.warn("fee_recipient_not_pinned", "no fee recipient pinned by the caller; checked for consistency only")
+    if receipt.get("service_fee", {}).get("exact_amount_base") != str(fee):
+        c.fail("receipt_fee_mismatch", "the receipt's fee differs from the action's")
+    # ---- payloads -----------------------------------------------------------------------------------
+    ctx = _Ctx(c, route, step, caller, recipient, input_base, fee, net, min_out, deadline, now_unix, fee_recipient,
+               event_signer_public)  # fmt: skip
+    if family is ChainFamily.EVM:
+        _check_evm(ctx, action, deps)
+    else:
+        _check_solana(ctx, action)
+    return c.findings
+
+
+def assert_bundle_ok(bundle: Any, **kwargs: Any) -> list[Finding]:
+    """verify_bundle, raising BundleRejected if any finding is an error. Returns the warnings."""
+    findings = verify_bundle(bundle, **kwargs)
+    if any(f.severity == "error" for f in findings):
+        raise BundleRejected(findings)
+    return findings
+
+
+def _same(a: Any, b: Any) -> bool:
+    if not isinstance(a, str) or not isinstance(b, str):
+        return False
+    if a.startswith("0x") and b.startswith("0x"):
+        return a.lower() == b.lower()
+    return a == b
+
+
+@dataclass
+class _Ctx:
+    c: _Checker
+    route: Route
+    step: Step
+    caller: str
+    recipient: str
+    input_base: int
+    fee: int
+    net: int
+    min_out: int
+    deadline: int
+    now: int
+    fee_recipient: str | None
+    event_signer: str | None
+
+
+def _check_evm(x: _Ctx, action: dict[str, Any], deps: dict[Chain, EvmDeployment]) -> None:
+    c, step = x.c, x.step
+    src, dst = step.source, step.target
+    dep = deps[src.chain]
+    protocol = dep.contract(step.provider)
+    if protocol is None:
+        c.fail("protocol_contract_not_pinned", f"no pinned {step.provider.value} contract on {src.chain.value}")
+        return
+    src_token = None if src.is_native else dep.token(src)
+    txs = action.get("transactions")
+    if not isinstance(txs, list) or not txs:
+        c.fail("transactions_missing", "no transactions")
+        return
+    kinds: list[str] = []
+    fee_paid = 0
+    for i, tx in enumerate(txs):
+        where = f"transaction {i}"
+        c.expect(tx.get("chainId") == dep.chain_id, "chain_id_mismatch", f"{where}: chainId must be {dep.chain_id}")
+        c.expect(_same(tx.get("from"), x.caller), "sender_mismatch", f"{where}: from is not your wallet")
+        to = tx.get("to", "")
+        value = int(tx.get("value", "0"))
+        try:
+            call = decode_call(bytes.fromhex(str(tx.get("data", "0x"))[2:]))
+        except Exception as exc:  # noqa: BLE001 - any decoding failure refuses the payload
+            c.fail("calldata_undecodable", f"{where}: {exc}")
+            continue
+        if call is None:
+            kinds.append("native_fee")
+            ok = src.is_native and x.fee_recipient is not None and _same(to, x.fee_recipient)
+            c.expect(ok, "unexpected_native_transfer", f"{where}: a plain value transfer that is not the fee")
+            fee_paid += value
+            continue
+        if call.name == "transfer":
+            kinds.append("fee")
+            c.expect(_same(to, src_token), "target_not_allowed", f"{where}: transfer on another token")
+            c.expect(x.fee_recipient is not None and _same(call.args[0], x.fee_recipient), "fee_recipient_mismatch",
+                     f"{where}: the transfer does not go to the fee recipient")  # fmt: skip
+            c.expect(value == 0, "native_value_not_allowed", f"{where}: value must be 0")
+            fee_paid += int(call.args[1])
+            continue
+        if call.name == "approve":
+            kinds.append("approve")
+            c.expect(_same(to, src_token), "target_not_allowed", f"{where}: approve on another token")
+            c.expect(_same(call.args[0], protocol), "approval_target_mismatch",
+                     f"{where}: approval to {call.args[0]}, expected the pinned {protocol}")  # fmt: skip
+            c.expect(int(call.args[1]) == x.net, "approval_amount_mismatch",
+                     f"{where}: allowance must be exactly {x.net}")  # fmt: skip
+            c.expect(value == 0, "native_value_not_allowed", f"{where}: value must be 0")
+            continue
+        kinds.append("protocol")
+        c.expect(_same(to, protocol), "target_not_allowed", f"{where}: target {to} is not the pinned {protocol}")
+        expected_value = x.net if (step.provider is Provider.UNISWAP_V3 and src.is_native) else 0
+        if step.provider is Provider.PAXOS_OFT and call.name == "send":
+            expected_value = int(call.args[1][0])
+            c.expect(expected_value <= MAX_OFT_NATIVE_FEE_WEI, "native_value_above_cap",
+                     f"{where}: LayerZero fee above {MAX_OFT_NATIVE_FEE_WEI} wei")  # fmt: skip
+        c.expect(value == expected_value, "native_value_not_allowed",
+                 f"{where}: value {value}, expected {expected_value}")  # fmt: skip
+        _check_protocol_call(x, call.name, call.args, dep, deps, where)
+    want = (["fee"] if x.fee else []) + ([] if src.is_native else ["approve"]) + ["protocol"]
+    if src.is_native and x.fee:
+        want[0] = "native_fee"
+    c.expect(kinds == want, "unexpected_transaction_sequence", f"transactions {kinds}, expected {want}")
+    c.expect(fee_paid == x.fee, "service_fee_mismatch", f"fee paid {fee_paid}, expected {x.fee}")
+    _ = dst
+
+
+def _check_protocol_call(
+    x: _Ctx, name: str, args: tuple[Any, ...], dep: EvmDeployment, deps: dict[Chain, EvmDeployment], where: str
+) -> None:
+    c, step = x.c, x.step
+    src, dst = step.source, step.target
+    p = step.provider
+    if p is Provider.UNISWAP_V3:
+        if not c.expect(name == "multicall", "selector_not_allowed", f"{where}: expected SwapRouter02 multicall"):
+            return
+        c.expect(int(args[0]) == x.deadline, "deadline_mismatch", f"{where}: multicall deadline differs")
+        inner = [decode_call(bytes(d)) for d in args[1]]
+        names = [d.name if d else None for d in inner]
+        want = ["exactInputSingle", "unwrapWETH9"] if dst.is_native else ["exactInputSingle"]
+        if not c.expect(names == want, "selector_not_allowed", f"{where}: inner calls {names}, expected {want}"):
+            return
+        assert inner[0] is not None
+        t_in, t_out, fee_tier, rcpt, amount_in, amount_min, limit = inner[0].args[0]
+        c.expect(_same(t_in, dep.token(src)) and _same(t_out, dep.token(dst)), "token_mismatch", f"{where}: tokens")
+        c.expect(int(fee_tier) in UNISWAP_FEE_TIERS, "pool_fee_invalid", f"{where}: fee tier {fee_tier}")
+        want_rcpt = ROUTER_ADDRESS_THIS if dst.is_native else x.recipient
+        c.expect(_same(rcpt, want_rcpt), "recipient_mismatch", f"{where}: swap recipient {rcpt}")
+        c.expect(int(amount_in) == x.net, "amount_mismatch", f"{where}: amountIn {amount_in}, expected {x.net}")
+        c.expect(int(amount_min) == x.min_out, "minimum_output_mismatch", f"{where}: amountOutMinimum differs")
+        c.expect(int(limit) == 0, "price_limit_not_allowed", f"{where}: sqrtPriceLimitX96 must be 0")
+        if dst.is_native:
+            assert inner[1] is not None
+            c.expect(int(inner[1].args[0]) == x.min_out and _same(inner[1].args[1], x.recipient), "recipient_mismatch",
+                     f"{where}: unwrapWETH9 must pay at least the minimum to your wallet")  # fmt: skip
+    elif p is Provider.CIRCLE_CCTP:
+        if not c.expect(name == "depositForBurn", "selector_not_allowed", f"{where}: expected depositForBurn"):
+            return
+        amount, domain, mint_rcpt, burn_token, caller_b32, max_fee, finality = args
+        c.expect(int(amount) == x.net, "amount_mismatch", f"{where}: burn amount {amount}, expected {x.net}")
+        c.expect(domain == CHAINS[dst.chain].cctp_domain, "destination_mismatch", f"{where}: domain {domain}")
+        if dst.chain is Chain.SOLANA:
+            want_b32 = bytes(sol.associated_token_address(x.recipient, dst))
+        else:
+            want_b32 = address_to_bytes32(x.recipient)
+        c.expect(bytes(mint_rcpt) == want_b32, "recipient_mismatch", f"{where}: mintRecipient is not yours")
+        c.expect(_same(burn_token, dep.token(src)), "token_mismatch", f"{where}: burnToken")
+        c.expect(bytes(caller_b32) == ZERO_BYTES32, "destination_caller_not_allowed", f"{where}: destinationCaller")
+        c.expect(0 < int(max_fee) < int(amount) and int(amount) - int(max_fee) >= x.min_out, "max_fee_too_high",
+                 f"{where}: maxFee {max_fee} would let the output fall below {x.min_out}")  # fmt: skip
+        c.expect(finality == CCTP_FAST_FINALITY, "finality_mismatch", f"{where}: minFinalityThreshold {finality}")
+    elif p is Provider.ACROSS:
+        if not c.expect(name == "deposit", "selector_not_allowed", f"{where}: expected SpokePool deposit"):
+            return
+        (depositor, rcpt, t_in, t_out, amount, out_amount, dest_id, excl, quote_ts, fill_deadline, excl_param,
+         message) = args  # fmt: skip
+        dst_dep = deps[dst.chain]
+        c.expect(bytes(depositor) == address_to_bytes32(x.caller), "depositor_mismatch", f"{where}: depositor")
+        c.expect(bytes(rcpt) == address_to_bytes32(x.recipient), "recipient_mismatch", f"{where}: recipient")
+        c.expect(bytes(t_in) == address_to_bytes32(dep.token(src)), "token_mismatch", f"{where}: inputToken")
+        c.expect(bytes(t_out) == address_to_bytes32(dst_dep.token(dst)), "token_mismatch", f"{where}: outputToken")
+        c.expect(int(amount) == x.net, "amount_mismatch", f"{where}: inputAmount {amount}, expected {x.net}")
+        c.expect(int(out_amount) == x.min_out, "minimum_output_mismatch", f"{where}: outputAmount differs")
+        c.expect(dest_id == dst_dep.chain_id, "destination_mismatch", f"{where}: destinationChainId {dest_id}")
+        c.expect(bytes(excl) == ZERO_BYTES32 and excl_param == 0, "exclusivity_not_allowed", f"{where}: exclusivity")
+        c.expect(x.now - 3600 <= quote_ts <= x.now + CLOCK_SKEW_SECONDS, "quote_timestamp_invalid", f"{where}: quoteTimestamp")
+        c.expect(fill_deadline <= x.now + MAX_ACROSS_FILL_DEADLINE_SECONDS, "deadline_too_late",
+                 f"{where}: fillDeadline later than {MAX_ACROSS_FILL_DEADLINE_SECONDS} s")  # fmt: skip
+        c.expect(fill_deadline > x.now, "deadline_passed", f"{where}: fillDeadline passed")
+        c.expect(bytes(message) == b"", "message_not_allowed", f"{where}: message must be empty")
+        _ = ACROSS_FILL_DEADLINE_SECONDS
+    elif p is Provider.PAXOS_OFT:
+        if not c.expect(name == "send", "selector_not_allowed", f"{where}: expected OFT send"):
+            return
+        (eid, to, amount_ld, min_ld, options, compose, cmd), (native_fee, lz_fee), refund = args
+        from solders.pubkey import Pubkey
+
+        c.expect(eid == LZ_EID[dst.chain], "destination_mismatch", f"{where}: dstEid {eid}")
+        c.expect(bytes(to) == bytes(Pubkey.from_string(x.recipient)), "recipient_mismatch", f"{where}: to")
+        c.expect(int(amount_ld) == x.net, "amount_mismatch", f"{where}: amountLD {amount_ld}, expected {x.net}")
+        c.expect(int(min_ld) == x.min_out, "minimum_output_mismatch", f"{where}: minAmountLD differs")
+        c.expect(bytes(compose) == b"" and bytes(cmd) == b"", "compose_not_allowed", f"{where}: composeMsg/oftCmd")
+        c.expect(lz_fee == 0, "lz_token_fee_not_allowed", f"{where}: lzTokenFee")
+        c.expect(_same(refund, x.caller), "refund_address_mismatch", f"{where}: refundAddress is not your wallet")
+        _ = options, native_fee
+
+
+def _check_solana(x: _Ctx, action: dict[str, Any]) -> None:
+    c, step = x.c, x.step
+    src, dst = step.source, step.target
+    if step.provider is not Provider.CIRCLE_CCTP:
+        c.fail("provider_not_verifiable", f"{step.provider.value} instructions are not verifiable by this verifier")
+        return
+    if not c.expect(x.event_signer is not None, "event_signer_missing", "pass your event_signer_public"):
+        return
+    assert x.event_signer is not None
+    c.expect(action.get("recentBlockhash") is None, "blockhash_present", "the service must not set a blockhash")
+    c.expect(action.get("requiredSigners") == [x.caller, x.event_signer], "signers_mismatch",
+             "requiredSigners must be exactly your wallet and your event signer")  # fmt: skip
+    ixs = action.get("instructions")
+    if not isinstance(ixs, list):
+        c.fail("instructions_missing", "no instructions")
+        return
+    expected: list[dict[str, Any]] = []
+    if x.fee:
+        if x.fee_recipient is None:
+            c.fail("fee_recipient_unknown", "cannot check the fee instruction without a fee recipient")
+            return
+        expected.append(sol.instruction_dict(sol.create_ata_idempotent(x.caller, x.fee_recipient, src)))
+        expected.append(sol.instruction_dict(sol.transfer_checked(x.caller, x.fee_recipient, src, x.fee)))
+    domain = CHAINS[dst.chain].cctp_domain
+    # decode the burn independently before comparing the whole instruction
+    if ixs:
+        last = ixs[-1]
+        try:
+            data = base64.b64decode(last["data"], validate=True)
+        except Exception:  # noqa: BLE001
+            data = b""
+        if c.expect(len(data) == 96 and data[:8] == sol.DEPOSIT_FOR_BURN_DISCRIMINATOR, "instruction_not_allowed",
+                    "the last instruction must be CCTP v2 deposit_for_burn (96 bytes)"):  # fmt: skip
+            amount, dom = struct.unpack_from("<QI", data, 8)
+            mint_rcpt, dest_caller = data[20:52], data[52:84]
+            max_fee, finality = struct.unpack_from("<QI", data, 84)
+            c.expect(amount == x.net, "amount_mismatch", f"burn amount {amount}, expected {x.net}")
+            c.expect(dom == domain, "destination_mismatch", f"destination_domain {dom}")
+            c.expect(mint_rcpt == address_to_bytes32(x.recipient), "recipient_mismatch", "mint_recipient is not yours")
+            c.expect(dest_caller == bytes(32), "destination_caller_not_allowed", "destination_caller must be empty")
+            c.expect(0 < max_fee < amount and amount - max_fee >= x.min_out, "max_fee_too_high",
+                     f"max_fee {max_fee} would let the output fall below {x.min_out}")  # fmt: skip
+            c.expect(finality == CCTP_FAST_FINALITY, "finality_mismatch", f"min_finality_threshold {finality}")
+            assert domain is not None
+            expected.append(sol.instruction_dict(sol.cctp_deposit_for_burn(
+                x.caller, x.event_signer, src, amount, domain, mint_rcpt, max_fee)))  # fmt: skip
+    allowed_programs = {str(sol.ATA_PROGRAM), str(sol.token_program(src)), str(sol.CCTP_TOKEN_MESSENGER_MINTER_V2)}
+    for i, ix in enumerate(ixs):
+        c.expect(ix.get("programId") in allowed_programs, "program_not_allowed", f"instruction {i}: program")
+    c.expect(ixs == expected, "instruction_mismatch",
+             "instructions differ from the exact fee / token-account / burn instructions derived from your inputs")  # fmt: skip
