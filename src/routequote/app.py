@@ -17,6 +17,7 @@ from routequote import __version__
 from routequote.clock import SystemClock, UuidFactory
 from routequote.config import Settings
 from routequote.contract.v2 import QuoteRequest
+from routequote.discovery import Discovery, load_signing_key
 from routequote.logging import configure_logging
 from routequote.market.snapshot import EmbeddedSnapshot
 from routequote.ports import Clock, IdFactory, MarketData
@@ -24,7 +25,7 @@ from routequote.prepare import PrepareService
 from routequote.ratelimit import RateLimiter
 from routequote.service import RouteQuoteService, ServiceConfig
 from routequote.storage.quotes import MemoryQuoteStore
-from routequote.surfaces import rest_prepare, rest_v2
+from routequote.surfaces import rest_prepare, rest_v1, rest_v2, well_known
 from routequote.surfaces.a2a_agent import mount_a2a
 from routequote.surfaces.errors import json_response
 from routequote.surfaces.mcp_tools import mount_mcp
@@ -104,6 +105,16 @@ def create_app(
     app.state.prepare = prepare
     app.include_router(rest_v2.router(service, limiter))
     app.include_router(rest_prepare.router(prepare, limiter))  # POST /v2/prepare
+    app.include_router(rest_v1.router(service, limiter))  # /v1/* + /openapi.json (legacy corridors)
+    discovery = Discovery(
+        settings=settings,
+        service=service,
+        clock=clock,
+        signing_key=load_signing_key(settings),
+        routes_provider=lambda: app.routes,
+    )
+    app.state.discovery = discovery
+    app.include_router(well_known.router(discovery))  # manifest, safety, index, pages, route economics
     _install_error_handlers(app)
     _install_openapi(app)
     # agent surfaces last: they read the capabilities mounted on app.state above

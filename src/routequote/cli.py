@@ -13,6 +13,8 @@ from rich.table import Table
 app = typer.Typer(help="routequote: non-custodial route quotes for agents. Never signs, never submits.")
 market_app = typer.Typer(help="Market data: build or inspect the embedded snapshot.")
 app.add_typer(market_app, name="market")
+keys_app = typer.Typer(help="Manifest signing keys.")
+app.add_typer(keys_app, name="keys")
 console = Console()
 
 
@@ -158,6 +160,81 @@ def build_snapshot_cmd(
     doc = build_snapshot(as_of=as_of, seed=seed)
     out.write_text(json.dumps(doc, indent=1, sort_keys=False) + "\n")
     console.print(f"wrote {out} ({len(doc['pools'])} pools, version {doc['version']})")
+
+
+@keys_app.command("generate")
+def keys_generate(
+    out: Path = typer.Option(..., "--out", help="Where to write the private key (PKCS#8 PEM, mode 0600)"),
+    force: bool = typer.Option(False, help="Replace an existing file"),
+) -> None:
+    """Generate an Ed25519 manifest signing key. Point ROUTEQUOTE_SIGNING_KEY_PATH at it."""
+    from routequote.core.manifest import key_id_for, public_key_pem
+    from routequote.discovery.keys import generate_private_key, write_private_key
+
+    if out.exists():
+        if not force:
+            console.print(f"[red]{out} exists[/red]; pass --force to replace it")
+            raise typer.Exit(1)
+        out.unlink()
+    key = generate_private_key()
+    write_private_key(out, key)
+    typer.echo(f"wrote {out} (mode 0600)")
+    typer.echo(f"key_id: {key_id_for(key.public_key())}")
+    typer.echo(public_key_pem(key.public_key()).rstrip())
+    typer.echo(f"serve with: ROUTEQUOTE_SIGNING_KEY_PATH={out} routequote serve")
+
+
+@app.command("verify-manifest")
+def verify_manifest_cmd(
+    base_url: str = typer.Argument(..., help="Base URL of the instance, e.g. https://quotes.example.org"),
+    public_key: Path = typer.Option(None, "--public-key", help="Pinned public key (SPKI PEM); default: fetch it"),
+    key_id: str = typer.Option(None, "--key-id", help="Pinned key id (routequote-<16 hex>)"),
+    max_age: int = typer.Option(None, "--max-age", help="Fail when the manifest is older than this many seconds"),
+    allow_other_origin: bool = typer.Option(
+        False, help="Accept manifest URLs on another origin than BASE_URL (e.g. behind a proxy)"
+    ),
+    timeout: float = typer.Option(20.0, help="HTTP timeout in seconds"),
+    json_out: bool = typer.Option(False, "--json", help="Print the report as JSON"),
+) -> None:
+    """Verify an instance's signed manifest, key and safety document. Exits 1 on any failure."""
+    from datetime import UTC, datetime
+
+    import httpx
+
+    from routequote.discovery.verify import verify_remote
+
+    pinned = None
+    if public_key is not None:
+        try:
+            pinned = public_key.read_bytes()
+        except OSError as exc:
+            console.print(f"[red]pinned_key_invalid[/red]: cannot read {public_key}: {exc.strerror}")
+            raise typer.Exit(1) from None
+    with httpx.Client(timeout=timeout, headers={"accept": "application/json"}) as client:
+        report = verify_remote(
+            base_url,
+            client=client,
+            now=datetime.now(UTC),
+            max_age_seconds=max_age,
+            pinned_public_key_pem=pinned,
+            pinned_key_id=key_id,
+            require_same_origin=not allow_other_origin,
+        )
+    if json_out:
+        failures = [{"cause": f.cause, "message": f.message} for f in report.failures]
+        typer.echo(json.dumps({"ok": report.ok, "failures": failures, "facts": report.facts}, indent=2))
+    else:
+        for f in report.failures:
+            typer.echo(f"FAIL {f.cause}: {f.message}", err=True)
+        if report.ok:
+            facts = report.facts
+            typer.echo(
+                f"OK {base_url}: signature by {facts.get('key_id')} ({facts.get('public_key_source')} key), "
+                f"safety sha256 {facts.get('safety_sha256')}, issued {facts.get('issued_at')}, "
+                f"valid until {facts.get('valid_until')}, release {facts.get('release_commit')}"
+            )
+    if not report.ok:
+        raise typer.Exit(1)
 
 
 def main() -> None:

@@ -36,6 +36,17 @@ class Settings(BaseSettings):
         description="Solana wallet receiving the 1 bp service fee (default: a development placeholder; set it)",
     )
     signing_key_path: str = Field("", description="Ed25519 manifest signing key (PEM); dev key generated if unset")
+    signing_key: str = Field(
+        "", description="Ed25519 manifest signing key in the environment: PKCS#8 PEM or base64 of the 32-byte seed"
+    )
+    dev_signing_key_path: str = Field(
+        "var/routequote-dev-signing-key.pem",
+        description="Where a generated development signing key is kept (empty: memory only, new key each start)",
+    )
+    manifest_valid_seconds: int = Field(86400, ge=60, le=30 * 86400, description="Validity window of a manifest")
+    security_contact: str = Field(
+        "", description="RFC 9116 Contact URI for vulnerability reports (default: the /security page)"
+    )
     release_commit: str = Field("", description="Release commit (40 hex); read from git when unset")
 
     def resolved_base_url(self) -> str:
