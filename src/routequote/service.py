@@ -14,7 +14,7 @@ from typing import Any
 from routequote.core.assets import ASSETS, Chain
 from routequote.core.intent import MAX_AMOUNT_USD, MIN_AMOUNT_USD, QuoteIntent, parse_quote_request
 from routequote.core.market import MarketView
-from routequote.core.pricing import SERVICE_FEE_BPS, price_route
+from routequote.core.pricing import SERVICE_FEE_BPS, check_route_available, price_route, route_components
 from routequote.core.quote import RELEASE_STATUS, SERVER_FLAGS, QuoteBody, issue, quote_body
 from routequote.core.routes import ROUTES, Route
 from routequote.errors import CapacityBusy, RouteQuoteError, UpstreamUnavailable
@@ -57,6 +57,8 @@ class RouteQuoteService:
         self._pricing: OrderedDict[tuple[str, str, str], QuoteBody] = OrderedDict()
         self._inflight = 0
         self.started_at = clock.now()
+        self._availability_cache: tuple[Any, dict[str, Any]] | None = None
+        self._static_capabilities: dict[str, Any] | None = None
 
     # ---- quotes -------------------------------------------------------------------------------------
 
@@ -96,6 +98,7 @@ class RouteQuoteService:
         if cached is not None:
             return cached
         route = ROUTES[intent.route_key]
+        check_route_available(route, view)  # before reading prices: a live price may be missing
         input_base = intent.input_base(view.prices_usd_e8[intent.source.token])
         body = quote_body(intent, price_route(route, input_base, view), view)
         self._pricing[key] = body
@@ -123,7 +126,7 @@ class RouteQuoteService:
         out = []
         for route in ROUTES.values():
             reasons = sorted(
-                {broken[c] for s in route.steps for c in (s.pool_id, s.provider.value) if c and c in broken}
+                {broken[c] for c in route_components(route) if c in broken}
                 | set(everything)
             )
             if reasons:
@@ -134,9 +137,13 @@ class RouteQuoteService:
         return out
 
     def _availability(self) -> dict[str, Any]:
+        health = self.market.health()
+        key = (tuple((h.name, h.ok, h.reason, h.components) for h in health), self.config.prepare_ready_routes)
+        if self._availability_cache is not None and self._availability_cache[0] == key:
+            return self._availability_cache[1]
         unavailable = self.unavailable_routes()
         market_issue = any(u["reason"] == "market_source_unavailable" for u in unavailable)
-        return {
+        result = {
             "currently_prepare_ready_routes": len(ROUTES) - len(unavailable),
             "temporarily_unavailable_routes": unavailable,
             "temporarily_unavailable_route_count": len(unavailable),
@@ -148,10 +155,17 @@ class RouteQuoteService:
                 "guarantees_future_availability": False,
             },
         }
+        self._availability_cache = (key, result)
+        return result
 
     # ---- capabilities and status --------------------------------------------------------------------
 
     def capabilities(self) -> dict[str, Any]:
+        if self._static_capabilities is None:
+            self._static_capabilities = self._build_static_capabilities()
+        return {**self._static_capabilities, **self._availability()}
+
+    def _build_static_capabilities(self) -> dict[str, Any]:
         base = self.config.base_url
         return {
             "version": API_VERSION,
@@ -185,7 +199,6 @@ class RouteQuoteService:
                 }
                 for r in ROUTES.values()
             ],
-            **self._availability(),
             "amount_usd": {"minimum": MIN_AMOUNT_USD, "maximum": MAX_AMOUNT_USD},
             "service_fee": {"bps": SERVICE_FEE_BPS, "policy": "exact_one_bps_no_maximum", "collected_once": True},
             "evaluation_guidance": {

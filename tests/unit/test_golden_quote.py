@@ -67,3 +67,21 @@ def test_golden_quotes() -> None:
     assert got == json.loads(GOLDEN.read_text())
     for g in got:
         assert g["independent"] == [g["quote_fingerprint"], g["direct_route_summary_sha256"], g["quote_payload_sha256"]]
+
+
+def test_cached_encodings_give_the_same_hashes_on_every_reissue() -> None:
+    from routequote.core.hashing import typed_canonical_sha256
+    from routequote.core.quote import substituted_payload
+
+    service = RouteQuoteService(
+        EmbeddedSnapshot(), MemoryQuoteStore(), FixedClock(datetime(2026, 11, 22, tzinfo=UTC)), SequentialIds(),
+        ServiceConfig(),
+    )
+
+    async def run() -> list[dict[str, Any]]:
+        return [await service.quote_request(CASES[i % 2]) for i in range(6)]
+
+    for q in asyncio.run(run()):
+        assert q["continuation_v3"]["quote_payload_sha256"] == typed_canonical_sha256(substituted_payload(q))
+        assert q["continuation_v3"]["quote_payload_sha256"] == ih.payload_sha256(q)
+        assert q["continuation_v3"]["quote_fingerprint"] == ih.fingerprint(q)

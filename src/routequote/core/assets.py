@@ -68,7 +68,7 @@ class Asset:
 
     @property
     def one(self) -> int:
-        return 10**self.decimals
+        return int(10**self.decimals)
 
 
 SPL_TOKEN_PROGRAM = "TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA"

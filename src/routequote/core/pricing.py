@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from routequote.core.assets import CHAINS
+from routequote.core.assets import CHAINS, Token
 from routequote.core.clmm import swap_exact_input
 from routequote.core.market import MarketView
 from routequote.core.routes import Provider, Route, Step
-from routequote.errors import InvalidRequest, UpstreamUnavailable
+from routequote.errors import CapacityBusy, InvalidRequest, UpstreamUnavailable
 
 SERVICE_FEE_BPS = 1
 BPS = 10_000
@@ -145,14 +145,34 @@ def _cctp_domain(step: Step) -> int:
     return domain
 
 
+def route_components(route: Route) -> tuple[str, ...]:
+    """Market components a quote of `route` reads: its pools / providers and the USD prices it uses
+    (`price:<TOKEN>` for every token on the path, plus ETH where a native LayerZero fee is paid)."""
+    comps = [s.pool_id or s.provider.value for s in route.steps]
+    tokens = {t for s in route.steps for t in (s.source.token, s.target.token)}
+    if any(s.provider is Provider.PAXOS_OFT for s in route.steps):
+        tokens.add(Token.ETH)
+    comps += [f"price:{t.value}" for t in sorted(tokens)]
+    return tuple(comps)
+
+
+def check_route_available(route: Route, view: MarketView) -> None:
+    """Raise when a component the route needs is unavailable in `view`: 503 when its upstream is
+    rate-limiting (reason starting `rate_limited`), else 502. The reason names the source and why."""
+    for comp in route_components(route):
+        reason = view.unavailable.get(comp)
+        if reason:
+            details = {"unavailable_component": comp}
+            if reason.startswith("rate_limited"):
+                raise CapacityBusy("market_source_rate_limited", reason, retry_after_seconds=15, details=details)
+            raise UpstreamUnavailable("market_source_unavailable", reason, retry_after_seconds=5, details=details)
+
+
 def price_route(route: Route, input_base: int, view: MarketView) -> RoutePricing:
     """Price every step of `route` for `input_base` source-token base units on `view`."""
     if input_base < 1:
         raise InvalidRequest("amount_below_route_minimum", "input rounds to zero base units")
-    for step in route.steps:
-        reason = view.unavailable.get(step.pool_id or step.provider.value)
-        if reason:
-            raise UpstreamUnavailable("market_source_unavailable", reason, retry_after_seconds=5)
+    check_route_available(route, view)
     priced: list[PricedStep] = []
     exp_in = min_in = input_base
     for step in route.steps:

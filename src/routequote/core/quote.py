@@ -7,7 +7,7 @@ quote (everything that depends only on route, amount and market version) is buil
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from fractions import Fraction
 from typing import Any
@@ -16,8 +16,11 @@ from routequote.core.assets import CHAINS, Asset, Chain, Token
 from routequote.core.hashing import (
     CANONICAL_JSON_SPEC,
     TYPED_CANONICAL_SPEC,
+    Encoded,
+    canonical_json_numberless,
     canonical_sha256,
-    typed_canonical_sha256,
+    sha256_hex,
+    typed_canonical,
 )
 from routequote.core.intent import QuoteIntent, amount_fraction
 from routequote.core.market import MarketView
@@ -76,7 +79,11 @@ SERVER_FLAGS = {"server_signing": False, "server_submission": False}
 
 
 def iso_ms(t: datetime) -> str:
-    return t.strftime("%Y-%m-%dT%H:%M:%S.") + f"{t.microsecond // 1000:03d}Z"
+    """RFC 3339 UTC with milliseconds, e.g. 2026-11-22T05:00:00.123Z (`t` must be UTC)."""
+    return (
+        f"{t.year:04d}-{t.month:02d}-{t.day:02d}T{t.hour:02d}:{t.minute:02d}:{t.second:02d}."
+        f"{t.microsecond // 1000:03d}Z"
+    )
 
 
 def _usd(base: int, a: Asset, view: MarketView) -> Fraction:
@@ -252,13 +259,13 @@ def _network_gas(route: Route, view: MarketView) -> list[dict[str, Any]]:
         if s.provider is Provider.CIRCLE_CCTP:
             by_chain.setdefault(s.target.chain, []).append("cctp_receive_message")
     out = []
-    for chain, actions in by_chain.items():
+    for chain, chain_actions in by_chain.items():
         units = view.gas_units[chain]
         out.append(
             {
                 "chain": chain.value,
-                "actions": actions,
-                "estimated_units": sum(units.get(a, 0) for a in actions),
+                "actions": chain_actions,
+                "estimated_units": sum(units.get(a, 0) for a in chain_actions),
                 "unit": "compute_units" if chain is Chain.SOLANA else "gas",
                 "priced": False,
             }
@@ -282,6 +289,25 @@ class QuoteBody:
     price_recommended: bool
     route: Route
     pricing: RoutePricing
+    # typed-canonical encodings of the parts above, made on first use: identity of the source object -> bytes
+    _encoded: dict[int, Encoded] = field(default_factory=dict, compare=False, repr=False)
+    _substituted: dict[str, Encoded] = field(default_factory=dict, compare=False, repr=False)
+
+    def encoded(self, value: Any) -> Encoded:
+        cached = self._encoded.get(id(value))
+        if cached is None:
+            cached = self._encoded[id(value)] = Encoded(typed_canonical(value))
+        return cached
+
+    def encoded_substituted(self, name: str, source: Any) -> Encoded:
+        """Encoding of a substituted member (the same for every quote of this body), cached by name.
+        `source()` returns the substituted intent, or the substituted route whose member `name` is wanted."""
+        cached = self._substituted.get(name)
+        if cached is None:
+            value = source()
+            value = value if name == "intent" else value[name]
+            cached = self._substituted[name] = Encoded(typed_canonical(value))
+        return cached
 
 
 def quote_body(intent: QuoteIntent, pricing: RoutePricing, view: MarketView) -> QuoteBody:
@@ -429,6 +455,37 @@ def substituted_payload(quote: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+_SUBSTITUTED_ROUTE_KEYS = frozenset({"input_base", "expected_output_base", "minimum_output_base", "steps"})
+
+
+def _payload_sha256(body: QuoteBody, quote: dict[str, Any]) -> str:
+    """quote_payload_sha256 of `quote`, reusing cached encodings of the parts that come from `body`.
+
+    Equal to typed_canonical_sha256(substituted_payload(quote)); a unit test holds the two together.
+    """
+    static = {id(v) for v in (body.offer, body.risk, body.cost_summary, body.eta, body.market, body.summary)}
+    parts: dict[str, Any] = {}
+    for key, value in quote.items():
+        if key == "continuation_v3":
+            continue
+        if id(value) in static:
+            parts[key] = body.encoded(value)
+        elif key == "intent":
+            parts[key] = body.encoded_substituted("intent", lambda: substituted_payload(quote)["intent"])
+        elif key == "route":
+            parts[key] = {
+                k: (
+                    body.encoded_substituted(k, lambda: substituted_payload(quote)["route"])
+                    if k in _SUBSTITUTED_ROUTE_KEYS
+                    else body.encoded(v) if k in body.route_fields and v is body.route_fields[k] else v
+                )
+                for k, v in value.items()
+            }
+        else:
+            parts[key] = value
+    return sha256_hex(typed_canonical(parts))
+
+
 def fingerprint_claim(quote: dict[str, Any], continuation: dict[str, Any]) -> dict[str, Any]:
     intent = quote["intent"]
     return {
@@ -496,7 +553,7 @@ def issue(
         "direct_route_summary": body.summary,
         **SERVER_FLAGS,
     }
-    payload_sha = typed_canonical_sha256(substituted_payload(quote))
+    payload_sha = _payload_sha256(body, quote)
     summary_steps = body.summary["steps"]
     continuation: dict[str, Any] = {
         "version": CONTINUATION_VERSION,
@@ -545,7 +602,7 @@ def issue(
     }
     claim = fingerprint_claim(quote, continuation)
     continuation["quote_fingerprint_claim"] = claim
-    continuation["quote_fingerprint"] = canonical_sha256(claim)
+    continuation["quote_fingerprint"] = sha256_hex(canonical_json_numberless(claim))
     continuation["quote_fingerprint_spec"] = FINGERPRINT_SPEC
     quote["continuation_v3"] = continuation
     return quote

@@ -43,3 +43,27 @@ def test_canonical_json_is_sorted_compact_utf8(value: object) -> None:
     raw = canonical_json(value)
     assert raw == json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
     assert json.loads(raw) == value
+
+
+def test_typed_canonical_treats_subclasses_as_their_json_type() -> None:
+    from collections import OrderedDict
+
+    from routequote.core.assets import Chain
+
+    assert typed_canonical(Chain.BASE) == typed_canonical("base")
+    assert typed_canonical(OrderedDict([("b", 1), ("a", 2)])) == typed_canonical({"a": 2, "b": 1})
+    assert typed_canonical((1, 2)) == typed_canonical([1, 2])
+
+
+numberless = st.recursive(
+    st.none() | st.booleans() | st.text(),
+    lambda c: st.lists(c, max_size=4) | st.dictionaries(st.text(max_size=8), c, max_size=4),
+    max_leaves=20,
+)
+
+
+@given(numberless)
+def test_numberless_fast_path_is_byte_equal_to_canonical_json(value: object) -> None:
+    from routequote.core.hashing import canonical_json_numberless
+
+    assert canonical_json_numberless(value) == canonical_json(value)
