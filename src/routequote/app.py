@@ -46,10 +46,19 @@ SERVICE_SAFETY = {
 LifespanHook = Callable[[], contextlib.AbstractAsyncContextManager[Any]]
 
 
-def build_market(settings: Settings) -> MarketData:
+def build_market(settings: Settings, clock: Clock | None = None) -> MarketData:
     if settings.market == "embedded":
         return EmbeddedSnapshot(settings.snapshot_path or None)
-    raise ValueError(f"unknown ROUTEQUOTE_MARKET {settings.market!r} (this build supports: embedded)")
+    if settings.market == "live":
+        from routequote.market.live import LiveMarket, live_config_from_settings
+        from routequote.market.snapshot import load_snapshot_document
+
+        return LiveMarket(
+            live_config_from_settings(settings),
+            clock or SystemClock(),
+            snapshot_document=load_snapshot_document(settings.snapshot_path or None),
+        )
+    raise ValueError(f"unknown ROUTEQUOTE_MARKET {settings.market!r} (this build supports: embedded, live)")
 
 
 def create_app(
@@ -63,7 +72,7 @@ def create_app(
     configure_logging(settings.log_level)
     clock = clock or SystemClock()
     service = RouteQuoteService(
-        market=market or build_market(settings),
+        market=market or build_market(settings, clock),
         quotes=MemoryQuoteStore(),
         clock=clock,
         ids=ids or UuidFactory(),
@@ -102,6 +111,9 @@ def create_app(
     app.state.service = service
     app.state.limiter = limiter
     app.state.lifespan_hooks = hooks
+    market_lifespan = getattr(service.market, "lifespan", None)  # live market: warm-up and HTTP pool close
+    if market_lifespan is not None:
+        hooks.append(market_lifespan)
     app.state.prepare = prepare
     app.include_router(rest_v2.router(service, limiter))
     app.include_router(rest_prepare.router(prepare, limiter))  # POST /v2/prepare

@@ -237,5 +237,55 @@ def verify_manifest_cmd(
         raise typer.Exit(1)
 
 
+@market_app.command("refresh")
+def market_refresh_cmd(
+    out: Path = typer.Option(None, help="Output file (default: ROUTEQUOTE_SNAPSHOT_PATH, else the packaged snapshot)"),
+    allow_partial: bool = typer.Option(False, help="Write even when some sources failed (they keep old values)"),
+    dry_run: bool = typer.Option(False, help="Print the diff summary only"),
+) -> None:
+    """Rebuild the embedded snapshot file from live sources (needs ROUTEQUOTE_RPC_URL_* and API bases)."""
+    from importlib import resources
+
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from routequote.clock import SystemClock
+    from routequote.config import Settings
+    from routequote.market.live import LiveMarket, live_config_from_settings
+    from routequote.market.refresh import refresh_snapshot, write_document
+    from routequote.market.snapshot import load_snapshot_document
+
+    settings = Settings()
+    old_doc = load_snapshot_document(settings.snapshot_path or None)
+    target = out or Path(settings.snapshot_path or str(resources.files("routequote.data") / "market_snapshot.json"))
+    config = live_config_from_settings(settings)
+    market = LiveMarket(config, SystemClock(), snapshot_document=old_doc)
+
+    async def run():  # type: ignore[no-untyped-def]
+        with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+                      TimeElapsedColumn(), console=console) as progress:
+            try:
+                return await refresh_snapshot(market, old_doc, progress)
+            finally:
+                await market.aclose()
+
+    result = asyncio.run(run())
+    table = Table(title="market refresh: what moved")
+    for col in ("item", "snapshot", "live", "moved"):
+        table.add_column(col)
+    for c in result.changes:
+        moved = "n/a" if c.moved_percent is None else f"{c.moved_percent:+.3f}%"
+        table.add_row(c.what, c.old, c.new, moved)
+    console.print(table)
+    for name, reason in sorted(result.failed.items()):
+        console.print(f"[red]failed[/red] {name}: {reason}")
+    if dry_run:
+        return
+    if result.failed and not allow_partial:
+        console.print(f"not written: {len(result.failed)} source(s) failed (use --allow-partial to keep their old values)")
+        raise typer.Exit(code=1)
+    write_document(target, result.document)
+    console.print(f"wrote {target} (version {result.document['version']}, {len(result.refreshed)} sources refreshed)")
+
+
 def main() -> None:
     app()

@@ -18,6 +18,27 @@ class Settings(BaseSettings):
     )
     market: str = Field("embedded", description="Market source: `embedded` (default) or `live`")
     snapshot_path: str = Field("", description="Alternative embedded snapshot file (default: the packaged one)")
+    rpc_url_solana: str = Field("", description="Solana JSON-RPC URL (live market: Raydium / Orca pool accounts)")
+    rpc_url_base: str = Field("", description="Base JSON-RPC URL (live market: Uniswap v3 pool, Chainlink feeds)")
+    rpc_url_arbitrum: str = Field("", description="Arbitrum One JSON-RPC URL (live market: Uniswap v3 pool)")
+    rpc_url_robinhood: str = Field(
+        "", description="Robinhood Chain JSON-RPC URL (live market: Uniswap v3 pool, USDG OFT fee, USDG/USD feed)"
+    )
+    iris_url: str = Field("https://iris-api.circle.com", description="Circle Iris API base (CCTP fast-transfer fees)")
+    across_url: str = Field("https://app.across.to/api", description="Across API base (suggested-fees)")
+    hermes_url: str = Field("https://hermes.pyth.network", description="Pyth Hermes base (SOL/USD price)")
+    live_solana_pools: str = Field(
+        "", description="Solana pool accounts for the live market: `pool_id=ADDRESS,...` (e.g. "
+        "`solana:raydium_clmm:SOL-USDC=...`); unset pools are unavailable in live mode"
+    )
+    market_fallback: str = Field(
+        "none", description="`none` (default): a failing live source makes its routes unavailable; `embedded`: "
+        "price that component from the embedded snapshot, and label the quote as such"
+    )
+    market_timeout_seconds: float = Field(1.5, gt=0, le=1.5, description="Per-source upstream timeout (live market)")
+    market_cache_ttl_seconds: float = Field(2.0, ge=0, le=60, description="How long a live reading is reused")
+    market_failure_threshold: int = Field(3, ge=1, description="Consecutive failures that open a source's breaker")
+    market_cooldown_seconds: float = Field(15.0, ge=0, description="How long an open breaker blocks upstream calls")
     quote_ttl_seconds: int = Field(60, ge=1, le=60, description="Quote time to live")
     rate_limit: str = Field("120/minute", description="Per-client limit on the quote operations, or `off`")
     redis_url: str = Field("", description="Redis URL for shared rate limits (default: in-process)")

@@ -1,0 +1,202 @@
+"""A small JSON-RPC 2.0 client over httpx, with batching.
+
+One `batch()` is one HTTP POST carrying a JSON array of requests (JSON-RPC 2.0 §6). Responses may come
+back in any order and are matched by `id`. A node that refuses batches (some public RPCs answer a batch
+with a single error object, or HTTP 4xx) is remembered and served by concurrent single calls instead.
+
+Errors are typed so the live market can say *why* a source is down:
+
+* `RpcTimeout`        the request did not finish within the client's timeout
+* `RpcTransportError` connection refused / reset, HTTP status other than 200
+* `RpcRateLimited`    HTTP 429 or JSON-RPC error -32005 / "rate limit" (capacity, not breakage)
+* `RpcProtocolError`  the body is not a valid JSON-RPC response (garbage, wrong ids, missing result)
+* `RpcCallError`      the node answered with a JSON-RPC error object for one call (e.g. a revert)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import httpx
+
+
+class RpcError(Exception):
+    """Base of every JSON-RPC client failure; `kind` is a short machine-readable class."""
+
+    kind = "rpc_error"
+
+
+class RpcTimeout(RpcError):
+    kind = "timeout"
+
+
+class RpcTransportError(RpcError):
+    kind = "transport_error"
+
+
+class RpcRateLimited(RpcError):
+    kind = "rate_limited"
+
+
+class RpcProtocolError(RpcError):
+    kind = "invalid_response"
+
+
+class RpcCallError(RpcError):
+    kind = "call_error"
+
+    def __init__(self, method: str, code: int | None, message: str, data: Any = None) -> None:
+        super().__init__(f"{method}: JSON-RPC error {code}: {message}")
+        self.method = method
+        self.code = code
+        self.rpc_message = message
+        self.data = data
+
+
+RATE_LIMIT_CODES = frozenset({-32005, 429})
+
+
+def _is_rate_limit(err: dict[str, Any]) -> bool:
+    msg = str(err.get("message", "")).lower()
+    return err.get("code") in RATE_LIMIT_CODES or "rate limit" in msg or "too many requests" in msg
+
+
+class JsonRpcClient:
+    """JSON-RPC over HTTP POST. `client` is shared (connection pooling); `timeout` bounds each POST."""
+
+    def __init__(self, url: str, client: httpx.AsyncClient, *, timeout: float = 1.5, max_batch: int = 100) -> None:
+        self.url = url
+        self.client = client
+        self.timeout = timeout
+        self.max_batch = max_batch
+        self.batching = True  # turned off when the node refuses batches
+        self.round_trips = 0  # HTTP requests sent (for tests and timings)
+        self._ids = itertools.count(1)
+
+    async def _post(self, payload: Any) -> Any:
+        self.round_trips += 1
+        try:
+            resp = await self.client.post(
+                self.url,
+                content=json.dumps(payload, separators=(",", ":")),
+                headers={"content-type": "application/json"},
+                timeout=self.timeout,
+            )
+        except httpx.TimeoutException as exc:
+            raise RpcTimeout(f"no answer from the RPC node within {self.timeout:g} s") from exc
+        except httpx.HTTPError as exc:
+            raise RpcTransportError(f"RPC transport error: {type(exc).__name__}") from exc
+        if resp.status_code == 429:
+            raise RpcRateLimited("RPC node rate-limited the request (HTTP 429)")
+        if resp.status_code != 200:
+            raise RpcTransportError(f"RPC node answered HTTP {resp.status_code}")
+        try:
+            return json.loads(resp.content)
+        except ValueError as exc:
+            raise RpcProtocolError("RPC node answered with a body that is not JSON") from exc
+
+    @staticmethod
+    def _result(method: str, item: Any) -> Any:
+        if not isinstance(item, dict) or item.get("jsonrpc") != "2.0":
+            raise RpcProtocolError(f"{method}: not a JSON-RPC 2.0 response object")
+        if "error" in item and item["error"] is not None:
+            err = item["error"]
+            if not isinstance(err, dict):
+                raise RpcProtocolError(f"{method}: malformed error object")
+            if _is_rate_limit(err):
+                raise RpcRateLimited(f"{method}: {err.get('message', 'rate limited')}")
+            raise RpcCallError(method, err.get("code"), str(err.get("message", "")), err.get("data"))
+        if "result" not in item:
+            raise RpcProtocolError(f"{method}: response has neither result nor error")
+        return item["result"]
+
+    async def call(self, method: str, params: Sequence[Any] | dict[str, Any] = ()) -> Any:
+        rid = next(self._ids)
+        body = await self._post({"jsonrpc": "2.0", "id": rid, "method": method, "params": list(params)
+                                 if not isinstance(params, dict) else params})
+        if isinstance(body, dict) and body.get("id") not in (rid, None):
+            raise RpcProtocolError(f"{method}: response id {body.get('id')!r} does not match request id {rid}")
+        return self._result(method, body)
+
+    async def batch(
+        self, calls: Sequence[tuple[str, Sequence[Any]]], *, return_exceptions: bool = False
+    ) -> list[Any]:
+        """Send `calls` as one batch (split at `max_batch`); results in call order.
+
+        With `return_exceptions`, a per-call JSON-RPC error is returned in place as an `RpcCallError`
+        (transport, protocol and rate-limit failures still raise: they break the whole batch).
+        """
+        if not calls:
+            return []
+        if not self.batching:
+            return await self._singles(calls, return_exceptions)
+        out: list[Any] = []
+        for i in range(0, len(calls), self.max_batch):
+            chunk = calls[i : i + self.max_batch]
+            out.extend(await self._batch_chunk(chunk, return_exceptions))
+        return out
+
+    async def _singles(self, calls: Sequence[tuple[str, Sequence[Any]]], return_exceptions: bool) -> list[Any]:
+        async def one(method: str, params: Sequence[Any]) -> Any:
+            try:
+                return await self.call(method, params)
+            except RpcCallError as exc:
+                if return_exceptions:
+                    return exc
+                raise
+
+        return list(await asyncio.gather(*(one(m, p) for m, p in calls)))
+
+    async def _batch_chunk(self, calls: Sequence[tuple[str, Sequence[Any]]], return_exceptions: bool) -> list[Any]:
+        ids = [next(self._ids) for _ in calls]
+        payload = [
+            {"jsonrpc": "2.0", "id": rid, "method": m, "params": list(p)} for rid, (m, p) in zip(ids, calls, strict=True)
+        ]
+        try:
+            body = await self._post(payload)
+        except RpcTransportError:
+            # some gateways answer a batch with HTTP 4xx: fall back to single calls for this node
+            self.batching = False
+            return await self._singles(calls, return_exceptions)
+        if isinstance(body, dict) and "error" in body and len(calls) > 1:
+            err = body.get("error") or {}
+            if isinstance(err, dict) and _is_rate_limit(err):
+                raise RpcRateLimited(str(err.get("message", "rate limited")))
+            self.batching = False
+            return await self._singles(calls, return_exceptions)
+        if not isinstance(body, list):
+            if len(calls) == 1 and isinstance(body, dict):
+                body = [body]
+            else:
+                raise RpcProtocolError("batch answered with something other than a JSON array")
+        by_id: dict[Any, Any] = {}
+        for item in body:
+            if isinstance(item, dict):
+                by_id[item.get("id")] = item
+        out: list[Any] = []
+        for rid, (method, _) in zip(ids, calls, strict=True):
+            if rid not in by_id:
+                raise RpcProtocolError(f"batch response lacks the answer to {method} (id {rid})")
+            try:
+                out.append(self._result(method, by_id[rid]))
+            except RpcCallError as exc:
+                if not return_exceptions:
+                    raise
+                out.append(exc)
+        return out
+
+
+class SourceDataError(RpcError):
+    """An upstream answered, but with data that cannot be decoded or fails a sanity check."""
+
+    kind = "invalid_data"
+
+
+class StaleSourceData(RpcError):
+    """An upstream answered with data older than allowed (an old block, slot or price update)."""
+
+    kind = "stale_data"
