@@ -47,6 +47,7 @@ MANIFEST_KEYS = frozenset(
         "valid_until",
         "safety_bundle",
         "signature",
+        "verification",
     }
 )
 SIGNATURE_KEYS = frozenset({"algorithm", "canonicalization", "key_id", "public_key_url", "value"})
@@ -72,7 +73,14 @@ def b64url_encode(data: bytes) -> str:
 def b64url_decode(text: Any) -> bytes:
     if not isinstance(text, str) or any(c in text for c in "+/= \n"):
         raise ValueError("not unpadded base64url")
-    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+    try:
+        data = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+    except (ValueError, TypeError):
+        raise ValueError("not base64url") from None
+    # reject non-canonical encodings (non-zero unused trailing bits) so a signature has one spelling
+    if b64url_encode(data) != text:
+        raise ValueError("non-canonical base64url")
+    return data
 
 
 def public_key_raw(key: Ed25519PublicKey) -> bytes:
@@ -196,6 +204,24 @@ def _execution_rules(manifest: dict[str, Any], report: VerificationReport) -> No
         report.fail("fee_policy_violated", "execution.fee_policy is not exactly 1 bp")
 
 
+def _signature_metadata_rules(manifest: dict[str, Any], sig: dict[str, Any], report: VerificationReport) -> None:
+    """The signature object is not covered by the signature, so each of its members must be bound:
+    fixed values for algorithm and canonicalization, and the signed `verification` block for the rest."""
+    if set(sig) != SIGNATURE_KEYS:
+        report.fail("signature_malformed", f"signature members are {sorted(sig)}, expected {sorted(SIGNATURE_KEYS)}")
+    if sig.get("canonicalization") != MANIFEST_CANONICALIZATION:
+        report.fail("signature_metadata_mismatch", f"canonicalization is {sig.get('canonicalization')!r}")
+    raw_verification = manifest.get("verification")
+    verification: dict[str, Any] = raw_verification if isinstance(raw_verification, dict) else {}
+    for name in ("public_key_url", "key_id"):
+        if sig.get(name) != verification.get(name):
+            report.fail(
+                "signature_metadata_mismatch",
+                f"signature.{name} {sig.get(name)!r} differs from the signed verification.{name} "
+                f"{verification.get(name)!r}",
+            )
+
+
 def verify_documents(
     *,
     manifest_raw: bytes,
@@ -209,7 +235,8 @@ def verify_documents(
 ) -> VerificationReport:
     """Check a fetched manifest, public key and safety document. Every rule that fails is reported.
 
-    Rules: the manifest bytes are canonical JSON; its key set is the documented one; the public key
+    Rules: the manifest bytes are canonical JSON; its key set is the documented one; the unsigned
+    signature metadata equals the signed `verification` block; the public key
     parses, matches a pinned key (if any) and its key id is the manifest's; the Ed25519 signature
     verifies; the safety document is canonical and its sha256 equals the manifest's pin; the manifest
     is issued no later than now (+ skew), is not expired and, if `max_age_seconds` is given, is not
@@ -237,6 +264,7 @@ def verify_documents(
         key_id=sig.get("key_id"),
     )
 
+    _signature_metadata_rules(manifest, sig, report)
     key: Ed25519PublicKey | None = None
     try:
         key = load_public_key(public_key_pem_text)
