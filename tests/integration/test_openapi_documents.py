@@ -1,0 +1,66 @@
+"""Both OpenAPI documents (v2 at /v2/openapi.json, legacy v1 at /openapi.json) validate, each lists only
+its own paths, and every documented operation answers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+import pytest
+from openapi_spec_validator import validate
+
+EXAMPLES: dict[tuple[str, str], Any] = {
+    ("post", "/v2/quote"): {
+        "from_chain": "solana", "from_token": "SOL", "to_chain": "base", "to_token": "USDC", "amount_usd": 250,
+    },
+    ("post", "/v1/quote"): {"amount_usd": 250, "destination_chain": "arbitrum"},
+}
+
+
+@pytest.mark.parametrize(("url", "prefix"), [("/v2/openapi.json", "/v2/"), ("/openapi.json", "/v1/")])
+def test_openapi_document_validates_and_lists_only_its_paths(http: httpx.Client, url: str, prefix: str) -> None:
+    r = http.get(url)
+    assert r.status_code == 200 and r.headers["content-type"].startswith("application/json")
+    doc = r.json()
+    validate(doc)
+    assert doc["paths"] and all(p.startswith(prefix) for p in doc["paths"]), list(doc["paths"])
+    assert not any(p.startswith("/.well-known") for p in doc["paths"])
+
+
+@pytest.mark.parametrize("url", ["/v2/openapi.json", "/openapi.json"])
+def test_every_documented_operation_answers(http: httpx.Client, url: str) -> None:
+    doc = http.get(url).json()
+    for path, ops in doc["paths"].items():
+        for method, op in ops.items():
+            if "{" in path:
+                continue  # templated (session ids); exercised by their own suites
+            if method == "get":
+                r = http.get(path)
+                assert r.status_code == 200, (path, r.status_code)
+            elif method == "post":
+                example = EXAMPLES.get((method, path))
+                if example is not None:
+                    r = http.post(path, json=example)
+                    assert r.status_code == 200, (path, r.text)
+                r = http.post(path, json={"not_a_field": True})
+                assert r.status_code == 400, (path, r.status_code)
+                assert "400" in op["responses"], path
+
+
+def test_v1_document_describes_the_legacy_request(http: httpx.Client) -> None:
+    doc = http.get("/openapi.json").json()
+    req = doc["components"]["schemas"]["LegacyQuoteRequest"]
+    assert req["additionalProperties"] is False
+    assert req["properties"]["amount_usd"]["type"] == "integer"
+    assert (req["properties"]["amount_usd"]["minimum"], req["properties"]["amount_usd"]["maximum"]) == (1, 1000)
+    assert set(req["properties"]["destination_chain"]["enum"]) == {"base", "arbitrum"}
+    assert doc["x-current-interface"] == "/v2/openapi.json"
+    ops = {op["operationId"] for p in doc["paths"].values() for op in p.values()}
+    assert ops == {"getLegacyStatus", "quoteLegacyCorridor"}
+
+
+def test_schemathesis_loads_the_v1_document(base_url: str) -> None:
+    import schemathesis
+
+    schema = schemathesis.openapi.from_url(f"{base_url}/openapi.json")
+    assert len(list(schema.get_all_operations())) == 2
