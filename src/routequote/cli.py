@@ -54,13 +54,13 @@ def mcp() -> None:
 
     import structlog
 
+    from routequote.app import create_app
     from routequote.config import Settings
-    from routequote.logging import configure_logging
     from routequote.surfaces.mcp_tools import run_stdio
 
-    configure_logging(Settings().log_level)
     structlog.configure(logger_factory=structlog.PrintLoggerFactory(sys.stderr))  # never on the MCP stream
-    asyncio.run(run_stdio(_service()))
+    app = create_app(Settings(rate_limit="off"))  # a local, single-client channel
+    asyncio.run(run_stdio(app))
 
 
 def _service():  # type: ignore[no-untyped-def]

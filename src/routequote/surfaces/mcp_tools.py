@@ -118,9 +118,10 @@ class ToolDef:
         )
 
 
-def core_tools(
-    service: RouteQuoteService, manifest: Callable[[], dict[str, Any]] | None = None
-) -> list[ToolDef]:
+ManifestSource = Callable[[], Awaitable[dict[str, Any]]]
+
+
+def core_tools(service: RouteQuoteService, manifest: ManifestSource | None = None) -> list[ToolDef]:
     """The tools this build can serve over `service` (and the signed manifest when one is provided)."""
 
     async def status(_: dict[str, Any]) -> dict[str, Any]:
@@ -152,7 +153,7 @@ def core_tools(
         signed_manifest = manifest
 
         async def manifest_tool(_: dict[str, Any]) -> dict[str, Any]:
-            return {"manifest": signed_manifest(), "guidance": g.read_guidance("signed_manifest")}
+            return {"manifest": await signed_manifest(), "guidance": g.read_guidance("signed_manifest")}
 
         tools.append(
             ToolDef(
@@ -340,7 +341,7 @@ def build_mcp(
     settings: Settings,
     *,
     limiter: RateLimiter | None = None,
-    manifest: Callable[[], dict[str, Any]] | None = None,
+    manifest: ManifestSource | None = None,
     extra_tools: Sequence[ToolDef] = (),
 ) -> McpSurface:
     """The MCP server over `service` and its Streamable HTTP route at exactly /mcp (stateless, JSON)."""
@@ -361,13 +362,19 @@ def build_mcp(
     return McpSurface(server=server, routes=routes, tools=tools)
 
 
-async def run_stdio(service: RouteQuoteService, *, manifest: Callable[[], dict[str, Any]] | None = None) -> None:
-    """Serve the same tools over stdio (for desktop agent hosts). Stdout carries only MCP messages."""
+async def run_stdio(app: Any) -> None:
+    """Serve the same tools as /mcp over stdio (for desktop agent hosts), from the app built by the one
+    composition root (same service, manifest and limits-free local channel). Runs the app's lifespan hooks
+    (market warm-up and the like) around the session. Stdout carries only MCP messages."""
     from mcp.server.stdio import stdio_server
 
-    server = build_server(core_tools(service, manifest))
-    async with stdio_server() as (read_stream, write_stream):
-        await server.run(read_stream, write_stream, server.create_initialization_options())
+    state = app.state
+    server = build_server(core_tools(state.service, manifest_provider(state)))
+    async with contextlib.AsyncExitStack() as stack:
+        for hook in state.lifespan_hooks:
+            await stack.enter_async_context(hook())
+        async with stdio_server() as (read_stream, write_stream):
+            await server.run(read_stream, write_stream, server.create_initialization_options())
 
 
 def mount_mcp(app: Any) -> McpSurface:
@@ -382,6 +389,8 @@ def mount_mcp(app: Any) -> McpSurface:
     return surface
 
 
-def manifest_provider(state: Any) -> Callable[[], dict[str, Any]] | None:
-    """The signed manifest, when the discovery capability is mounted (app.state.discovery)."""
-    return None
+def manifest_provider(state: Any) -> ManifestSource | None:
+    """The signed manifest, when the discovery capability is mounted (`app.state.discovery`)."""
+    discovery = getattr(state, "discovery", None)
+    source = getattr(discovery, "signed_manifest", None)
+    return source if callable(source) else None

@@ -1,0 +1,84 @@
+"""An independent MCP host: MCP Inspector's CLI (npm `@modelcontextprotocol/inspector`, TypeScript SDK)
+lists our tools and calls `service_v2_quote` over Streamable HTTP.
+
+The package is installed at test time with npm into a cache directory under the system temp dir (never
+into the repo). 0.15.0 is the newest release that runs on Node 20 (later ones need Node >= 22.7.5).
+The test skips when node/npm are missing or the install fails (offline).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from tests.support.server import free_port, running_server
+from tests.support.spec_schema import QUOTE_RESPONSE, validate
+
+from routequote.app import create_app
+from routequote.config import Settings
+
+pytestmark = pytest.mark.node
+INSPECTOR = "@modelcontextprotocol/inspector@0.15.0"
+CACHE = Path(tempfile.gettempdir()) / "routequote-mcp-inspector-0.15.0"
+
+
+@pytest.fixture(scope="module")
+def inspector() -> Path:
+    if shutil.which("node") is None or shutil.which("npm") is None:
+        pytest.skip("node/npm not found on PATH")
+    exe = CACHE / "node_modules" / ".bin" / "mcp-inspector"
+    if not exe.exists():
+        CACHE.mkdir(parents=True, exist_ok=True)
+        done = subprocess.run(
+            ["npm", "install", "--no-audit", "--no-fund", "--loglevel=error", "--prefix", str(CACHE), INSPECTOR],
+            capture_output=True,
+            text=True,
+            timeout=240,
+        )
+        if done.returncode != 0 or not exe.exists():
+            pytest.skip(f"could not install {INSPECTOR}: {done.stderr[-300:]}")
+    return exe
+
+
+@pytest.fixture(scope="module")
+def mcp_url() -> Iterator[str]:
+    port = free_port()
+    app = create_app(Settings(port=port, rate_limit="off", database_url="sqlite+aiosqlite:///:memory:"))
+    with running_server(app, port) as url:
+        yield url + "/mcp"
+
+
+def run(inspector: Path, url: str, *args: str) -> dict:  # type: ignore[type-arg]
+    done = subprocess.run(
+        [str(inspector), "--cli", url, "--transport", "http", *args], capture_output=True, text=True, timeout=90
+    )
+    assert done.returncode == 0, done.stderr[-1000:]
+    return json.loads(done.stdout)
+
+
+def test_inspector_lists_tools_and_calls_quote(inspector: Path, mcp_url: str) -> None:
+    listed = run(inspector, mcp_url, "--method", "tools/list")["tools"]
+    names = {t["name"] for t in listed}
+    assert {"service_status", "service_v2_capabilities", "service_v2_quote", "service_quote"} <= names
+    quote_tool = next(t for t in listed if t["name"] == "service_v2_quote")
+    assert quote_tool["inputSchema"]["additionalProperties"] is False
+    assert quote_tool["annotations"]["readOnlyHint"] is True and quote_tool["annotations"]["idempotentHint"] is False
+
+    args = ["from_chain=solana", "from_token=SOL", "to_chain=base", "to_token=USDC", "amount_usd=100"]
+    result = run(inspector, mcp_url, "--method", "tools/call", "--tool-name", "service_v2_quote",
+                 *[x for a in args for x in ("--tool-arg", a)])
+    assert result.get("isError") in (None, False)
+    structured = result["structuredContent"]
+    assert json.loads(result["content"][0]["text"]) == structured
+    validate(structured["quote"], QUOTE_RESPONSE)
+    assert structured["quote"]["intent"]["amount_usd"] == 100  # sent as a JSON number per the schema
+    assert structured["guidance"]["automatic_selection_forbidden"] is True
+
+    bad = run(inspector, mcp_url, "--method", "tools/call", "--tool-name", "service_v2_quote",
+              "--tool-arg", "from_chain=solana", "--tool-arg", "amount_usd=100")
+    assert bad["isError"] is True and bad["structuredContent"]["error"]["code"] == "request_rejected"
