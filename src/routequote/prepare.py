@@ -26,7 +26,12 @@ from routequote.core.actions.evm import (
     checksum,
     evm_step_supported,
 )
-from routequote.core.actions.plan import ACROSS_FILL_DEADLINE_SECONDS, ONCHAIN_DEADLINE_SECONDS, StepPlan
+from routequote.core.actions.plan import (
+    ACROSS_FILL_DEADLINE_SECONDS,
+    BUNDLE_TTL_SECONDS,
+    ONCHAIN_DEADLINE_SECONDS,
+    StepPlan,
+)
 from routequote.core.actions.solana import build_solana, solana_step_supported
 from routequote.core.assets import CHAINS, Chain, ChainFamily
 from routequote.core.hashing import canonical_sha256
@@ -47,7 +52,7 @@ _HEX_KEY_RE = re.compile(r"^(0x)?[0-9a-fA-F]{64}$")
 _BASE58_LONG_RE = re.compile(r"^[1-9A-HJ-NP-Za-km-z]{80,90}$")
 _MNEMONIC_RE = re.compile(r"^[a-z]+( [a-z]+){11,23}$")
 IDEMPOTENCY_RECORDS = 2048
-IDEMPOTENCY_TTL_SECONDS = 600
+IDEMPOTENCY_TTL_SECONDS = BUNDLE_TTL_SECONDS  # a replay never returns an expired bundle
 BINDING_VERSION = "routequote-quote-bound-action-constraints-v1"
 
 

@@ -95,17 +95,19 @@ async def test_prepare_approved_quote_returns_verified_bundle(api: Api) -> None:
     assert b["signed"] is False and b["submitted"] is False and b["idempotent_replay"] is False
     assert b["quote_binding"]["quote_fingerprint"] == q["continuation_v3"]["quote_fingerprint"]
     assert b["unsigned_action"]["safety_receipt"]["custody"]["server_signing"] is False
-    b.pop("idempotent_replay")
-    findings = verify_bundle(
-        b, intent=intent_for(SAME_CHAIN), wallets=body["wallets"], approval_v3=body["approval_v3"],
-        direct_route_summary=q["direct_route_summary"], now_unix=int(START.timestamp()), fee_recipients=FEE_RECIPIENTS,
-    )  # fmt: skip
+    kwargs: dict[str, Any] = {
+        "intent": intent_for(SAME_CHAIN), "wallets": body["wallets"], "approval_v3": body["approval_v3"],
+        "direct_route_summary": q["direct_route_summary"], "now_unix": int(START.timestamp()),
+        "fee_recipients": FEE_RECIPIENTS,
+    }  # fmt: skip
+    findings = verify_bundle(b, **kwargs)
     assert [f for f in findings if f.severity == "error"] == []
     # same request again: the same bundle, flagged as a replay, nothing new created
     before = api.created()
     again = await api.prepare(body)
     assert again.status_code == 200 and again.json()["idempotent_replay"] is True
     assert again.json()["payload_sha256"] == b["payload_sha256"]
+    assert verify_bundle(again.json(), **kwargs) == findings
     assert api.created() == before
 
 

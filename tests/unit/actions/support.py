@@ -109,7 +109,7 @@ async def prepare_route(
     if signer:
         body["event_signer_public"] = signer
     bundle = await env.prepare.prepare(body)
-    bundle.pop("idempotent_replay")
+    assert bundle["idempotent_replay"] is False  # response-only flag, outside payload_sha256
     return Prepared(bundle, intent, wallets, approval, quote, signer, int(env.clock.now().timestamp()))
 
 

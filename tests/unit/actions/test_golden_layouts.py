@@ -4,7 +4,7 @@
   account named after DepositForBurnContext (circlefin/solana-cctp-contracts, programs/v2/
   token-messenger-minter-v2/.../deposit_for_burn.rs), with its signer / writable flags.
 * tests/golden/actions_bundles.json: whole bundles of representative routes (fixed clock and ids).
-Regenerate with ROUTEQUOTE_REGEN_GOLDEN=1 after an intended change, and review the diff.
+Regenerate with REGEN_GOLDEN_ACTIONS=1 after an intended change, and review the diff.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from routequote.core.actions.evm import address_to_bytes32
 from routequote.core.assets import ASSETS
 
 GOLDEN = Path(__file__).resolve().parents[2] / "golden"
-REGEN = os.environ.get("ROUTEQUOTE_REGEN_GOLDEN") == "1"
+REGEN = os.environ.get("REGEN_GOLDEN_ACTIONS") == "1"
 BUNDLE_ROUTES = (
     "base:ETH->base:USDC",
     "base:USDC->base:ETH",

@@ -30,7 +30,10 @@ EVM_ACTION_VERSION = "routequote-evm-unsigned-action-v1"
 SOLANA_ACTION_VERSION = "routequote-solana-unsigned-action-v1"
 RECEIPT_SCHEMA = "https://routequote.dev/schemas/action-safety-receipt-v1"
 BUILDER_VERSION = "routequote-actions-1"
-PAYLOAD_SHA256_SPEC = f"sha256({CANONICAL_JSON_SPEC}, excluding payload_sha256 itself)"
+PAYLOAD_SHA256_SPEC = (
+    f"sha256({CANONICAL_JSON_SPEC}, excluding payload_sha256 itself and the response-only idempotent_replay flag)"
+)
+RESPONSE_ONLY_KEYS = frozenset({"payload_sha256", "idempotent_replay"})
 ACTION_SHA256_SPEC = f"{CANONICAL_JSON_SPEC}; omit safety_receipt"
 SERVER_FLAGS = {"server_signing": False, "server_submission": False}
 FEE_FORMULA = "floor(fee_basis_base * bps / 10000)"
@@ -68,7 +71,7 @@ def unix(t: datetime) -> int:
 
 
 def payload_sha256(bundle: dict[str, Any]) -> str:
-    return canonical_sha256({k: v for k, v in bundle.items() if k != "payload_sha256"})
+    return canonical_sha256({k: v for k, v in bundle.items() if k not in RESPONSE_ONLY_KEYS})
 
 
 def action_sha256(unsigned_action: dict[str, Any]) -> str:
