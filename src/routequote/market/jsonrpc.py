@@ -68,7 +68,7 @@ def _is_rate_limit(err: dict[str, Any]) -> bool:
 class JsonRpcClient:
     """JSON-RPC over HTTP POST. `client` is shared (connection pooling); `timeout` bounds each POST."""
 
-    def __init__(self, url: str, client: httpx.AsyncClient, *, timeout: float = 1.5, max_batch: int = 100) -> None:
+    def __init__(self, url: str, client: httpx.AsyncClient, *, timeout: float = 1.5, max_batch: int = 1000) -> None:
         self.url = url
         self.client = client
         self.timeout = timeout

@@ -54,6 +54,8 @@ async def get_json(client: httpx.AsyncClient, url: str, params: Any, timeout: fl
         raise RpcTransportError(f"transport error talking to {httpx.URL(url).host}: {type(exc).__name__}") from exc
     if resp.status_code == 429:
         raise RpcRateLimited(f"{httpx.URL(url).host} rate-limited the request (HTTP 429)")
+    if resp.status_code >= 500:
+        raise RpcTransportError(f"{httpx.URL(url).host} answered HTTP {resp.status_code}")
     if resp.status_code != 200:
         detail = ""
         try:
