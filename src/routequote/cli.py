@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich.console import Console
@@ -285,6 +286,85 @@ def market_refresh_cmd(
         raise typer.Exit(code=1)
     write_document(target, result.document)
     console.print(f"wrote {target} (version {result.document['version']}, {len(result.refreshed)} sources refreshed)")
+
+
+def _json_arg(value: str | None, name: str) -> Any:
+    """A JSON value given inline or as a path to a JSON file."""
+    if value is None:
+        return None
+    text = value
+    if not value.lstrip().startswith(("{", "[")):
+        try:
+            text = Path(value).read_text()
+        except OSError as exc:
+            console.print(f"[red]{name}[/red]: not inline JSON and not a readable file ({exc.strerror})")
+            raise typer.Exit(2) from None
+    try:
+        return json.loads(text)
+    except ValueError:
+        console.print(f"[red]{name}[/red]: not valid JSON")
+        raise typer.Exit(2) from None
+
+
+@app.command("verify-action")
+def verify_action_cmd(
+    bundle_file: Path = typer.Argument(..., help="The POST /v2/prepare response (bundle JSON) to check"),
+    intent: str = typer.Option(None, help="Your 5 quote fields: inline JSON or a file"),
+    wallets: str = typer.Option(None, help="Your chain -> public address map: inline JSON or a file"),
+    context: str = typer.Option(None, help="Your verification context (intent, wallets, approval, summary): JSON/file"),
+    approval: str = typer.Option(None, help="Your approval_v3: inline JSON or a file"),
+    quote_file: str = typer.Option(None, "--quote", help="The approved quote (its direct_route_summary is used)"),
+    event_signer: str = typer.Option(None, help="The public key of the event-data keypair you generated (Solana CCTP)"),
+    fee_recipient_evm: str = typer.Option(None, help="The operator's published EVM fee recipient to pin"),
+    fee_recipient_solana: str = typer.Option(None, help="The operator's published Solana fee recipient to pin"),
+    now: int = typer.Option(None, help="Unix time to check deadlines against (default: now)"),
+    json_out: bool = typer.Option(False, "--json", help="Print findings as JSON"),
+) -> None:
+    """Check an unsigned action bundle before signing it. Exits 1 on any error finding. Offline."""
+    import time
+
+    from routequote.verify import check_verification_context, verify_bundle
+
+    bundle = _json_arg(str(bundle_file), "bundle")
+    ctx = _json_arg(context, "context")
+    problems: list[str] = []
+    summary = None
+    if ctx is not None:
+        problems = check_verification_context(ctx)
+        intent_v, wallets_v = ctx.get("intent"), ctx.get("wallets")
+        approval_v, summary = ctx.get("approval_v3"), ctx.get("direct_route_summary")
+        event_signer = event_signer or ctx.get("event_signer_public")
+    else:
+        intent_v, wallets_v, approval_v = _json_arg(intent, "intent"), _json_arg(wallets, "wallets"), None
+        approval_v = _json_arg(approval, "approval")
+    quote_v = _json_arg(quote_file, "quote")
+    if quote_v is not None:
+        summary = quote_v.get("direct_route_summary")
+    if not isinstance(intent_v, dict) or not isinstance(wallets_v, dict):
+        console.print("[red]usage[/red]: give --intent and --wallets, or --context")
+        raise typer.Exit(2)
+    pinned = None
+    if fee_recipient_evm or fee_recipient_solana:
+        pinned = {k: v for k, v in (("evm", fee_recipient_evm), ("solana", fee_recipient_solana)) if v}
+    findings = [f.as_dict() for f in verify_bundle(
+        bundle, intent=intent_v, wallets=wallets_v, now_unix=now if now is not None else int(time.time()),
+        approval_v3=approval_v, direct_route_summary=summary, event_signer_public=event_signer,
+        fee_recipients=pinned,
+    )]  # fmt: skip
+    findings += [{"code": p, "message": "verification context check", "severity": "error"} for p in problems]
+    errors = [f for f in findings if f["severity"] == "error"]
+    if json_out:
+        typer.echo(json.dumps({"ok": not errors, "findings": findings}, indent=2))
+    else:
+        for f in findings:
+            tag = "FAIL" if f["severity"] == "error" else "WARN"
+            typer.echo(f"{tag} {f['code']}: {f['message']}", err=f["severity"] == "error")
+        if not errors:
+            payload = bundle.get("payload_sha256") if isinstance(bundle, dict) else None
+            typer.echo(f"OK {bundle.get('route')} step {bundle.get('step_index')}: payload_sha256 {payload}; "
+                       "safe to hand to your wallet for signing")  # fmt: skip
+    if errors:
+        raise typer.Exit(1)
 
 
 def main() -> None:

@@ -1,0 +1,70 @@
+"""`routequote verify-action`: the offline verify-before-sign command, and the verification context helper."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import json
+from pathlib import Path
+
+from tests.unit.actions.support import FEE_RECIPIENTS, Prepared, make_env, prepare_route
+from typer.testing import CliRunner
+
+from routequote.cli import app
+from routequote.verify import check_verification_context, verification_context
+
+runner = CliRunner()
+
+
+def _files(tmp_path: Path, p: Prepared) -> dict[str, str]:
+    out = {}
+    for name, value in (("bundle", p.bundle), ("intent", p.intent), ("wallets", p.wallets),
+                        ("approval", p.approval), ("quote", p.quote)):  # fmt: skip
+        f = tmp_path / f"{name}.json"
+        f.write_text(json.dumps(value))
+        out[name] = str(f)
+    return out
+
+
+def _args(f: dict[str, str], p: Prepared) -> list[str]:
+    return [
+        "verify-action", f["bundle"], "--intent", f["intent"], "--wallets", f["wallets"], "--approval", f["approval"],
+        "--quote", f["quote"], "--fee-recipient-evm", FEE_RECIPIENTS["evm"], "--now", str(p.now_unix), "--json",
+    ]  # fmt: skip
+
+
+def test_verify_action_accepts_honest_and_rejects_tampered(tmp_path: Path) -> None:
+    p = asyncio.run(prepare_route(make_env(), "base:USDC->arbitrum:USDC", 100))
+    f = _files(tmp_path, p)
+    ok = runner.invoke(app, _args(f, p))
+    assert ok.exit_code == 0, ok.output
+    assert json.loads(ok.output)["ok"] is True
+    tampered = copy.deepcopy(p.bundle)
+    tampered["unsigned_action"]["transactions"][-1]["to"] = "0x9999999999999999999999999999999999999999"
+    Path(f["bundle"]).write_text(json.dumps(tampered))
+    bad = runner.invoke(app, _args(f, p))
+    assert bad.exit_code == 1
+    codes = {x["code"] for x in json.loads(bad.output)["findings"]}
+    assert "payload_sha256_mismatch" in codes and "target_not_allowed" in codes
+
+
+def test_verify_action_with_verification_context(tmp_path: Path) -> None:
+    p = asyncio.run(prepare_route(make_env(), "base:ETH->base:USDC", 100))
+    ctx = verification_context(
+        intent=p.intent, wallets=p.wallets, event_signer_public=None, approval_v3=p.approval,
+        direct_route_summary=p.quote["direct_route_summary"],
+    )  # fmt: skip
+    assert ctx["version"] == "routequote-one-shot-verification-context-v1"
+    assert check_verification_context(ctx) == []
+    (tmp_path / "ctx.json").write_text(json.dumps(ctx))
+    (tmp_path / "bundle.json").write_text(json.dumps(p.bundle))
+    args = ["verify-action", str(tmp_path / "bundle.json"), "--context", str(tmp_path / "ctx.json"),
+            "--now", str(p.now_unix)]  # fmt: skip
+    res = runner.invoke(app, args)
+    assert res.exit_code == 0, res.output
+    broken = {**ctx, "wallets": {"base": "0x4444444444444444444444444444444444444444"}}
+    assert check_verification_context(broken) == ["verification_context_sha256_mismatch"]
+    (tmp_path / "ctx.json").write_text(json.dumps(broken))
+    assert runner.invoke(app, args).exit_code == 1
+    other = {**ctx, "direct_route_summary": {**ctx["direct_route_summary"], "route": "x"}}
+    assert "direct_route_summary_sha256_mismatch" in check_verification_context(other)
