@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import orjson
 from starlette.requests import Request
+from starlette.responses import Response
 
-from routequote.errors import InvalidRequest
+from routequote.errors import InvalidRequest, RouteQuoteError
+from routequote.ratelimit import RateLimiter
+from routequote.surfaces.errors import error_response, json_response
 
 MAX_BODY_BYTES = 1_048_576
 
@@ -54,3 +58,17 @@ async def read_json_body(request: Request, max_bytes: int = MAX_BODY_BYTES) -> A
         if isinstance(exc, InvalidRequest):
             raise
         raise InvalidRequest("malformed_json", "request body is not valid JSON") from None
+
+
+async def answer(
+    limiter: RateLimiter, request: Request, produce: Callable[[], Awaitable[Any]], *, group: str = "quote_api"
+) -> Response:
+    """Rate-limit the client, run `produce`, answer JSON; map the error tree to an ErrorResponse.
+
+    RateLimit-* headers ride on every answer, success or error."""
+    headers: dict[str, str] = {}
+    try:
+        headers = await limiter.check(client_key(request), group)
+        return json_response(await produce(), headers=headers)
+    except RouteQuoteError as exc:
+        return error_response(exc, headers)

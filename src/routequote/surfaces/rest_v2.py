@@ -8,11 +8,9 @@ from fastapi import APIRouter, Request
 from starlette.responses import Response
 
 from routequote.contract.v2 import CapabilitiesResponse, ErrorResponse, QuoteResponse, StatusResponse
-from routequote.errors import RouteQuoteError
 from routequote.ratelimit import RateLimiter
 from routequote.service import RouteQuoteService
-from routequote.surfaces.errors import error_response, json_response
-from routequote.surfaces.http import client_key, read_json_body
+from routequote.surfaces.http import answer, read_json_body
 
 _ERR = {"model": ErrorResponse}
 
@@ -28,12 +26,10 @@ def router(service: RouteQuoteService, limiter: RateLimiter) -> APIRouter:
         summary="Route matrix, asset endpoints, live prepare availability",
     )
     async def capabilities(request: Request) -> Response:
-        headers: dict[str, str] = {}
-        try:
-            headers = await limiter.check(client_key(request))
-            return json_response(service.capabilities(), headers=headers)
-        except RouteQuoteError as exc:
-            return error_response(exc, headers)
+        async def produce() -> dict[str, Any]:
+            return service.capabilities()
+
+        return await answer(limiter, request, produce)
 
     @api.get(
         "/status",
@@ -43,12 +39,10 @@ def router(service: RouteQuoteService, limiter: RateLimiter) -> APIRouter:
         summary="Release status, market source health, route health and safety boundaries",
     )
     async def status(request: Request) -> Response:
-        headers: dict[str, str] = {}
-        try:
-            headers = await limiter.check(client_key(request))
-            return json_response(service.status(), headers=headers)
-        except RouteQuoteError as exc:
-            return error_response(exc, headers)
+        async def produce() -> dict[str, Any]:
+            return service.status()
+
+        return await answer(limiter, request, produce)
 
     @api.post(
         "/quote",
@@ -64,12 +58,9 @@ def router(service: RouteQuoteService, limiter: RateLimiter) -> APIRouter:
         },
     )
     async def quote(request: Request) -> Response:
-        headers: dict[str, str] = {}
-        try:
-            headers = await limiter.check(client_key(request))
-            body: Any = await read_json_body(request)
-            return json_response(await service.quote_request(body), headers=headers)
-        except RouteQuoteError as exc:
-            return error_response(exc, headers)
+        async def produce() -> dict[str, Any]:
+            return await service.quote_request(await read_json_body(request))
+
+        return await answer(limiter, request, produce)
 
     return api
