@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import tarfile
+import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from math import isqrt
@@ -118,13 +119,20 @@ def _sign_and_send(chain: AnvilChain, key: str, txs: list[dict[str, Any]]) -> li
         full = {
             "to": tx["to"], "value": int(tx["value"]), "data": tx["data"], "chainId": tx["chainId"], "type": 2,
             "nonce": int(chain.rpc.call("eth_getTransactionCount", sender, "pending"), 16),
-            "maxFeePerGas": 2 * 10**9, "maxPriorityFeePerGas": 10**6,
+            "maxPriorityFeePerGas": 10**6,
         }  # fmt: skip
+        base_fee = int(chain.rpc.call("eth_getBlockByNumber", "latest", False)["baseFeePerGas"], 16)
+        full["maxFeePerGas"] = 2 * base_fee + 10**6
         est = {"from": sender, "to": tx["to"], "value": hex(int(tx["value"])), "data": tx["data"]}
         full["gas"] = int(chain.rpc.call("eth_estimateGas", est), 16) * 12 // 10
         raw = Account.sign_transaction(full, key).raw_transaction
         h = chain.rpc.call("eth_sendRawTransaction", "0x" + raw.hex())
-        receipt = chain.rpc.call("eth_getTransactionReceipt", h)
+        receipt = None
+        for _ in range(500):
+            receipt = chain.rpc.call("eth_getTransactionReceipt", h)
+            if receipt is not None:
+                break
+            time.sleep(0.01)
         assert receipt is not None and int(receipt["status"], 16) == 1, receipt
         receipts.append(receipt)
     return receipts
