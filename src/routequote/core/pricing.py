@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from routequote.core.assets import CHAINS, Token
-from routequote.core.clmm import swap_exact_input
+from routequote.core.clmm import ClmmMathError, swap_exact_input
 from routequote.core.market import MarketView
 from routequote.core.routes import Provider, Route, Step
 from routequote.errors import CapacityBusy, InvalidRequest, UpstreamUnavailable
@@ -80,7 +80,12 @@ def _swap_out(view: MarketView, step: Step, amount_in: int) -> tuple[int, int, i
     if pool is None:
         raise UpstreamUnavailable("pool_state_unavailable", f"no state for pool {pool_id}")
     zero_for_one = step.source.key == pool.token0
-    result = swap_exact_input(pool.clmm, zero_for_one, amount_in)
+    try:
+        result = swap_exact_input(pool.clmm, zero_for_one, amount_in)
+    except ClmmMathError as exc:  # the venue's code would refuse it (e.g. Orca: past the tick arrays held)
+        raise InvalidRequest(
+            "amount_exceeds_route_liquidity", f"pool {pool_id} cannot quote the amount: {exc}"
+        ) from exc
     if result.amount_in < amount_in:
         raise InvalidRequest("amount_exceeds_route_liquidity", f"pool {pool_id} cannot absorb the amount")
     return result.amount_out, result.fee_amount, result.ticks_crossed

@@ -162,12 +162,13 @@ class JsonRpcClient:
             # some gateways answer a batch with HTTP 4xx: fall back to single calls for this node
             self.batching = False
             return await self._singles(calls, return_exceptions)
-        if isinstance(body, dict) and "error" in body and len(calls) > 1:
+        if isinstance(body, dict) and "error" in body:
             err = body.get("error") or {}
             if isinstance(err, dict) and _is_rate_limit(err):
                 raise RpcRateLimited(str(err.get("message", "rate limited")))
-            self.batching = False
-            return await self._singles(calls, return_exceptions)
+            if len(calls) > 1:  # a batch answered by one error object: the node does not take batches
+                self.batching = False
+                return await self._singles(calls, return_exceptions)
         if not isinstance(body, list):
             if len(calls) == 1 and isinstance(body, dict):
                 body = [body]
