@@ -9,6 +9,8 @@ from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from routequote.core.assets import TOKENS_BY_CHAIN
+
 ChainName = Literal["solana", "base", "arbitrum", "robinhood"]
 TokenName = Literal["SOL", "ETH", "USDC", "USDG"]
 
@@ -21,8 +23,44 @@ class Closed(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+def _endpoint_rules() -> dict[str, object]:
+    """The endpoint rules as JSON Schema, generated from the asset registry: each side must be one of
+    the nine chain/token pairs, and the two sides must differ (no identity route)."""
+
+    def side(prefix: str) -> dict[str, object]:
+        return {
+            "anyOf": [
+                {
+                    "properties": {
+                        f"{prefix}_chain": {"const": chain.value},
+                        f"{prefix}_token": {"enum": [t.value for t in tokens]},
+                    }
+                }
+                for chain, tokens in TOKENS_BY_CHAIN.items()
+            ]
+        }
+
+    identity = {
+        "anyOf": [
+            {
+                "properties": {
+                    "from_chain": {"const": chain.value},
+                    "to_chain": {"const": chain.value},
+                    "from_token": {"const": token.value},
+                    "to_token": {"const": token.value},
+                }
+            }
+            for chain, tokens in TOKENS_BY_CHAIN.items()
+            for token in tokens
+        ]
+    }
+    return {"allOf": [side("from"), side("to"), {"not": identity}]}
+
+
 class QuoteRequest(Closed):
     """One of the nine endpoints on each side; (from, to) must differ. 1 <= amount_usd <= 1000."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_endpoint_rules())
 
     from_chain: ChainName
     from_token: TokenName = Field(description="Must be valid on from_chain")
