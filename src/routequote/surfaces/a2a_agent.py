@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import structlog
 from a2a.helpers import get_data_parts, new_message
@@ -34,11 +34,18 @@ from starlette.requests import Request
 from starlette.routing import Route
 
 from routequote.config import Settings
+from routequote.core.actions.approval import check_verification_context, parse_approval
+from routequote.core.actions.bundle import payload_sha256
+from routequote.core.hashing import CANONICAL_JSON_SPEC, canonical_sha256
+from routequote.core.intent import parse_quote_request
+from routequote.core.quote import SERVER_FLAGS
 from routequote.core.routes import ROUTES
 from routequote.errors import InvalidRequest, RouteQuoteError
+from routequote.ports import Clock
 from routequote.ratelimit import RateLimiter
 from routequote.service import RouteQuoteService
 from routequote.surfaces import guidance as g
+from routequote.verify import verify_bundle
 
 CARD_VERSION = "1.7.0"
 PROTOCOL_VERSION = "1.0"
@@ -223,6 +230,189 @@ def quote_operation(service: RouteQuoteService) -> Operation:
     return Operation("quote", frozenset(QUOTE_FIELDS), run)
 
 
+PREPARE_FIELDS = {
+    "callerApproved": "caller_approved",
+    **QUOTE_FIELDS,
+    "wallets": "wallets",
+    "eventSignerPublic": "event_signer_public",
+    "approvalV3": "approval_v3",
+}
+HANDOFF_VERSION = "routequote-caller-wallet-handoff-v1"
+HANDOFF_HASH_SPEC = "sha256 of " + CANONICAL_JSON_SPEC + " of the handoff without handoff_sha256"
+
+
+class SafetyBoundaryFailed(RouteQuoteError):
+    """A prepared action failed the caller-side verifier: it is withheld, never handed to a wallet."""
+
+    error = "safety_boundary_failed"
+    agent_code = "safety_boundary_failed"
+
+
+class PrepareCapability(Protocol):
+    deployments: dict[Any, Any]
+    fee_recipients: dict[Any, str]
+
+    async def prepare(self, body: Any) -> dict[str, Any]: ...
+
+
+def _same_copy(theirs: Any, ours: Any, reason: str, what: str) -> None:
+    if theirs != ours:
+        raise InvalidRequest(reason, f"verificationContext.{what} is not an exact copy of the request's {what}")
+
+
+def check_prepare_request(data: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """Every adapter rule of a one-shot prepare, before any upstream call. Returns (REST body, parsed
+    approval, verification context). Rules: approval_v3 present, for exactly the one_shot mode; the route
+    is one step (multi-step quotes allow sessions only); the verification context is present, internally
+    consistent (its SHA-256 recomputed, summary hash = approval's) and holds exact copies of the request's
+    intent, wallets, event signer and approval."""
+    raw_approval = data.get("approvalV3")
+    if raw_approval is None:
+        raise InvalidRequest("approval_v3_required", "prepare needs approvalV3 (selected_mode one_shot)")
+    approval = parse_approval(raw_approval)
+    if approval["selected_mode"] != "one_shot":
+        raise InvalidRequest(
+            "approval_v3_mode_mismatch",
+            "prepare is the one_shot mode; this approval selects another mode",
+            details={"selected_mode": approval["selected_mode"], "required_mode": "one_shot"},
+        )
+    intent = parse_quote_request(quote_body(data))
+    route = ROUTES[intent.route_key]
+    if len(route.steps) > 1:
+        raise InvalidRequest(
+            "one_shot_not_allowed_for_multi_step_route",
+            f"{route.key} has {len(route.steps)} steps: multi-step quotes allow the session mode only",
+            details={"route": route.key, "step_count": len(route.steps), "allowed_modes": ["session"]},
+        )
+    ctx = data.get("verificationContext")
+    if ctx is None:
+        raise InvalidRequest("verification_context_required", "prepare needs the hash-bound verificationContext")
+    problems = check_verification_context(ctx)
+    if problems:
+        raise InvalidRequest(
+            "verification_context_invalid", "the verification context does not verify", details={"problems": problems}
+        )
+    body = {snake: data[camel] for camel, snake in PREPARE_FIELDS.items() if camel in data}
+    _same_copy(ctx["intent"], intent.as_request(), "verification_context_intent_mismatch", "intent")
+    _same_copy(ctx["wallets"], body.get("wallets"), "verification_context_wallets_mismatch", "wallets")
+    _same_copy(
+        ctx["event_signer_public"], body.get("event_signer_public"),
+        "verification_context_event_signer_mismatch", "event_signer_public",
+    )  # fmt: skip
+    _same_copy(ctx["approval_v3"], raw_approval, "verification_context_approval_mismatch", "approval_v3")
+    return body, approval, ctx
+
+
+def caller_wallet_handoff(bundle: dict[str, Any]) -> dict[str, Any]:
+    """What the caller's wallet needs, bound to the bundle by hash; its own SHA-256 makes it self-verifying.
+    EVM: EIP-1193 `eth_sendTransaction` requests, sent one at a time, each after the previous is confirmed.
+    Solana: Wallet Standard `solana:signAndSendTransaction` data; the caller adds a fresh blockhash."""
+    action = bundle["unsigned_action"]
+    handoff: dict[str, Any] = {
+        "version": HANDOFF_VERSION,
+        "route": bundle["route"],
+        "step_index": bundle["step_index"],
+        "bundle_payload_sha256": bundle["payload_sha256"],
+        "action_sha256": action["safety_receipt"]["payload_binding"]["action_sha256"],
+        "expires_at": bundle["expires_at"],
+        "automatic_invocation_forbidden": True,
+        "caller_must_verify_sign_and_submit": True,
+        "adapter_chains_actions": False,
+        "next_step_requires_fresh_quote_and_verified_receipt": True,
+        **SERVER_FLAGS,
+    }
+    if action["family"] == "evm":
+        handoff["kind"] = "eip1193_eth_sendTransaction"
+        handoff["submission"] = "sequential_in_order_each_after_the_previous_is_confirmed"
+        handoff["requests"] = [
+            {
+                "method": "eth_sendTransaction",
+                "params": [
+                    {
+                        "from": tx["from"],
+                        "to": tx["to"],
+                        "data": tx["data"],
+                        "value": hex(int(tx["value"])),
+                        "chainId": hex(int(tx["chainId"])),
+                    }
+                ],
+            }
+            for tx in action["transactions"]
+        ]
+    else:
+        handoff["kind"] = "solana_wallet_standard"
+        handoff["chain"] = "solana:mainnet"
+        handoff["feature"] = "solana:signAndSendTransaction"
+        handoff["transaction"] = {
+            "message_version": 0,
+            "fee_payer": action["feePayer"],
+            "recent_blockhash": None,
+            "instructions": action["instructions"],
+            "required_signers": action["requiredSigners"],
+        }
+        handoff["note"] = (
+            "compile a v0 message with a fresh recent blockhash; every required signer (your wallet and, for a "
+            "CCTP burn, your fresh event signer) signs locally"
+        )
+    handoff["handoff_sha256_spec"] = HANDOFF_HASH_SPEC
+    handoff["handoff_sha256"] = canonical_sha256(handoff)
+    return handoff
+
+
+def verify_handoff(handoff: dict[str, Any], bundle: dict[str, Any]) -> list[str]:
+    """Caller-side check of a handoff: its own hash, and exactly the wallet requests derived from `bundle`."""
+    problems = []
+    body = {k: v for k, v in handoff.items() if k != "handoff_sha256"}
+    if canonical_sha256(body) != handoff.get("handoff_sha256"):
+        problems.append("handoff_sha256_mismatch")
+    if handoff.get("bundle_payload_sha256") != payload_sha256(bundle):
+        problems.append("handoff_not_bound_to_bundle")
+    if caller_wallet_handoff(bundle) != handoff:
+        problems.append("handoff_differs_from_bundle_actions")
+    return problems
+
+
+def prepare_operation(prepare: PrepareCapability, clock: Clock) -> Operation:
+    fee_recipients = {getattr(k, "value", k): v for k, v in prepare.fee_recipients.items()}
+
+    async def run(data: dict[str, Any]) -> dict[str, Any]:
+        body, approval, ctx = check_prepare_request(data)
+        bundle = await prepare.prepare(body)
+        findings = verify_bundle(
+            bundle,
+            intent=ctx["intent"],
+            wallets=body["wallets"],
+            now_unix=int(clock.now().timestamp()),
+            approval_v3=approval,
+            direct_route_summary=ctx["direct_route_summary"],
+            event_signer_public=body.get("event_signer_public"),
+            fee_recipients=fee_recipients,
+            deployments=prepare.deployments,
+        )
+        errors = [f.as_dict() for f in findings if f.severity == "error"]
+        if errors:
+            log.error("a2a_prepare_bundle_rejected", route=bundle.get("route"), codes=[e["code"] for e in errors])
+            raise SafetyBoundaryFailed(
+                "prepared_action_failed_verification",
+                "the prepared action failed verification against your bounds and was withheld",
+                details={"findings": errors[:20]},
+            )
+        return {
+            "bundle": bundle,
+            "guidance": g.bundle_guidance(bundle),
+            "action_verification": {
+                "verified": True,
+                "verifier": "routequote.verify.verify_bundle",
+                "checked_against": ["intent", "wallets", "approval_v3", "direct_route_summary", "fee_recipient",
+                                    "pinned_contracts_and_programs", "deadlines", "payload_hashes"],
+                "warnings": [f.as_dict() for f in findings],
+            },
+            "caller_wallet_handoff": caller_wallet_handoff(bundle),
+        }
+
+    return Operation("prepare", frozenset(PREPARE_FIELDS) | {"verificationContext"}, run)
+
+
 # ---- the card ------------------------------------------------------------------------------------------
 
 _QUOTE_EXAMPLE = (
@@ -244,6 +434,32 @@ def quote_skill() -> AgentSkill:
         tags=["quote", "cross-chain", "bridge", "swap", "read-only", "non-custodial"],
         examples=[_QUOTE_EXAMPLE, '{"operation":"quote","fromChain":"base","fromToken":"ETH","toChain":"arbitrum",'
                   '"toToken":"USDC","amountUsd":50}'],
+        input_modes=[MEDIA],
+        output_modes=[MEDIA],
+    )
+
+
+def prepare_skill() -> AgentSkill:
+    return AgentSkill(
+        id="prepare-first-unsigned-action",
+        name="Prepare the first unsigned action (one-shot)",
+        description=(
+            "Explicit one-shot prepare (POST /v2/prepare) of a single-step route the caller approved: operation "
+            "\"prepare\", callerApproved true, fromChain, fromToken, toChain, toToken, amountUsd, wallets (chain -> "
+            "public address), eventSignerPublic (Solana CCTP burns only), approvalV3 with selected_mode one_shot "
+            "and the hash-bound verificationContext. Multi-step quotes reject one-shot. The context is checked "
+            "before anything is prepared; the returned action is verified against your bounds and comes with a "
+            "caller-wallet handoff carrying its own SHA-256. Nothing is signed or submitted, and the agent never "
+            "chains actions."
+        ),
+        tags=["prepare", "unsigned-action", "one-shot", "non-custodial", "caller-approved"],
+        examples=[
+            '{"operation":"prepare","callerApproved":true,"fromChain":"base","fromToken":"USDC","toChain":'
+            '"arbitrum","toToken":"USDC","amountUsd":100,"wallets":{"base":"0x...","arbitrum":"0x..."},'
+            '"approvalV3":{"version":"routequote-quote-bound-approval-v3","selected_mode":"one_shot",...},'
+            '"verificationContext":{"version":"routequote-one-shot-verification-context-v1",...,'
+            '"verification_context_sha256":"..."}}'
+        ],
         input_modes=[MEDIA],
         output_modes=[MEDIA],
     )
@@ -306,7 +522,11 @@ def build_a2a(
 def mount_a2a(app: Any) -> A2aSurface:
     """Mount /a2a and the agent card on the composition root's app (call last: reads app.state)."""
     state = app.state
-    surface = build_a2a(state.service, state.settings, limiter=state.limiter)
+    extra = []
+    prepare = getattr(state, "prepare", None)
+    if prepare is not None:  # the prepare capability is mounted: its skill joins the card
+        extra.append((prepare_operation(prepare, state.service.clock), prepare_skill()))
+    surface = build_a2a(state.service, state.settings, limiter=state.limiter, extra=extra)
     app.router.routes.extend(surface.routes)
     state.a2a = surface
     return surface

@@ -21,6 +21,7 @@ RATE_LIMITED = "rate_limited"
 UPSTREAM_UNAVAILABLE = "upstream_unavailable"
 REQUEST_REJECTED = "request_rejected"
 REAPPROVAL_REQUIRED = "reapproval_required"
+SAFETY_BOUNDARY_FAILED = "safety_boundary_failed"  # A2A prepare: the returned action failed verification
 
 _NOTHING_DONE = {
     "wallet_authentication_performed": False,
@@ -32,6 +33,9 @@ _NOTHING_DONE = {
 
 
 def agent_error_code(exc: RouteQuoteError) -> str:
+    override = getattr(exc, "agent_code", None)
+    if isinstance(override, str):
+        return override
     if isinstance(exc, RateLimited):
         return RATE_LIMITED
     if isinstance(exc, UpstreamError):
