@@ -124,6 +124,7 @@ def create_app(
         clock=clock,
         signing_key=load_signing_key(settings),
         routes_provider=lambda: app.routes,
+        deployments=prepare.deployments,
     )
     app.state.discovery = discovery
     app.include_router(well_known.router(discovery))  # manifest, safety, index, pages, route economics

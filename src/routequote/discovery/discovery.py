@@ -21,7 +21,7 @@ from typing import Any
 
 from routequote import __version__
 from routequote.config import Settings
-from routequote.core.assets import ASSETS, CHAINS, Chain
+from routequote.core.assets import ASSETS, CHAINS
 from routequote.core.hashing import CANONICAL_JSON_SPEC, canonical_json, canonical_sha256
 from routequote.core.intent import MAX_AMOUNT_USD, MIN_AMOUNT_USD
 from routequote.core.manifest import (
@@ -37,8 +37,8 @@ from routequote.core.manifest import (
 from routequote.core.market import MarketView
 from routequote.core.pricing import SERVICE_FEE_BPS
 from routequote.core.quote import RELEASE_STATUS, SERVER_FLAGS
-from routequote.core.routes import ROUTES, Provider
-from routequote.discovery.address_book import CONTRACTS
+from routequote.core.routes import ROUTES
+from routequote.discovery.address_book import contracts
 from routequote.discovery.economics import route_economics
 from routequote.discovery.keys import SigningKey
 from routequote.ports import Clock
@@ -138,12 +138,14 @@ class Discovery:
         clock: Clock,
         signing_key: SigningKey,
         routes_provider: Any = None,
+        deployments: Any = None,
     ) -> None:
         self.settings = settings
         self.service = service
         self.clock = clock
         self.key = signing_key
         self._routes_provider = routes_provider  # callable returning the app's routes (read lazily)
+        self.contracts = contracts(deployments)  # the EVM deployments the prepare service builds against
         self.commit, self.commit_source = release_commit(settings)
         self.source_sha256 = source_fingerprint()
         self._manifest: dict[str, Any] | None = None
@@ -257,18 +259,16 @@ class Discovery:
     # ---- safety document ---------------------------------------------------------------------------
 
     def _scope(self, view: MarketView) -> dict[str, Any]:
-        used: set[tuple[Provider, Chain]] = {(s.provider, s.source.chain) for r in ROUTES.values() for s in r.steps}
-        used |= {(s.provider, s.target.chain) for r in ROUTES.values() for s in r.steps if s.action.value == "bridge"}
-        contracts = [
+        listed = [
             {
                 "provider": c.provider.value,
                 "chain": c.chain.value,
                 "role": c.role,
                 "address": c.address,
                 "address_basis": c.basis,
+                **({"note": c.note} if c.note else {}),
             }
-            for c in CONTRACTS
-            if (c.provider, c.chain) in used
+            for c in self.contracts
         ]
         pools = [
             {
@@ -308,8 +308,8 @@ class Discovery:
             "asset_endpoints": tokens,
             "directed_conversion_routes": len(ROUTES),
             "route_steps": sum(len(r.steps) for r in ROUTES.values()),
-            "providers": sorted({p.value for p, _ in used}),
-            "third_party_contracts_and_programs": contracts,
+            "providers": sorted({s.provider.value for r in ROUTES.values() for s in r.steps}),
+            "third_party_contracts_and_programs": listed,
             "pools": pools,
             "service_deployed_contracts": [],
             "service_deployed_contracts_note": (
@@ -330,7 +330,7 @@ class Discovery:
         unpinned = sorted(pid for pid, p in view.pools.items() if not p.address)
         if unpinned:
             out.append({"id": "pool_accounts_not_pinned", "text": "no pool account pinned for: " + ", ".join(unpinned)})
-        third = sorted({f"{c.provider.value}:{c.chain.value}:{c.role}" for c in CONTRACTS if c.basis == "third_party"})
+        third = sorted({f"{c.provider.value}:{c.chain.value}:{c.role}" for c in self.contracts if c.basis == "third_party"})
         if third:
             out.append(
                 {
@@ -338,7 +338,7 @@ class Discovery:
                     "text": "addresses taken from third-party sources; check on chain: " + ", ".join(third),
                 }
             )
-        missing = sorted(f"{c.provider.value}:{c.chain.value}:{c.role}" for c in CONTRACTS if c.address is None)
+        missing = sorted(f"{c.provider.value}:{c.chain.value}:{c.role}" for c in self.contracts if c.address is None)
         if missing:
             out.append({"id": "programs_not_pinned", "text": "no address pinned for: " + ", ".join(missing)})
         if view.oft.delivery_seconds is None:

@@ -15,12 +15,13 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from routequote.clock import FixedClock, SequentialIds
 from routequote.config import Settings
-from routequote.core.assets import ASSETS
+from routequote.core.actions.evm import DEFAULT_DEPLOYMENTS
+from routequote.core.assets import ASSETS, Chain
 from routequote.core.hashing import canonical_json
 from routequote.core.manifest import key_id_for, verify_documents
-from routequote.core.routes import ROUTES
+from routequote.core.routes import ROUTES, Provider
 from routequote.discovery import Discovery, SigningKeyError, load_signing_key
-from routequote.discovery.address_book import CONTRACTS
+from routequote.discovery.address_book import contracts
 from routequote.discovery.keys import private_key_pem
 from routequote.market.snapshot import EmbeddedSnapshot
 from routequote.service import RouteQuoteService, ServiceConfig
@@ -81,19 +82,33 @@ async def test_safety_scope_comes_from_the_code(tmp_path) -> None:
     assert {a["address"] for a in scope["asset_endpoints"]} == {a.address for a in ASSETS.values()}
     providers = {s.provider.value for r in ROUTES.values() for s in r.steps}
     assert set(scope["providers"]) == providers
-    listed = {(c["provider"], c["chain"]) for c in scope["third_party_contracts_and_programs"]}
+    entries = scope["third_party_contracts_and_programs"]
+    listed = {(c["provider"], c["chain"]) for c in entries}
     for r in ROUTES.values():
-        for s in r.steps:
-            if s.action.value == "bridge":
+        for s in r.steps:  # every chain a caller's action runs on, for every provider
+            if s.action.value == "bridge" or s.source.chain.value != "solana":
                 assert (s.provider.value, s.source.chain.value) in listed, s
+    # the addresses the EVM action builders put into unsigned actions are the ones claimed
+    for c in entries:
+        if c["address_basis"] == "pinned_in_action_builder" and c["chain"] != "solana":
+            dep = DEFAULT_DEPLOYMENTS[Chain(c["chain"])]
+            assert dep.contract(Provider(c["provider"])) == c["address"], c
+        if c["address"] is None:
+            assert c["address_basis"] == "not_pinned" and c.get("note"), c
+    rh_swap = next(c for c in entries if (c["provider"], c["chain"]) == ("uniswap_v3", "robinhood"))
+    assert rh_swap["address"] is None  # the builder does not pin it, so the document does not claim one
     pool_ids = {p["pool_id"] for p in scope["pools"]}
     assert {s.pool_id for r in ROUTES.values() for s in r.steps if s.pool_id} <= pool_ids
-    assert all(c["address_basis"] in ("issuer_docs", "third_party", "not_pinned") for c in scope["third_party_contracts_and_programs"])
-    # every third-party-sourced address is disclosed as a known limitation
-    limitation = next(x for x in safety["known_limitations"] if x["id"] == "addresses_from_third_party_sources")
-    for c in CONTRACTS:
+    bases = ("pinned_in_action_builder", "issuer_docs", "third_party", "not_pinned")
+    assert all(c["address_basis"] in bases for c in entries)
+    # every third-party-sourced or unpinned address is disclosed as a known limitation
+    limits = {x["id"]: x["text"] for x in safety["known_limitations"]}
+    for c in contracts():
+        name = f"{c.provider.value}:{c.chain.value}:{c.role}"
         if c.basis == "third_party":
-            assert f"{c.provider.value}:{c.chain.value}:{c.role}" in limitation["text"]
+            assert name in limits["addresses_from_third_party_sources"]
+        if c.address is None:
+            assert name in limits["programs_not_pinned"]
     fee = safety["claims"]["fee_policy"]
     assert (fee["exact_bps"], fee["minimum_bps"], fee["maximum_bps"], fee["fee_maximum_stable_base"]) == (1, 1, 1, None)
     assert safety["claims"]["noncustody_policy"]["server_signing"] is False
