@@ -35,7 +35,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from eth_abi.abi import decode, encode
+from eth_abi.abi import decode
 from eth_utils.abi import function_signature_to_4byte_selector
 from eth_utils.address import to_checksum_address
 
@@ -81,6 +81,34 @@ def abi_decode(types: Sequence[str], result: Any, what: str) -> tuple[Any, ...]:
         return tuple(decode(list(types), raw))
     except Exception as exc:  # eth_abi raises several decoding error types
         raise SourceDataError(f"{what}: cannot ABI-decode the eth_call result") from exc
+
+
+def static_words(result: Any, n: int, what: str) -> list[int]:
+    """The first `n` 32-byte words of a result of static ABI types, as unsigned ints (fast path for the
+    hot calls: slot0, liquidity, tickBitmap, ticks; eth_abi costs ~100 us per call)."""
+    raw = _hexbytes(result, what)
+    if len(raw) < 32 * n:
+        raise SourceDataError(f"{what}: eth_call result is {len(raw)} bytes, expected at least {32 * n}")
+    return [int.from_bytes(raw[32 * i : 32 * i + 32], "big") for i in range(n)]
+
+
+def _signed(word: int, bits: int) -> int:
+    """Two's-complement value of an ABI-encoded intN word, checked to be in range (as eth_abi does)."""
+    v = word - (1 << 256) if word >> 255 else word
+    if not -(1 << (bits - 1)) <= v < (1 << (bits - 1)):
+        raise SourceDataError(f"int{bits} value out of range")
+    return v
+
+
+def _unsigned(word: int, bits: int) -> int:
+    if word >> bits:
+        raise SourceDataError(f"uint{bits} value out of range")
+    return word
+
+
+def arg_word(value: int) -> str:
+    """One ABI-encoded static int argument (two's complement), as hex without 0x."""
+    return (value % (1 << 256)).to_bytes(32, "big").hex()
 
 
 def compress(tick: int, spacing: int) -> int:
@@ -171,8 +199,8 @@ class UniswapV3PoolsSource:
                 eth_call(spec.address, SEL_TOKEN0, block),
             ]
         mem = self._memory.get(spec.pool_id, _Memory())
-        calls += [eth_call(spec.address, SEL_TICK_BITMAP + encode(["int16"], [w]).hex(), block) for w in mem.words]
-        calls += [eth_call(spec.address, SEL_TICKS + encode(["int24"], [t]).hex(), block) for t in mem.ticks]
+        calls += [eth_call(spec.address, SEL_TICK_BITMAP + arg_word(w), block) for w in mem.words]
+        calls += [eth_call(spec.address, SEL_TICKS + arg_word(t), block) for t in mem.ticks]
         return calls
 
     async def fetch(self) -> EvmPoolsState:
@@ -211,10 +239,10 @@ class UniswapV3PoolsSource:
         by_id = {s.pool_id: s for s in self.specs}
         if need_words:
             res = await self.rpc.batch(
-                [eth_call(by_id[p].address, SEL_TICK_BITMAP + encode(["int16"], [w]).hex(), tag) for p, w in need_words]
+                [eth_call(by_id[p].address, SEL_TICK_BITMAP + arg_word(w), tag) for p, w in need_words]
             )
             for (p, w), r in zip(need_words, res, strict=True):
-                words[p][w] = abi_decode(["uint256"], r, f"{p} tickBitmap({w})")[0]
+                words[p][w] = static_words(r, 1, f"{p} tickBitmap({w})")[0]
         # round trip 3: initialized ticks not read yet
         need_ticks: list[tuple[str, int]] = []
         window_ticks: dict[str, list[int]] = {}
@@ -227,7 +255,7 @@ class UniswapV3PoolsSource:
             need_ticks += [(spec.pool_id, t) for t in found if t not in ticks[spec.pool_id]]
         if need_ticks:
             res = await self.rpc.batch(
-                [eth_call(by_id[p].address, SEL_TICKS + encode(["int24"], [t]).hex(), tag) for p, t in need_ticks]
+                [eth_call(by_id[p].address, SEL_TICKS + arg_word(t), tag) for p, t in need_ticks]
             )
             for (p, t), r in zip(need_ticks, res, strict=True):
                 ticks[p][t] = self._decode_tick(p, t, r)
@@ -259,8 +287,9 @@ class UniswapV3PoolsSource:
         for r in chunk:
             if isinstance(r, RpcCallError):
                 raise SourceDataError(f"{spec.pool_id}: {r}")
-        slot0 = abi_decode(["uint160", "int24", "uint16", "uint16", "uint16", "uint8", "bool"], chunk[0], "slot0")
-        (liquidity,) = abi_decode(["uint128"], chunk[1], "liquidity")
+        w0 = static_words(chunk[0], 7, f"{spec.pool_id} slot0")
+        slot0 = (_unsigned(w0[0], 160), _signed(w0[1], 24))
+        liquidity = _unsigned(static_words(chunk[1], 1, f"{spec.pool_id} liquidity")[0], 128)
         i = 2
         if spec.pool_id not in self._static:
             (spacing,) = abi_decode(["int24"], chunk[2], "tickSpacing")
@@ -275,7 +304,7 @@ class UniswapV3PoolsSource:
         mem = self._memory.get(spec.pool_id, _Memory())
         words: dict[int, int] = {}
         for w in mem.words:
-            words[w] = abi_decode(["uint256"], chunk[i], f"tickBitmap({w})")[0]
+            words[w] = static_words(chunk[i], 1, f"tickBitmap({w})")[0]
             i += 1
         ticks: dict[int, int] = {}
         for t in mem.ticks:
@@ -290,7 +319,9 @@ class UniswapV3PoolsSource:
     def _decode_tick(pool_id: str, tick: int, result: Any) -> int:
         if isinstance(result, RpcCallError):
             raise SourceDataError(f"{pool_id}: ticks({tick}): {result}")
-        vals = abi_decode(
-            ["uint128", "int128", "uint256", "uint256", "int56", "uint160", "uint32", "bool"], result, f"ticks({tick})"
-        )
-        return int(vals[1]) if vals[7] else 0
+        # (uint128 liquidityGross, int128 liquidityNet, uint256, uint256, int56, uint160, uint32, bool initialized)
+        w = static_words(result, 8, f"{pool_id} ticks({tick})")
+        if w[7] > 1:
+            raise SourceDataError(f"{pool_id} ticks({tick}): initialized is not a bool")
+        _unsigned(w[0], 128)
+        return _signed(w[1], 128) if w[7] else 0
