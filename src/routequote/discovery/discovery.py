@@ -56,6 +56,7 @@ TERMS_PATH, PRIVACY_PATH, SECURITY_PATH, PRICING_PATH = "/terms", "/privacy", "/
 SECURITY_TXT_PATH = "/.well-known/security.txt"
 V1_OPENAPI_PATH = "/openapi.json"
 V2_OPENAPI_PATH = "/v2/openapi.json"
+ECONOMICS_MIN_AGE_SECONDS = 60.0
 
 # path -> (media type, one-line description); the documents this module serves
 DOCUMENTS: dict[str, tuple[str, str]] = {
@@ -152,6 +153,7 @@ class Discovery:
         self._safety: tuple[str, dict[str, Any]] | None = None
         self._economics: tuple[str, dict[str, Any]] | None = None
         self._economics_lock = asyncio.Lock()
+        self._economics_at = 0.0
         self._endpoints: list[dict[str, Any]] | None = None
 
     # ---- basics ---------------------------------------------------------------------------------
@@ -530,11 +532,17 @@ class Discovery:
     # ---- route economics -----------------------------------------------------------------------------
 
     async def route_economics(self) -> dict[str, Any]:
+        """Computed off the event loop (a few seconds of pricing), once per market version; a live market
+        whose version moves every few seconds is recomputed at most once per ECONOMICS_MIN_AGE_SECONDS."""
         view = await self.view()
         async with self._economics_lock:
-            if self._economics is None or self._economics[0] != view.version:
+            now = self.clock.monotonic()
+            cached = self._economics
+            if cached is None or (cached[0] != view.version and now - self._economics_at >= ECONOMICS_MIN_AGE_SECONDS):
                 doc = await asyncio.to_thread(route_economics, view)
                 self._economics = (view.version, doc)
+                self._economics_at = now
+            assert self._economics is not None
             return self._economics[1]
 
     # ---- index, workflow, pages --------------------------------------------------------------------

@@ -195,3 +195,32 @@ async def test_fee_and_limits_follow_settings(tmp_path) -> None:
     assert manifest["execution"]["server_signing"] is False and manifest["execution"]["server_submission"] is False
     assert "30 s" in d.privacy() and "10/minute" in d.terms()
     assert d.security_txt().startswith("Contact: mailto:sec@example.org\nExpires: 2027-05-21T12:00:00Z\n")
+
+
+async def test_route_economics_is_cached_per_market_version_and_throttled(tmp_path, monkeypatch) -> None:
+    import dataclasses
+
+    import routequote.discovery.discovery as mod
+
+    d, clock = _discovery(tmp_path)
+    base = EmbeddedSnapshot().current()
+    versions = iter(f"v{i}" for i in range(100))
+
+    class MovingMarket:
+        label = "moving"
+
+        async def view(self):
+            return dataclasses.replace(base, version=next(versions))
+
+        def health(self):
+            return []
+
+    calls: list[str] = []
+    monkeypatch.setattr(mod, "route_economics", lambda view: calls.append(view.version) or {"v": view.version})
+    d.service.market = MovingMarket()
+    assert (await d.route_economics()) == {"v": "v0"}
+    clock.advance(30)
+    assert (await d.route_economics()) == {"v": "v0"}  # version moved, but computed less than 60 s ago
+    clock.advance(31)
+    assert (await d.route_economics()) == {"v": "v2"}
+    assert calls == ["v0", "v2"]
