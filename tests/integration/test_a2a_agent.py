@@ -165,3 +165,23 @@ def test_wire_request_and_version_header(served: tuple[str, Any]) -> None:
         assert data["quote"]["intent"]["from"] == "solana:SOL"
         old = http.post("/a2a", json=body).json()  # no version header: treated as 0.3, which is not served
         assert old["error"]["code"] == -32009
+
+
+async def test_rate_limited_and_upstream_errors() -> None:
+    from routequote.market.failing import FailingMarket
+
+    for kw, code, reason in (
+        ({"rate_limit": "2/minute"}, "rate_limited", "rate_limit_exceeded"),
+        ({"market": FailingMarket("down")}, "upstream_unavailable", "market_source_unavailable"),
+    ):
+        port = free_port()
+        market = kw.pop("market", None)
+        settings = Settings(port=port, database_url="sqlite+aiosqlite:///:memory:", **{"rate_limit": "off", **kw})
+        with running_server(create_app(settings, market=market), port) as url:
+            async with httpx.AsyncClient(timeout=30) as http:
+                card = await A2ACardResolver(http, url).get_agent_card()
+                client = ClientFactory(ClientConfig(streaming=False, httpx_client=http)).create(card)
+                replies = [await send(client, new_data_part(QUOTE)) for _ in range(3)]
+        err = replies[-1]["error"]
+        assert err["code"] == code and err["reason_class"] == reason
+        assert 1 <= err["retry_after_seconds"] <= 3600

@@ -29,7 +29,7 @@ from a2a.server.routes import DefaultServerCallContextBuilder, create_agent_card
 from a2a.server.tasks import InMemoryTaskStore
 from a2a.types.a2a_pb2 import AgentCapabilities, AgentCard, AgentInterface, AgentProvider, AgentSkill, Part
 from a2a.utils.errors import UnsupportedOperationError
-from google.protobuf import struct_pb2
+from google.protobuf import struct_pb2  # type: ignore[import-untyped,unused-ignore]
 from starlette.requests import Request
 from starlette.routing import Route
 
@@ -166,7 +166,8 @@ class RouteQuoteAgent:
                 raise InvalidRequest(
                     "unknown_field", f"fields not accepted by {op.name}: {', '.join(extra)[:200]}"
                 )
-            return a2a_safe(await op.run(narrow_numbers(data)))
+            reply: dict[str, Any] = a2a_safe(await op.run(narrow_numbers(data)))
+            return reply
         except RouteQuoteError as exc:
             return {"error": g.agent_error(exc)}
 

@@ -40,6 +40,8 @@ from routequote.service import RouteQuoteService
 from routequote.surfaces import guidance as g
 from routequote.surfaces.legacy import DEFAULT_DESTINATION, legacy_quote, legacy_status
 
+assert DEFAULT_DESTINATION == "base"  # the schema's default below is the legacy module's
+
 SERVER_NAME = "routequote"
 SERVER_VERSION = "0.4.0"
 MCP_PATH = "/mcp"
@@ -77,7 +79,7 @@ class LegacyQuoteArguments(ToolInput):
     """Legacy v1 corridor quote: solana SOL -> native ETH on base or arbitrum."""
 
     amount_usd: int = Field(ge=MIN_AMOUNT_USD, le=MAX_AMOUNT_USD, description="Whole USD notional")
-    destination_chain: Literal["base", "arbitrum"] = Field(DEFAULT_DESTINATION, description="Default base")
+    destination_chain: Literal["base", "arbitrum"] = Field("base", description="Default base")
 
 
 def input_schema(model: type[ToolInput]) -> dict[str, Any]:
