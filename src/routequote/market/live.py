@@ -330,6 +330,8 @@ class LiveMarket:
                     raise _Failure(exc.kind, str(exc)) from exc
                 except (ValueError, KeyError, TypeError, AssertionError) as exc:
                     raise _Failure("invalid_data", f"{type(exc).__name__}: {exc}") from exc
+                except Exception as exc:  # a reader bug must cost its routes, never the whole service
+                    raise _Failure("source_error", f"{type(exc).__name__}: {exc}") from exc
                 wall = self.clock.now().timestamp()
                 key, as_of = self._data_time(reading, wall)
                 age = wall - as_of
