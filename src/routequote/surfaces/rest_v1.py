@@ -16,11 +16,10 @@ from starlette.responses import Response
 
 from routequote import __version__
 from routequote.contract.v2 import ErrorResponse
-from routequote.errors import RouteQuoteError
 from routequote.ratelimit import RateLimiter
 from routequote.service import RouteQuoteService
-from routequote.surfaces.errors import error_response, json_response
-from routequote.surfaces.http import client_key, read_json_body
+from routequote.surfaces.errors import json_response
+from routequote.surfaces.http import answer, read_json_body
 from routequote.surfaces.legacy import DEFAULT_DESTINATION, legacy_quote, legacy_status
 
 V1_OPENAPI_VERSION = "1.0.0-legacy"
@@ -78,12 +77,10 @@ def router(service: RouteQuoteService, limiter: RateLimiter) -> APIRouter:
         summary="Status of the two original corridors and their safety gates",
     )
     async def status(request: Request) -> Response:
-        headers: dict[str, str] = {}
-        try:
-            headers = await limiter.check(client_key(request))
-            return json_response(legacy_status(service), headers=headers)
-        except RouteQuoteError as exc:
-            return error_response(exc, headers)
+        async def produce() -> dict[str, Any]:
+            return legacy_status(service)
+
+        return await answer(limiter, request, produce)
 
     @v1.post(
         "/quote",
@@ -99,13 +96,10 @@ def router(service: RouteQuoteService, limiter: RateLimiter) -> APIRouter:
         },
     )
     async def quote(request: Request) -> Response:
-        headers: dict[str, str] = {}
-        try:
-            headers = await limiter.check(client_key(request))
-            body: Any = await read_json_body(request)
-            return json_response(await legacy_quote(service, body), headers=headers)
-        except RouteQuoteError as exc:
-            return error_response(exc, headers)
+        async def produce() -> dict[str, Any]:
+            return await legacy_quote(service, await read_json_body(request))
+
+        return await answer(limiter, request, produce)
 
     cache: dict[str, Any] = {}
 
