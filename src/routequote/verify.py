@@ -18,6 +18,11 @@ from typing import Any
 from routequote.core.actions import solana as sol
 from routequote.core.actions.bundle import (
     BUNDLE_TTL_SECONDS,
+    BUNDLE_VERSION,
+    EVM_ACTION_VERSION,
+    FEE_FORMULA,
+    RECEIPT_SCHEMA,
+    SOLANA_ACTION_VERSION,
     action_sha256,
     allowlists,
     payload_sha256,
@@ -110,7 +115,25 @@ def _scan_flags(value: Any, path: str, c: _Checker) -> None:
             _scan_flags(v, f"{path}[{i}]", c)
 
 
-def verify_bundle(
+def verify_bundle(bundle: Any, **kwargs: Any) -> list[Finding]:
+    """All findings about `bundle` (errors and warnings). The bundle is safe to sign only if none is an error.
+
+    Keyword arguments: `intent` (the caller's 5 quote fields), `wallets` (chain -> public address),
+    `now_unix`, and optionally `approval_v3`, `direct_route_summary` (from the approved quote),
+    `event_signer_public`, `fee_recipients` ({"evm": ..., "solana": ...} as the operator published them)
+    and `deployments` (contract addresses; default: the pinned mainnet ones). Hostile or malformed input
+    yields findings, never an exception.
+    """
+    c = _Checker()
+    try:
+        return _verify_bundle(c, bundle, **kwargs)
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError, OverflowError) as exc:
+        c.fail("bundle_malformed", f"the bundle cannot be read: {type(exc).__name__}: {str(exc)[:200]}")
+        return c.findings
+
+
+def _verify_bundle(
+    c: _Checker,
     bundle: Any,
     *,
     intent: dict[str, Any],
@@ -122,13 +145,6 @@ def verify_bundle(
     fee_recipients: dict[str, str] | None = None,
     deployments: dict[Chain, EvmDeployment] | None = None,
 ) -> list[Finding]:
-    """All findings about `bundle` (errors and warnings). The bundle is safe to sign only if none is an error.
-
-    `intent` is the caller's 5 quote fields; `wallets` its chain -> public address map; `fee_recipients`
-    maps "evm"/"solana" to the fee recipient the caller pinned (from the operator's published config);
-    `deployments` overrides contract addresses (tests on a local chain), defaulting to mainnet.
-    """
-    c = _Checker()
     if not isinstance(bundle, dict):
         return [Finding("bundle_not_object", "the bundle must be a JSON object")]
     deps = {**DEFAULT_DEPLOYMENTS, **(deployments or {})}
@@ -164,11 +180,11 @@ def verify_bundle(
         return c.findings
     c.expect(bundle.get("route") == route.key, "route_mismatch", "bundle.route differs from the intent")
     idx = bundle.get("step_index")
-    if not isinstance(idx, int) or not 0 <= idx < len(route.steps):
+    if not _is_int(idx) or not 0 <= idx < len(route.steps):
         c.fail("step_index_invalid", "bundle.step_index is not a step of the route")
         return c.findings
     step = route.steps[idx]
-    c.expect(action.get("step_index") == idx, "step_index_mismatch", "unsigned_action.step_index differs")
+    c.expect(_eq(action.get("step_index"), idx), "step_index_mismatch", "unsigned_action.step_index differs")
     c.expect(action.get("provider") == step.provider.value, "provider_mismatch",
              f"step {idx} must use {step.provider.value}")  # fmt: skip
     c.expect((action.get("source"), action.get("destination")) == (step.source.key, step.target.key),
@@ -226,7 +242,9 @@ def verify_bundle(
     # ---- timing -------------------------------------------------------------------------------------
     try:
         prepared, expires = _ts(bundle["prepared_at"]), _ts(bundle["expires_at"])
-        deadline = int(action["deadline"])
+        deadline = action["deadline"]
+        if not _is_int(deadline):
+            raise TypeError("deadline must be an integer")
     except (KeyError, TypeError, ValueError):
         c.fail("timing_malformed", "prepared_at / expires_at / deadline are required")
         return c.findings
@@ -248,6 +266,7 @@ def verify_bundle(
         c.warn("fee_recipient_not_pinned", "no fee recipient pinned by the caller; checked for consistency only")
     if receipt.get("service_fee", {}).get("exact_amount_base") != str(fee):
         c.fail("receipt_fee_mismatch", "the receipt's fee differs from the action's")
+    _check_receipt(c, bundle, action, receipt, step, input_base, fee, net, min_out, deadline, family, deps)
     # ---- payloads -----------------------------------------------------------------------------------
     ctx = _Ctx(c, route, step, caller, recipient, input_base, fee, net, min_out, deadline, now_unix, fee_recipient,
                event_signer_public)  # fmt: skip
@@ -258,12 +277,84 @@ def verify_bundle(
     return c.findings
 
 
+def _check_receipt(
+    c: _Checker,
+    bundle: dict[str, Any],
+    action: dict[str, Any],
+    receipt: dict[str, Any],
+    step: Step,
+    input_base: int,
+    fee: int,
+    net: int,
+    min_out: int,
+    deadline: int,
+    family: ChainFamily,
+    deps: dict[Chain, EvmDeployment],
+) -> None:
+    """The receipt is what an agent reads: every safety statement in it must match the payloads."""
+    is_evm = family is ChainFamily.EVM
+    c.expect(bundle.get("version") == BUNDLE_VERSION, "bundle_version_unsupported", "unknown bundle version")
+    want_action_version = EVM_ACTION_VERSION if is_evm else SOLANA_ACTION_VERSION
+    c.expect(action.get("version") == want_action_version and action.get("family") == family.value,
+             "action_version_unsupported", "unknown unsigned action version or family")  # fmt: skip
+    want_chain_id: Any = deps[step.source.chain].chain_id if is_evm else "mainnet-beta"
+    c.expect(_eq(action.get("chainId"), want_chain_id), "chain_id_mismatch", "unsigned_action.chainId differs")
+    c.expect(receipt.get("schema") == RECEIPT_SCHEMA and _eq(receipt.get("schema_version"), 1),
+             "receipt_schema_unsupported", "unknown safety receipt schema")  # fmt: skip
+    net_block = receipt.get("network", {})
+    c.expect(net_block.get("source_chain") == step.source.chain.value
+             and net_block.get("destination_chain") == step.target.chain.value
+             and _eq(net_block.get("source_chain_id"), want_chain_id),
+             "receipt_network_mismatch", "the receipt names other chains")  # fmt: skip
+    spend = receipt.get("spend", {})
+    c.expect(spend.get("exact_amount_base") == str(input_base) == spend.get("maximum_amount_base"),
+             "receipt_spend_mismatch", "the receipt's spend differs from inputAmount")  # fmt: skip
+    txs = action.get("transactions") or []
+    values = [str(tx.get("value")) for tx in txs]
+    cap = receipt.get("native_value_cap", {})
+    c.expect(cap.get("per_transaction_base") == values
+             and cap.get("maximum_base") == str(max((int(v) for v in values), default=0)),
+             "receipt_native_value_mismatch", "the receipt's native value cap differs from the transactions")  # fmt: skip
+    approval = receipt.get("approval", {})
+    if is_evm and not step.source.is_native:
+        dep = deps[step.source.chain]
+        idx = next((i for i, tx in enumerate(txs) if str(tx.get("data", ""))[:10] == "0x095ea7b3"), None)
+        c.expect(approval.get("required") is True and _same(approval.get("token"), dep.token(step.source))
+                 and _same(approval.get("target"), dep.contract(step.provider))
+                 and approval.get("exact_allowance_base") == str(net) and _eq(approval.get("transaction_index"), idx),
+                 "receipt_approval_mismatch", "the receipt's approval statement differs from the approve call")  # fmt: skip
+    else:
+        c.expect(approval.get("required") is False, "receipt_approval_mismatch", "no approval is due")
+    fee_block = receipt.get("service_fee", {})
+    c.expect(fee_block.get("formula") == FEE_FORMULA and fee_block.get("bps") == (1 if step.fee_step else 0)
+             and fee_block.get("basis", {}).get("amount_base") == str(input_base)
+             and fee_block.get("recipient") == action.get("feeRecipient"),
+             "receipt_fee_mismatch", "the receipt's fee statement differs from the action")  # fmt: skip
+    receive = receipt.get("receive", {})
+    c.expect(receive.get("minimum_amount_base") == str(min_out) and receive.get("token") == step.target.key,
+             "receipt_receive_mismatch", "the receipt's receive bound differs from minimumOutput")  # fmt: skip
+    timing = receipt.get("timing", {})
+    c.expect(_eq(timing.get("action_deadline_unix"), deadline) and timing.get("bundle_expires_at") == bundle.get("expires_at")
+             and timing.get("recent_blockhash") is None,
+             "receipt_timing_mismatch", "the receipt's timing differs from the action")  # fmt: skip
+    c.expect(fee + net == input_base and _eq(bundle.get("step_index"), step.index), "receipt_internal", "inconsistent")
+
+
 def assert_bundle_ok(bundle: Any, **kwargs: Any) -> list[Finding]:
     """verify_bundle, raising BundleRejected if any finding is an error. Returns the warnings."""
     findings = verify_bundle(bundle, **kwargs)
     if any(f.severity == "error" for f in findings):
         raise BundleRejected(findings)
     return findings
+
+
+def _is_int(x: Any) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def _eq(a: Any, b: Any) -> bool:
+    """Equality without Python's True == 1 and 1 == 1.0 coercions."""
+    return type(a) is type(b) and a == b
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -308,7 +399,7 @@ def _check_evm(x: _Ctx, action: dict[str, Any], deps: dict[Chain, EvmDeployment]
     fee_paid = 0
     for i, tx in enumerate(txs):
         where = f"transaction {i}"
-        c.expect(tx.get("chainId") == dep.chain_id, "chain_id_mismatch", f"{where}: chainId must be {dep.chain_id}")
+        c.expect(_eq(tx.get("chainId"), dep.chain_id), "chain_id_mismatch", f"{where}: chainId must be {dep.chain_id}")
         c.expect(_same(tx.get("from"), x.caller), "sender_mismatch", f"{where}: from is not your wallet")
         to = tx.get("to", "")
         value = int(tx.get("value", "0"))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import copy
 import struct
 import subprocess
@@ -12,6 +13,8 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from solders.pubkey import Pubkey
 from tests.unit.actions.support import Prepared, make_env, prepare_route, rehash
 
@@ -282,3 +285,70 @@ async def test_solana_tampers_rejected() -> None:
 
 def test_route_count_sanity() -> None:
     assert len(ROUTES) == 72
+
+
+def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    out: list[tuple[Any, ...]] = []
+    if isinstance(value, dict):
+        for k, v in value.items():
+            out += [prefix + (k,)] + _paths(v, prefix + (k,))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            out += [prefix + (i,)] + _paths(v, prefix + (i,))
+    return out
+
+
+# Safety-relevant fields: a consistent (re-hashed) change to any of them must still be refused.
+REHASHED_PREFIXES = (
+    ("version",), ("route",), ("step_index",), ("prepared_at",), ("expires_at",), ("signed",), ("submitted",),
+    ("server_signing",), ("server_submission",), ("unsigned_action", "transactions"),
+    *((("unsigned_action", k),) for k in ("sender", "recipient", "inputAmount", "routeFee", "feeRecipient",
+      "netInputAmount", "minimumOutput", "deadline", "chainId", "source", "destination", "provider", "step_index",
+      "signed", "submitted", "version", "family")),
+    *((("unsigned_action", "safety_receipt", k),) for k in ("spend", "approval", "native_value_cap", "custody",
+      "network", "schema")),
+    ("unsigned_action", "safety_receipt", "service_fee", "exact_amount_base"),
+    ("unsigned_action", "safety_receipt", "service_fee", "recipient"),
+    ("unsigned_action", "safety_receipt", "receive", "minimum_amount_base"),
+    ("unsigned_action", "safety_receipt", "timing", "action_deadline_unix"),
+)  # fmt: skip
+
+
+def _mutate(bundle: dict[str, Any], path: tuple[Any, ...], new: Any) -> bool:
+    target: Any = bundle
+    for key in path[:-1]:
+        target = target[key]
+    if target[path[-1]] == new and type(target[path[-1]]) is type(new):
+        return False
+    target[path[-1]] = new
+    return True
+
+
+VALUES = st.one_of(st.none(), st.booleans(), st.integers(-(2**70), 2**70), st.text(max_size=50), st.just("0x"),
+                   st.just({}), st.just([]), st.just("0x9999999999999999999999999999999999999999"))  # fmt: skip
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_any_single_mutation_breaks_the_payload_hash_and_never_crashes(usdc_eth: Prepared, data: st.DataObject) -> None:
+    paths = [p for p in _paths(usdc_eth.bundle) if p[0] != "idempotent_replay"]
+    path = data.draw(st.sampled_from(paths))
+    bundle = copy.deepcopy(usdc_eth.bundle)
+    if _mutate(bundle, path, data.draw(VALUES)):
+        found = verify_bundle(bundle, **usdc_eth.verify_kwargs())
+        assert "payload_sha256_mismatch" in {f.code for f in found}, path
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_rehashed_mutation_of_a_safety_field_is_refused(usdc_eth: Prepared, data: st.DataObject) -> None:
+    paths = [p for p in _paths(usdc_eth.bundle) if any(p[: len(x)] == x for x in REHASHED_PREFIXES)]
+    path = data.draw(st.sampled_from(paths))
+    new = data.draw(VALUES)
+    bundle = copy.deepcopy(usdc_eth.bundle)
+    if not _mutate(bundle, path, new):
+        return
+    with contextlib.suppress(Exception):  # a mutation may make re-hashing itself impossible
+        rehash(bundle)
+    found = verify_bundle(bundle, **usdc_eth.verify_kwargs())
+    assert any(f.severity == "error" for f in found), (path, new)

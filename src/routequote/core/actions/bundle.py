@@ -300,7 +300,12 @@ def safety_receipt(
         "custody": {**SERVER_FLAGS, "signed": False, "submitted": False},
         "risks": {
             "unpriced": sorted(unpriced_costs),
-            "provider": _PROVIDER_RISKS.get(step.provider, []),
+            "provider": _PROVIDER_RISKS.get(step.provider, [])
+            + (
+                ["solana_recipient_usdc_token_account_must_exist_before_the_mint"]
+                if step.provider is Provider.CIRCLE_CCTP and dst.chain is Chain.SOLANA
+                else []
+            ),
             "caller_verification_required": True,
         },
     }
