@@ -270,6 +270,8 @@ class RouteQuoteService:
                 "sources": [
                     {"name": h.name, "ok": h.ok, "reason": h.reason, "checked_at": h.checked_at} for h in health
                 ],
+                # live market: per-source circuit breaker, block/slot and latency (absent for the snapshot)
+                **({"breakers": stats()} if callable(stats := getattr(self.market, "source_stats", None)) else {}),
             },
             "route_health": {
                 "directed_conversion_routes": len(ROUTES),

@@ -19,7 +19,7 @@ from tests.recordings.fake_upstreams import FakeUpstreams, live_config, load
 from routequote.app import create_app
 from routequote.clock import FixedClock, SequentialIds
 from routequote.config import Settings
-from routequote.core.assets import Token
+from routequote.core.assets import Chain, Token
 from routequote.core.clmm import ClmmPool
 from routequote.core.intent import parse_quote_request
 from routequote.core.pricing import price_route, route_components
@@ -267,6 +267,10 @@ async def test_rest_surface_502_503_status_and_capabilities(rig: Rig) -> None:
         assert fine.status_code == 200 and fine.json()["market"]["source"] == "live"
         status = (await c.get("/v2/status")).json()
         assert status["market"]["source"] == "live" and status["market"]["healthy"] is False
+        breakers = {b["name"]: b for b in status["market"]["breakers"]}
+        assert breakers["circle_iris"]["consecutive_failures"] == 1 and breakers["circle_iris"]["breaker"] == "closed"
+        assert breakers["evm_pools:base"]["block_or_slot"] == rig.fake.blocks[Chain.BASE]
+        assert status["server_signing"] is False and status["server_submission"] is False
         caps = (await c.get("/v2/capabilities")).json()
         down = {u["route"] for u in caps["temporarily_unavailable_routes"] if u["reason"] == "market_source_unavailable"}
         assert down == routes_needing({"circle_cctp", "price:SOL"})
@@ -282,3 +286,19 @@ async def test_no_rpc_configured_means_unavailable_not_snapshot() -> None:
         assert view.live is True and "base:uniswap_v3:ETH-USDC" not in view.pools
     finally:
         await r.http.aclose()
+
+
+def test_settings_select_the_live_market_and_register_its_lifespan() -> None:
+    settings = Settings(market="live", rpc_url_base="http://rpc-base.test", market_fallback="embedded",
+                        live_solana_pools="solana:raydium_clmm:SOL-USDC=3ucNos4NbumPLZNWztqGHNFFgkHeRMBQAVemeeomsUxv",
+                        rate_limit="off", database_url="sqlite+aiosqlite:///:memory:")  # fmt: skip
+    app = create_app(settings)
+    market = app.state.service.market
+    assert isinstance(market, LiveMarket)
+    assert market.config.fallback == "embedded" and market.config.rpc_urls == {Chain.BASE: "http://rpc-base.test"}
+    assert market.config.solana_pools == {"solana:raydium_clmm:SOL-USDC": "3ucNos4NbumPLZNWztqGHNFFgkHeRMBQAVemeeomsUxv"}
+    assert market.lifespan in app.state.lifespan_hooks
+    with pytest.raises(ValueError):
+        create_app(Settings(market="live", market_fallback="sometimes"))
+    with pytest.raises(ValueError):
+        create_app(Settings(market="live", live_solana_pools="no-equals-sign"))
