@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
 import mcp.types as mt
@@ -82,6 +82,84 @@ class LegacyQuoteArguments(ToolInput):
     destination_chain: Literal["base", "arbitrum"] = Field("base", description="Default base")
 
 
+# The session tools of the spec's table. Their inputs are defined here so each drops in as a `ToolDef`
+# (`session_tool_def`) once its capability exists; none is listed before then (only what works is listed).
+UUID_PATTERN = r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
+Uuid = Annotated[str, Field(pattern=UUID_PATTERN, json_schema_extra={"format": "uuid"})]
+SourceWallet = Annotated[str, Field(min_length=32, max_length=64)]
+Signature = Annotated[str, Field(min_length=64, max_length=128)]
+IdempotencyKey = Annotated[str, Field(min_length=8, max_length=128)]
+AccessToken = Annotated[str, Field(min_length=20, max_length=512, description="Sensitive: never logged or echoed")]
+
+
+class StartWalletAuthArguments(ToolInput):
+    source_wallet: SourceWallet
+
+
+class FinishWalletAuthArguments(ToolInput):
+    challenge_id: Uuid
+    source_wallet: SourceWallet
+    signature: Signature
+    terms_version: Annotated[str, Field(min_length=1, max_length=160)]
+
+
+class CreateSessionArguments(ToolInput):
+    access_token: AccessToken
+    quote_id: Uuid
+    idempotency_key: IdempotencyKey
+    source_wallet: SourceWallet
+    destination_wallet: Annotated[str, Field(pattern=r"^0x[0-9a-fA-F]{40}$")]
+
+
+class ReadSessionArguments(ToolInput):
+    access_token: AccessToken
+    session_id: Uuid
+    view: Literal["session", "workflow", "receipt", "next_action"] | None = None
+
+
+class SessionArguments(ToolInput):
+    access_token: AccessToken
+    session_id: Uuid
+
+
+class VerifySourceReceiptArguments(SessionArguments):
+    signature: Signature
+    idempotency_key: IdempotencyKey
+
+
+class PrepareCctpArguments(SessionArguments):
+    event_signer_public: SourceWallet
+    idempotency_key: IdempotencyKey
+
+
+class ObserveCctpArguments(SessionArguments):
+    burn_signature: Signature
+    idempotency_key: IdempotencyKey
+
+
+class PrepareDestinationArguments(SessionArguments):
+    idempotency_key: IdempotencyKey
+
+
+class ObserveDestinationArguments(SessionArguments):
+    transaction_hash: Annotated[str, Field(pattern=r"^0x[0-9a-fA-F]{64}$")]
+    idempotency_key: IdempotencyKey
+
+
+SESSION_TOOL_INPUTS: dict[str, type[ToolInput]] = {
+    "service_start_wallet_auth": StartWalletAuthArguments,
+    "service_finish_wallet_auth": FinishWalletAuthArguments,
+    "service_create_session": CreateSessionArguments,
+    "service_read_session": ReadSessionArguments,
+    "service_prepare_source_action": SessionArguments,
+    "service_verify_source_receipt": VerifySourceReceiptArguments,
+    "service_prepare_cctp_action": PrepareCctpArguments,
+    "service_observe_cctp": ObserveCctpArguments,
+    "service_prepare_destination_action": PrepareDestinationArguments,
+    "service_observe_destination": ObserveDestinationArguments,
+}
+
+
 def input_schema(model: type[ToolInput]) -> dict[str, Any]:
     schema = model.model_json_schema()
     schema.setdefault("properties", {})
@@ -97,6 +175,7 @@ READ_ONLY = mt.ToolAnnotations(
     read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
 )
 QUOTE = mt.ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
+STATEFUL = mt.ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,6 +200,13 @@ class ToolDef:
 
 
 ManifestSource = Callable[[], Awaitable[dict[str, Any]]]
+
+
+def session_tool_def(name: str, title: str, description: str, run: ToolRun) -> ToolDef:
+    """A session tool of the spec's table with its spec input model (for the capability that serves it)."""
+    model = SESSION_TOOL_INPUTS[name]
+    annotations = READ_ONLY if name == "service_read_session" else STATEFUL
+    return ToolDef(name, title, description, model, annotations, run)
 
 
 def core_tools(service: RouteQuoteService, manifest: ManifestSource | None = None) -> list[ToolDef]:

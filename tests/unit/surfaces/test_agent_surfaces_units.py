@@ -123,3 +123,65 @@ async def test_in_process_server(service: RouteQuoteService) -> None:
         assert ok.is_error is False and ok.structured_content["quote"]["intent"]["to"] == "base:USDC"
         bad = await c.call_tool("service_quote", {"amount_usd": 5, "destination_chain": "optimism"})
         assert bad.is_error is True and bad.structured_content["error"]["code"] == "request_rejected"
+
+
+UUID_RE = "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
+WALLET = {"type": "string", "minLength": 32, "maxLength": 64}
+SIG = {"type": "string", "minLength": 64, "maxLength": 128}
+IDEM = {"type": "string", "minLength": 8, "maxLength": 128}
+TOKEN = {"type": "string", "minLength": 20, "maxLength": 512}
+UUID = {"type": "string", "format": "uuid", "pattern": UUID_RE}
+SESSION = {"access_token": TOKEN, "session_id": UUID}
+# the spec's table, rows service_start_wallet_auth .. service_observe_destination (property -> constraints)
+SPEC_SESSION_TOOLS: dict[str, tuple[dict[str, dict[str, Any]], set[str]]] = {
+    "service_start_wallet_auth": ({"source_wallet": WALLET}, set()),
+    "service_finish_wallet_auth": (
+        {"challenge_id": UUID, "source_wallet": WALLET, "signature": SIG,
+         "terms_version": {"type": "string", "minLength": 1, "maxLength": 160}}, set()),
+    "service_create_session": (
+        {"access_token": TOKEN, "quote_id": UUID, "idempotency_key": IDEM, "source_wallet": WALLET,
+         "destination_wallet": {"type": "string", "pattern": "^0x[0-9a-fA-F]{40}$"}}, set()),
+    "service_read_session": ({**SESSION, "view": {}}, {"view"}),
+    "service_prepare_source_action": (SESSION, set()),
+    "service_verify_source_receipt": ({**SESSION, "signature": SIG, "idempotency_key": IDEM}, set()),
+    "service_prepare_cctp_action": ({**SESSION, "event_signer_public": WALLET, "idempotency_key": IDEM}, set()),
+    "service_observe_cctp": ({**SESSION, "burn_signature": SIG, "idempotency_key": IDEM}, set()),
+    "service_prepare_destination_action": ({**SESSION, "idempotency_key": IDEM}, set()),
+    "service_observe_destination": (
+        {**SESSION, "transaction_hash": {"type": "string", "pattern": "^0x[0-9a-fA-F]{64}$"},
+         "idempotency_key": IDEM}, set()),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(SPEC_SESSION_TOOLS))
+def test_session_tool_inputs_match_the_spec_table(name: str) -> None:
+    from routequote.surfaces.mcp_tools import SESSION_TOOL_INPUTS, input_schema
+
+    props, optional = SPEC_SESSION_TOOLS[name]
+    schema = input_schema(SESSION_TOOL_INPUTS[name])
+    assert schema["additionalProperties"] is False
+    assert set(schema["properties"]) == set(props)
+    assert set(schema["required"]) == set(props) - optional
+    for prop, want in props.items():
+        got = schema["properties"][prop]
+        for key, value in want.items():
+            assert got.get(key) == value, (name, prop, key)
+    if name == "service_read_session":
+        view = schema["properties"]["view"]
+        enums = [x.get("enum") for x in view.get("anyOf", [view]) if "enum" in x]
+        assert enums == [["session", "workflow", "receipt", "next_action"]]
+
+
+def test_session_tool_validation_is_strict() -> None:
+    from pydantic import ValidationError
+
+    from routequote.surfaces.mcp_tools import SESSION_TOOL_INPUTS
+
+    model = SESSION_TOOL_INPUTS["service_observe_destination"]
+    ok = {"access_token": "t" * 20, "session_id": "123e4567-e89b-42d3-a456-426614174000",
+          "transaction_hash": "0x" + "ab" * 32, "idempotency_key": "key-0001"}
+    model.model_validate(ok)
+    for bad in ({**ok, "session_id": "not-a-uuid"}, {**ok, "transaction_hash": "0x12"},
+                {**ok, "access_token": "short"}, {**ok, "extra": 1}, {**ok, "idempotency_key": 12345678}):
+        with pytest.raises(ValidationError):
+            model.model_validate(bad)
