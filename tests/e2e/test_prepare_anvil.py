@@ -53,15 +53,16 @@ def _deploy_raw(chain: AnvilChain, artifact: dict[str, Any], types: list[str], *
     return str(to_checksum_address(receipt["contractAddress"]))
 
 
-@pytest.fixture(scope="module")
-def base_chain(anvil_factory: Callable[[int], AnvilChain]) -> dict[str, Any]:
+CHAINS_BY_ID = {8453: Chain.BASE, 42161: Chain.ARBITRUM}
+
+
+def _deploy_all(chain: AnvilChain) -> dict[str, Any]:
     """Pool WETH/USDC (0.05 %) at the snapshot price with deep full-range liquidity, an Across SpokePool and
-    a mock CCTP v2 messenger, deployed once on the session's 8453 node."""
-    chain = anvil_factory(CHAIN_ID)
+    a mock CCTP v2 messenger, deployed once per session node."""
     a = chain.addresses
     me = chain.deployer
-    if "local_spoke" in a:
-        return a
+    if "local_spoke" in a and chain.rpc.call("eth_getCode", a["mock_cctp"], "latest") not in ("0x", "0x0"):
+        return a  # already deployed on this node (and not reverted away by another module's snapshot)
     weth, usdc = a["weth"], a["token6"]
     chain.send(weth, calldata("deposit()"), value=2000 * 10**18)
     chain.transact(weth, "approve(address,uint256)", a["npm"], MAX_UINT256)
@@ -89,6 +90,11 @@ def base_chain(anvil_factory: Callable[[int], AnvilChain]) -> dict[str, Any]:
     return a
 
 
+@pytest.fixture(scope="module")
+def base_chain(anvil_factory: Callable[[int], AnvilChain]) -> dict[str, Any]:
+    return _deploy_all(anvil_factory(CHAIN_ID))
+
+
 @pytest.fixture
 def snapshot(anvil_factory: Callable[[int], AnvilChain], base_chain: dict[str, Any]) -> Iterator[AnvilChain]:
     chain = anvil_factory(CHAIN_ID)
@@ -97,14 +103,23 @@ def snapshot(anvil_factory: Callable[[int], AnvilChain], base_chain: dict[str, A
     chain.revert(snap)
 
 
-def _deployments(a: dict[str, Any]) -> dict[Chain, Any]:
-    dep = DEFAULT_DEPLOYMENTS[Chain.BASE].with_overrides(
+@pytest.fixture(params=sorted(CHAINS_BY_ID), ids=lambda c: f"chain{c}")
+def swap_chain(request: pytest.FixtureRequest, anvil_factory: Callable[[int], AnvilChain]) -> Iterator[AnvilChain]:
+    chain = anvil_factory(request.param)
+    _deploy_all(chain)
+    snap = chain.snapshot()
+    yield chain
+    chain.revert(snap)
+
+
+def _deployments(a: dict[str, Any], chain: Chain = Chain.BASE) -> dict[Chain, Any]:
+    dep = DEFAULT_DEPLOYMENTS[chain].with_overrides(
         tokens={"USDC": a["token6"], "WETH": a["weth"]},
         swap_router02=a["router02"],
         across_spoke_pool=a["local_spoke"],
         token_messenger_v2=a["mock_cctp"],
     )
-    return {Chain.BASE: dep}
+    return {chain: dep}
 
 
 def _eth(chain: AnvilChain, who: str) -> int:
@@ -151,18 +166,20 @@ def _wallet(chain: AnvilChain, a: dict[str, Any]) -> tuple[str, str]:
 
 def _prepare(chain: AnvilChain, a: dict[str, Any], route: str, wallets: dict[str, str], amount: int = 100) -> Any:
     block = chain.rpc.call("eth_getBlockByNumber", "latest", False)
-    env = make_env(_deployments(a), start=datetime.fromtimestamp(int(block["timestamp"], 16), UTC))
+    deps = _deployments(a, CHAINS_BY_ID[chain.chain_id])
+    env = make_env(deps, start=datetime.fromtimestamp(int(block["timestamp"], 16), UTC))
     p = asyncio.run(prepare_route(env, route, amount, wallets=wallets))
-    findings = verify_bundle(p.bundle, **{**p.verify_kwargs(), "deployments": _deployments(a)})
+    findings = verify_bundle(p.bundle, **{**p.verify_kwargs(), "deployments": deps})
     assert [f for f in findings if f.severity == "error"] == [], findings
     return p
 
 
-def test_base_eth_to_usdc_swap_executes(snapshot: AnvilChain, base_chain: dict[str, Any]) -> None:
-    chain, a = snapshot, base_chain
+def test_eth_to_usdc_swap_executes(swap_chain: AnvilChain) -> None:
+    chain, a = swap_chain, swap_chain.addresses
+    name = CHAINS_BY_ID[chain.chain_id].value
     who, key = _wallet(chain, a)
     fee_to = FEE_RECIPIENTS["evm"]
-    p = _prepare(chain, a, "base:ETH->base:USDC", {"base": who})
+    p = _prepare(chain, a, f"{name}:ETH->{name}:USDC", {name: who})
     action = p.bundle["unsigned_action"]
     input_base, fee, min_out = int(action["inputAmount"]), int(action["routeFee"]), int(action["minimumOutput"])
     assert fee == input_base // 10_000 > 0
@@ -177,11 +194,12 @@ def test_base_eth_to_usdc_swap_executes(snapshot: AnvilChain, base_chain: dict[s
     assert balance_of(chain, a["token6"], fee_to) == 0
 
 
-def test_base_usdc_to_eth_swap_executes(snapshot: AnvilChain, base_chain: dict[str, Any]) -> None:
-    chain, a = snapshot, base_chain
+def test_usdc_to_eth_swap_executes(swap_chain: AnvilChain) -> None:
+    chain, a = swap_chain, swap_chain.addresses
+    name = CHAINS_BY_ID[chain.chain_id].value
     who, key = _wallet(chain, a)
     fee_to = FEE_RECIPIENTS["evm"]
-    p = _prepare(chain, a, "base:USDC->base:ETH", {"base": who}, amount=250)
+    p = _prepare(chain, a, f"{name}:USDC->{name}:ETH", {name: who}, amount=250)
     action = p.bundle["unsigned_action"]
     input_base, fee, min_out = int(action["inputAmount"]), int(action["routeFee"]), int(action["minimumOutput"])
     before = (_eth(chain, who), balance_of(chain, a["token6"], who), balance_of(chain, a["token6"], fee_to))
