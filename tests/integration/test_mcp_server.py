@@ -292,3 +292,23 @@ async def test_service_manifest_is_the_signed_manifest(server: str) -> None:
         verify_signature(manifest, load_public_key((await http.get(PUBLIC_KEY_PATH)).content))
         assert result.structured_content["guidance"]["read_only"] is True
         assert walk_server_flags(result.structured_content) == []
+
+
+async def test_one_rate_limit_budget_per_client_across_surfaces() -> None:
+    port = free_port()
+    with running_server(_app(port, rate_limit="4/minute"), port) as url:
+        async with httpx.AsyncClient(base_url=url) as http, Client(url + "/mcp") as c:
+            assert (await http.get("/v2/capabilities")).status_code == 200
+            assert (await http.post("/v2/quote", json=QUOTE_ARGS)).status_code == 200
+            assert (await c.call_tool("service_v2_capabilities", {})).is_error is False
+            a2a = {"jsonrpc": "2.0", "id": "1", "method": "SendMessage", "params": {"message": {
+                "role": "ROLE_USER", "messageId": "m1",
+                "parts": [{"data": {"fromChain": "base", "fromToken": "ETH", "toChain": "base", "toToken": "USDC",
+                                    "amountUsd": 5}, "mediaType": "application/json"}]}}}  # fmt: skip
+            reply = (await http.post("/a2a", json=a2a, headers={"A2A-Version": "1.0"})).json()
+            assert "quote" in reply["result"]["message"]["parts"][0]["data"]
+            # four requests over three surfaces used the one budget: every surface now refuses
+            assert error_of(await c.call_tool("service_v2_quote", QUOTE_ARGS))["code"] == "rate_limited"
+            assert (await http.post("/v2/quote", json=QUOTE_ARGS)).status_code == 429
+            reply = (await http.post("/a2a", json=a2a, headers={"A2A-Version": "1.0"})).json()
+            assert reply["result"]["message"]["parts"][0]["data"]["error"]["code"] == "rate_limited"

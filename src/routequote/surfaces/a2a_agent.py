@@ -141,7 +141,7 @@ class RouteQuoteAgent:
         self.operations = dict(operations)
         self.limiter = limiter
 
-    async def handle(self, parts: list[Any], client: str = "a2a:unknown") -> dict[str, Any]:
+    async def handle(self, parts: list[Any], client: str = "unknown") -> dict[str, Any]:
         try:
             if self.limiter is not None:
                 await self.limiter.check(client)
@@ -193,8 +193,8 @@ class AgentExecutorAdapter(AgentExecutor):
                 data_parts = [None]  # a non-data part: refused as not exactly one data part
         except Exception:
             data_parts = []
-        client = context.call_context.state.get("client_host", "unknown")
-        reply = await self.agent.handle(data_parts, f"a2a:{client}")
+        client = context.call_context.state.get("client_host", "unknown")  # the REST key: one budget per client
+        reply = await self.agent.handle(data_parts, str(client))
         await event_queue.enqueue_event(new_message(parts=[data_part(reply)], context_id=context.context_id))
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:

@@ -326,8 +326,9 @@ def invalid_arguments(exc: ValidationError) -> mt.CallToolResult:
 
 
 def _client_key(ctx: ServerRequestContext[Any, Any]) -> str:
+    """The same per-client key as REST: one budget per client whichever surface it uses."""
     client = getattr(ctx.request, "client", None)
-    return f"mcp:{client.host}" if client else "mcp:local"
+    return str(client.host) if client else "local"
 
 
 def build_server(
