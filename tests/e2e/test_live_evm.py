@@ -176,6 +176,18 @@ async def test_live_pool_equals_chain_and_quoter(live: LiveSetup) -> None:
     assert checked >= 8
 
 
+async def test_cold_read_with_a_hinted_window_takes_two_round_trips_and_a_wrong_hint_three(live: LiveSetup) -> None:
+    offline = read_offline(live)
+    async with httpx.AsyncClient() as http:
+        results = {}
+        for name, hint in (("right", (offline.tick_current, SPACING)), ("wrong", (offline.tick_current + 40_000, SPACING))):
+            rpc = JsonRpcClient(live.chain.url, http)
+            state = await UniswapV3PoolsSource(Chain.BASE, rpc, [replace(live.spec, hint=hint)]).fetch()
+            results[name] = state
+    assert results["right"].round_trips == 2 and results["wrong"].round_trips == 3
+    assert results["right"].pools[POOL_ID].clmm == results["wrong"].pools[POOL_ID].clmm
+
+
 @pytest.mark.parametrize(("src", "dst", "usd"), [("ETH", "USDC", 1000), ("USDC", "ETH", 1000), ("ETH", "USDC", 5)])
 async def test_quote_priced_live_equals_offline(live: LiveSetup, src: str, dst: str, usd: int) -> None:
     async with httpx.AsyncClient() as http:

@@ -194,6 +194,11 @@ class LiveMarket:
         url = self.config.rpc_urls.get(chain)
         return JsonRpcClient(url, self.http(), timeout=self.config.timeout_seconds) if url else None
 
+    def _hint(self, pool_id: str) -> tuple[int, int] | None:
+        """Where the snapshot saw the pool: the cold read fetches that window first (verified, never priced)."""
+        p = self._snapshot.pools.get(pool_id)
+        return (p.clmm.tick_current, p.clmm.tick_spacing) if p is not None else None
+
     def _build_sources(self) -> None:
         cfg, out = self.config, self.sources
         rpcs = {c: self._rpc(c) for c in Chain}
@@ -205,6 +210,7 @@ class LiveMarket:
                     p.token0,
                     p.token1,
                     ASSETS[p.token0].wrapped_address or ASSETS[p.token0].address,
+                    self._hint(p.pool_id),
                 )
                 for p in POOLS
                 if p.venue == "uniswap_v3" and p.pool_id.startswith(f"{chain.value}:")
@@ -227,7 +233,9 @@ class LiveMarket:
                     "not_configured: no pool account for this pool (ROUTEQUOTE_LIVE_SOLANA_POOLS)"
                 )
                 continue
-            sol_specs.append(SolanaPoolSpec(p.pool_id, p.venue, addr, p.token0, p.token1))  # type: ignore[arg-type]
+            sol_specs.append(
+                SolanaPoolSpec(p.pool_id, p.venue, addr, p.token0, p.token1, self._hint(p.pool_id))  # type: ignore[arg-type]
+            )
         if sol_specs and rpcs[Chain.SOLANA] is not None:
             sol_rpc = rpcs[Chain.SOLANA]
             assert sol_rpc is not None

@@ -136,6 +136,7 @@ class EvmPoolSpec:
     token0: str  # asset key of the pool's token0
     token1: str
     token0_address: str | None = None  # when set, token0() must equal it
+    hint: tuple[int, int] | None = None  # (tick, tick spacing) expected on a cold start, e.g. from the snapshot
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,6 +191,15 @@ class UniswapV3PoolsSource:
         lo, hi = max(INT16_MIN, w - self.words_each_side), min(INT16_MAX, w + self.words_each_side)
         return tuple(range(lo, hi + 1))
 
+    def _first_memory(self, spec: EvmPoolSpec) -> _Memory:
+        """Before the first read: the bitmap words around the hinted tick (a cold refresh then needs only the
+        ticks round trip when the price is still within the hinted window)."""
+        mem = self._memory.get(spec.pool_id)
+        if mem is None:
+            mem = _Memory(self._window(*spec.hint) if spec.hint else ())
+            self._memory[spec.pool_id] = mem
+        return mem
+
     def _state_calls(self, spec: EvmPoolSpec, block: str) -> list[tuple[str, list[Any]]]:
         calls = [eth_call(spec.address, SEL_SLOT0, block), eth_call(spec.address, SEL_LIQUIDITY, block)]
         if spec.pool_id not in self._static:
@@ -198,7 +208,7 @@ class UniswapV3PoolsSource:
                 eth_call(spec.address, SEL_FEE, block),
                 eth_call(spec.address, SEL_TOKEN0, block),
             ]
-        mem = self._memory.get(spec.pool_id, _Memory())
+        mem = self._first_memory(spec)
         calls += [eth_call(spec.address, SEL_TICK_BITMAP + arg_word(w), block) for w in mem.words]
         calls += [eth_call(spec.address, SEL_TICKS + arg_word(t), block) for t in mem.ticks]
         return calls
@@ -301,7 +311,7 @@ class UniswapV3PoolsSource:
                 raise SourceDataError(f"{spec.pool_id}: tickSpacing {spacing} is not positive")
             self._static[spec.pool_id] = _Static(int(spacing), int(fee))
             i = 5
-        mem = self._memory.get(spec.pool_id, _Memory())
+        mem = self._first_memory(spec)
         words: dict[int, int] = {}
         for w in mem.words:
             words[w] = static_words(chunk[i], 1, f"tickBitmap({w})")[0]

@@ -209,6 +209,8 @@ class SolanaPoolSpec:
     address: str
     token0: str  # asset key of mint A (Orca) / token_mint_0 (Raydium)
     token1: str
+    hint: tuple[int, int] | None = None  # (tick, tick spacing) expected on a cold start, e.g. from the snapshot
+    amm_config: str | None = None  # Raydium: the pool's AmmConfig account, if known (checked against the pool)
 
 
 @dataclass(frozen=True, slots=True)
@@ -282,6 +284,12 @@ class SolanaClmmSource:
 
     async def fetch(self) -> SolanaPoolsState:
         trips0 = self.rpc.round_trips
+        for s in self.specs:  # a hinted pool starts with a guessed window: cold reads take one call when right
+            if s.amm_config and s.pool_id not in self._configs:
+                self._configs[s.pool_id] = s.amm_config
+            if s.hint and s.pool_id not in self._centers and (s.venue != "raydium_clmm" or s.pool_id in self._configs):
+                self._centers[s.pool_id] = tick_array_start(s.venue, s.hint[0], s.hint[1])
+                self._spacings[s.pool_id] = s.hint[1]
         if any(s.pool_id not in self._centers for s in self.specs) or any(
             s.venue == "raydium_clmm" and s.pool_id not in self._configs for s in self.specs
         ):
@@ -316,22 +324,26 @@ class SolanaClmmSource:
             pools: dict[str, PoolState] = {}
             for spec, pool_idx, cfg_idx, arrays in layout:
                 p = self._decode_pool(spec, values[pool_idx])
+                used_spacing = self._spacings.get(spec.pool_id)
+                self._spacings[spec.pool_id] = p.tick_spacing
+                center = self._centers[spec.pool_id]
+                now_start = tick_array_start(spec.venue, p.tick_current, p.tick_spacing)
+                span = tick_array_span(spec.venue, p.tick_spacing)
+                if used_spacing != p.tick_spacing or abs(now_start - center) > span * max(0, self.arrays_each_side - 1):
+                    self._centers[spec.pool_id] = now_start
+                    moved = True
+                if cfg_idx >= 0 and p.amm_config and p.amm_config != self._configs[spec.pool_id]:
+                    self._configs[spec.pool_id] = p.amm_config  # the hinted config was not this pool's
+                    moved = True
+                if moved:
+                    continue
                 fee = p.fee_pips
                 if cfg_idx >= 0:
                     cfg = _account_bytes(values[cfg_idx], f"{spec.pool_id} AmmConfig")
                     if cfg is None:
                         raise SourceDataError(f"{spec.pool_id}: AmmConfig account does not exist")
                     fee = decode_raydium_amm_config(cfg)
-                    self._configs[spec.pool_id] = p.amm_config or self._configs[spec.pool_id]
                 assert fee is not None
-                self._spacings[spec.pool_id] = p.tick_spacing
-                center = self._centers[spec.pool_id]
-                now_start = tick_array_start(spec.venue, p.tick_current, p.tick_spacing)
-                span = tick_array_span(spec.venue, p.tick_spacing)
-                if abs(now_start - center) > span * max(0, self.arrays_each_side - 1):
-                    self._centers[spec.pool_id] = now_start
-                    moved = True
-                    continue
                 ticks: dict[int, int] = {}
                 for s2, start, idx in array_keys:
                     if s2 is not spec:

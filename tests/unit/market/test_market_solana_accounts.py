@@ -146,3 +146,22 @@ def test_recording_is_the_documented_wire_format() -> None:
     assert set(acc) == {"data", "executable", "lamports", "owner", "rentEpoch", "space"}
     assert acc["data"][1] == "base64" and acc["space"] == len(raw(ORCA))
     json.dumps(REC)  # plain JSON
+
+
+async def test_hinted_window_and_config_make_the_cold_read_one_call_and_wrong_hints_are_corrected() -> None:
+    clock = FixedClock(datetime(2026, 11, 20, 12, tzinfo=UTC))
+    fake = FakeUpstreams(clock)
+    ray_cfg = decode_raydium_pool(raw(RAY)).amm_config
+    hints = {pid: (e["tick_current"], e["tick_spacing"]) for pid, e in EXPECTED.items()}
+    async with httpx.AsyncClient(transport=fake.transport()) as http:
+        rpc = JsonRpcClient("http://rpc-solana.test", http)
+        good = [SolanaPoolSpec(s.pool_id, s.venue, s.address, s.token0, s.token1, hints[s.pool_id],
+                               ray_cfg if s.venue == "raydium_clmm" else None) for s in specs()]  # fmt: skip
+        hinted = await SolanaClmmSource(rpc, good).fetch()
+        assert hinted.round_trips == 1
+        far = [SolanaPoolSpec(s.pool_id, s.venue, s.address, s.token0, s.token1, (hints[s.pool_id][0] + 5000, hints[s.pool_id][1]),
+                              ORCA if s.venue == "raydium_clmm" else None) for s in specs()]  # fmt: skip
+        corrected = await SolanaClmmSource(rpc, far).fetch()
+        assert corrected.round_trips == 2
+        for pid in EXPECTED:
+            assert corrected.pools[pid].clmm == hinted.pools[pid].clmm
