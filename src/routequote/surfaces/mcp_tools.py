@@ -205,7 +205,10 @@ ManifestSource = Callable[[], Awaitable[dict[str, Any]]]
 def session_tool_def(name: str, title: str, description: str, run: ToolRun) -> ToolDef:
     """A session tool of the spec's table with its spec input model (for the capability that serves it)."""
     model = SESSION_TOOL_INPUTS[name]
-    annotations = READ_ONLY if name == "service_read_session" else STATEFUL
+    if name == "service_read_session":
+        annotations = READ_ONLY
+    else:  # a replay with the same idempotency_key has no further effect; the wallet-login steps have none
+        annotations = STATEFUL.model_copy(update={"idempotent_hint": "idempotency_key" in model.model_fields})
     return ToolDef(name, title, description, model, annotations, run)
 
 

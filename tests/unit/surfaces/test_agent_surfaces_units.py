@@ -185,3 +185,15 @@ def test_session_tool_validation_is_strict() -> None:
                 {**ok, "access_token": "short"}, {**ok, "extra": 1}, {**ok, "idempotency_key": 12345678}):
         with pytest.raises(ValidationError):
             model.model_validate(bad)
+
+
+async def test_session_tool_defs_annotations() -> None:
+    from routequote.surfaces.mcp_tools import SESSION_TOOL_INPUTS, session_tool_def
+
+    async def run(_: dict[str, Any]) -> dict[str, Any]:
+        return {}
+
+    hints = {n: session_tool_def(n, n, n, run).tool().annotations for n in SESSION_TOOL_INPUTS}
+    assert hints["service_read_session"].read_only_hint is True
+    assert hints["service_start_wallet_auth"].idempotent_hint is False
+    assert hints["service_observe_cctp"].idempotent_hint is True and hints["service_observe_cctp"].read_only_hint is False
