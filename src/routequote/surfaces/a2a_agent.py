@@ -3,10 +3,11 @@ camelCase DataPart to the same services the REST surface calls.
 
 Request: `SendMessage` whose message has exactly one data part, e.g.
 `{"fromChain": "solana", "fromToken": "SOL", "toChain": "base", "toToken": "USDC", "amountUsd": 1000}`
-(operation absent or `quote`), or `{"operation": "prepare", ...}` once prepare is available.
-Reply: one agent message whose data part is `{quote, guidance}`, `{bundle, guidance}` or
-`{error: {code, reason_class, message, ...}}` with code one of rate_limited, upstream_unavailable,
-request_rejected, reapproval_required.
+(operation absent or `quote`), or `{"operation": "prepare", ...}` when the prepare capability is mounted.
+Reply: one agent message (no task is created) whose data part is `{quote, guidance}`,
+`{bundle, guidance, action_verification, caller_wallet_handoff}` or `{error: {code, reason_class, message,
+...}}` with code one of rate_limited, upstream_unavailable, request_rejected, reapproval_required, or
+safety_boundary_failed (a prepared action that failed the caller-side verifier is withheld).
 
 DataPart values are `google.protobuf.Value`s, so every number is a double: whole-number inputs are
 narrowed back to int, and in replies every integer beyond 2**53 - 1 becomes a decimal string (base-unit
