@@ -85,6 +85,7 @@ async def test_every_route_quotes_live_from_every_source(rig: Rig) -> None:
     assert ok == 72
     view = await rig.market.view()
     assert view.unavailable == {}
+    assert view.as_of == "2026-11-20T11:59:59Z"  # the blocks' time (the test node's blocks are 1 s old)
     assert view.prices_usd_e8 == {Token.ETH: 312055000000, Token.USDC: 99991234, Token.USDG: 100002100,
                                   Token.SOL: 15243217000}  # fmt: skip
     assert view.cctp.fast_fee_bps_milli == {5: 1000, 6: 1300, 3: 1300}

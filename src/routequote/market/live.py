@@ -411,8 +411,8 @@ class LiveMarket:
                 for c in src.components:
                     unavailable[c] = self._reason(src) if src.error else f"not_fetched: {src.name}"
                 continue
-            if src.as_of_unix is not None:
-                times.append(src.as_of_unix)
+            if src.as_of_unix is not None and isinstance(r, (EvmPoolsState, SolanaPoolsState, OftFee)):
+                times.append(src.as_of_unix)  # as_of: the oldest block / slot read (feed update times are not)
             if isinstance(r, EvmPoolsState):
                 pools.update(r.pools)
                 notes.append(f"{src.name}: block {r.block.number} ({_iso(r.block.timestamp)})")
