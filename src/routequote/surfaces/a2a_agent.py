@@ -171,6 +171,9 @@ class RouteQuoteAgent:
             return reply
         except RouteQuoteError as exc:
             return {"error": g.agent_error(exc)}
+        except Exception as exc:  # never a traceback or caller input in a reply; the log has the type
+            log.error("a2a_operation_failed", error_type=type(exc).__name__)
+            return {"error": {"code": "internal_error", "error": "internal_error", "reason_class": "internal_error"}}
 
     @staticmethod
     def _single_data_part(parts: list[Any]) -> dict[str, Any]:

@@ -197,3 +197,22 @@ async def test_session_tool_defs_annotations() -> None:
     assert hints["service_read_session"].read_only_hint is True
     assert hints["service_start_wallet_auth"].idempotent_hint is False
     assert hints["service_observe_cctp"].idempotent_hint is True and hints["service_observe_cctp"].read_only_hint is False
+
+
+async def test_a2a_agent_dispatch_and_unexpected_failure() -> None:
+    from routequote.surfaces.a2a_agent import Operation, RouteQuoteAgent
+
+    async def boom(_: dict[str, Any]) -> dict[str, Any]:
+        raise RuntimeError("secret-ish detail that must not leak")
+
+    async def echo(data: dict[str, Any]) -> dict[str, Any]:
+        return {"got": data, "big": 2**60}
+
+    agent = RouteQuoteAgent({"quote": Operation("quote", frozenset({"x"}), echo),
+                             "boom": Operation("boom", frozenset(), boom)})  # fmt: skip
+    assert await agent.handle([{"x": 3.0}]) == {"got": {"x": 3}, "big": str(2**60)}
+    failed = await agent.handle([{"operation": "boom"}])
+    assert failed == {"error": {"code": "internal_error", "error": "internal_error", "reason_class": "internal_error"}}
+    assert (await agent.handle([{"y": 1}]))["error"]["reason_class"] == "unknown_field"
+    assert (await agent.handle([]))["error"]["reason_class"] == "one_data_part_required"
+    assert (await agent.handle(["text"]))["error"]["reason_class"] == "one_data_part_required"
