@@ -523,10 +523,11 @@ def _check_protocol_call(
         c.expect(bytes(to) == bytes(Pubkey.from_string(x.recipient)), "recipient_mismatch", f"{where}: to")
         c.expect(int(amount_ld) == x.net, "amount_mismatch", f"{where}: amountLD {amount_ld}, expected {x.net}")
         c.expect(int(min_ld) == x.min_out, "minimum_output_mismatch", f"{where}: minAmountLD differs")
-        c.expect(bytes(compose) == b"" and bytes(cmd) == b"", "compose_not_allowed", f"{where}: composeMsg/oftCmd")
+        c.expect(bytes(compose) == b"" and bytes(cmd) == b"" and bytes(options) == b"", "compose_not_allowed",
+                 f"{where}: extraOptions/composeMsg/oftCmd must be empty")  # fmt: skip
         c.expect(lz_fee == 0, "lz_token_fee_not_allowed", f"{where}: lzTokenFee")
         c.expect(_same(refund, x.caller), "refund_address_mismatch", f"{where}: refundAddress is not your wallet")
-        _ = options, native_fee
+        _ = native_fee
 
 
 def _check_solana(x: _Ctx, action: dict[str, Any]) -> None:
