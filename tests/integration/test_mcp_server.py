@@ -125,6 +125,8 @@ async def test_every_tool_returns_the_rest_json_plus_guidance(server: str) -> No
         assert [x["corridor"] for x in legacy["corridors"]] == ["solana:SOL->base:ETH", "solana:SOL->arbitrum:ETH"]
         assert legacy["safety_gates"]["never_signs"] is True and legacy["safety_gates"]["never_submits"] is True
         assert legacy["status"] == "capped_public_agent_release"
+        rest_v1 = (await http.get("/v1/status")).json()  # the legacy REST surface: the same translation
+        assert {k: v for k, v in legacy.items() if k != "time"} == {k: v for k, v in rest_v1.items() if k != "time"}
 
         result = await c.call_tool("service_v2_quote", QUOTE_ARGS)
         assert result.is_error is False and text_json(result) == result.structured_content
@@ -148,6 +150,9 @@ async def test_every_tool_returns_the_rest_json_plus_guidance(server: str) -> No
         validate(body["quote"], QUOTE_RESPONSE)
         assert body["quote"]["intent"] == {**body["quote"]["intent"], "from": "solana:SOL", "to": "arbitrum:ETH",
                                            "amount_usd": 250}
+        rest_v1_quote = (await http.post("/v1/quote", json={"amount_usd": 250, "destination_chain": "arbitrum"})).json()
+        assert set(rest_v1_quote) == set(body) and rest_v1_quote["corridor"] == body["corridor"]
+        assert rest_v1_quote["quote"]["direct_route_summary"] == body["quote"]["direct_route_summary"]
         default = await c.call_tool("service_quote", {"amount_usd": 1})
         assert default.structured_content["quote"]["quote"]["intent"]["to"] == "base:ETH"
 
