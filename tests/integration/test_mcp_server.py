@@ -317,3 +317,12 @@ async def test_one_rate_limit_budget_per_client_across_surfaces() -> None:
             assert (await http.post("/v2/quote", json=QUOTE_ARGS)).status_code == 429
             reply = (await http.post("/a2a", json=a2a, headers={"A2A-Version": "1.0"})).json()
             assert reply["result"]["message"]["parts"][0]["data"]["error"]["code"] == "rate_limited"
+
+
+def test_body_limit_on_agent_endpoints(server: str) -> None:
+    big = b'{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"pad":"' + b"x" * 1_100_000 + b'"}}'
+    headers = {"content-type": "application/json", "accept": "application/json, text/event-stream",
+               "A2A-Version": "1.0"}  # fmt: skip
+    with httpx.Client(base_url=server, timeout=30) as http:
+        assert http.post("/mcp", content=big, headers=headers).status_code == 413
+        assert http.post("/a2a", content=big, headers=headers).status_code == 413

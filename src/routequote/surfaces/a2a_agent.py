@@ -31,6 +31,7 @@ from a2a.server.tasks import InMemoryTaskStore
 from a2a.types.a2a_pb2 import AgentCapabilities, AgentCard, AgentInterface, AgentProvider, AgentSkill, Part
 from a2a.utils.errors import UnsupportedOperationError
 from google.protobuf import struct_pb2  # type: ignore[import-untyped,unused-ignore]
+from starlette.middleware.body_limit import RequestBodyLimitMiddleware
 from starlette.requests import Request
 from starlette.routing import Route
 
@@ -46,6 +47,7 @@ from routequote.ports import Clock
 from routequote.ratelimit import RateLimiter
 from routequote.service import RouteQuoteService
 from routequote.surfaces import guidance as g
+from routequote.surfaces.http import MAX_BODY_BYTES
 from routequote.verify import verify_bundle
 
 CARD_VERSION = "1.7.0"
@@ -516,10 +518,13 @@ def build_a2a(
     agent = RouteQuoteAgent(operations, limiter)
     store = InMemoryTaskStore()
     handler = DefaultRequestHandler(agent_executor=AgentExecutorAdapter(agent), task_store=store, agent_card=card)
+    rpc = create_jsonrpc_routes(handler, rpc_url=A2A_PATH, context_builder=_ContextBuilder())
+    for route in rpc:  # the same 1 MiB body limit as every REST POST
+        route.app = RequestBodyLimitMiddleware(route.app, MAX_BODY_BYTES)
     routes: list[Route] = [
         *create_agent_card_routes(card, card_url=CARD_PATH),
         *create_agent_card_routes(card, card_url=CARD_ALIAS_PATH),
-        *create_jsonrpc_routes(handler, rpc_url=A2A_PATH, context_builder=_ContextBuilder()),
+        *rpc,
     ]
     return A2aSurface(card=card, agent=agent, routes=routes, task_store=store)
 

@@ -38,6 +38,7 @@ from routequote.errors import RouteQuoteError
 from routequote.ratelimit import RateLimiter
 from routequote.service import RouteQuoteService
 from routequote.surfaces import guidance as g
+from routequote.surfaces.http import MAX_BODY_BYTES
 from routequote.surfaces.legacy import DEFAULT_DESTINATION, legacy_quote, legacy_status
 
 assert DEFAULT_DESTINATION == "base"  # the schema's default below is the legacy module's
@@ -443,6 +444,7 @@ def build_mcp(
         streamable_http_path=MCP_PATH,
         stateless_http=True,
         json_response=True,
+        max_request_body_size=MAX_BODY_BYTES,  # the same 1 MiB limit as every REST POST
         transport_security=transport_security(settings),
     )
     routes: list[Route] = []
