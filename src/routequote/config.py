@@ -42,9 +42,6 @@ class Settings(BaseSettings):
     quote_ttl_seconds: int = Field(60, ge=1, le=60, description="Quote time to live")
     rate_limit: str = Field("120/minute", description="Per-client limit on the quote operations, or `off`")
     redis_url: str = Field("", description="Redis URL for shared rate limits (default: in-process)")
-    database_url: str = Field(
-        "sqlite+aiosqlite:///./var/routequote.sqlite3", description="SQLAlchemy URL for sessions and idempotency"
-    )
     max_inflight_quotes: int = Field(256, ge=1, description="Quotes computed at once before answering 503")
     log_level: str = Field("info", description="Log level")
     # Development placeholders: operators MUST set their own recipients (see docs/prepare.md).

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
-from tests.support.server import running_server
+from tests.support.server import free_port, running_server
 
 from routequote.app import create_app
 from routequote.config import Settings
@@ -15,8 +15,9 @@ from routequote.config import Settings
 @pytest.fixture(scope="session")
 def base_url() -> Iterator[str]:
     """The default app (embedded snapshot) with rate limits off so the sweep tests are not throttled."""
-    app = create_app(Settings(rate_limit="off", database_url="sqlite+aiosqlite:///:memory:"))
-    with running_server(app) as url:
+    port = free_port()  # the app knows its own port, as in production (links, the MCP Host check)
+    app = create_app(Settings(rate_limit="off", port=port))
+    with running_server(app, port) as url:
         yield url
 
 

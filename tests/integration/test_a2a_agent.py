@@ -25,7 +25,7 @@ CODES = {"rate_limited", "upstream_unavailable", "request_rejected", "reapproval
 @pytest.fixture(scope="module")
 def served() -> Iterator[tuple[str, Any]]:
     port = free_port()
-    app = create_app(Settings(port=port, rate_limit="off", database_url="sqlite+aiosqlite:///:memory:"))
+    app = create_app(Settings(port=port, rate_limit="off"))
     with running_server(app, port) as url:
         yield url, app
 
@@ -176,7 +176,7 @@ async def test_rate_limited_and_upstream_errors() -> None:
     ):
         port = free_port()
         market = kw.pop("market", None)
-        settings = Settings(port=port, database_url="sqlite+aiosqlite:///:memory:", **{"rate_limit": "off", **kw})
+        settings = Settings(port=port, **{"rate_limit": "off", **kw})
         with running_server(create_app(settings, market=market), port) as url:
             async with httpx.AsyncClient(timeout=30) as http:
                 card = await A2ACardResolver(http, url).get_agent_card()

@@ -45,7 +45,7 @@ def narrow(v: Any) -> Any:
 @pytest.fixture(scope="module")
 def served() -> Iterator[tuple[str, Any]]:
     port = free_port()
-    app = create_app(Settings(port=port, rate_limit="off", database_url="sqlite+aiosqlite:///:memory:"))
+    app = create_app(Settings(port=port, rate_limit="off"))
     with running_server(app, port) as url:
         yield url, app
 

@@ -84,7 +84,7 @@ def test_status_contract(http: httpx.Client) -> None:
 
 @pytest.fixture()
 def limited() -> Iterator[str]:
-    app = create_app(Settings(rate_limit="3/minute", database_url="sqlite+aiosqlite:///:memory:"))
+    app = create_app(Settings(rate_limit="3/minute"))
     with running_server(app) as url:
         yield url
 

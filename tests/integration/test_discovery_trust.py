@@ -38,7 +38,6 @@ def _serve(tmp: Path, **settings: Any) -> Any:
         Settings(
             rate_limit="off",
             base_url=base,
-            database_url="sqlite+aiosqlite:///:memory:",
             dev_signing_key_path=str(tmp / "dev-key.pem"),
             **settings,
         ),

@@ -248,7 +248,7 @@ async def test_embedded_fallback_only_when_configured_and_the_quote_says_so() ->
 
 
 async def test_rest_surface_502_503_status_and_capabilities(rig: Rig) -> None:
-    app = create_app(Settings(rate_limit="off", database_url="sqlite+aiosqlite:///:memory:"), market=rig.market,
+    app = create_app(Settings(rate_limit="off"), market=rig.market,
                      clock=rig.clock, ids=SequentialIds())  # fmt: skip
     rig.fake.faults["iris.test"] = "garbage"
     rig.fake.faults["hermes.test"] = "429"
@@ -292,7 +292,7 @@ async def test_no_rpc_configured_means_unavailable_not_snapshot() -> None:
 def test_settings_select_the_live_market_and_register_its_lifespan() -> None:
     settings = Settings(market="live", rpc_url_base="http://rpc-base.test", market_fallback="embedded",
                         live_solana_pools="solana:raydium_clmm:SOL-USDC=3ucNos4NbumPLZNWztqGHNFFgkHeRMBQAVemeeomsUxv",
-                        rate_limit="off", database_url="sqlite+aiosqlite:///:memory:")  # fmt: skip
+                        rate_limit="off")  # fmt: skip
     app = create_app(settings)
     market = app.state.service.market
     assert isinstance(market, LiveMarket)

@@ -48,7 +48,7 @@ def inspector() -> Path:
 @pytest.fixture(scope="module")
 def mcp_url() -> Iterator[str]:
     port = free_port()
-    app = create_app(Settings(port=port, rate_limit="off", database_url="sqlite+aiosqlite:///:memory:"))
+    app = create_app(Settings(port=port, rate_limit="off"))
     with running_server(app, port) as url:
         yield url + "/mcp"
 

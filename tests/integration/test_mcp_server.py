@@ -58,7 +58,7 @@ SECRET = "sk-DO-NOT-ECHO-3f1c9a77e2b04d5e"
 
 def _app(port: int, **kw: Any) -> Any:
     market = kw.pop("market", None)
-    settings = Settings(port=port, database_url="sqlite+aiosqlite:///:memory:", **{"rate_limit": "off", **kw})
+    settings = Settings(port=port, **{"rate_limit": "off", **kw})
     return create_app(settings, market=market)
 
 

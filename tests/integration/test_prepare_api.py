@@ -32,7 +32,7 @@ class Api:
         self.clock = FixedClock(START)
         self.ids = SequentialIds()
         self.app = create_app(
-            Settings(rate_limit="off", database_url="sqlite+aiosqlite:///:memory:"), clock=self.clock, ids=self.ids
+            Settings(rate_limit="off"), clock=self.clock, ids=self.ids
         )
         self.client = httpx.AsyncClient(transport=httpx.ASGITransport(app=self.app), base_url="http://test")
 

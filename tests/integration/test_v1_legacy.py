@@ -92,7 +92,7 @@ def test_v1_quote_rejects_non_json(http: httpx.Client) -> None:
 
 @pytest.fixture(scope="module")
 def limited() -> Iterator[str]:
-    app = create_app(Settings(rate_limit="2/minute", database_url="sqlite+aiosqlite:///:memory:", dev_signing_key_path=""))
+    app = create_app(Settings(rate_limit="2/minute", dev_signing_key_path=""))
     with running_server(app) as url:
         yield url
 

@@ -42,6 +42,7 @@ from routequote.discovery.address_book import contracts
 from routequote.discovery.economics import route_economics
 from routequote.discovery.keys import SigningKey
 from routequote.ports import Clock
+from routequote.prepare import IDEMPOTENCY_TTL_SECONDS
 from routequote.service import RouteQuoteService
 from routequote.storage.quotes import MAX_RECORDS
 from routequote.surfaces.http import MAX_BODY_BYTES
@@ -724,11 +725,11 @@ class Discovery:
             f"`{s.log_level}`; `routequote serve` turns HTTP access logging off.",
             "- Requests that carry secret fields (private keys, seed phrases) are rejected, not stored.",
         ]
-        if self._has("/v2/session") or self._has("/v2/prepare") or self._has("/mcp"):
-            db = s.database_url.split(":", 1)[0]
+        if self._has("/v2/prepare"):
             lines.append(
-                "- Prepare and session operations store what the caller sends for them (public wallet addresses, "
-                f"quote ids, idempotency keys, transaction hashes) in the configured database ({db})."
+                "- Prepare keeps, per idempotency key, a hash of the request and the bundle it returned (public "
+                f"wallet addresses, amounts, quote id) in process memory for {IDEMPOTENCY_TTL_SECONDS} s, so a "
+                "replay gets the same answer; nothing is written to disk."
             )
         lines.append("")
         return "\n".join(lines)

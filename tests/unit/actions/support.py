@@ -26,7 +26,7 @@ EVM_WALLETS = {
 }
 SOLANA_WALLET = "9WzDXwBbmkg8ZTbNMqUxvQRAyrZzDsGYdLVL9zYtAWWM"
 EVENT_SIGNER = "HN7cABqLq46Es1jh92dQQisAq662SmxELLLsHHe4YWrH"
-SETTINGS = Settings(rate_limit="off", database_url="sqlite+aiosqlite:///:memory:")
+SETTINGS = Settings(rate_limit="off")
 FEE_RECIPIENTS = {"evm": SETTINGS.fee_recipient_evm, "solana": SETTINGS.fee_recipient_solana}
 
 
