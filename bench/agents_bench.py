@@ -16,14 +16,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
-import os
-import re
+import contextlib
 import shutil
-import socket
-import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -31,25 +26,15 @@ from typing import Any
 
 import httpx
 
-from routequote.clock import SystemClock, UuidFactory
-from routequote.core.assets import ASSETS
-from routequote.market.snapshot import EmbeddedSnapshot
-from routequote.service import RouteQuoteService, ServiceConfig
-from routequote.storage.quotes import MemoryQuoteStore
+sys.path.insert(0, str(Path(__file__).parent))
 
-BODIES = [
-    {
-        "from_chain": a.chain.value,
-        "from_token": a.token.value,
-        "to_chain": b.chain.value,
-        "to_token": b.token.value,
-        "amount_usd": usd,
-    }
-    for a in ASSETS.values()
-    for b in ASSETS.values()
-    if a.key != b.key
-    for usd in (1, 50, 1000)
-]
+from _harness import BODIES, lua_script, served, wrk  # noqa: E402
+
+from routequote.clock import SystemClock, UuidFactory  # noqa: E402
+from routequote.market.snapshot import EmbeddedSnapshot  # noqa: E402
+from routequote.service import RouteQuoteService, ServiceConfig  # noqa: E402
+from routequote.storage.quotes import MemoryQuoteStore  # noqa: E402
+
 CAMEL = {"from_chain": "fromChain", "from_token": "fromToken", "to_chain": "toChain", "to_token": "toToken",
          "amount_usd": "amountUsd"}
 
@@ -75,37 +60,6 @@ SURFACES: dict[str, tuple[str, Callable[[dict[str, Any], int], dict[str, Any]], 
 }
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def lua_script(make: Callable[[dict[str, Any], int], dict[str, Any]], headers: dict[str, str]) -> str:
-    bodies = ",\n".join("[[" + json.dumps(make(b, i + 1)) + "]]" for i, b in enumerate(BODIES))
-    extra = "".join(f"wrk.headers['{k}'] = '{v}'\n" for k, v in headers.items())
-    lua = (
-        "local bodies = {" + bodies + "}\nlocal i = 0\nwrk.method = 'POST'\n"
-        "wrk.headers['Content-Type'] = 'application/json'\n" + extra +
-        "request = function()\n  i = i % #bodies + 1\n  return wrk.format(nil, nil, nil, bodies[i])\nend\n"
-    )
-    with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as f:
-        f.write(lua)
-        return f.name
-
-
-def wrk(url: str, duration: int, connections: int, script: str) -> tuple[float, str]:
-    cmd = ["wrk", "-t1", f"-c{connections}", f"-d{duration}s", "--latency", "-s", script, url]
-    out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
-    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))  # type: ignore[union-attr]
-    p50 = re.search(r"^\s+50%\s+(\S+)", out, re.M)
-    p99 = re.search(r"^\s+99%\s+(\S+)", out, re.M)
-    non2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
-    if non2xx:
-        raise SystemExit(f"wrk saw {non2xx.group(1)} non-2xx responses from {url}")
-    return rps, f"p50 {p50.group(1) if p50 else '?'} p99 {p99.group(1) if p99 else '?'}"
-
-
 def check_success(base: str) -> None:
     """wrk sees only status codes; make sure each surface really answers with a quote."""
     b = BODIES[5]
@@ -122,46 +76,23 @@ def check_success(base: str) -> None:
 
 
 def over_http(duration: int, connections: int) -> dict[str, float]:
-    port = free_port()
-    env = {**os.environ, "ROUTEQUOTE_RATE_LIMIT": "off", "ROUTEQUOTE_PORT": str(port), "ROUTEQUOTE_LOG_LEVEL": "warning",
-           "ROUTEQUOTE_DATABASE_URL": "sqlite+aiosqlite:///:memory:"}
-    exe = Path(sys.executable).with_name("routequote")
-    server = subprocess.Popen([str(exe), "serve", "--workers", "1"], env=env, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL)
-    base = f"http://127.0.0.1:{port}"
-    scripts: dict[str, str] = {}
-    try:
-        deadline = time.time() + 30
-        while True:
-            try:
-                if httpx.get(f"{base}/v2/status").status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.time() > deadline:
-                raise SystemExit("server did not start")
-            time.sleep(0.1)
+    with served() as base, contextlib.ExitStack() as stack:
         check_success(base)
-        scripts = {name: lua_script(make, headers) for name, (_, make, headers) in SURFACES.items()}
+        scripts = {name: stack.enter_context(lua_script(make, headers)) for name, (_, make, headers) in SURFACES.items()}
         for name, (path, _, _) in SURFACES.items():  # warm-up
             wrk(base + path, 2, connections, scripts[name])
         rows = []
         for _ in range(2):  # interleave so the machine's noise is shared fairly
             for name, (path, _, _) in SURFACES.items():
                 rows.append((name, *wrk(base + path, duration, connections, scripts[name])))
-        best = {name: max(r[1] for r in rows if r[0] == name) for name in SURFACES}
-        print(f"HTTP, 1 uvicorn worker, wrk -t1 -c{connections} -d{duration}s (interleaved, best of 2):")
-        for name, rps, lat in rows:
-            print(f"  {name:22s} {rps:9.0f} req/s  {lat}")
-        rest = best["rest /v2/quote"]
-        print(f"  ratio mcp/rest = {best['mcp service_v2_quote'] / rest:.3f}   "
-              f"ratio a2a/rest = {best['a2a quote skill'] / rest:.3f}")
-        return best
-    finally:
-        for s in scripts.values():
-            os.unlink(s)
-        server.terminate()
-        server.wait(10)
+    best = {name: max(r[1] for r in rows if r[0] == name) for name in SURFACES}
+    print(f"HTTP, 1 uvicorn worker, wrk -t1 -c{connections} -d{duration}s (interleaved, best of 2):")
+    for name, rps, lat in rows:
+        print(f"  {name:22s} {rps:9.0f} req/s  {lat}")
+    rest = best["rest /v2/quote"]
+    print(f"  ratio mcp/rest = {best['mcp service_v2_quote'] / rest:.3f}   "
+          f"ratio a2a/rest = {best['a2a quote skill'] / rest:.3f}")
+    return best
 
 
 async def per_call(fn: Callable[[int], Awaitable[Any]], n: int) -> float:
