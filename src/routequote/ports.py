@@ -6,7 +6,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
 
+from routequote.core.intent import QuoteIntent
 from routequote.core.market import MarketView
+from routequote.core.quote import QuoteBody
+from routequote.core.routes import Route
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,11 +44,38 @@ class IdFactory(Protocol):
     def new_id(self) -> str: ...
 
 
+@dataclass(frozen=True, slots=True)
+class IssuedQuote:
+    """A quote as issued: the exact payload, and the priced body it was assembled from."""
+
+    payload: dict[str, Any]
+    intent: QuoteIntent
+    route: Route
+    body: QuoteBody
+    expires_at_monotonic: float  # in this process's monotonic clock
+
+
 class QuoteStore(Protocol):
-    """Issued quotes, kept until their TTL ends so prepare and sessions can bind to them."""
+    """Issued quotes, kept until their TTL ends so prepare (and later sessions) bind to exactly what
+    was issued. A quote that is not found (expired, evicted, restarted) fails closed."""
 
-    def put(self, quote_id: str, record: dict[str, Any], expires_at_monotonic: float) -> None: ...
+    scope: str  # how far a record is visible, published in capabilities' continuation_v3.cache_scope
 
-    def get(self, quote_id: str, now_monotonic: float) -> dict[str, Any] | None: ...
+    async def put(self, issued: IssuedQuote) -> None: ...
 
-    def __len__(self) -> int: ...
+    async def get(self, quote_id: str, now_monotonic: float) -> IssuedQuote | None: ...
+
+    def retained(self) -> int | None: ...  # records held, where the store can tell cheaply
+
+
+class IdempotencyStore(Protocol):
+    """Answers already given, by idempotency key: a replay gets the same answer, a different request
+    under the same key is refused."""
+
+    async def get(self, key: str, now_monotonic: float) -> tuple[str, dict[str, Any]] | None: ...
+
+    async def put(
+        self, key: str, request_sha256: str, response: dict[str, Any], ttl_seconds: float, now_monotonic: float
+    ) -> None: ...
+
+    def retained(self) -> int | None: ...

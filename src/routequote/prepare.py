@@ -10,8 +10,6 @@ Without approval_v3 the request is served as `legacy_advisory` from a fresh inte
 from __future__ import annotations
 
 import re
-from collections import OrderedDict
-from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
@@ -39,7 +37,9 @@ from routequote.core.intent import QUOTE_FIELDS, parse_quote_request
 from routequote.core.quote import APPROVAL_VERSION
 from routequote.core.routes import ROUTES, Provider, Route
 from routequote.errors import InvalidRequest
-from routequote.service import IssuedQuote, RouteQuoteService
+from routequote.ports import IdempotencyStore, IssuedQuote
+from routequote.service import RouteQuoteService
+from routequote.storage.quotes import MemoryIdempotencyStore
 
 PREPARE_FIELDS = ("caller_approved", *QUOTE_FIELDS, "wallets", "event_signer_public", "approval_v3")
 EVM_ADDRESS_RE = re.compile(r"^0x[0-9a-fA-F]{40}$")
@@ -98,13 +98,6 @@ def valid_address(chain: Chain, address: Any) -> bool:
         return False
 
 
-@dataclass
-class _IdemRecord:
-    body_sha256: str
-    response: dict[str, Any]
-    expires_monotonic: float
-
-
 class PrepareService:
     def __init__(
         self,
@@ -112,6 +105,7 @@ class PrepareService:
         settings: Settings | None = None,
         *,
         deployments: dict[Chain, EvmDeployment] | None = None,
+        idempotency: IdempotencyStore | None = None,
     ) -> None:
         settings = settings or Settings()
         self.service = service
@@ -124,7 +118,7 @@ class PrepareService:
             ChainFamily.EVM: checksum(settings.fee_recipient_evm),
             ChainFamily.SOLANA: settings.fee_recipient_solana,
         }
-        self._idem: OrderedDict[str, _IdemRecord] = OrderedDict()
+        self.idempotency: IdempotencyStore = idempotency or MemoryIdempotencyStore(IDEMPOTENCY_RECORDS)
         self._reasons = {key: self._unsupported_reason(r) for key, r in ROUTES.items()}
 
     # ---- readiness ----------------------------------------------------------------------------------
@@ -215,18 +209,18 @@ class PrepareService:
         now_mono = clock.monotonic()
         body_sha = canonical_sha256(body)
         if approval is not None:
-            self._drop_expired(now_mono)
             key = approval["idempotency_key"]
-            record = self._idem.get(key)
+            record = await self.idempotency.get(key, now_mono)
             if record is not None:
-                if record.body_sha256 != body_sha:
+                recorded_sha, recorded_response = record
+                if recorded_sha != body_sha:
                     raise reapproval(
                         "idempotency_key_reused_with_different_request",
                         "this idempotency_key was used with a different request; nothing was created",
                         route,
                     )
-                return {**record.response, "idempotent_replay": True}
-            issued = self.service.issued_quote(approval["quote_id"])
+                return {**recorded_response, "idempotent_replay": True}
+            issued = await self.service.issued_quote(approval["quote_id"])
             check_approval(approval, issued.payload if issued else None, route, intent.as_request(), now=clock.now())
             assert issued is not None
         else:
@@ -234,17 +228,8 @@ class PrepareService:
         bundle = self._build(issued, route, wallets, signer, approval)
         response = {**bundle, "idempotent_replay": False}
         if approval is not None:
-            self._idem[approval["idempotency_key"]] = _IdemRecord(body_sha, bundle, now_mono + IDEMPOTENCY_TTL_SECONDS)
-            while len(self._idem) > IDEMPOTENCY_RECORDS:
-                self._idem.popitem(last=False)
+            await self.idempotency.put(approval["idempotency_key"], body_sha, bundle, IDEMPOTENCY_TTL_SECONDS, now_mono)
         return response
-
-    def _drop_expired(self, now: float) -> None:
-        while self._idem:
-            key, rec = next(iter(self._idem.items()))
-            if rec.expires_monotonic > now:
-                break
-            del self._idem[key]
 
     def _build(
         self,

@@ -16,9 +16,9 @@ from routequote.core.intent import MAX_AMOUNT_USD, MIN_AMOUNT_USD, QuoteIntent, 
 from routequote.core.market import MarketView
 from routequote.core.pricing import SERVICE_FEE_BPS, check_route_available, price_route, route_components
 from routequote.core.quote import RELEASE_STATUS, SERVER_FLAGS, QuoteBody, issue, quote_body
-from routequote.core.routes import ROUTES, Route
+from routequote.core.routes import ROUTES
 from routequote.errors import CapacityBusy, RouteQuoteError, UpstreamUnavailable
-from routequote.ports import Clock, IdFactory, MarketData, QuoteStore
+from routequote.ports import Clock, IdFactory, IssuedQuote, MarketData, QuoteStore
 
 API_VERSION = "routequote-multichain-api-v2"
 PRICING_CACHE_SIZE = 4096
@@ -34,15 +34,6 @@ class ServiceConfig:
     prepare_unavailable_reason: str = "prepare_not_available_in_this_build"
     # route key -> why its first step cannot be prepared (set from PrepareService.unsupported_reasons())
     prepare_unavailable_reasons: dict[str, str] = field(default_factory=dict)
-
-
-@dataclass(frozen=True, slots=True)
-class IssuedQuote:
-    payload: dict[str, Any]
-    intent: QuoteIntent
-    route: Route
-    body: QuoteBody
-    expires_at_monotonic: float
 
 
 class RouteQuoteService:
@@ -87,7 +78,7 @@ class RouteQuoteService:
                 first_unsigned_action_supported=body.route.key in self.config.prepare_ready_routes,
             )
             issued = IssuedQuote(payload, intent, body.route, body, self.clock.monotonic() + ttl)
-            self.quotes.put(payload["quote_id"], {"issued": issued}, issued.expires_at_monotonic)
+            await self.quotes.put(issued)
             return issued
         finally:
             self._inflight -= 1
@@ -106,9 +97,9 @@ class RouteQuoteService:
             self._pricing.popitem(last=False)
         return body
 
-    def issued_quote(self, quote_id: str) -> IssuedQuote | None:
-        record = self.quotes.get(quote_id, self.clock.monotonic())
-        return None if record is None else record["issued"]
+    async def issued_quote(self, quote_id: str) -> IssuedQuote | None:
+        """The quote exactly as issued, while its TTL runs; None once it expired or is unknown here."""
+        return await self.quotes.get(quote_id, self.clock.monotonic())
 
     # ---- availability -------------------------------------------------------------------------------
 
@@ -231,7 +222,7 @@ class RouteQuoteService:
                 "selection_status": "unranked_candidate",
                 "automatic_selection_forbidden": True,
                 "caller_approved_boolean_is_not_human_proof": True,
-                "cache_scope": "bounded_process_local_ttl_restart_fails_closed",
+                "cache_scope": self.quotes.scope,
                 "maximum_ttl_seconds": self.config.quote_ttl_seconds,
                 "maximum_cache_records": 2048,
                 "multistep_allowed_modes": ["session"],
@@ -294,7 +285,8 @@ class RouteQuoteService:
                 "secret_fields_rejected": True,
             },
             "inflight_quotes": self._inflight,
-            "issued_quotes_retained": len(self.quotes),
+            "issued_quotes_retained": self.quotes.retained(),
+            "issued_quote_store": self.quotes.scope,
             **SERVER_FLAGS,
         }
 

@@ -402,7 +402,11 @@ def _check_evm(x: _Ctx, action: dict[str, Any], deps: dict[Chain, EvmDeployment]
         c.expect(_eq(tx.get("chainId"), dep.chain_id), "chain_id_mismatch", f"{where}: chainId must be {dep.chain_id}")
         c.expect(_same(tx.get("from"), x.caller), "sender_mismatch", f"{where}: from is not your wallet")
         to = tx.get("to", "")
-        value = int(tx.get("value", "0"))
+        raw_value = tx.get("value")
+        # wire form is a decimal string; anything else (a JSON number, hex, a bool) is not what was built
+        c.expect(isinstance(raw_value, str) and raw_value.isdigit(), "native_value_malformed",
+                 f"{where}: value must be a decimal string")  # fmt: skip
+        value = int(raw_value) if isinstance(raw_value, str) and raw_value.isdigit() else -1
         try:
             call = decode_call(bytes.fromhex(str(tx.get("data", "0x"))[2:]))
         except Exception as exc:  # noqa: BLE001 - any decoding failure refuses the payload

@@ -130,13 +130,13 @@ async def test_quote_refusals_are_structured(
     client: Client, served: tuple[str, Any], payload: dict[str, Any], reason: str
 ) -> None:
     _, app = served
-    before = (task_count(app), len(app.state.service.quotes))
+    before = (task_count(app), app.state.service.quotes.retained())
     data = await send(client, new_data_part(payload))
     assert set(data) == {"error"}
     err = data["error"]
     assert err["code"] == "request_rejected" and err["reason_class"] == reason, err
     assert "redacted" not in str(data)
-    assert (task_count(app), len(app.state.service.quotes)) == before
+    assert (task_count(app), app.state.service.quotes.retained()) == before
 
 
 async def test_message_must_be_exactly_one_data_part(client: Client) -> None:

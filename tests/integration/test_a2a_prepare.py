@@ -254,7 +254,7 @@ HOSTILE: list[tuple[str, Build, str, str]] = [
 
 def created(app: Any) -> tuple[int, int, int]:
     tasks = sum(len(v) for v in app.state.a2a.task_store._impl.tasks.values())
-    return len(app.state.prepare._idem), len(app.state.service.quotes), tasks
+    return app.state.prepare.idempotency.retained(), app.state.service.quotes.retained(), tasks
 
 
 @pytest.mark.parametrize(("name", "build", "code", "reason"), HOSTILE, ids=[h[0] for h in HOSTILE])

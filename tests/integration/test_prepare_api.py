@@ -52,7 +52,7 @@ class Api:
         return await self.client.post("/v2/prepare", json=body)
 
     def created(self) -> tuple[int, int]:
-        return self.ids._n, len(self.app.state.prepare._idem)
+        return self.ids._n, self.app.state.prepare.idempotency.retained()
 
 
 @pytest.fixture

@@ -1,24 +1,40 @@
 from __future__ import annotations
 
-from routequote.storage.quotes import MemoryQuoteStore
+from types import SimpleNamespace
+from typing import Any
+
+from routequote.storage.quotes import MemoryIdempotencyStore, MemoryQuoteStore
 
 
-def test_records_expire_with_their_ttl() -> None:
+def issued(quote_id: str, expires: float) -> Any:
+    return SimpleNamespace(payload={"quote_id": quote_id}, expires_at_monotonic=expires)
+
+
+async def test_records_expire_with_their_ttl() -> None:
     store = MemoryQuoteStore()
-    store.put("a", {"v": 1}, expires_at_monotonic=100.0)
-    assert store.get("a", 99.9) == {"v": 1}
-    assert store.get("a", 100.0) is None
-    assert len(store) == 0
+    record = issued("a", 100.0)
+    await store.put(record)
+    assert await store.get("a", 99.9) is record
+    assert await store.get("a", 100.0) is None
+    assert store.retained() == 0
 
 
-def test_store_is_bounded_and_drops_oldest_first() -> None:
+async def test_store_is_bounded_and_drops_oldest_first() -> None:
     store = MemoryQuoteStore(max_records=2048)
     for i in range(2100):
-        store.put(f"q{i}", {"i": i}, expires_at_monotonic=1e9)
-    assert len(store) == 2048
-    assert store.get("q0", 0.0) is None and store.get("q51", 0.0) is None
-    assert store.get("q52", 0.0) == {"i": 52} and store.get("q2099", 0.0) == {"i": 2099}
+        await store.put(issued(f"q{i}", 1e9))
+    assert store.retained() == 2048
+    assert await store.get("q0", 0.0) is None and await store.get("q51", 0.0) is None
+    assert (await store.get("q52", 0.0)).payload == {"quote_id": "q52"}
+    assert (await store.get("q2099", 0.0)).payload == {"quote_id": "q2099"}
 
 
-def test_unknown_id() -> None:
-    assert MemoryQuoteStore().get("nope", 0.0) is None
+async def test_unknown_id() -> None:
+    assert await MemoryQuoteStore().get("nope", 0.0) is None
+
+
+async def test_idempotency_records_expire() -> None:
+    store = MemoryIdempotencyStore()
+    await store.put("k", "sha", {"a": 1}, ttl_seconds=10, now_monotonic=5.0)
+    assert await store.get("k", 14.9) == ("sha", {"a": 1})
+    assert await store.get("k", 15.0) is None

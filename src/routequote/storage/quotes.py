@@ -1,42 +1,71 @@
-"""The issued-quote store: bounded, TTL-expiring, process-local.
-
-A quote is kept until its TTL ends so that prepare and sessions can bind to exactly what was issued.
-After a restart the store is empty and binding fails closed (409 reapproval_required), by design.
-"""
+"""In-process stores: bounded, TTL-expiring, gone on restart (binding then fails closed, by design)."""
 
 from __future__ import annotations
 
 from collections import OrderedDict
 from typing import Any
 
+from routequote.ports import IssuedQuote
+
 MAX_RECORDS = 2048
 
 
-class MemoryQuoteStore:
-    def __init__(self, max_records: int = MAX_RECORDS) -> None:
+class _TtlDict:
+    """Insertion-ordered records with an expiry each; the oldest go first when full."""
+
+    def __init__(self, max_records: int) -> None:
         self.max_records = max_records
-        self._items: OrderedDict[str, tuple[float, dict[str, Any]]] = OrderedDict()
+        self._items: OrderedDict[str, tuple[float, Any]] = OrderedDict()
 
-    def _drop_expired(self, now: float) -> None:
-        # records are inserted in issue order with one TTL, so expired ones sit at the front
-        items = self._items
-        while items:
-            key, (expires, _) = next(iter(items.items()))
-            if expires > now:
-                break
-            del items[key]
-
-    def put(self, quote_id: str, record: dict[str, Any], expires_at_monotonic: float) -> None:
-        self._items[quote_id] = (expires_at_monotonic, record)
+    def put(self, key: str, value: Any, expires_at: float) -> None:
+        self._items[key] = (expires_at, value)
+        self._items.move_to_end(key)
         while len(self._items) > self.max_records:
             self._items.popitem(last=False)
 
-    def get(self, quote_id: str, now_monotonic: float) -> dict[str, Any] | None:
-        self._drop_expired(now_monotonic)
-        entry = self._items.get(quote_id)
-        if entry is None or entry[0] <= now_monotonic:
-            return None
-        return entry[1]
+    def get(self, key: str, now: float) -> Any | None:
+        # records are inserted in issue order with one TTL, so expired ones sit at the front
+        while self._items:
+            first, (expires, _) = next(iter(self._items.items()))
+            if expires > now:
+                break
+            del self._items[first]
+        entry = self._items.get(key)
+        return None if entry is None or entry[0] <= now else entry[1]
 
     def __len__(self) -> int:
         return len(self._items)
+
+
+class MemoryQuoteStore:
+    scope = "bounded_process_local_ttl_restart_fails_closed"
+
+    def __init__(self, max_records: int = MAX_RECORDS) -> None:
+        self._records = _TtlDict(max_records)
+
+    async def put(self, issued: IssuedQuote) -> None:
+        self._records.put(issued.payload["quote_id"], issued, issued.expires_at_monotonic)
+
+    async def get(self, quote_id: str, now_monotonic: float) -> IssuedQuote | None:
+        found: IssuedQuote | None = self._records.get(quote_id, now_monotonic)
+        return found
+
+    def retained(self) -> int | None:
+        return len(self._records)
+
+
+class MemoryIdempotencyStore:
+    def __init__(self, max_records: int = MAX_RECORDS) -> None:
+        self._records = _TtlDict(max_records)
+
+    async def get(self, key: str, now_monotonic: float) -> tuple[str, dict[str, Any]] | None:
+        found: tuple[str, dict[str, Any]] | None = self._records.get(key, now_monotonic)
+        return found
+
+    async def put(
+        self, key: str, request_sha256: str, response: dict[str, Any], ttl_seconds: float, now_monotonic: float
+    ) -> None:
+        self._records.put(key, (request_sha256, response), now_monotonic + ttl_seconds)
+
+    def retained(self) -> int | None:
+        return len(self._records)
