@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 from typing import Any
 
 from fastapi import FastAPI
@@ -20,11 +21,11 @@ from routequote.contract.v2 import QuoteRequest
 from routequote.discovery import Discovery, load_signing_key
 from routequote.logging import configure_logging
 from routequote.market.snapshot import EmbeddedSnapshot
-from routequote.ports import Clock, IdFactory, MarketData
+from routequote.ports import Clock, IdempotencyStore, IdFactory, MarketData, QuoteStore
 from routequote.prepare import PrepareService
 from routequote.ratelimit import RateLimiter
 from routequote.service import RouteQuoteService, ServiceConfig
-from routequote.storage.quotes import MemoryQuoteStore
+from routequote.storage.quotes import MemoryIdempotencyStore, MemoryQuoteStore
 from routequote.surfaces import rest_prepare, rest_v1, rest_v2, well_known
 from routequote.surfaces.a2a_agent import mount_a2a
 from routequote.surfaces.errors import json_response
@@ -61,6 +62,32 @@ def build_market(settings: Settings, clock: Clock | None = None) -> MarketData:
     raise ValueError(f"unknown ROUTEQUOTE_MARKET {settings.market!r} (this build supports: embedded, live)")
 
 
+@dataclass(frozen=True)
+class Stores:
+    quotes: QuoteStore
+    idempotency: IdempotencyStore
+
+
+def build_stores(settings: Settings) -> Stores:
+    if settings.quote_store == "memory":
+        return Stores(MemoryQuoteStore(), MemoryIdempotencyStore())
+    if settings.quote_store == "redis":
+        if not settings.redis_url:
+            raise ValueError("ROUTEQUOTE_QUOTE_STORE=redis needs ROUTEQUOTE_REDIS_URL")
+        from routequote.storage.redis_store import RedisIdempotencyStore, RedisQuoteStore
+
+        return Stores(RedisQuoteStore(settings.redis_url), RedisIdempotencyStore(settings.redis_url))
+    raise ValueError(f"unknown ROUTEQUOTE_QUOTE_STORE {settings.quote_store!r} (memory or redis)")
+
+
+@contextlib.asynccontextmanager
+async def _closing(close: Callable[[], Any]) -> AsyncIterator[None]:
+    try:
+        yield
+    finally:
+        await close()
+
+
 def create_app(
     settings: Settings | None = None,
     *,
@@ -71,9 +98,10 @@ def create_app(
     settings = settings or Settings()
     configure_logging(settings.log_level)
     clock = clock or SystemClock()
+    stores = build_stores(settings)
     service = RouteQuoteService(
         market=market or build_market(settings, clock),
-        quotes=MemoryQuoteStore(),
+        quotes=stores.quotes,
         clock=clock,
         ids=ids or UuidFactory(),
         config=ServiceConfig(
@@ -82,11 +110,15 @@ def create_app(
             base_url=settings.resolved_base_url(),
         ),
     )
-    prepare = PrepareService(service, settings)
+    prepare = PrepareService(service, settings, idempotency=stores.idempotency)
     service.config.prepare_ready_routes = prepare.supported_routes()
     service.config.prepare_unavailable_reasons = prepare.unsupported_reasons()
     limiter = RateLimiter(settings.rate_limit, settings.redis_url)
     hooks: list[LifespanHook] = []
+    for store in (stores.quotes, stores.idempotency):
+        close = getattr(store, "aclose", None)
+        if close is not None:  # shared stores hold a connection pool: release it on shutdown
+            hooks.append(lambda close=close: _closing(close))
 
     @contextlib.asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:

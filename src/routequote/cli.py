@@ -37,11 +37,11 @@ def serve(
     port = port or settings.port
     workers = workers or settings.workers
     os.environ["ROUTEQUOTE_HOST"], os.environ["ROUTEQUOTE_PORT"] = host, str(port)
-    if workers > 1:
+    if workers > 1 and settings.quote_store == "memory":
         # issued quotes and prepare idempotency records live in each worker's memory (fail-closed by design)
         console.print(
             f"[yellow]{workers} workers: a prepare that lands on another worker than its quote answers 409 "
-            "reapproval_required. For prepare, run one worker per instance behind a sticky load balancer.[/yellow]"
+            "reapproval_required. Set ROUTEQUOTE_QUOTE_STORE=redis to share them.[/yellow]"
         )
     uvicorn.run(
         "routequote.app:create_app",

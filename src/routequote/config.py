@@ -42,6 +42,11 @@ class Settings(BaseSettings):
     quote_ttl_seconds: int = Field(60, ge=1, le=60, description="Quote time to live")
     rate_limit: str = Field("120/minute", description="Per-client limit on the quote operations, or `off`")
     redis_url: str = Field("", description="Redis URL for shared rate limits (default: in-process)")
+    quote_store: str = Field(
+        "memory",
+        description="Issued quotes and prepare idempotency records: `memory` (per process) or `redis` (shared by "
+        "all workers and instances; needs ROUTEQUOTE_REDIS_URL)",
+    )
     max_inflight_quotes: int = Field(256, ge=1, description="Quotes computed at once before answering 503")
     log_level: str = Field("info", description="Log level")
     # Development placeholders: operators MUST set their own recipients (see docs/prepare.md).

@@ -717,8 +717,13 @@ class Discovery:
             f"# Privacy: {SERVICE_NAME} at {self.base_url}",
             "",
             "- No accounts, no cookies, no API keys.",
-            f"- Issued quotes (route, amounts, quote id; no wallet data) are kept in process memory for "
-            f"{s.quote_ttl_seconds} s (their TTL), at most {MAX_RECORDS} at a time, and are gone on restart.",
+            (
+                f"- Issued quotes (route, amounts, quote id; no wallet data) are kept in process memory for "
+                f"{s.quote_ttl_seconds} s (their TTL), at most {MAX_RECORDS} at a time, and are gone on restart."
+                if s.quote_store == "memory"
+                else f"- Issued quotes (route, amounts, quote id; no wallet data) are kept in the operator's Redis "
+                f"for {s.quote_ttl_seconds} s (their TTL), then expire."
+            ),
             "- Rate limiting keeps a counter keyed by the client IP address for the limit's window "
             f"({s.rate_limit}) in {'Redis' if s.redis_url else 'process memory'}.",
             "- Logs: structured JSON lines to standard output at level "
@@ -728,8 +733,8 @@ class Discovery:
         if self._has("/v2/prepare"):
             lines.append(
                 "- Prepare keeps, per idempotency key, a hash of the request and the bundle it returned (public "
-                f"wallet addresses, amounts, quote id) in process memory for {IDEMPOTENCY_TTL_SECONDS} s, so a "
-                "replay gets the same answer; nothing is written to disk."
+                f"wallet addresses, amounts, quote id) in {'process memory' if s.quote_store == 'memory' else 'Redis'} "
+                f"for {IDEMPOTENCY_TTL_SECONDS} s, so a replay gets the same answer; nothing else keeps it."
             )
         lines.append("")
         return "\n".join(lines)

@@ -1,0 +1,111 @@
+"""Issued quotes and prepare idempotency shared through a real Redis (127.0.0.1:6379): a quote issued
+by one instance binds a prepare on another, replays are answered from the shared record, and the
+stored quote round-trips to the same domain objects."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+from tests.support.server import running_server
+from tests.unit.actions.support import approval_for, intent_for, wallets_for
+
+from routequote.app import create_app
+from routequote.config import Settings
+
+pytestmark = pytest.mark.redis
+REDIS_URL = "redis://127.0.0.1:6379/14"
+ROUTE = "base:USDC->base:ETH"
+
+
+def _redis_up() -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", 6379), timeout=0.5) as s:
+            s.sendall(b"PING\r\n")
+            return s.recv(16).startswith(b"+PONG")
+    except OSError:
+        return False
+
+
+@pytest.fixture()
+def two_instances() -> Iterator[tuple[str, str]]:
+    if not _redis_up():
+        pytest.skip("SKIPPED: Redis is not reachable on 127.0.0.1:6379 (.ci/run starts it on CI machines)")
+    import redis
+
+    redis.Redis.from_url(REDIS_URL).flushdb()
+    settings = Settings(rate_limit="off", quote_store="redis", redis_url=REDIS_URL)
+    with running_server(create_app(settings)) as a, running_server(create_app(settings)) as b:
+        yield a, b
+    redis.Redis.from_url(REDIS_URL).flushdb()
+
+
+def prepare_body(quote: dict[str, Any], **approval: Any) -> dict[str, Any]:
+    return {
+        "caller_approved": True,
+        **intent_for(ROUTE, 100),
+        "wallets": wallets_for(ROUTE),
+        "approval_v3": approval_for(quote, **approval),
+    }
+
+
+def test_quote_on_one_instance_binds_prepare_on_another(two_instances: tuple[str, str]) -> None:
+    a, b = two_instances
+    quote = httpx.post(f"{a}/v2/quote", json=intent_for(ROUTE, 100)).json()
+    caps = httpx.get(f"{b}/v2/capabilities").json()
+    assert caps["continuation_v3"]["cache_scope"] == "shared_redis_ttl_expired_fails_closed"
+    body = prepare_body(quote)
+    first = httpx.post(f"{b}/v2/prepare", json=body)
+    assert first.status_code == 200, first.text
+    bundle = first.json()
+    assert bundle["quote_binding"]["quote_fingerprint"] == quote["continuation_v3"]["quote_fingerprint"]
+    assert bundle["idempotent_replay"] is False
+    # the replay goes to the other instance and is answered from the shared record
+    replay = httpx.post(f"{a}/v2/prepare", json=body)
+    assert replay.status_code == 200 and replay.json()["idempotent_replay"] is True
+    assert replay.json()["payload_sha256"] == bundle["payload_sha256"]
+    # the same key with another request is refused on either instance
+    changed = prepare_body(quote, minimum_output_base=str(int(quote["continuation_v3"]["minimum_output_base"]) + 1))
+    refused = httpx.post(f"{a}/v2/prepare", json=changed)
+    assert refused.status_code == 409 and refused.json()["reason"] == "idempotency_key_reused_with_different_request"
+
+
+def test_unknown_quote_fails_closed_everywhere(two_instances: tuple[str, str]) -> None:
+    a, b = two_instances
+    quote = httpx.post(f"{a}/v2/quote", json=intent_for(ROUTE, 100)).json()
+    import redis
+
+    redis.Redis.from_url(REDIS_URL).delete(f"routequote:quote:{quote['quote_id']}")  # as if it expired
+    r = httpx.post(f"{b}/v2/prepare", json=prepare_body(quote))
+    assert r.status_code == 409 and r.json()["action_created"] is False
+
+
+async def test_stored_quote_round_trips_to_the_same_domain_objects() -> None:
+    from datetime import UTC, datetime
+
+    import orjson
+
+    from routequote.clock import FixedClock, SequentialIds
+    from routequote.market.snapshot import EmbeddedSnapshot
+    from routequote.service import RouteQuoteService, ServiceConfig
+    from routequote.storage.quotes import MemoryQuoteStore
+    from routequote.storage.redis_store import issued_from_record, issued_to_record
+
+    service = RouteQuoteService(EmbeddedSnapshot(), MemoryQuoteStore(), FixedClock(datetime(2026, 11, 22, tzinfo=UTC)),
+                                SequentialIds(), ServiceConfig())  # fmt: skip
+    for key in ("robinhood:ETH->base:ETH", "solana:SOL->robinhood:ETH", "base:USDC->base:ETH"):
+        src, dst = key.split("->")
+        (fc, ft), (tc, tt) = src.split(":"), dst.split(":")
+        issued = await service.quote_request(
+            {"from_chain": fc, "from_token": ft, "to_chain": tc, "to_token": tt, "amount_usd": 1000}
+        )
+        original = await service.issued_quote(issued["quote_id"])
+        assert original is not None
+        loaded = issued_from_record(orjson.loads(orjson.dumps(issued_to_record(original))), 5.0)
+        assert loaded.payload == original.payload
+        assert loaded.intent == original.intent and loaded.route is original.route
+        assert loaded.body.pricing == original.body.pricing
+        assert loaded.body.summary_sha256 == original.body.summary_sha256
