@@ -29,7 +29,7 @@ class Settings(BaseSettings):
     hermes_url: str = Field("https://hermes.pyth.network", description="Pyth Hermes base (SOL/USD price)")
     live_solana_pools: str = Field(
         "", description="Solana pool accounts for the live market: `pool_id=ADDRESS,...` (e.g. "
-        "`solana:raydium_clmm:SOL-USDC=...`); unset pools are unavailable in live mode"
+        "`solana:raydium_clmm:SOL-USDC=...`); unset pools read the pinned mainnet accounts of the snapshot"
     )
     market_fallback: str = Field(
         "none", description="`none` (default): a failing live source makes its routes unavailable; `embedded`: "

@@ -44,9 +44,14 @@ POOLS = (
              "arbitrum:ETH", "arbitrum:USDC", 500, 10, 30_000_000, 20.0, 50),
     PoolSpec("robinhood:uniswap_v3:ETH-USDG", "uniswap_v3", "0x69BfaF19C9f377BB306a89aEd9F6B07e2c1a8d9a",
              "robinhood:ETH", "robinhood:USDG", 500, 10, 4_000_000, 25.0, 75),
-    PoolSpec("solana:raydium_clmm:SOL-USDC", "raydium_clmm", None,
-             "solana:SOL", "solana:USDC", 400, 8, 12_000_000, 25.0, 50),
-    PoolSpec("solana:orca_whirlpool:USDC-USDG", "orca_whirlpool", None,
+    # Raydium CLMM SOL/USDC, AmmConfig index 2 (HfERMT5DRA6C1TAqecrJQFpmkf3wsWTMncqnj3RDg5aw: trade fee 500
+    # pips, tick spacing 10), as served by api.raydium.io/v2/ammV3/ammPools and re-derived in public client
+    # tests (PDA ["pool", amm_config, wSOL, USDC]); see routequote.core.actions.solana_swaps.RAYDIUM_SOL_USDC.
+    PoolSpec("solana:raydium_clmm:SOL-USDC", "raydium_clmm", "2QdhepnKRTLjjSqPL1PtKNwqrUkoLee5Gqs8bvZhRdMv",
+             "solana:SOL", "solana:USDC", 500, 10, 12_000_000, 25.0, 50),
+    # Orca Whirlpool USDG/USDC, tick spacing 1 (PDA ["whirlpool", 2Lecsh…, USDG, USDC, 1u16]); see
+    # routequote.core.actions.solana_swaps.ORCA_USDG_USDC for the sources.
+    PoolSpec("solana:orca_whirlpool:USDC-USDG", "orca_whirlpool", "9RqDTfwCx2SgxsvKpspQHc38HUo3B6hRd3oR9JR966Ps",
              "solana:USDG", "solana:USDC", 100, 1, 3_000_000, 0.6, 10),
 )
 
@@ -60,7 +65,8 @@ NOTES = (
     "CCTP v2 fast-transfer fees by source domain from Circle's fee table (Solana 1 bp, Base/Arbitrum 1.3 bp); "
     "fast attestation ~8 s.",
     "Across relayer fee model (LP + capital + destination gas) and ~4 s fills; LayerZero OFT native fee modelled.",
-    "Solana pool accounts are not pinned in this snapshot (address null); prepare needs pinned accounts.",
+    "Solana pool accounts are pinned (Raydium CLMM SOL/USDC 0.05 %, Orca Whirlpool USDG/USDC); their ticks here are "
+    "modelled, so Solana swap instructions are only prepared from a live market view.",
 )
 
 
