@@ -31,6 +31,7 @@ from routequote.core.actions.plan import (
     StepPlan,
 )
 from routequote.core.actions.solana import build_solana, solana_step_supported
+from routequote.core.actions.solana_swaps import ORCA_POOLS, RAYDIUM_POOLS, SOLANA_SWAP_NEEDS_LIVE
 from routequote.core.assets import CHAINS, Chain, ChainFamily
 from routequote.core.hashing import canonical_sha256
 from routequote.core.intent import QUOTE_FIELDS, parse_quote_request
@@ -98,6 +99,27 @@ def valid_address(chain: Chain, address: Any) -> bool:
         return False
 
 
+PINNED_SOLANA_POOLS = {
+    **{pid: p.whirlpool for pid, p in ORCA_POOLS.items()},
+    **{pid: p.pool for pid, p in RAYDIUM_POOLS.items()},
+}
+
+
+def live_pinned_solana_pools(market: Any) -> frozenset[str]:
+    """Pinned Solana pools that `market` reads live: a LiveMarket with a Solana RPC whose account for the pool
+    (ROUTEQUOTE_LIVE_SOLANA_POOLS, else the pinned default) is the pinned one. Swaps on them can be prepared."""
+    from routequote.market.live import LiveMarket
+    from routequote.market.synthetic import POOLS
+
+    if not isinstance(market, LiveMarket) or Chain.SOLANA not in market.config.rpc_urls:
+        return frozenset()
+    defaults = {p.pool_id: p.address for p in POOLS}
+    return frozenset(
+        pid for pid, pinned in PINNED_SOLANA_POOLS.items()
+        if (market.config.solana_pools.get(pid) or defaults.get(pid)) == pinned
+    )  # fmt: skip
+
+
 class PrepareService:
     def __init__(
         self,
@@ -119,6 +141,7 @@ class PrepareService:
             ChainFamily.SOLANA: settings.fee_recipient_solana,
         }
         self.idempotency: IdempotencyStore = idempotency or MemoryIdempotencyStore(IDEMPOTENCY_RECORDS)
+        self._live_solana_pools = live_pinned_solana_pools(service.market)
         self._reasons = {key: self._unsupported_reason(r) for key, r in ROUTES.items()}
 
     # ---- readiness ----------------------------------------------------------------------------------
@@ -128,7 +151,25 @@ class PrepareService:
         chain = step.source.chain
         if CHAINS[chain].family is ChainFamily.EVM:
             return evm_step_supported(step.provider, chain, self.deployments)
-        return solana_step_supported(step.provider)
+        return solana_step_supported(step.provider, live_market=step.pool_id in self._live_solana_pools)
+
+    async def _solana_pool_tick(self, route: Route) -> int | None:
+        """The live current tick of a Solana swap step's pinned pool (its tick arrays follow it), else None.
+
+        Read from a fresh market view at prepare time; a view that is not live (embedded snapshot, or a live
+        view with any component substituted from the snapshot) or a pool at another account is refused."""
+        step = route.steps[0]
+        if step.provider not in (Provider.ORCA_WHIRLPOOL, Provider.RAYDIUM_CLMM):
+            return None
+        view = await self.service.market.view()
+        pool = view.pools.get(step.pool_id or "")
+        if not view.live or pool is None or pool.address != PINNED_SOLANA_POOLS.get(step.pool_id or ""):
+            raise InvalidRequest(
+                "route_not_prepare_ready",
+                f"the first step of {route.key} cannot be prepared now: {SOLANA_SWAP_NEEDS_LIVE}",
+                details={"route": route.key, "unavailable_reason": "solana_swap_needs_live_pool_state"},
+            )
+        return pool.clmm.tick_current
 
     def supported_routes(self) -> frozenset[str]:
         return frozenset(k for k, reason in self._reasons.items() if reason is None)
@@ -223,9 +264,11 @@ class PrepareService:
             issued = await self.service.issued_quote(approval["quote_id"])
             check_approval(approval, issued.payload if issued else None, route, intent.as_request(), now=clock.now())
             assert issued is not None
+            pool_tick = await self._solana_pool_tick(route)
         else:
+            pool_tick = await self._solana_pool_tick(route)  # refused before a fresh quote is issued
             issued = await self.service.quote(intent)
-        bundle = self._build(issued, route, wallets, signer, approval)
+        bundle = self._build(issued, route, wallets, signer, approval, pool_tick)
         response = {**bundle, "idempotent_replay": False}
         if approval is not None:
             await self.idempotency.put(approval["idempotency_key"], body_sha, bundle, IDEMPOTENCY_TTL_SECONDS, now_mono)
@@ -238,6 +281,7 @@ class PrepareService:
         wallets: dict[str, str],
         signer: str | None,
         approval: dict[str, Any] | None,
+        pool_tick: int | None = None,
     ) -> dict[str, Any]:
         quote = issued.payload
         ps = issued.body.pricing.steps[0]
@@ -270,6 +314,7 @@ class PrepareService:
             deadline_unix=prepared + ONCHAIN_DEADLINE_SECONDS,
             fill_deadline_unix=prepared + ACROSS_FILL_DEADLINE_SECONDS,
             pool_fee_pips=pool_fee,
+            pool_tick_current=pool_tick,
         )
         try:
             build = (

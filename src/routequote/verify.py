@@ -16,6 +16,7 @@ from datetime import datetime
 from typing import Any
 
 from routequote.core.actions import solana as sol
+from routequote.core.actions import solana_swaps as sw
 from routequote.core.actions.bundle import (
     BUNDLE_TTL_SECONDS,
     BUNDLE_VERSION,
@@ -43,8 +44,9 @@ from routequote.core.actions.plan import (
     MAX_ACROSS_FILL_DEADLINE_SECONDS,
     MAX_DEADLINE_WINDOW_SECONDS,
     ONCHAIN_DEADLINE_SECONDS,
+    StepPlan,
 )
-from routequote.core.assets import CHAINS, Chain, ChainFamily
+from routequote.core.assets import ASSETS, CHAINS, Chain, ChainFamily
 from routequote.core.hashing import canonical_sha256
 from routequote.core.routes import ROUTES, Provider, Route, Step
 
@@ -534,9 +536,88 @@ def _check_protocol_call(
         _ = native_fee
 
 
+def _check_solana_swap(x: _Ctx, action: dict[str, Any]) -> None:
+    """Orca Whirlpool / Raydium CLMM swap steps: the swap instruction is decoded on its own (pinned program,
+    discriminator, exact input = net, minimum output, direction, no price limit, the caller's own token
+    accounts, the pinned pool / vaults / oracle), then the whole instruction list must equal the one derived
+    from your inputs and the bundle's `poolTickCurrent` (which only picks the tick arrays: a wrong tick can
+    make the swap fail, never pay out less than the minimum)."""
+    c, step = x.c, x.step
+    src, dst = step.source, step.target
+    c.expect(action.get("recentBlockhash") is None, "blockhash_present", "the service must not set a blockhash")
+    c.expect(action.get("requiredSigners") == [x.caller], "signers_mismatch", "requiredSigners must be exactly your wallet")
+    ixs = action.get("instructions")
+    tick = action.get("poolTickCurrent")
+    if not isinstance(ixs, list) or not ixs or not all(isinstance(i, dict) for i in ixs):
+        c.fail("instructions_missing", "no instructions")
+        return
+    if not _is_int(tick):
+        c.fail("pool_tick_missing", "a Solana swap action must state the poolTickCurrent its tick arrays follow")
+        return
+    if x.fee and x.fee_recipient is None:
+        c.fail("fee_recipient_unknown", "cannot check the fee instruction without a fee recipient")
+        return
+    pool_id = step.pool_id or ""
+    swap_ix = next((i for i in ixs if i.get("programId") in (str(sw.ORCA_WHIRLPOOL_PROGRAM), str(sw.RAYDIUM_CLMM_PROGRAM))), None)
+    if step.provider is Provider.ORCA_WHIRLPOOL and pool_id in sw.ORCA_POOLS:
+        op = sw.ORCA_POOLS[pool_id]
+        a_to_b = src.key == op.token_a
+        if not c.expect(swap_ix is not None and swap_ix.get("programId") == str(sw.ORCA_WHIRLPOOL_PROGRAM),
+                        "program_not_allowed", "the swap must be an instruction of the pinned Orca Whirlpool program"):  # fmt: skip
+            return
+        assert swap_ix is not None
+        try:
+            data = base64.b64decode(swap_ix["data"], validate=True)
+        except Exception:  # noqa: BLE001
+            data = b""
+        args = sw.decode_orca_swap_v2(data)
+        if not c.expect(args is not None, "instruction_not_allowed", "the swap must be Whirlpool swap_v2 (43 bytes)"):
+            return
+        assert args is not None
+        amount, threshold, limit, exact_in, got_a_to_b = args
+        c.expect(amount == x.net, "amount_mismatch", f"swap amount {amount}, expected {x.net}")
+        c.expect(threshold == x.min_out, "minimum_output_mismatch",
+                 f"other_amount_threshold {threshold} differs from minimumOutput {x.min_out}")  # fmt: skip
+        c.expect(exact_in and got_a_to_b == a_to_b, "direction_mismatch", "the swap direction / exact-input flag differ")
+        c.expect(limit == (sw.ORCA_MIN_SQRT_PRICE_X64 if a_to_b else sw.ORCA_MAX_SQRT_PRICE_X64), "price_limit_mismatch",
+                 "the sqrt price limit must be the program's bound")  # fmt: skip
+        keys = [k.get("pubkey") for k in swap_ix.get("keys", []) if isinstance(k, dict)]
+        a, b = ASSETS[op.token_a], ASSETS[op.token_b]
+        own = [str(sol.associated_token_address(x.caller, a)), str(sol.associated_token_address(x.caller, b))]
+        c.expect(len(keys) == 15 and keys[3] == x.caller and [keys[7], keys[9]] == own, "token_owner_mismatch",
+                 "the swap's authority and token accounts must be your wallet's own")  # fmt: skip
+        c.expect(len(keys) == 15 and keys[4] == op.whirlpool and [keys[8], keys[10]] == [op.vault_a, op.vault_b]
+                 and keys[14] == op.oracle == sw.orca_oracle_address(op.whirlpool),
+                 "pool_accounts_mismatch", "the swap's pool, vaults or oracle are not the pinned ones")  # fmt: skip
+    else:
+        c.fail("provider_not_verifiable", f"no pinned, buildable pool for {step.provider.value} {pool_id}")
+        return
+    plan = StepPlan(
+        route=x.route, step=step, input_base=x.input_base, fee_base=x.fee, minimum_output_base=x.min_out,
+        expected_output_base=0, max_provider_fee_base=0, native_fee_wei=0,
+        wallets={src.chain.value: x.caller, dst.chain.value: x.recipient}, fee_recipient=x.fee_recipient or "",
+        event_signer_public=None, prepared_at_unix=0, deadline_unix=x.deadline, fill_deadline_unix=0,
+        pool_fee_pips=None, pool_tick_current=int(tick),
+    )  # fmt: skip
+    try:
+        expected = sol.build_solana_swap(plan).instructions
+    except Exception as exc:  # noqa: BLE001
+        c.fail("instruction_mismatch", f"cannot derive the expected instructions: {exc}")
+        return
+    allowed = {str(sol.ATA_PROGRAM), str(sol.token_program(src)), str(sol.token_program(dst)), str(sol.SYSTEM_PROGRAM),
+               str(sw.ORCA_WHIRLPOOL_PROGRAM if step.provider is Provider.ORCA_WHIRLPOOL else sw.RAYDIUM_CLMM_PROGRAM)}  # fmt: skip
+    for i, ix in enumerate(ixs):
+        c.expect(ix.get("programId") in allowed, "program_not_allowed", f"instruction {i}: program")
+    c.expect(ixs == expected, "instruction_mismatch",
+             "instructions differ from the exact fee / token-account / swap instructions derived from your inputs")  # fmt: skip
+
+
 def _check_solana(x: _Ctx, action: dict[str, Any]) -> None:
     c, step = x.c, x.step
     src, dst = step.source, step.target
+    if step.provider in (Provider.ORCA_WHIRLPOOL, Provider.RAYDIUM_CLMM):
+        _check_solana_swap(x, action)
+        return
     if step.provider is not Provider.CIRCLE_CCTP:
         c.fail("provider_not_verifiable", f"{step.provider.value} instructions are not verifiable by this verifier")
         return

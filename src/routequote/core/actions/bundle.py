@@ -43,9 +43,21 @@ _ACTION_KIND = {
     Provider.CIRCLE_CCTP: "cctp_burn",
     Provider.ACROSS: "evm_across_deposit",
     Provider.PAXOS_OFT: "evm_layerzero_oft_send",
+    Provider.ORCA_WHIRLPOOL: "solana_orca_whirlpool_swap",
+    Provider.RAYDIUM_CLMM: "solana_raydium_clmm_swap",
 }
 _PROVIDER_RISKS = {
     Provider.UNISWAP_V3: ["pool_price_may_move_before_inclusion_minimum_output_enforced_onchain"],
+    Provider.ORCA_WHIRLPOOL: [
+        "pool_price_may_move_before_inclusion_minimum_output_enforced_onchain",
+        "tick_arrays_chosen_from_the_live_tick_at_prepare_time_a_large_move_fails_the_swap",
+        "no_onchain_deadline_the_caller_blockhash_bounds_inclusion",
+    ],
+    Provider.RAYDIUM_CLMM: [
+        "pool_price_may_move_before_inclusion_minimum_output_enforced_onchain",
+        "tick_arrays_chosen_from_the_live_tick_at_prepare_time_a_large_move_fails_the_swap",
+        "no_onchain_deadline_the_caller_blockhash_bounds_inclusion",
+    ],
     Provider.CIRCLE_CCTP: [
         "attestation_and_destination_mint_are_separate_caller_actions",
         "fast_transfer_fee_bounded_by_max_fee",
@@ -113,6 +125,7 @@ def raw_payload_rows(unsigned_action: dict[str, Any]) -> list[dict[str, Any]]:
 
 def instruction_type(program_id: str, data: bytes) -> str:
     from routequote.core.actions import solana as sol
+    from routequote.core.actions import solana_swaps as sw
 
     if program_id == str(sol.ATA_PROGRAM) and data == bytes([sol.ATA_CREATE_IDEMPOTENT]):
         return "associated_token_account_create_idempotent"
@@ -120,6 +133,16 @@ def instruction_type(program_id: str, data: bytes) -> str:
         return "spl_transfer_checked"
     if program_id == str(sol.CCTP_TOKEN_MESSENGER_MINTER_V2) and data[:8] == sol.DEPOSIT_FOR_BURN_DISCRIMINATOR:
         return "cctp_v2_deposit_for_burn"
+    if program_id == str(sw.ORCA_WHIRLPOOL_PROGRAM) and data[:8] == sw.SWAP_V2_DISCRIMINATOR:
+        return "orca_whirlpool_swap_v2"
+    if program_id == str(sw.RAYDIUM_CLMM_PROGRAM) and data[:8] == sw.SWAP_V2_DISCRIMINATOR:
+        return "raydium_clmm_swap_v2"
+    if program_id == str(sol.SYSTEM_PROGRAM) and data[:4] == (2).to_bytes(4, "little") and len(data) == 12:
+        return "system_transfer"
+    if data == bytes([sol.SPL_SYNC_NATIVE]):
+        return "spl_sync_native"
+    if data == bytes([sol.SPL_CLOSE_ACCOUNT]):
+        return "spl_close_account"
     return "unknown"
 
 
@@ -199,6 +222,8 @@ def unsigned_action(plan: StepPlan, build: EvmBuild | SolanaBuild) -> dict[str, 
         "signed": False,
         "submitted": False,
     }
+    if plan.pool_tick_current is not None:  # Solana swaps: the live tick their tick arrays were chosen from
+        head["poolTickCurrent"] = plan.pool_tick_current
     if isinstance(build, EvmBuild):
         head.update(
             version=EVM_ACTION_VERSION,
@@ -330,7 +355,11 @@ def assemble_bundle(
     chain = plan.step.source.chain
     unpriced = [f"network_gas:{chain.value}"]
     if chain is Chain.SOLANA:
-        unpriced += ["solana_priority_fee", "solana_account_rent:cctp_message_sent_event_account"]
+        unpriced.append("solana_priority_fee")
+        if plan.step.provider is Provider.CIRCLE_CCTP:
+            unpriced.append("solana_account_rent:cctp_message_sent_event_account")
+        else:
+            unpriced.append("solana_account_rent:caller_output_token_account_if_new")
         if plan.fee_base:
             unpriced.append("solana_account_rent:fee_recipient_token_account_if_new")
     if plan.step.provider is Provider.CIRCLE_CCTP:

@@ -40,6 +40,7 @@ class StepPlan:
     deadline_unix: int
     fill_deadline_unix: int
     pool_fee_pips: int | None
+    pool_tick_current: int | None = None  # Solana swaps: the live pool's current tick (tick arrays follow it)
 
     @property
     def net_input_base(self) -> int:

@@ -1,9 +1,10 @@
 """Solana unsigned instructions built with solders: associated-token-account creation, SPL
-`TransferChecked` (SPL Token or Token-2022, per mint) and Circle CCTP v2 `deposit_for_burn`.
+`TransferChecked` (SPL Token or Token-2022, per mint), wSOL wrap / unwrap, Circle CCTP v2 `deposit_for_burn`
+and the Orca Whirlpool / Raydium CLMM `swap_v2` instructions of `solana_swaps`.
 
 No blockhash and no fee payer signature: the caller's wallet compiles a transaction with a fresh
-blockhash. Raydium CLMM and Orca Whirlpool swaps are not built: the pool accounts (and with them the
-tick-array and vault accounts of the swap instructions) are not pinned in this build.
+blockhash. Swaps are built only from a live pool tick (`StepPlan.pool_tick_current`) and only for pinned
+pools: Orca USDG/USDC is fully pinned; Raydium SOL/USDC lacks a citable observation account (refused).
 """
 
 from __future__ import annotations
@@ -18,9 +19,10 @@ from solders.instruction import AccountMeta, Instruction
 from solders.pubkey import Pubkey
 from solders.token.associated import get_associated_token_address
 
+from routequote.core.actions import solana_swaps as sw
 from routequote.core.actions.evm import ActionUnavailable, address_to_bytes32
 from routequote.core.actions.plan import CCTP_FAST_FINALITY, StepPlan
-from routequote.core.assets import CHAINS, SPL_TOKEN_PROGRAM, Asset, Chain
+from routequote.core.assets import CHAINS, SPL_TOKEN_PROGRAM, Asset, Chain, Token
 from routequote.core.routes import Provider
 
 ATA_PROGRAM = Pubkey.from_string("ATokenGPvbdGVxr1b2hvZbsiqW5xWH25efTNsLJA8knL")
@@ -30,12 +32,9 @@ CCTP_TOKEN_MESSENGER_MINTER_V2 = Pubkey.from_string("CCTPV2vPZJS2u2BBsUoscuikbYj
 ATA_CREATE_IDEMPOTENT = 1
 SPL_TRANSFER_CHECKED = 12
 DEPOSIT_FOR_BURN_DISCRIMINATOR = hashlib.sha256(b"global:deposit_for_burn").digest()[:8]
-SOLANA_UNPINNED = {
-    Provider.RAYDIUM_CLMM: "solana_pool_accounts_not_pinned: no verified Raydium CLMM SOL/USDC pool account "
-    "(and its vaults, observation and tick arrays) in this build",
-    Provider.ORCA_WHIRLPOOL: "solana_pool_accounts_not_pinned: no verified Orca Whirlpool USDC/USDG pool account "
-    "(and its vaults, oracle and tick arrays) in this build",
-}
+SPL_SYNC_NATIVE = 17
+SPL_CLOSE_ACCOUNT = 9
+SOLANA_UNPINNED = {Provider.RAYDIUM_CLMM: sw.RAYDIUM_OBSERVATION_UNPINNED}
 
 
 def pubkey(address: str | Pubkey) -> Pubkey:
@@ -84,6 +83,28 @@ def transfer_checked(owner: str | Pubkey, recipient_owner: str | Pubkey, a: Asse
             AccountMeta(associated_token_address(recipient_owner, a), False, True),
             AccountMeta(pubkey(owner), True, False),
         ],
+    )
+
+
+def wrap_sol(owner: str | Pubkey, sol: Asset, lamports: int) -> list[Instruction]:
+    """Owner's wSOL account (created if missing), `lamports` moved into it, then SPL `SyncNative` (tag 17)."""
+    from solders.system_program import TransferParams, transfer
+
+    ata = associated_token_address(owner, sol)
+    return [
+        create_ata_idempotent(owner, owner, sol),
+        transfer(TransferParams(from_pubkey=pubkey(owner), to_pubkey=ata, lamports=lamports)),
+        Instruction(token_program(sol), bytes([SPL_SYNC_NATIVE]), [AccountMeta(ata, False, True)]),
+    ]
+
+
+def close_wsol(owner: str | Pubkey, sol: Asset) -> Instruction:
+    """SPL `CloseAccount` (tag 9) of the owner's wSOL account: every lamport (the swap output) goes to the owner."""
+    o = pubkey(owner)
+    return Instruction(
+        token_program(sol),
+        bytes([SPL_CLOSE_ACCOUNT]),
+        [AccountMeta(associated_token_address(o, sol), False, True), AccountMeta(o, False, True), AccountMeta(o, True, False)],
     )
 
 
@@ -190,16 +211,75 @@ class SolanaBuild:
     fee_recipient_token_account: str | None
 
 
-def solana_step_supported(provider: Provider) -> str | None:
+def solana_step_supported(provider: Provider, *, live_market: bool = False) -> str | None:
+    """None when this build can prepare the step; else the reason. Swaps need a live market (tick arrays)."""
     if provider in SOLANA_UNPINNED:
         return SOLANA_UNPINNED[provider]
+    if provider is Provider.ORCA_WHIRLPOOL:
+        return None if live_market else sw.SOLANA_SWAP_NEEDS_LIVE
     if provider is Provider.CIRCLE_CCTP:
         return None
     return f"{provider.value}_not_buildable_on_solana"
 
 
+def build_solana_swap(plan: StepPlan) -> SolanaBuild:
+    """Fee (create the recipient's token account, `TransferChecked`), wSOL wrap for SOL input, the caller's
+    output token account (created if missing), the pinned pool's `swap_v2`, wSOL close for SOL output."""
+    step = plan.step
+    src, dst = step.source, step.target
+    if plan.pool_tick_current is None:
+        raise ActionUnavailable("solana_swap_needs_live_pool_state", sw.SOLANA_SWAP_NEEDS_LIVE)
+    net = plan.net_input_base
+    ixs: list[Instruction] = []
+    kinds: list[str] = []
+    if src.token is Token.SOL:
+        ixs += wrap_sol(plan.caller, src, plan.input_base)
+        kinds += ["create_wsol_token_account", "wrap_sol_transfer", "wsol_sync_native"]
+    fee_ata: str | None = None
+    if plan.fee_base:
+        ixs.append(create_ata_idempotent(plan.caller, plan.fee_recipient, src))
+        kinds.append("create_fee_recipient_token_account")
+        ixs.append(transfer_checked(plan.caller, plan.fee_recipient, src, plan.fee_base))
+        kinds.append("service_fee_transfer_checked")
+        fee_ata = str(associated_token_address(plan.fee_recipient, src))
+    ixs.append(create_ata_idempotent(plan.caller, plan.caller, dst))
+    kinds.append("create_output_token_account")
+    pool_id = step.pool_id or ""
+    if step.provider is Provider.ORCA_WHIRLPOOL and pool_id in sw.ORCA_POOLS:
+        op = sw.ORCA_POOLS[pool_id]
+        a_to_b = src.key == op.token_a
+        ixs.append(sw.orca_swap_v2(plan.caller, op, net, plan.minimum_output_base, a_to_b, plan.pool_tick_current))
+        kinds.append("orca_whirlpool_swap_v2")
+        program = sw.ORCA_WHIRLPOOL_PROGRAM
+    elif step.provider is Provider.RAYDIUM_CLMM and pool_id in sw.RAYDIUM_POOLS:
+        rp = sw.RAYDIUM_POOLS[pool_id]
+        if rp.observation is None:
+            raise ActionUnavailable("solana_pool_accounts_not_pinned", sw.RAYDIUM_OBSERVATION_UNPINNED)
+        zero_for_one = src.key == rp.token_0
+        ixs.append(sw.raydium_swap_v2(plan.caller, rp, net, plan.minimum_output_base, zero_for_one,
+                                      plan.pool_tick_current, rp.observation))  # fmt: skip
+        kinds.append("raydium_clmm_swap_v2")
+        program = sw.RAYDIUM_CLMM_PROGRAM
+    else:
+        raise ActionUnavailable("solana_pool_accounts_not_pinned", f"no pinned accounts for pool {pool_id}")
+    if dst.token is Token.SOL:
+        ixs.append(close_wsol(plan.caller, dst))
+        kinds.append("close_wsol_token_account")
+    return SolanaBuild(
+        instructions=[instruction_dict(ix) for ix in ixs],
+        kinds=kinds,
+        required_signers=[plan.caller],
+        spend_token=str(mint(src)),
+        protocol_target=str(program),
+        destination={"chain": dst.chain.value, "recipient": plan.caller, "domain": None},
+        fee_recipient_token_account=fee_ata,
+    )
+
+
 def build_solana(plan: StepPlan) -> SolanaBuild:
     step = plan.step
+    if step.provider in (Provider.ORCA_WHIRLPOOL, Provider.RAYDIUM_CLMM):
+        return build_solana_swap(plan)
     reason = solana_step_supported(step.provider)
     if reason:
         raise ActionUnavailable(reason.split(":", 1)[0], reason)

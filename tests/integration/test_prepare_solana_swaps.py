@@ -1,0 +1,154 @@
+"""POST /v2/prepare for Solana swap routes over HTTP (the real composition root).
+
+With a live market whose Orca USDG/USDC pool is the pinned account (recorded Solana RPC responses, the
+rig of test_live_market.py), the Orca routes are prepare-ready in /v2/capabilities and /v2/prepare returns
+a bundle the caller-side verifier accepts; the quote says `first_unsigned_action_supported: true`. With the
+embedded snapshot the same route is refused with `solana_swap_needs_live_pool_state`, nothing created.
+Raydium routes stay refused in both modes (`solana_pool_accounts_not_pinned`)."""
+
+from __future__ import annotations
+
+import base64
+import struct
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from typing import Any
+
+import httpx
+import pytest
+from tests.unit.actions.support import FEE_RECIPIENTS, approval_for, intent_for, wallets_for
+from tests.unit.actions.test_solana_swaps import pinned_live_market, pinned_orca_upstreams
+
+from routequote.app import create_app
+from routequote.clock import FixedClock, SequentialIds
+from routequote.config import Settings
+from routequote.core.actions import solana_swaps as sw
+from routequote.verify import verify_bundle
+
+T0 = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)  # the recordings' time
+ROUTE = "solana:USDG->solana:USDC"
+REVERSE = "solana:USDC->solana:USDG"
+RAYDIUM = "solana:SOL->solana:USDC"
+
+
+class Api:
+    def __init__(self, live: bool) -> None:
+        self.clock = FixedClock(T0)
+        self.ids = SequentialIds()
+        self.fake = pinned_orca_upstreams(self.clock)
+        market = pinned_live_market(self.clock, self.fake) if live else None
+        self.market = market
+        self.app = create_app(Settings(rate_limit="off"), market=market, clock=self.clock, ids=self.ids)
+        self.client = httpx.AsyncClient(transport=httpx.ASGITransport(app=self.app), base_url="http://test")
+
+    async def quote(self, route_key: str, usd: int = 100) -> dict[str, Any]:
+        r = await self.client.post("/v2/quote", json=intent_for(route_key, usd))
+        assert r.status_code == 200, r.text
+        q: dict[str, Any] = r.json()
+        return q
+
+    async def capabilities(self) -> dict[str, Any]:
+        r = await self.client.get("/v2/capabilities")
+        assert r.status_code == 200, r.text
+        c: dict[str, Any] = r.json()
+        return c
+
+    async def aclose(self) -> None:
+        await self.client.aclose()
+        if self.market is not None:
+            await self.market.aclose()
+
+
+@pytest.fixture
+async def live() -> AsyncIterator[Api]:
+    a = Api(live=True)
+    yield a
+    await a.aclose()
+
+
+@pytest.fixture
+async def embedded() -> AsyncIterator[Api]:
+    a = Api(live=False)
+    yield a
+    await a.aclose()
+
+
+def _unavailable(caps: dict[str, Any]) -> dict[str, str]:
+    def find(x: Any) -> list[dict[str, Any]] | None:
+        if isinstance(x, dict):
+            if "temporarily_unavailable_routes" in x:
+                rows: list[dict[str, Any]] = x["temporarily_unavailable_routes"]
+                return rows
+            for v in x.values():
+                got = find(v)
+                if got is not None:
+                    return got
+        return None
+
+    rows = find(caps)
+    assert rows is not None
+    return {r["route"]: r["reason"] for r in rows}
+
+
+@pytest.mark.parametrize("route_key", [ROUTE, REVERSE])
+async def test_live_pinned_pool_prepares_a_verified_swap(live: Api, route_key: str) -> None:
+    unavailable = _unavailable(await live.capabilities())
+    assert route_key not in unavailable
+    assert unavailable[RAYDIUM] == "solana_pool_accounts_not_pinned"
+    quote = await live.quote(route_key, 500)
+    assert quote["market"]["live"] is True and quote["market"]["source"] == "live"
+    assert quote["execution"]["first_unsigned_action_supported"] is True
+    approval = approval_for(quote)
+    wallets = wallets_for(route_key)
+    body = {"caller_approved": True, **intent_for(route_key, 500), "wallets": wallets, "approval_v3": approval}
+    r = await live.client.post("/v2/prepare", json=body)
+    assert r.status_code == 200, r.text
+    bundle = r.json()
+    findings = verify_bundle(
+        bundle, intent=intent_for(route_key, 500), wallets=wallets, now_unix=int(T0.timestamp()),
+        approval_v3=approval, direct_route_summary=quote["direct_route_summary"], fee_recipients=FEE_RECIPIENTS,
+    )  # fmt: skip
+    assert not [f for f in findings if f.severity == "error"], findings
+    action = bundle["unsigned_action"]
+    swap = action["instructions"][-1]
+    assert swap["programId"] == str(sw.ORCA_WHIRLPOOL_PROGRAM)
+    keys = [k["pubkey"] for k in swap["keys"]]
+    assert keys[4] == sw.ORCA_USDG_USDC.whirlpool and keys[14] == sw.ORCA_USDG_USDC.oracle
+    amount, minimum = struct.unpack_from("<QQ", base64.b64decode(swap["data"]), 8)
+    assert (amount, minimum) == (int(action["netInputAmount"]), int(action["minimumOutput"]))
+    assert minimum >= int(approval["minimum_output_base"])
+    assert bundle["server_signing"] is False and bundle["server_submission"] is False
+
+
+async def test_embedded_snapshot_refuses_the_swap_route(embedded: Api) -> None:
+    unavailable = _unavailable(await embedded.capabilities())
+    assert unavailable[ROUTE] == "solana_swap_needs_live_pool_state"
+    quote = await embedded.quote(ROUTE)
+    assert quote["execution"]["first_unsigned_action_supported"] is False
+    body = {"caller_approved": True, **intent_for(ROUTE), "wallets": wallets_for(ROUTE), "approval_v3": approval_for(quote)}
+    before = embedded.ids._n
+    r = await embedded.client.post("/v2/prepare", json=body)
+    assert r.status_code == 400, r.text
+    err = r.json()
+    assert err["reason_class"] == "route_not_prepare_ready"
+    assert "solana_swap_needs_live_pool_state" in str(err)
+    assert embedded.ids._n == before  # nothing created
+
+
+async def test_raydium_route_stays_refused_in_live_mode(live: Api) -> None:
+    body = {"caller_approved": True, **intent_for(RAYDIUM), "wallets": wallets_for(RAYDIUM)}
+    r = await live.client.post("/v2/prepare", json=body)
+    assert r.status_code == 400, r.text
+    assert r.json()["reason_class"] == "route_not_prepare_ready"
+    assert "solana_pool_accounts_not_pinned" in r.text
+
+
+async def test_live_market_whose_solana_read_fails_refuses_at_prepare_and_creates_nothing(live: Api) -> None:
+    live.fake.faults["rpc-solana.test"] = "timeout"  # the pool cannot be read live now
+    before = live.ids._n
+    body = {"caller_approved": True, **intent_for(ROUTE), "wallets": wallets_for(ROUTE)}  # legacy: no approval
+    r = await live.client.post("/v2/prepare", json=body)
+    assert r.status_code == 400, r.text
+    assert r.json()["reason_class"] == "route_not_prepare_ready"
+    assert "solana_swap_needs_live_pool_state" in r.text
+    assert live.ids._n == before  # refused before a fresh quote is issued
