@@ -177,3 +177,51 @@ async def test_embedded_market_refuses_orca_with_the_live_reason() -> None:
     reasons = env.prepare.unsupported_reasons()
     assert all(reasons[k].startswith("solana_swap_needs_live_pool_state") for k in ORCA_ROUTES)
     assert not set(ORCA_ROUTES) & env.prepare.supported_routes()
+
+
+async def test_prepared_orca_bundle_runs_in_litesvm_up_to_the_swap(live: LiveEnv) -> None:
+    """solana:USDG -> solana:USDC prepared for a wallet we hold: the fee account creation, the Token-2022 fee
+    TransferChecked and the USDC output account creation execute in LiteSVM, signed by the wallet alone; the
+    Whirlpool swap (no program binary offline) is the last instruction and is checked by the golden layout."""
+    from solders.account import Account
+    from solders.keypair import Keypair
+    from solders.litesvm import LiteSVM
+    from solders.message import Message
+    from solders.token.state import Mint, TokenAccount, TokenAccountState
+    from solders.transaction import Transaction
+
+    from routequote.core.actions import solana as sol
+    from routequote.core.assets import ASSETS
+
+    kp = Keypair()
+    route_key = "solana:USDG->solana:USDC"
+    intent = intent_for(route_key, 250)
+    quote = await live.service.quote_request(intent)
+    body = {"caller_approved": True, **intent, "wallets": {"solana": str(kp.pubkey())}, "approval_v3": approval_for(quote)}
+    action = (await live.prepare.prepare(body))["unsigned_action"]
+    assert action["requiredSigners"] == [str(kp.pubkey())]
+    ixs = [sol.instruction_from_dict(d) for d in action["instructions"]]
+    assert ixs[-1].program_id == sw.ORCA_WHIRLPOOL_PROGRAM and len(ixs) == 4
+    usdg, usdc = ASSETS["solana:USDG"], ASSETS["solana:USDC"]
+    svm = LiteSVM()
+    svm.airdrop(kp.pubkey(), 10**10)
+    for a in (usdg, usdc):
+        mint = Mint(Pubkey.new_unique(), 10**15, a.decimals, True, None)
+        svm.set_account(sol.mint(a), Account(10**9, bytes(mint), sol.token_program(a), False, 0))
+    start = 10**12
+    acct = TokenAccount(sol.mint(usdg), kp.pubkey(), start, None, TokenAccountState.Initialized, None, 0, None)
+    svm.set_account(sol.associated_token_address(kp.pubkey(), usdg), Account(10**9, bytes(acct), sol.token_program(usdg), False, 0))  # fmt: skip
+    msg = Message.new_with_blockhash(ixs[:-1], kp.pubkey(), svm.latest_blockhash())
+    result = svm.send_transaction(Transaction([kp], msg, svm.latest_blockhash()))
+    assert not hasattr(result, "err"), result
+
+    def amount(owner: Pubkey, a: Any) -> int:
+        got = svm.get_account(sol.associated_token_address(owner, a))
+        assert got is not None
+        return int(TokenAccount.from_bytes(bytes(got.data)[:165]).amount)
+
+    fee = int(action["routeFee"])
+    assert fee == int(action["inputAmount"]) // 10_000 > 0
+    assert amount(Pubkey.from_string(SETTINGS.fee_recipient_solana), usdg) == fee
+    assert amount(kp.pubkey(), usdg) == start - fee  # the swap would take exactly netInputAmount next
+    assert amount(kp.pubkey(), usdc) == 0  # the output account exists for the swap to pay into

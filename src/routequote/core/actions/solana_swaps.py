@@ -18,7 +18,12 @@ Layouts (Anchor; instruction data = sha256("global:swap_v2")[:8] + borsh args):
   output_vault (w), observation_state (w), token_program, token_program_2022, memo_program, input_vault_mint,
   output_vault_mint`, then remaining accounts: the tick-array bitmap extension PDA
   `["pool_tick_array_bitmap_extension", pool]` (read-only) and the tick arrays in swap direction, PDA
-  `["tick_array", pool, start_index i32 big-endian]`, 60 ticks each.
+  `["tick_array", pool, start_index i32 big-endian]`, 60 ticks each. The account order is cross-checked with
+  the public Rust client that builds `SwapSingleV2` through anchor-client and with sevenlabs-hq/carbon's
+  `raydium_clmm_swap_v2` account arrangement; the b->a tick-array shift with Orca's legacy SDK
+  (`shift = aToB ? 0 : tickSpacing` in `getTickArrayPublicKeysForSwap`). Raydium tick arrays are taken as
+  the three arrays from the current one; the program needs them initialized (the live reader does not read
+  the pool's bitmap), a documented weakness of the (refused) Raydium path.
 
 Pinned pools (every address below appears in the public sources named next to it; PDAs are re-derived
 in the tests and must match):
