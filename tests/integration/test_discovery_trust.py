@@ -70,7 +70,10 @@ def tamper(site: str) -> Iterator[tuple[str, dict[str, str]]]:
             i = bytes(body).index(marker) + len(marker) - 1
             if request.url.path == PUBLIC_KEY_PATH:
                 i += 10  # a byte of the key material itself
-            body[i] ^= 0x01
+                # another valid base64 letter (a bit flip may leave the alphabet: then the PEM would not even parse)
+                body[i] = ord("A") if body[i] != ord("A") else ord("B")
+            else:
+                body[i] ^= 0x01
         return Response(bytes(body), status_code=upstream.status_code, media_type=upstream.headers["content-type"])
 
     proxy = Starlette(routes=[Route(p, relay) for p in (MANIFEST_PATH, SAFETY_PATH, PUBLIC_KEY_PATH)])
