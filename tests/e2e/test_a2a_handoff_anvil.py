@@ -25,6 +25,7 @@ from a2a.types.a2a_pb2 import Message, Role, SendMessageRequest
 from eth_account import Account
 from starlette.applications import Starlette
 from test_prepare_anvil import CHAIN_ID, _deploy_all, _deployments
+from tests.support.a2a import CAMEL, narrow
 from tests.support.server import free_port, running_server
 
 from routequote.clock import FixedClock, SequentialIds
@@ -37,18 +38,6 @@ from routequote.surfaces.a2a_agent import build_a2a, prepare_operation, prepare_
 from routequote.verify import verification_context
 
 pytestmark = pytest.mark.chain
-CAMEL = {"from_chain": "fromChain", "from_token": "fromToken", "to_chain": "toChain", "to_token": "toToken",
-         "amount_usd": "amountUsd"}
-
-
-def narrow(v: Any) -> Any:
-    if isinstance(v, float) and v.is_integer():
-        return int(v)
-    if isinstance(v, dict):
-        return {k: narrow(x) for k, x in v.items()}
-    if isinstance(v, list):
-        return [narrow(x) for x in v]
-    return v
 
 
 @pytest.fixture

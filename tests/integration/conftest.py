@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import httpx
 import pytest
@@ -19,6 +20,15 @@ def base_url() -> Iterator[str]:
     app = create_app(Settings(rate_limit="off", port=port))
     with running_server(app, port) as url:
         yield url
+
+
+@pytest.fixture(scope="module")
+def served() -> Iterator[tuple[str, Any]]:
+    """A server of the module's own (its app reachable for white-box counts), port known to the app."""
+    port = free_port()
+    app = create_app(Settings(rate_limit="off", port=port))
+    with running_server(app, port) as url:
+        yield url, app
 
 
 @pytest.fixture(scope="session")

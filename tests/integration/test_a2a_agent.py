@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
@@ -20,14 +20,6 @@ from routequote.config import Settings
 
 QUOTE = {"fromChain": "solana", "fromToken": "SOL", "toChain": "base", "toToken": "ETH", "amountUsd": 1000}
 CODES = {"rate_limited", "upstream_unavailable", "request_rejected", "reapproval_required"}
-
-
-@pytest.fixture(scope="module")
-def served() -> Iterator[tuple[str, Any]]:
-    port = free_port()
-    app = create_app(Settings(port=port, rate_limit="off"))
-    with running_server(app, port) as url:
-        yield url, app
 
 
 @pytest.fixture

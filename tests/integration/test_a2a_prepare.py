@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import httpx
@@ -15,10 +15,8 @@ from a2a.client import A2ACardResolver, Client, ClientConfig, ClientFactory
 from a2a.helpers import get_data_parts, new_data_part
 from a2a.types.a2a_pb2 import Message, Role, SendMessageRequest
 from solders.keypair import Keypair
-from tests.support.server import free_port, running_server
+from tests.support.a2a import CAMEL, narrow
 
-from routequote.app import create_app
-from routequote.config import Settings
 from routequote.core.actions.bundle import payload_sha256
 from routequote.core.hashing import canonical_sha256
 from routequote.surfaces.a2a_agent import verify_handoff
@@ -27,27 +25,6 @@ from routequote.verify import verification_context, verify_bundle
 EVM_A = "0x1111111111111111111111111111111111111111"
 EVM_B = "0x2222222222222222222222222222222222222222"
 EVM_C = "0x3333333333333333333333333333333333333333"
-CAMEL = {"from_chain": "fromChain", "from_token": "fromToken", "to_chain": "toChain", "to_token": "toToken",
-         "amount_usd": "amountUsd"}
-
-
-def narrow(v: Any) -> Any:
-    """DataPart numbers are doubles: whole numbers back to int (what a careful A2A caller does)."""
-    if isinstance(v, float) and v.is_integer():
-        return int(v)
-    if isinstance(v, dict):
-        return {k: narrow(x) for k, x in v.items()}
-    if isinstance(v, list):
-        return [narrow(x) for x in v]
-    return v
-
-
-@pytest.fixture(scope="module")
-def served() -> Iterator[tuple[str, Any]]:
-    port = free_port()
-    app = create_app(Settings(port=port, rate_limit="off"))
-    with running_server(app, port) as url:
-        yield url, app
 
 
 @pytest.fixture

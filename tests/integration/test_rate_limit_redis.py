@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Iterator
 
 import httpx
 import pytest
 from tests.support.server import running_server
+from tests.support.services import require_redis
 
 from routequote.app import create_app
 from routequote.config import Settings
@@ -16,19 +16,10 @@ pytestmark = pytest.mark.redis
 REDIS_URL = "redis://127.0.0.1:6379/15"
 
 
-def _redis_up() -> bool:
-    try:
-        with socket.create_connection(("127.0.0.1", 6379), timeout=0.5) as s:
-            s.sendall(b"PING\r\n")
-            return s.recv(16).startswith(b"+PONG")
-    except OSError:
-        return False
-
 
 @pytest.fixture()
 def two_servers() -> Iterator[tuple[str, str]]:
-    if not _redis_up():
-        pytest.skip("SKIPPED: Redis is not reachable on 127.0.0.1:6379 (.ci/run starts it on CI machines)")
+    require_redis()
     # database 15 is flushed before and after, so earlier runs leave no budget behind
     settings = Settings(rate_limit="5/minute", redis_url=REDIS_URL)
     apps = [create_app(settings), create_app(settings)]

@@ -4,13 +4,13 @@ stored quote round-trips to the same domain objects."""
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
 from tests.support.server import running_server
+from tests.support.services import require_redis
 from tests.unit.actions.support import approval_for, intent_for, wallets_for
 
 from routequote.app import create_app
@@ -21,19 +21,10 @@ REDIS_URL = "redis://127.0.0.1:6379/14"
 ROUTE = "base:USDC->base:ETH"
 
 
-def _redis_up() -> bool:
-    try:
-        with socket.create_connection(("127.0.0.1", 6379), timeout=0.5) as s:
-            s.sendall(b"PING\r\n")
-            return s.recv(16).startswith(b"+PONG")
-    except OSError:
-        return False
-
 
 @pytest.fixture()
 def two_instances() -> Iterator[tuple[str, str]]:
-    if not _redis_up():
-        pytest.skip("SKIPPED: Redis is not reachable on 127.0.0.1:6379 (.ci/run starts it on CI machines)")
+    require_redis()
     import redis
 
     redis.Redis.from_url(REDIS_URL).flushdb()

@@ -1,0 +1,19 @@
+"""What a careful A2A caller does with DataParts (shared by the A2A tests)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+CAMEL = {"from_chain": "fromChain", "from_token": "fromToken", "to_chain": "toChain", "to_token": "toToken",
+         "amount_usd": "amountUsd"}  # fmt: skip
+
+
+def narrow(v: Any) -> Any:
+    """DataPart numbers are doubles: whole numbers back to int before comparing or hashing."""
+    if isinstance(v, float) and v.is_integer():
+        return int(v)
+    if isinstance(v, dict):
+        return {k: narrow(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [narrow(x) for x in v]
+    return v
