@@ -42,10 +42,11 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def served(workers: int = 1) -> Iterator[str]:
-    """`routequote serve` in a subprocess with rate limits off; yields its base URL."""
+def served(workers: int = 1, **settings: str) -> Iterator[str]:
+    """`routequote serve` in a subprocess with rate limits off (plus ROUTEQUOTE_<NAME> settings); yields its URL."""
     port = free_port()
     env = {**os.environ, "ROUTEQUOTE_RATE_LIMIT": "off", "ROUTEQUOTE_PORT": str(port), "ROUTEQUOTE_LOG_LEVEL": "warning"}
+    env.update({f"ROUTEQUOTE_{k.upper()}": v for k, v in settings.items()})
     exe = Path(sys.executable).with_name("routequote")
     server = subprocess.Popen(
         [str(exe), "serve", "--workers", str(workers)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL

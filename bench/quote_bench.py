@@ -51,11 +51,12 @@ def in_process() -> None:
     print(f"  warm (pricing cached): best {min(warm):.3f} s  ({min(warm) / n * 1e6:.0f} us/quote)")
 
 
-def over_http(duration: int, connections: int) -> None:
+def over_http(duration: int, connections: int, redis_url: str) -> None:
     if not shutil.which("wrk"):
         print("HTTP benchmark skipped: wrk is not installed (apt-get install wrk)")
         return
-    with served() as base, lua_script(lambda body, _: body, {}) as script:
+    store = {"quote_store": "redis", "redis_url": redis_url} if redis_url else {}
+    with served(**store) as base, lua_script(lambda body, _: body, {}) as script:
         wrk(f"{base}/v2/status", 2, connections)  # warm-up
         wrk(f"{base}/v2/quote", 2, connections, script)
         rows = []
@@ -64,7 +65,8 @@ def over_http(duration: int, connections: int) -> None:
             rows.append(("quote", *wrk(f"{base}/v2/quote", duration, connections, script)))
     status = max(r[1] for r in rows if r[0] == "status")
     quote = max(r[1] for r in rows if r[0] == "quote")
-    print(f"HTTP, 1 uvicorn worker, wrk -t1 -c{connections} -d{duration}s (best of 2, interleaved):")
+    where = "Redis quote store" if redis_url else "memory quote store"
+    print(f"HTTP, 1 uvicorn worker, {where}, wrk -t1 -c{connections} -d{duration}s (best of 2, interleaved):")
     for name, rps, lat in rows:
         print(f"  {name:6s} {rps:9.0f} req/s  {lat}")
     print(f"  ratio quote/status = {quote / status:.2f}   target >= 0.4")
@@ -75,10 +77,11 @@ def main() -> None:
     parser.add_argument("--duration", type=int, default=8)
     parser.add_argument("--connections", type=int, default=32)
     parser.add_argument("--skip-http", action="store_true")
+    parser.add_argument("--redis-url", default="", help="also share issued quotes through this Redis")
     args = parser.parse_args()
     in_process()
     if not args.skip_http:
-        over_http(args.duration, args.connections)
+        over_http(args.duration, args.connections, args.redis_url)
 
 
 if __name__ == "__main__":
