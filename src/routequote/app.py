@@ -21,6 +21,7 @@ from routequote.contract.v2 import QuoteRequest
 from routequote.discovery import Discovery, load_signing_key
 from routequote.logging import configure_logging
 from routequote.market.snapshot import EmbeddedSnapshot
+from routequote.metrics import Metrics, MetricsMiddleware
 from routequote.ports import Clock, IdempotencyStore, IdFactory, MarketData, QuoteStore
 from routequote.prepare import PrepareService
 from routequote.ratelimit import RateLimiter
@@ -147,6 +148,10 @@ def create_app(
     if market_lifespan is not None:
         hooks.append(market_lifespan)
     app.state.prepare = prepare
+    metrics = Metrics(service.market)
+    app.state.metrics = metrics
+    app.add_middleware(MetricsMiddleware, metrics=metrics)
+    app.add_route("/metrics", metrics.endpoint, methods=["GET"], include_in_schema=False)
     app.include_router(rest_v2.router(service, limiter))
     app.include_router(rest_prepare.router(prepare, limiter))  # POST /v2/prepare
     app.include_router(rest_v1.router(service, limiter))  # /v1/* + /openapi.json (legacy corridors)

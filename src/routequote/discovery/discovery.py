@@ -119,6 +119,8 @@ def _surface(path: str) -> str:
         return "mcp"
     if path.startswith("/a2a") or path.startswith("/.well-known/agent"):
         return "a2a"
+    if path == "/metrics":
+        return "operations"
     return "other"
 
 
@@ -662,6 +664,7 @@ class Discovery:
             "mcp": "Tool protocol (MCP)",
             "a2a": "Agent-to-agent",
             "rest_v1_legacy": "Optional: legacy v1 (solana SOL -> ETH on base or arbitrum only)",
+            "operations": "Operations (Prometheus metrics)",
         }
         for surface, title in sections.items():
             entries = [e for e in self.endpoints() if e["surface"] == surface]
