@@ -31,7 +31,13 @@ from routequote.core.actions.plan import (
     StepPlan,
 )
 from routequote.core.actions.solana import build_solana, solana_step_supported
-from routequote.core.actions.solana_swaps import ORCA_POOLS, RAYDIUM_POOLS, SOLANA_SWAP_NEEDS_LIVE
+from routequote.core.actions.solana_swaps import (
+    ORCA_POOLS,
+    RAYDIUM_POOLS,
+    SOLANA_SWAP_NEEDS_LIVE,
+    RaydiumLiveAccounts,
+    raydium_swap_tick_arrays,
+)
 from routequote.core.assets import CHAINS, Chain, ChainFamily
 from routequote.core.hashing import canonical_sha256
 from routequote.core.intent import QUOTE_FIELDS, parse_quote_request
@@ -153,14 +159,15 @@ class PrepareService:
             return evm_step_supported(step.provider, chain, self.deployments)
         return solana_step_supported(step.provider, live_market=step.pool_id in self._live_solana_pools)
 
-    async def _solana_pool_tick(self, route: Route) -> int | None:
-        """The live current tick of a Solana swap step's pinned pool (its tick arrays follow it), else None.
+    async def _solana_pool_tick(self, route: Route) -> tuple[int | None, RaydiumLiveAccounts | None]:
+        """The live current tick of a Solana swap step's pinned pool (its tick arrays follow it), and for Raydium
+        the observation / bitmap extension / tick arrays read live from that pool; else (None, None).
 
         Read from a fresh market view at prepare time; a view that is not live (embedded snapshot, or a live
         view with any component substituted from the snapshot) or a pool at another account is refused."""
         step = route.steps[0]
         if step.provider not in (Provider.ORCA_WHIRLPOOL, Provider.RAYDIUM_CLMM):
-            return None
+            return None, None
         view = await self.service.market.view()
         pool = view.pools.get(step.pool_id or "")
         if not view.live or pool is None or pool.address != PINNED_SOLANA_POOLS.get(step.pool_id or ""):
@@ -169,7 +176,31 @@ class PrepareService:
                 f"the first step of {route.key} cannot be prepared now: {SOLANA_SWAP_NEEDS_LIVE}",
                 details={"route": route.key, "unavailable_reason": "solana_swap_needs_live_pool_state"},
             )
-        return pool.clmm.tick_current
+        tick = pool.clmm.tick_current
+        if step.provider is not Provider.RAYDIUM_CLMM:
+            return tick, None
+        rp = RAYDIUM_POOLS[step.pool_id or ""]
+        acc = pool.accounts
+        pinned = {"amm_config": rp.amm_config, "vault_0": rp.vault_0, "vault_1": rp.vault_1}
+        ext = acc.get("tick_array_bitmap_extension")
+        if (any(acc.get(k) != v for k, v in pinned.items()) or not acc.get("observation")
+                or pool.clmm.tick_spacing != rp.tick_spacing or ext not in (None, rp.bitmap_extension)):  # fmt: skip
+            raise InvalidRequest(
+                "route_not_prepare_ready",
+                f"the first step of {route.key} cannot be prepared now: the live Raydium pool state does not carry "
+                "the pinned amm_config / vaults / tick spacing and an observation account",
+                details={"route": route.key, "unavailable_reason": "solana_live_pool_accounts_mismatch"},
+            )
+        zero_for_one = step.source.key == rp.token_0
+        starts = raydium_swap_tick_arrays(tick, rp.tick_spacing, zero_for_one, pool.initialized_tick_arrays)
+        if not starts:
+            raise InvalidRequest(
+                "route_not_prepare_ready",
+                f"the first step of {route.key} cannot be prepared now: no initialized Raydium tick array was read "
+                f"at or past the current tick ({tick}) in the swap direction, so the program would refuse the swap",
+                details={"route": route.key, "unavailable_reason": "solana_no_initialized_tick_array_in_swap_direction"},
+            )
+        return tick, RaydiumLiveAccounts(acc["observation"], starts, ext)
 
     def supported_routes(self) -> frozenset[str]:
         return frozenset(k for k, reason in self._reasons.items() if reason is None)
@@ -264,11 +295,11 @@ class PrepareService:
             issued = await self.service.issued_quote(approval["quote_id"])
             check_approval(approval, issued.payload if issued else None, route, intent.as_request(), now=clock.now())
             assert issued is not None
-            pool_tick = await self._solana_pool_tick(route)
+            pool_tick, raydium_live = await self._solana_pool_tick(route)
         else:
-            pool_tick = await self._solana_pool_tick(route)  # refused before a fresh quote is issued
+            pool_tick, raydium_live = await self._solana_pool_tick(route)  # refused before a fresh quote is issued
             issued = await self.service.quote(intent)
-        bundle = self._build(issued, route, wallets, signer, approval, pool_tick)
+        bundle = self._build(issued, route, wallets, signer, approval, pool_tick, raydium_live)
         response = {**bundle, "idempotent_replay": False}
         if approval is not None:
             await self.idempotency.put(approval["idempotency_key"], body_sha, bundle, IDEMPOTENCY_TTL_SECONDS, now_mono)
@@ -282,6 +313,7 @@ class PrepareService:
         signer: str | None,
         approval: dict[str, Any] | None,
         pool_tick: int | None = None,
+        raydium_live: RaydiumLiveAccounts | None = None,
     ) -> dict[str, Any]:
         quote = issued.payload
         ps = issued.body.pricing.steps[0]
@@ -315,6 +347,7 @@ class PrepareService:
             fill_deadline_unix=prepared + ACROSS_FILL_DEADLINE_SECONDS,
             pool_fee_pips=pool_fee,
             pool_tick_current=pool_tick,
+            raydium_live=raydium_live,
         )
         try:
             build = (

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from solders.pubkey import Pubkey
+
 from routequote.core.actions import solana as sol
 from routequote.core.actions import solana_swaps as sw
 from routequote.core.actions.bundle import (
@@ -558,6 +560,7 @@ def _check_solana_swap(x: _Ctx, action: dict[str, Any]) -> None:
         c.fail("fee_recipient_unknown", "cannot check the fee instruction without a fee recipient")
         return
     pool_id = step.pool_id or ""
+    raydium_live: sw.RaydiumLiveAccounts | None = None
     swap_ix = next((i for i in ixs if i.get("programId") in (str(sw.ORCA_WHIRLPOOL_PROGRAM), str(sw.RAYDIUM_CLMM_PROGRAM))), None)
     if step.provider is Provider.ORCA_WHIRLPOOL and pool_id in sw.ORCA_POOLS:
         op = sw.ORCA_POOLS[pool_id]
@@ -589,6 +592,10 @@ def _check_solana_swap(x: _Ctx, action: dict[str, Any]) -> None:
         c.expect(len(keys) == 15 and keys[4] == op.whirlpool and [keys[8], keys[10]] == [op.vault_a, op.vault_b]
                  and keys[14] == op.oracle == sw.orca_oracle_address(op.whirlpool),
                  "pool_accounts_mismatch", "the swap's pool, vaults or oracle are not the pinned ones")  # fmt: skip
+    elif step.provider is Provider.RAYDIUM_CLMM and pool_id in sw.RAYDIUM_POOLS:
+        raydium_live = _check_raydium_swap(x, action, swap_ix, int(tick))
+        if raydium_live is None:
+            return
     else:
         c.fail("provider_not_verifiable", f"no pinned, buildable pool for {step.provider.value} {pool_id}")
         return
@@ -597,7 +604,7 @@ def _check_solana_swap(x: _Ctx, action: dict[str, Any]) -> None:
         expected_output_base=0, max_provider_fee_base=0, native_fee_wei=0,
         wallets={src.chain.value: x.caller, dst.chain.value: x.recipient}, fee_recipient=x.fee_recipient or "",
         event_signer_public=None, prepared_at_unix=0, deadline_unix=x.deadline, fill_deadline_unix=0,
-        pool_fee_pips=None, pool_tick_current=int(tick),
+        pool_fee_pips=None, pool_tick_current=int(tick), raydium_live=raydium_live,
     )  # fmt: skip
     try:
         expected = sol.build_solana_swap(plan).instructions
@@ -610,6 +617,81 @@ def _check_solana_swap(x: _Ctx, action: dict[str, Any]) -> None:
         c.expect(ix.get("programId") in allowed, "program_not_allowed", f"instruction {i}: program")
     c.expect(ixs == expected, "instruction_mismatch",
              "instructions differ from the exact fee / token-account / swap instructions derived from your inputs")  # fmt: skip
+
+
+def _check_raydium_swap(
+    x: _Ctx, action: dict[str, Any], swap_ix: dict[str, Any] | None, tick: int
+) -> sw.RaydiumLiveAccounts | None:
+    """Raydium CLMM `swap_v2` on the pinned pool: data (discriminator, amount, minimum, no price limit, base
+    input), the caller's own token accounts, the pinned amm_config / pool / vaults in swap direction, and the
+    accounts the bundle states it took from the server's live read (`poolAccountsFromLiveChainState`): the
+    observation is the one stated, the bitmap extension (if passed) is the pool's PDA, and every tick array is
+    the pinned pool's PDA for its stated start index, ordered in swap direction from the current tick. Those
+    live accounts cannot be checked further here: a wrong one makes the program refuse the swap, and the
+    minimum output (checked above) bounds what it pays. Returns them for rebuilding, or None after a failure."""
+    c, step = x.c, x.step
+    src, dst = step.source, step.target
+    rp = sw.RAYDIUM_POOLS[step.pool_id or ""]
+    zero_for_one = src.key == rp.token_0
+    if not c.expect(swap_ix is not None and swap_ix.get("programId") == str(sw.RAYDIUM_CLMM_PROGRAM),
+                    "program_not_allowed", "the swap must be an instruction of the pinned Raydium CLMM program"):  # fmt: skip
+        return None
+    assert swap_ix is not None
+    try:
+        data = base64.b64decode(swap_ix["data"], validate=True)
+    except Exception:  # noqa: BLE001
+        data = b""
+    args = sw.decode_raydium_swap_v2(data)
+    if not c.expect(args is not None, "instruction_not_allowed", "the swap must be Raydium CLMM swap_v2 (41 bytes)"):
+        return None
+    assert args is not None
+    amount, threshold, limit, base_input = args
+    c.expect(amount == x.net, "amount_mismatch", f"swap amount {amount}, expected {x.net}")
+    c.expect(threshold == x.min_out, "minimum_output_mismatch",
+             f"other_amount_threshold {threshold} differs from minimumOutput {x.min_out}")  # fmt: skip
+    c.expect(base_input, "direction_mismatch", "the swap must be exact input (is_base_input)")
+    c.expect(limit == 0, "price_limit_mismatch", "the sqrt price limit must be 0 (none: no partial fill)")
+    keys = [k.get("pubkey") for k in swap_ix.get("keys", []) if isinstance(k, dict)]
+    live = action.get("poolAccountsFromLiveChainState")
+    if not c.expect(isinstance(live, dict), "live_pool_accounts_missing",
+                    "a Raydium swap action must state poolAccountsFromLiveChainState"):  # fmt: skip
+        return None
+    assert isinstance(live, dict)
+    obs, ext, starts = live.get("observationState"), live.get("tickArrayBitmapExtension"), live.get("tickArrayStartIndexes")
+    if not (isinstance(obs, str) and _valid_key(obs) and (ext is None or isinstance(ext, str))
+            and isinstance(starts, list) and all(_is_int(v) for v in starts)):  # fmt: skip
+        c.fail("live_pool_accounts_malformed", "poolAccountsFromLiveChainState is malformed")
+        return None
+    n_fixed = sw.RAYDIUM_FIXED_ACCOUNTS + (1 if ext is not None else 0)
+    if not c.expect(len(keys) == n_fixed + len(starts), "pool_accounts_mismatch",
+                    "the swap's account count differs from the stated live accounts"):  # fmt: skip
+        return None
+    src_a, dst_a = ASSETS[src.key], ASSETS[dst.key]
+    own = [str(sol.associated_token_address(x.caller, src_a)), str(sol.associated_token_address(x.caller, dst_a))]
+    c.expect(keys[0] == x.caller and keys[3:5] == own, "token_owner_mismatch",
+             "the swap's payer and token accounts must be your wallet's own")  # fmt: skip
+    vaults = [rp.vault_0, rp.vault_1] if zero_for_one else [rp.vault_1, rp.vault_0]
+    c.expect(keys[1] == rp.amm_config and keys[2] == rp.pool and keys[5:7] == vaults, "pool_accounts_mismatch",
+             "the swap's amm_config, pool or vaults are not the pinned ones in swap direction")  # fmt: skip
+    c.expect(keys[11:13] == [str(sol.mint(src_a)), str(sol.mint(dst_a))], "direction_mismatch",
+             "the swap's input / output mints do not follow your direction")  # fmt: skip
+    c.expect(keys[7] == obs, "observation_mismatch", "the swap's observation account is not the one stated")
+    if ext is not None:
+        c.expect(ext == rp.bitmap_extension == sw.raydium_bitmap_extension_address(rp.pool) and keys[13] == ext,
+                 "bitmap_extension_mismatch", "the bitmap extension is not the pinned pool's PDA")  # fmt: skip
+    c.expect(keys[n_fixed:] == [sw.raydium_tick_array_address(rp.pool, int(v)) for v in starts], "tick_array_mismatch",
+             "a tick array is not the pinned pool's PDA for its stated start index")  # fmt: skip
+    c.expect(sw.raydium_tick_arrays_in_swap_direction([int(v) for v in starts], tick, rp.tick_spacing, zero_for_one),
+             "tick_arrays_not_in_swap_direction",
+             "the stated tick arrays are not array starts ordered in swap direction from poolTickCurrent")  # fmt: skip
+    return sw.RaydiumLiveAccounts(obs, tuple(int(v) for v in starts), ext)
+
+
+def _valid_key(text: str) -> bool:
+    try:
+        return len(bytes(Pubkey.from_string(text))) == 32
+    except ValueError:
+        return False
 
 
 def _check_solana(x: _Ctx, action: dict[str, Any]) -> None:

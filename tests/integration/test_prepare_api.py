@@ -253,6 +253,6 @@ async def test_capabilities_and_quotes_tell_the_truth(api: Api) -> None:
     ready = api.app.state.prepare.supported_routes()
     assert caps["currently_prepare_ready_routes"] == len(ready) == 45
     reasons = {u["route"]: u["reason"] for u in caps["temporarily_unavailable_routes"]}
-    assert reasons["solana:SOL->solana:USDC"] == "solana_pool_accounts_not_pinned"
+    assert reasons["solana:SOL->solana:USDC"] == "solana_swap_needs_live_pool_state"  # embedded snapshot: no live pool state
     assert reasons["robinhood:ETH->base:ETH"] == "robinhood_swaprouter02_address_not_pinned"
     assert (await api.quote(SAME_CHAIN))["execution"]["first_unsigned_action_supported"] is True

@@ -4,7 +4,9 @@ With a live market whose Orca USDG/USDC pool is the pinned account (recorded Sol
 rig of test_live_market.py), the Orca routes are prepare-ready in /v2/capabilities and /v2/prepare returns
 a bundle the caller-side verifier accepts; the quote says `first_unsigned_action_supported: true`. With the
 embedded snapshot the same route is refused with `solana_swap_needs_live_pool_state`, nothing created.
-Raydium routes stay refused in both modes (`solana_pool_accounts_not_pinned`)."""
+Raydium routes are prepare-ready only when the live market reads the pinned Raydium pool account (its
+observation and initialized tick arrays come from that read): then each of the 9 prepares over HTTP and
+verifies; a live market reading another account, or the embedded snapshot, refuses them."""
 
 from __future__ import annotations
 
@@ -16,27 +18,33 @@ from typing import Any
 
 import httpx
 import pytest
-from tests.unit.actions.support import FEE_RECIPIENTS, approval_for, intent_for, wallets_for
-from tests.unit.actions.test_solana_swaps import pinned_live_market, pinned_orca_upstreams
+from tests.unit.actions.support import EVENT_SIGNER, FEE_RECIPIENTS, approval_for, intent_for, wallets_for
+from tests.unit.actions.test_solana_swaps import (
+    pinned_live_market,
+    pinned_orca_upstreams,
+    pinned_raydium_upstreams,
+)
 
 from routequote.app import create_app
 from routequote.clock import FixedClock, SequentialIds
 from routequote.config import Settings
 from routequote.core.actions import solana_swaps as sw
+from routequote.core.routes import ROUTES, Provider
 from routequote.verify import verify_bundle
 
 T0 = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)  # the recordings' time
 ROUTE = "solana:USDG->solana:USDC"
 REVERSE = "solana:USDC->solana:USDG"
 RAYDIUM = "solana:SOL->solana:USDC"
+RAYDIUM_ROUTES = sorted(k for k, r in ROUTES.items() if r.steps[0].provider is Provider.RAYDIUM_CLMM)
 
 
 class Api:
-    def __init__(self, live: bool) -> None:
+    def __init__(self, live: bool, raydium: bool = False) -> None:
         self.clock = FixedClock(T0)
         self.ids = SequentialIds()
-        self.fake = pinned_orca_upstreams(self.clock)
-        market = pinned_live_market(self.clock, self.fake) if live else None
+        self.fake = pinned_raydium_upstreams(self.clock) if raydium else pinned_orca_upstreams(self.clock)
+        market = pinned_live_market(self.clock, self.fake, raydium=raydium) if live else None
         self.market = market
         self.app = create_app(Settings(rate_limit="off"), market=market, clock=self.clock, ids=self.ids)
         self.client = httpx.AsyncClient(transport=httpx.ASGITransport(app=self.app), base_url="http://test")
@@ -62,6 +70,13 @@ class Api:
 @pytest.fixture
 async def live() -> AsyncIterator[Api]:
     a = Api(live=True)
+    yield a
+    await a.aclose()
+
+
+@pytest.fixture
+async def live_raydium() -> AsyncIterator[Api]:
+    a = Api(live=True, raydium=True)
     yield a
     await a.aclose()
 
@@ -94,7 +109,7 @@ def _unavailable(caps: dict[str, Any]) -> dict[str, str]:
 async def test_live_pinned_pool_prepares_a_verified_swap(live: Api, route_key: str) -> None:
     unavailable = _unavailable(await live.capabilities())
     assert route_key not in unavailable
-    assert unavailable[RAYDIUM] == "solana_pool_accounts_not_pinned"
+    assert unavailable[RAYDIUM] == "solana_swap_needs_live_pool_state"  # this market reads another Raydium account
     quote = await live.quote(route_key, 500)
     assert quote["market"]["live"] is True and quote["market"]["source"] == "live"
     assert quote["execution"]["first_unsigned_action_supported"] is True
@@ -135,12 +150,62 @@ async def test_embedded_snapshot_refuses_the_swap_route(embedded: Api) -> None:
     assert embedded.ids._n == before  # nothing created
 
 
-async def test_raydium_route_stays_refused_in_live_mode(live: Api) -> None:
+async def test_raydium_route_refused_when_the_live_market_reads_another_pool_account(live: Api) -> None:
+    before = live.ids._n
     body = {"caller_approved": True, **intent_for(RAYDIUM), "wallets": wallets_for(RAYDIUM)}
     r = await live.client.post("/v2/prepare", json=body)
     assert r.status_code == 400, r.text
     assert r.json()["reason_class"] == "route_not_prepare_ready"
-    assert "solana_pool_accounts_not_pinned" in r.text
+    assert "solana_swap_needs_live_pool_state" in r.text
+    assert live.ids._n == before
+
+
+async def test_embedded_snapshot_refuses_every_raydium_route(embedded: Api) -> None:
+    unavailable = _unavailable(await embedded.capabilities())
+    assert all(unavailable[k] == "solana_swap_needs_live_pool_state" for k in RAYDIUM_ROUTES)
+    quote = await embedded.quote(RAYDIUM)
+    assert quote["execution"]["first_unsigned_action_supported"] is False
+    before = embedded.ids._n
+    body = {"caller_approved": True, **intent_for(RAYDIUM), "wallets": wallets_for(RAYDIUM), "approval_v3": approval_for(quote)}
+    r = await embedded.client.post("/v2/prepare", json=body)
+    assert r.status_code == 400, r.text
+    assert r.json()["reason_class"] == "route_not_prepare_ready" and "solana_swap_needs_live_pool_state" in r.text
+    assert embedded.ids._n == before
+
+
+@pytest.mark.parametrize("route_key", RAYDIUM_ROUTES)
+async def test_live_pinned_raydium_pool_prepares_every_raydium_route(live_raydium: Api, route_key: str) -> None:
+    api = live_raydium
+    unavailable = _unavailable(await api.capabilities())
+    assert not set(RAYDIUM_ROUTES) & set(unavailable)
+    quote = await api.quote(route_key, 300)
+    assert quote["market"]["live"] is True
+    assert quote["execution"]["first_unsigned_action_supported"] is True
+    approval = approval_for(quote)
+    wallets = wallets_for(route_key)
+    body: dict[str, Any] = {"caller_approved": True, **intent_for(route_key, 300), "wallets": wallets, "approval_v3": approval}
+    signer = EVENT_SIGNER if ROUTES[route_key].event_signer_required else None
+    if signer:
+        body["event_signer_public"] = signer
+    r = await api.client.post("/v2/prepare", json=body)
+    assert r.status_code == 200, r.text
+    bundle = r.json()
+    findings = verify_bundle(
+        bundle, intent=intent_for(route_key, 300), wallets=wallets, now_unix=int(T0.timestamp()), approval_v3=approval,
+        direct_route_summary=quote["direct_route_summary"], fee_recipients=FEE_RECIPIENTS, event_signer_public=signer,
+    )  # fmt: skip
+    assert not [f for f in findings if f.severity == "error"], findings
+    action = bundle["unsigned_action"]
+    swap = next(i for i in action["instructions"] if i["programId"] == str(sw.RAYDIUM_CLMM_PROGRAM))
+    keys = [k["pubkey"] for k in swap["keys"]]
+    stated = action["poolAccountsFromLiveChainState"]
+    assert keys[2] == sw.RAYDIUM_SOL_USDC.pool and keys[7] == stated["observationState"]
+    assert keys[14:] == stated["tickArrays"]
+    amount, minimum = struct.unpack_from("<QQ", base64.b64decode(swap["data"]), 8)
+    assert (amount, minimum) == (int(action["netInputAmount"]), int(action["minimumOutput"]))
+    if len(ROUTES[route_key].steps) == 1:
+        assert minimum >= int(approval["minimum_output_base"])
+    assert bundle["server_signing"] is False and bundle["server_submission"] is False
 
 
 async def test_live_market_whose_solana_read_fails_refuses_at_prepare_and_creates_nothing(live: Api) -> None:

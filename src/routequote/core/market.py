@@ -25,6 +25,12 @@ class PoolState:
     token0: str  # asset key of the pool's token0 (token A on Solana venues)
     token1: str
     clmm: ClmmPool
+    # Live Solana CLMM pools only (empty elsewhere): account keys read from the pool account itself (Raydium:
+    # amm_config, vault_0, vault_1, observation, and tick_array_bitmap_extension when that account exists) and
+    # the start indexes of the tick arrays, within the window the reader fetched, that exist and hold at least
+    # one initialized tick.
+    accounts: dict[str, str] = field(default_factory=dict)
+    initialized_tick_arrays: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

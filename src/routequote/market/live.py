@@ -154,6 +154,17 @@ def pool_document(p: PoolState) -> dict[str, Any]:
     }
 
 
+def _pinned(pool_id: str, address: str) -> dict[str, Any]:
+    """The pinned accounts a live Solana pool account must name (only when it is the pinned pool account)."""
+    from routequote.core.actions.solana_swaps import RAYDIUM_POOLS
+
+    rp = RAYDIUM_POOLS.get(pool_id)
+    if rp is None or rp.pool != address:
+        return {}
+    pinned = (("amm_config", rp.amm_config), ("vault_0", rp.vault_0), ("vault_1", rp.vault_1))
+    return {"amm_config": rp.amm_config, "pinned": pinned, "pinned_tick_spacing": rp.tick_spacing}
+
+
 class LiveMarket:
     """MarketData from live sources (see the module docstring)."""
 
@@ -234,7 +245,7 @@ class LiveMarket:
                 )
                 continue
             sol_specs.append(
-                SolanaPoolSpec(p.pool_id, p.venue, addr, p.token0, p.token1, self._hint(p.pool_id))  # type: ignore[arg-type]
+                SolanaPoolSpec(p.pool_id, p.venue, addr, p.token0, p.token1, self._hint(p.pool_id), **_pinned(p.pool_id, addr))  # type: ignore[arg-type]
             )
         if sol_specs and rpcs[Chain.SOLANA] is not None:
             sol_rpc = rpcs[Chain.SOLANA]

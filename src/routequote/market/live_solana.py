@@ -42,6 +42,13 @@ against `PoolInfoLayout` / `TickArrayLayout` / `ClmmConfigLayout` of `@raydium-i
 arrays in **one** call: the tick arrays are chosen from the tick seen by the previous refresh. Only on a cold
 start, or when the current tick left the middle of the fetched window, is a second call needed.
 A tick array account that does not exist has no initialized ticks (both SDKs treat it so).
+
+Raydium pools also carry the account keys a `swap_v2` needs, read from the pool account (amm_config, vaults,
+observation_key) plus the tick-array bitmap extension PDA `["pool_tick_array_bitmap_extension", pool]` when that
+account exists (read in the same call), and the start indexes of the fetched tick arrays that exist and hold an
+initialized tick (the program flips a pool bitmap bit exactly when an array's initialized tick count goes 0 <-> 1,
+`flip_tick_array_bit` in `states/pool.rs`). For a pool spec that names pinned accounts (`pinned`), a decoded
+amm_config / vault / tick spacing that differs refuses the read (the Solana pools component is unavailable).
 """
 
 from __future__ import annotations
@@ -74,6 +81,7 @@ D_ORCA_DYNAMIC_TICK_ARRAY = discriminator("DynamicTickArray")
 D_RAY_POOL = discriminator("PoolState")
 D_RAY_TICK_ARRAY = discriminator("TickArrayState")
 D_RAY_AMM_CONFIG = discriminator("AmmConfig")
+D_RAY_BITMAP_EXTENSION = discriminator("TickArrayBitmapExtension")
 
 ORCA_TICK_SIZE = 113
 ORCA_DYNAMIC_TICK_DATA = 112
@@ -113,6 +121,9 @@ class DecodedPool:
     mint1: str
     amm_config: str | None = None
     swap_disabled: bool = False
+    vault0: str | None = None  # Raydium: token_vault_0 / token_vault_1 / observation_key of the pool account
+    vault1: str | None = None
+    observation: str | None = None
 
 
 def decode_whirlpool(data: bytes) -> DecodedPool:
@@ -142,6 +153,9 @@ def decode_raydium_pool(data: bytes) -> DecodedPool:
         mint1=_pk(data, 105),
         amm_config=_pk(data, 9),
         swap_disabled=bool(data[389] & RAY_STATUS_SWAP_DISABLED),
+        vault0=_pk(data, 137),
+        vault1=_pk(data, 169),
+        observation=_pk(data, 201),
     )
 
 
@@ -191,6 +205,11 @@ def decode_raydium_tick_array(data: bytes) -> tuple[int, list[tuple[int, int]]]:
     return start, out
 
 
+def raydium_bitmap_extension_address(pool: str) -> str:
+    seeds = [b"pool_tick_array_bitmap_extension", bytes(Pubkey.from_string(pool))]
+    return str(Pubkey.find_program_address(seeds, Pubkey.from_string(RAYDIUM_CLMM_PROGRAM))[0])
+
+
 def tick_array_address(venue: SolanaVenue, pool: str, start: int) -> str:
     pool_key = bytes(Pubkey.from_string(pool))
     if venue == "orca_whirlpool":
@@ -211,6 +230,10 @@ class SolanaPoolSpec:
     token1: str
     hint: tuple[int, int] | None = None  # (tick, tick spacing) expected on a cold start, e.g. from the snapshot
     amm_config: str | None = None  # Raydium: the pool's AmmConfig account, if known (checked against the pool)
+    # pinned accounts the pool account must name (Raydium: amm_config, vault_0, vault_1) and its pinned tick
+    # spacing; a mismatch refuses the read
+    pinned: tuple[tuple[str, str], ...] = ()
+    pinned_tick_spacing: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -275,6 +298,18 @@ class SolanaClmmSource:
                 raise SourceDataError(f"{spec.pool_id}: pool mint {mint} is not {asset_key} ({want})")
         if pool.swap_disabled:
             raise SourceDataError(f"{spec.pool_id}: swaps are disabled on this pool (status bit 4)")
+        decoded = {"amm_config": pool.amm_config, "vault_0": pool.vault0, "vault_1": pool.vault1}
+        for name, want_key in spec.pinned:
+            if decoded.get(name) != want_key:
+                raise SourceDataError(
+                    f"{spec.pool_id}: pool account {spec.address} names {name} {decoded.get(name)}, "
+                    f"not the pinned {want_key}: refusing its state"
+                )
+        if spec.pinned_tick_spacing is not None and pool.tick_spacing != spec.pinned_tick_spacing:
+            raise SourceDataError(
+                f"{spec.pool_id}: pool account {spec.address} has tick spacing {pool.tick_spacing}, "
+                f"not the pinned {spec.pinned_tick_spacing}: refusing its state"
+            )
         return pool
 
     def _window(self, spec: SolanaPoolSpec, center: int, spacing: int) -> list[int]:
@@ -303,6 +338,7 @@ class SolanaClmmSource:
         for _attempt in range(2):
             keys: list[str] = []
             layout: list[tuple[SolanaPoolSpec, int, int, list[int]]] = []  # spec, pool idx, cfg idx, arrays
+            ext_idx: dict[str, int] = {}  # raydium pool id -> index of its bitmap extension account
             for spec in self.specs:
                 pool_idx = len(keys)
                 keys.append(spec.address)
@@ -310,6 +346,8 @@ class SolanaClmmSource:
                 if spec.venue == "raydium_clmm":
                     cfg_idx = len(keys)
                     keys.append(self._configs[spec.pool_id])
+                    ext_idx[spec.pool_id] = len(keys)
+                    keys.append(raydium_bitmap_extension_address(spec.address))
                 layout.append((spec, pool_idx, cfg_idx, []))
             # tick arrays need the spacing: taken from the previous read (spacing never changes)
             for spec, _, _, arrays in layout:
@@ -345,6 +383,7 @@ class SolanaClmmSource:
                     fee = decode_raydium_amm_config(cfg)
                 assert fee is not None
                 ticks: dict[int, int] = {}
+                initialized: list[int] = []
                 for s2, start, idx in array_keys:
                     if s2 is not spec:
                         continue
@@ -357,6 +396,8 @@ class SolanaClmmSource:
                         got_start, found = decode_raydium_tick_array(data)
                     if got_start != start:
                         raise SourceDataError(f"{spec.pool_id}: tick array at {start} says it starts at {got_start}")
+                    if found:
+                        initialized.append(start)
                     for t, net in found:
                         if net:
                             ticks[t] = net
@@ -373,7 +414,20 @@ class SolanaClmmSource:
                     )
                 except ValueError as exc:
                     raise SourceDataError(f"{spec.pool_id}: inconsistent pool state: {exc}") from exc
-                pools[spec.pool_id] = PoolState(spec.pool_id, spec.address, spec.token0, spec.token1, clmm)
+                accounts: dict[str, str] = {}
+                if spec.venue == "raydium_clmm":
+                    assert p.amm_config and p.vault0 and p.vault1 and p.observation
+                    accounts = {"amm_config": p.amm_config, "vault_0": p.vault0, "vault_1": p.vault1,
+                                "observation": p.observation}  # fmt: skip
+                    ext = _account_bytes(values[ext_idx[spec.pool_id]], f"{spec.pool_id} tick array bitmap extension")
+                    if ext is not None:
+                        if ext[:8] != D_RAY_BITMAP_EXTENSION:
+                            raise SourceDataError(f"{spec.pool_id}: the bitmap extension PDA holds another account type")
+                        accounts["tick_array_bitmap_extension"] = keys[ext_idx[spec.pool_id]]
+                pools[spec.pool_id] = PoolState(
+                    spec.pool_id, spec.address, spec.token0, spec.token1, clmm,
+                    accounts=accounts, initialized_tick_arrays=tuple(sorted(initialized)),
+                )  # fmt: skip
             if not moved:
                 self.last_slot = slot
                 return SolanaPoolsState(slot, pools, self.rpc.round_trips - trips0)

@@ -30,8 +30,14 @@ from routequote.market.live_solana import tick_array_address
 
 GOLDEN = Path(__file__).resolve().parents[2] / "golden" / "actions_solana_swaps.json"
 OWNER = "9WzDXwBbmkg8ZTbNMqUxvQRAyrZzDsGYdLVL9zYtAWWM"
-# a test-only stand-in: the Raydium pool's real observation account is not pinned (see solana_swaps)
+# a test-only stand-in: the Raydium pool's real observation account comes from the live read (see solana_swaps)
 TEST_OBSERVATION = str(Pubkey.find_program_address([b"routequote-test-observation"], sw.RAYDIUM_CLMM_PROGRAM)[0])
+
+
+def live_accounts(tick: int, zero_for_one: bool, ext: bool = True) -> sw.RaydiumLiveAccounts:
+    """Live-read stand-in: the arrays holding and following the current tick all initialized."""
+    starts = tuple(sw.raydium_tick_array_starts(tick, 10, zero_for_one))
+    return sw.RaydiumLiveAccounts(TEST_OBSERVATION, starts, sw.RAYDIUM_SOL_USDC.bitmap_extension if ext else None)
 
 ORCA_ACCOUNT_NAMES = (
     "token_program_a", "token_program_b", "memo_program", "token_authority", "whirlpool", "token_mint_a",
@@ -69,7 +75,7 @@ def test_pinned_raydium_accounts_derive_from_their_seeds() -> None:
     assert str(Pubkey.find_program_address([b"pool", bytes(Pubkey.from_string(p.amm_config)), bytes(m0), bytes(m1)], prog)[0]) == p.pool  # fmt: skip
     assert sw.raydium_bitmap_extension_address(p.pool) == p.bitmap_extension
     assert sw.raydium_tick_array_address(p.pool, -600) == tick_array_address("raydium_clmm", p.pool, -600)
-    assert p.observation is None  # not citable: Raydium swaps stay refused
+    assert not hasattr(p, "observation")  # not citable: taken from the live pool account at prepare time
 
 
 def test_snapshot_pools_are_the_pinned_accounts() -> None:
@@ -97,9 +103,18 @@ def _layouts() -> dict[str, Any]:
         out[name] = {"program_id": str(ix.program_id), "data_hex": bytes(ix.data).hex(), "pool_tick_current": tick,
                      "accounts": _named(ix, ORCA_ACCOUNT_NAMES)}  # fmt: skip
     for name, z, tick in (("raydium_sol_to_usdc", True, -18813), ("raydium_usdc_to_sol", False, -18813)):
-        ix = sw.raydium_swap_v2(OWNER, sw.RAYDIUM_SOL_USDC, 1_000_000_000, 150_000_000, z, tick, TEST_OBSERVATION)
+        ix = sw.raydium_swap_v2(OWNER, sw.RAYDIUM_SOL_USDC, 1_000_000_000, 150_000_000, z, live_accounts(tick, z))
         out[name] = {"program_id": str(ix.program_id), "data_hex": bytes(ix.data).hex(), "pool_tick_current": tick,
                      "observation_is_a_test_stand_in": True, "accounts": _named(ix, RAYDIUM_ACCOUNT_NAMES)}  # fmt: skip
+    # live read: the array below the current one is not initialized and no bitmap extension account exists
+    gap = sw.RaydiumLiveAccounts(TEST_OBSERVATION, (-19200, -20400), None)
+    ix = sw.raydium_swap_v2(OWNER, sw.RAYDIUM_SOL_USDC, 1_000_000_000, 150_000_000, True, gap)
+    names = (*RAYDIUM_ACCOUNT_NAMES[:13], "remaining:tick_array_0", "remaining:tick_array_1")
+    out["raydium_sol_to_usdc_gap_no_extension"] = {
+        "program_id": str(ix.program_id), "data_hex": bytes(ix.data).hex(), "pool_tick_current": -18813,
+        "tick_array_start_indexes": list(gap.tick_array_starts), "observation_is_a_test_stand_in": True,
+        "accounts": _named(ix, names),
+    }  # fmt: skip
     return out
 
 
@@ -131,7 +146,7 @@ def test_orca_swap_v2_data_and_roles_follow_the_idl() -> None:
 
 
 def test_raydium_swap_v2_data_follows_the_idl() -> None:
-    ix = sw.raydium_swap_v2(OWNER, sw.RAYDIUM_SOL_USDC, 10**9, 149_000_000, True, -18813, TEST_OBSERVATION)
+    ix = sw.raydium_swap_v2(OWNER, sw.RAYDIUM_SOL_USDC, 10**9, 149_000_000, True, live_accounts(-18813, True))
     data = bytes(ix.data)
     assert len(data) == 41 and data[:8] == sw.SWAP_V2_DISCRIMINATOR
     assert struct.unpack_from("<QQ", data, 8) == (10**9, 149_000_000)
@@ -140,6 +155,12 @@ def test_raydium_swap_v2_data_follows_the_idl() -> None:
     assert keys[5:7] == [sw.RAYDIUM_SOL_USDC.vault_0, sw.RAYDIUM_SOL_USDC.vault_1]  # SOL in, USDC out
     assert keys[11:13] == [str(sol.mint(ASSETS["solana:SOL"])), str(sol.mint(ASSETS["solana:USDC"]))]
     assert not ix.accounts[13].is_writable and all(a.is_writable for a in ix.accounts[14:])
+    assert keys[7] == TEST_OBSERVATION and keys[13] == sw.RAYDIUM_SOL_USDC.bitmap_extension
+    # no extension account read live: none is passed (the program would try to load it)
+    no_ext = sw.raydium_swap_v2(OWNER, sw.RAYDIUM_SOL_USDC, 10**9, 1, True, live_accounts(-18813, True, ext=False))
+    assert [str(a.pubkey) for a in no_ext.accounts] == keys[:13] + keys[14:]
+    assert sw.decode_raydium_swap_v2(data) == (10**9, 149_000_000, 0, True)
+    assert sw.decode_raydium_swap_v2(data[:40]) is None
 
 
 @pytest.mark.parametrize("tick", [-200, -89, -88, -1, 0, 3, 87, 88, 500])
@@ -158,6 +179,24 @@ def test_orca_tick_arrays_clamp_at_the_price_range_end() -> None:
 def test_raydium_tick_arrays_walk_in_swap_direction() -> None:
     assert sw.raydium_tick_array_starts(-18813, 10, True) == [-19200, -19800, -20400]
     assert sw.raydium_tick_array_starts(-18813, 10, False) == [-19200, -18600, -18000]
+
+
+def test_raydium_swap_tick_arrays_are_the_initialized_ones_in_swap_direction() -> None:
+    init = (-21000, -20400, -19200, -18600, -18000, -16800)
+    assert sw.raydium_swap_tick_arrays(-18813, 10, True, init) == (-19200, -20400, -21000)
+    assert sw.raydium_swap_tick_arrays(-18813, 10, False, init) == (-19200, -18600, -18000, -16800)
+    # the current tick's own array is not initialized: start from the next initialized one in swap direction
+    assert sw.raydium_swap_tick_arrays(-18813, 10, True, (-20400, -18600)) == (-20400,)
+    assert sw.raydium_swap_tick_arrays(-18813, 10, False, (-20400, -18600)) == (-18600,)
+    assert sw.raydium_swap_tick_arrays(-18813, 10, False, (-20400,)) == ()
+    many = tuple(range(-19200, 0, 600))
+    assert len(sw.raydium_swap_tick_arrays(-18813, 10, False, many)) == sw.RAYDIUM_MAX_TICK_ARRAYS
+    ok = sw.raydium_tick_arrays_in_swap_direction
+    assert ok([-19200, -20400], -18813, 10, True) and ok([-18600], -18813, 10, False)
+    assert not ok([-20400, -19200], -18813, 10, True)  # out of order
+    assert not ok([-18600], -18813, 10, True)  # behind the current tick for a price-down swap
+    assert not ok([-19200, -18610], -18813, 10, False)  # not an array start
+    assert not ok([], -18813, 10, False)
 
 
 # ---- LiteSVM: the parts that do not touch the DEX program ---------------------------------------------
@@ -235,11 +274,22 @@ def pinned_orca_upstreams(clock: Any) -> FakeUpstreams:
     return fake
 
 
-def pinned_live_market(clock: Any, fake: FakeUpstreams) -> LiveMarket:
+def pinned_raydium_upstreams(clock: Any) -> FakeUpstreams:
+    """`pinned_orca_upstreams` plus the recorded pinned Raydium SOL/USDC pool state (`pinned_raydium` in
+    solana_getMultipleAccounts.json: pool, AmmConfig, tick arrays and bitmap extension at their pinned PDAs)."""
+    fake = pinned_orca_upstreams(clock)
+    fake.solana = {**fake.solana, "accounts": {**fake.solana["accounts"], **fake.solana["pinned_raydium"]["accounts"]}}
+    return fake
+
+
+def pinned_live_market(clock: Any, fake: FakeUpstreams, *, raydium: bool = False) -> LiveMarket:
+    """A live market reading the pinned Orca pool (and with `raydium`, the pinned Raydium pool) account."""
     import httpx
 
     pools = dict(fake.solana["pool_accounts"])
     pools[sw.ORCA_USDG_USDC.pool_id] = sw.ORCA_USDG_USDC.whirlpool
+    if raydium:
+        pools[sw.RAYDIUM_SOL_USDC.pool_id] = sw.RAYDIUM_SOL_USDC.pool
     return LiveMarket(live_config(solana_pools=pools), clock, http=httpx.AsyncClient(transport=fake.transport()))
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from routequote.core.actions.solana_swaps import RaydiumLiveAccounts
 from routequote.core.routes import Route, Step
 
 BUNDLE_TTL_SECONDS = 180
@@ -41,6 +42,8 @@ class StepPlan:
     fill_deadline_unix: int
     pool_fee_pips: int | None
     pool_tick_current: int | None = None  # Solana swaps: the live pool's current tick (tick arrays follow it)
+    # Raydium swaps: observation / bitmap extension / tick arrays from the server's live read of the pinned pool
+    raydium_live: RaydiumLiveAccounts | None = None
 
     @property
     def net_input_base(self) -> int:

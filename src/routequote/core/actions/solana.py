@@ -4,7 +4,8 @@ and the Orca Whirlpool / Raydium CLMM `swap_v2` instructions of `solana_swaps`.
 
 No blockhash and no fee payer signature: the caller's wallet compiles a transaction with a fresh
 blockhash. Swaps are built only from a live pool tick (`StepPlan.pool_tick_current`) and only for pinned
-pools: Orca USDG/USDC is fully pinned; Raydium SOL/USDC lacks a citable observation account (refused).
+pools: Orca USDG/USDC is fully pinned; Raydium SOL/USDC is pinned but for its observation account, which (with the
+initialized tick arrays) comes from the live read of the pinned pool (`StepPlan.raydium_live`).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ SPL_TRANSFER_CHECKED = 12
 DEPOSIT_FOR_BURN_DISCRIMINATOR = hashlib.sha256(b"global:deposit_for_burn").digest()[:8]
 SPL_SYNC_NATIVE = 17
 SPL_CLOSE_ACCOUNT = 9
-SOLANA_UNPINNED = {Provider.RAYDIUM_CLMM: sw.RAYDIUM_OBSERVATION_UNPINNED}
+SOLANA_UNPINNED: dict[Provider, str] = {}  # every Solana swap venue's pool is pinned (see solana_swaps)
 
 
 def pubkey(address: str | Pubkey) -> Pubkey:
@@ -215,7 +216,7 @@ def solana_step_supported(provider: Provider, *, live_market: bool = False) -> s
     """None when this build can prepare the step; else the reason. Swaps need a live market (tick arrays)."""
     if provider in SOLANA_UNPINNED:
         return SOLANA_UNPINNED[provider]
-    if provider is Provider.ORCA_WHIRLPOOL:
+    if provider in (Provider.ORCA_WHIRLPOOL, Provider.RAYDIUM_CLMM):
         return None if live_market else sw.SOLANA_SWAP_NEEDS_LIVE
     if provider is Provider.CIRCLE_CCTP:
         return None
@@ -253,11 +254,10 @@ def build_solana_swap(plan: StepPlan) -> SolanaBuild:
         program = sw.ORCA_WHIRLPOOL_PROGRAM
     elif step.provider is Provider.RAYDIUM_CLMM and pool_id in sw.RAYDIUM_POOLS:
         rp = sw.RAYDIUM_POOLS[pool_id]
-        if rp.observation is None:
-            raise ActionUnavailable("solana_pool_accounts_not_pinned", sw.RAYDIUM_OBSERVATION_UNPINNED)
+        if plan.raydium_live is None:
+            raise ActionUnavailable("solana_swap_needs_live_pool_state", sw.SOLANA_SWAP_NEEDS_LIVE)
         zero_for_one = src.key == rp.token_0
-        ixs.append(sw.raydium_swap_v2(plan.caller, rp, net, plan.minimum_output_base, zero_for_one,
-                                      plan.pool_tick_current, rp.observation))  # fmt: skip
+        ixs.append(sw.raydium_swap_v2(plan.caller, rp, net, plan.minimum_output_base, zero_for_one, plan.raydium_live))
         kinds.append("raydium_clmm_swap_v2")
         program = sw.RAYDIUM_CLMM_PROGRAM
     else:

@@ -21,9 +21,21 @@ Layouts (Anchor; instruction data = sha256("global:swap_v2")[:8] + borsh args):
   `["tick_array", pool, start_index i32 big-endian]`, 60 ticks each. The account order is cross-checked with
   the public Rust client that builds `SwapSingleV2` through anchor-client and with sevenlabs-hq/carbon's
   `raydium_clmm_swap_v2` account arrangement; the b->a tick-array shift with Orca's legacy SDK
-  (`shift = aToB ? 0 : tickSpacing` in `getTickArrayPublicKeysForSwap`). Raydium tick arrays are taken as
-  the three arrays from the current one; the program needs them initialized (the live reader does not read
-  the pool's bitmap), a documented weakness of the (refused) Raydium path.
+  (`shift = aToB ? 0 : tickSpacing` in `getTickArrayPublicKeysForSwap`).
+
+  Raydium rules, from raydium-io/raydium-clmm `instructions/swap_v2.rs` (`exact_internal_v2`),
+  `instructions/swap.rs` (`swap_internal`) and `states/pool.rs`: `observation_state` must be
+  `pool_state.observation_key` (an `address =` constraint) and the observation must belong to the pool;
+  remaining accounts are walked in order: the account whose key is the bitmap-extension PDA is loaded as the
+  extension (`AccountLoader::try_from`, so it must exist when passed), any other account whose data is not
+  `TickArrayState::LEN` ends the list, the rest are tick arrays. The first tick array used is
+  `get_first_initialized_tick_array`: the array holding the current tick if the pool bitmap marks it
+  initialized, else the next initialized one in swap direction; leading accounts that do not match are popped,
+  later ones must follow in swap direction (`NotEnoughTickArrayAccount` when they run out) and belong to the
+  pool. The extension is needed ("must add account if need") when the search leaves the default bitmap range
+  (`MissingTickArrayBitmapExtensionAccount`). So the swap takes, from the live read (`PoolState.accounts`,
+  `initialized_tick_arrays`): the observation key, the extension only when that account exists, and the
+  existing initialized arrays from the current one in swap direction (at most `RAYDIUM_MAX_TICK_ARRAYS`).
 
 Pinned pools (every address below appears in the public sources named next to it; PDAs are re-derived
 in the tests and must match):
@@ -43,8 +55,8 @@ in the tests and must match):
   `api.raydium.io/v2/ammV3/ammPools` sample (`data[0]`), a public Rust client test deriving these keys
   (`PoolKeys::new(CAMM…, wSOL, USDC, 2)`), Raydium's UI fee-config table (index 2 = 500 pips / spacing 10),
   a mainnet increase_liquidity transaction's account list. **Not pinned:** the pool's `observation_state`
-  (an early pool: a keypair account, not a PDA, and no citable source was found), so Raydium swaps are
-  built only when an observation address is handed in, and `prepare` refuses them.
+  (an early pool: a keypair account, not a PDA, and no citable source was found): it is taken from the live
+  pool account at prepare time (offset 201), whose amm_config and vaults must equal the pinned ones.
 """
 
 from __future__ import annotations
@@ -71,6 +83,8 @@ ORCA_MIN_SQRT_PRICE_X64 = 4295048016
 ORCA_MAX_SQRT_PRICE_X64 = 79226673515401279992447579055
 ORCA_SWAP_V2_DATA_LEN = 43
 RAYDIUM_SWAP_V2_DATA_LEN = 41
+RAYDIUM_MAX_TICK_ARRAYS = 5  # a bound on the remaining accounts we pass (the live reader fetches 5 arrays)
+RAYDIUM_FIXED_ACCOUNTS = 13
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,8 +109,16 @@ class RaydiumPool:
     vault_0: str
     vault_1: str
     bitmap_extension: str
-    observation: str | None  # None: not pinned (see the module docstring)
     tick_spacing: int
+
+
+@dataclass(frozen=True, slots=True)
+class RaydiumLiveAccounts:
+    """What a Raydium swap takes from the server's live read of the pinned pool (see the module docstring)."""
+
+    observation: str
+    tick_array_starts: tuple[int, ...]  # in swap direction
+    bitmap_extension: str | None  # the PDA when that account exists, else None (not passed)
 
 
 ORCA_USDG_USDC = OrcaPool(
@@ -118,19 +140,14 @@ RAYDIUM_SOL_USDC = RaydiumPool(
     vault_0="E2BcoCeJLTa27mAXDA4xwEq3pBUcyH6XXEHYk4KvKYTv",
     vault_1="4d35yC7C8zhCDec7JbPptL9SEb4NUddKHxURgmvD8hfo",
     bitmap_extension="9z9VTNvaTpJuwjn4LSnjHwZgUR9iGuy59BwXTNbxRF6s",
-    observation=None,
     tick_spacing=10,
 )
 ORCA_POOLS = {ORCA_USDG_USDC.pool_id: ORCA_USDG_USDC}
 RAYDIUM_POOLS = {RAYDIUM_SOL_USDC.pool_id: RAYDIUM_SOL_USDC}
-RAYDIUM_OBSERVATION_UNPINNED = (
-    "solana_pool_accounts_not_pinned: Raydium CLMM SOL/USDC (2QdhepnK…) is pinned with its AmmConfig, vaults and "
-    "bitmap extension, but no citable source gives its observation_state account (not a PDA on this pool)"
-)
 SOLANA_SWAP_NEEDS_LIVE = (
-    "solana_swap_needs_live_pool_state: the swap's tick arrays follow the pool's current tick; the embedded "
-    "snapshot's ticks are modelled, so Solana swaps are prepared only from a live market "
-    "(ROUTEQUOTE_MARKET=live with a Solana RPC)"
+    "solana_swap_needs_live_pool_state: the swap's tick arrays (and Raydium's observation account) follow the "
+    "pool's live state; the embedded snapshot's ticks are modelled, so Solana swaps are prepared only from a "
+    "live market (ROUTEQUOTE_MARKET=live with a Solana RPC)"
 )
 
 
@@ -185,10 +202,40 @@ def orca_tick_array_starts(tick_current: int, tick_spacing: int, a_to_b: bool) -
 
 
 def raydium_tick_array_starts(tick_current: int, tick_spacing: int, zero_for_one: bool, count: int = 3) -> list[int]:
+    """`count` consecutive array starts from the one holding the current tick (initialized or not)."""
     span = RAYDIUM_TICK_ARRAY_SIZE * tick_spacing
     first = (tick_current // span) * span
     step = -span if zero_for_one else span
     return [first + i * step for i in range(count)]
+
+
+def raydium_swap_tick_arrays(
+    tick_current: int, tick_spacing: int, zero_for_one: bool, initialized: tuple[int, ...] | list[int]
+) -> tuple[int, ...]:
+    """The initialized array starts a swap walks, in swap direction, from the array holding the current tick
+    (or, if that one is not initialized, from the next initialized one, as `get_first_initialized_tick_array`
+    does); at most `RAYDIUM_MAX_TICK_ARRAYS`. Empty when none is known in that direction."""
+    span = RAYDIUM_TICK_ARRAY_SIZE * tick_spacing
+    current = (tick_current // span) * span
+    if zero_for_one:
+        ahead = sorted((s for s in set(initialized) if s <= current), reverse=True)
+    else:
+        ahead = sorted(s for s in set(initialized) if s >= current)
+    return tuple(ahead[:RAYDIUM_MAX_TICK_ARRAYS])
+
+
+def raydium_tick_arrays_in_swap_direction(starts: tuple[int, ...] | list[int], tick_current: int, tick_spacing: int,
+                                          zero_for_one: bool) -> bool:  # fmt: skip
+    """True when `starts` are array starts for this spacing, strictly ordered in swap direction, all at or past
+    the array holding the current tick in that direction, and at most `RAYDIUM_MAX_TICK_ARRAYS` of them."""
+    span = RAYDIUM_TICK_ARRAY_SIZE * tick_spacing
+    current = (tick_current // span) * span
+    if not 0 < len(starts) <= RAYDIUM_MAX_TICK_ARRAYS or any(s % span for s in starts):
+        return False
+    pairs = zip(starts, starts[1:], strict=False)
+    if zero_for_one:
+        return starts[0] <= current and all(a > b for a, b in pairs)
+    return starts[0] >= current and all(a < b for a, b in pairs)
 
 
 def orca_swap_v2_data(amount: int, minimum_out: int, a_to_b: bool) -> bytes:
@@ -236,15 +283,15 @@ def raydium_swap_v2(
     amount: int,
     minimum_out: int,
     zero_for_one: bool,
-    tick_current: int,
-    observation: str,
+    live: RaydiumLiveAccounts,
 ) -> Instruction:
-    """Raydium CLMM `swap_v2` (`SwapSingleV2`), base input, no price limit, at least `minimum_out` out."""
+    """Raydium CLMM `swap_v2` (`SwapSingleV2`), base input, no price limit, at least `minimum_out` out; the
+    observation, bitmap extension and tick arrays as read live (`live`)."""
     t0, t1 = ASSETS[pool.token_0], ASSETS[pool.token_1]
     src, dst = (t0, t1) if zero_for_one else (t1, t0)
     v_in, v_out = (pool.vault_0, pool.vault_1) if zero_for_one else (pool.vault_1, pool.vault_0)
     o = _pk(owner)
-    starts = raydium_tick_array_starts(tick_current, pool.tick_spacing, zero_for_one)
+    ext = [AccountMeta(_pk(live.bitmap_extension), False, False)] if live.bitmap_extension else []
     metas = [
         AccountMeta(o, True, False),
         AccountMeta(_pk(pool.amm_config), False, False),
@@ -253,14 +300,14 @@ def raydium_swap_v2(
         AccountMeta(_ata(o, dst), False, True),
         AccountMeta(_pk(v_in), False, True),
         AccountMeta(_pk(v_out), False, True),
-        AccountMeta(_pk(observation), False, True),
+        AccountMeta(_pk(live.observation), False, True),
         AccountMeta(SPL_TOKEN, False, False),
         AccountMeta(TOKEN_2022, False, False),
         AccountMeta(MEMO_PROGRAM, False, False),
         AccountMeta(_mint(src), False, False),
         AccountMeta(_mint(dst), False, False),
-        AccountMeta(_pk(pool.bitmap_extension), False, False),
-        *(AccountMeta(_pk(raydium_tick_array_address(pool.pool, s)), False, True) for s in starts),
+        *ext,
+        *(AccountMeta(_pk(raydium_tick_array_address(pool.pool, s)), False, True) for s in live.tick_array_starts),
     ]
     return Instruction(RAYDIUM_CLMM_PROGRAM, raydium_swap_v2_data(amount, minimum_out), metas)
 
@@ -273,3 +320,11 @@ def decode_orca_swap_v2(data: bytes) -> tuple[int, int, int, bool, bool] | None:
         return None
     amount, threshold = struct.unpack_from("<QQ", data, 8)
     return amount, threshold, int.from_bytes(data[24:40], "little"), bool(data[40]), bool(data[41])
+
+
+def decode_raydium_swap_v2(data: bytes) -> tuple[int, int, int, bool] | None:
+    """(amount, other_amount_threshold, sqrt_price_limit_x64, is_base_input), or None."""
+    if len(data) != RAYDIUM_SWAP_V2_DATA_LEN or data[:8] != SWAP_V2_DISCRIMINATOR or data[40] not in (0, 1):
+        return None
+    amount, threshold = struct.unpack_from("<QQ", data, 8)
+    return amount, threshold, int.from_bytes(data[24:40], "little"), bool(data[40])
