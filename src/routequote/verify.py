@@ -679,8 +679,9 @@ def _check_raydium_swap(
     if ext is not None:
         c.expect(ext == rp.bitmap_extension == sw.raydium_bitmap_extension_address(rp.pool) and keys[13] == ext,
                  "bitmap_extension_mismatch", "the bitmap extension is not the pinned pool's PDA")  # fmt: skip
-    c.expect(keys[n_fixed:] == [sw.raydium_tick_array_address(rp.pool, int(v)) for v in starts], "tick_array_mismatch",
-             "a tick array is not the pinned pool's PDA for its stated start index")  # fmt: skip
+    pdas = [sw.raydium_tick_array_address(rp.pool, int(v)) for v in starts]
+    c.expect(keys[n_fixed:] == pdas and live.get("tickArrays") == pdas and live.get("pool") == rp.pool,
+             "tick_array_mismatch", "a tick array is not the pinned pool's PDA for its stated start index")  # fmt: skip
     c.expect(sw.raydium_tick_arrays_in_swap_direction([int(v) for v in starts], tick, rp.tick_spacing, zero_for_one),
              "tick_arrays_not_in_swap_direction",
              "the stated tick arrays are not array starts ordered in swap direction from poolTickCurrent")  # fmt: skip

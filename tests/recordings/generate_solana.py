@@ -65,6 +65,7 @@ const out = {
   pool: enc(r.PoolInfoLayout, 1544, (o) => {
     o.bump = 255; o.configId = new PublicKey(p.config); o.mintA = new PublicKey(p.mint0); o.mintB = new PublicKey(p.mint1);
     if (p.vault0) { o.vaultA = new PublicKey(p.vault0); o.vaultB = new PublicKey(p.vault1); o.observationId = new PublicKey(p.observation); }
+    if (p.bitmap_hex) { o.tickArrayBitmap = Buffer.from(p.bitmap_hex, "hex"); }
     o.mintDecimalsA = p.dec0; o.mintDecimalsB = p.dec1; o.tickSpacing = p.spacing;
     o.liquidity = new BN(p.liquidity); o.sqrtPriceX64 = new BN(p.sqrt_price); o.tickCurrent = p.tick; o.status = 0;
   }),
@@ -127,8 +128,10 @@ def raydium(pinned: bool = False) -> tuple[dict[str, object], dict[str, object]]
     pool = {"address": pool_addr, "config": config, "mint0": WSOL, "mint1": USDC, "dec0": 9, "dec1": 6,
             "spacing": spacing, "fee": fee, "liquidity": str(active(positions, tick)), "sqrt_price": str(sqrt_price),
             "tick": tick}  # fmt: skip
-    if pinned:
-        pool.update(vault0=PINNED_RAY_VAULT_0, vault1=PINNED_RAY_VAULT_1, observation=RECORDED_OBSERVATION, config_index=2)
+    if pinned:  # the default tick-array bitmap marks each array holding a tick (bit floor(start / span) + 512)
+        bitmap = sum(1 << (a["start"] // (60 * spacing) + 512) for a in arrays)
+        pool.update(vault0=PINNED_RAY_VAULT_0, vault1=PINNED_RAY_VAULT_1, observation=RECORDED_OBSERVATION,
+                    config_index=2, bitmap_hex=bitmap.to_bytes(128, "little").hex())  # fmt: skip
     enc = json.loads(subprocess.run(["node", "-e", NODE], input=json.dumps({"pool": pool, "arrays": arrays}),
                                     capture_output=True, text=True, check=True, cwd=REFERENCE).stdout)  # fmt: skip
     for key, disc in (("pool", D_RAY_POOL), ("config", D_RAY_AMM_CONFIG)):

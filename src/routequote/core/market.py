@@ -27,8 +27,8 @@ class PoolState:
     clmm: ClmmPool
     # Live Solana CLMM pools only (empty elsewhere): account keys read from the pool account itself (Raydium:
     # amm_config, vault_0, vault_1, observation, and tick_array_bitmap_extension when that account exists) and
-    # the start indexes of the tick arrays, within the window the reader fetched, that exist and hold at least
-    # one initialized tick.
+    # the start indexes of the tick arrays, within the window the reader fetched, that the program treats as
+    # initialized (Raydium: the pool's tick-array bitmap bit; the account must exist).
     accounts: dict[str, str] = field(default_factory=dict)
     initialized_tick_arrays: tuple[int, ...] = ()
 

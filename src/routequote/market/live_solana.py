@@ -45,9 +45,11 @@ A tick array account that does not exist has no initialized ticks (both SDKs tre
 
 Raydium pools also carry the account keys a `swap_v2` needs, read from the pool account (amm_config, vaults,
 observation_key) plus the tick-array bitmap extension PDA `["pool_tick_array_bitmap_extension", pool]` when that
-account exists (read in the same call), and the start indexes of the fetched tick arrays that exist and hold an
-initialized tick (the program flips a pool bitmap bit exactly when an array's initialized tick count goes 0 <-> 1,
-`flip_tick_array_bit` in `states/pool.rs`). For a pool spec that names pinned accounts (`pinned`), a decoded
+account exists (read in the same call), and the start indexes of the fetched tick arrays the program treats as
+initialized: the pool's default `tick_array_bitmap` bit (the program flips it exactly when an array's initialized
+tick count goes 0 <-> 1, `flip_tick_array_bit` in `states/pool.rs`); outside the default range (the extension's,
+not decoded here) an existing array holding an initialized tick. A set bit for a missing or empty array refuses
+the read. For a pool spec that names pinned accounts (`pinned`), a decoded
 amm_config / vault / tick spacing that differs refuses the read (the Solana pools component is unavailable).
 """
 
@@ -124,6 +126,7 @@ class DecodedPool:
     vault0: str | None = None  # Raydium: token_vault_0 / token_vault_1 / observation_key of the pool account
     vault1: str | None = None
     observation: str | None = None
+    tick_array_bitmap: int | None = None  # Raydium: the default bitmap [u64; 16] as one little-endian U1024
 
 
 def decode_whirlpool(data: bytes) -> DecodedPool:
@@ -156,6 +159,7 @@ def decode_raydium_pool(data: bytes) -> DecodedPool:
         vault0=_pk(data, 137),
         vault1=_pk(data, 169),
         observation=_pk(data, 201),
+        tick_array_bitmap=int.from_bytes(data[904:1032], "little") if len(data) >= 1032 else None,
     )
 
 
@@ -219,6 +223,33 @@ def tick_array_address(venue: SolanaVenue, pool: str, start: int) -> str:
         seeds = [b"tick_array", pool_key, start.to_bytes(4, "big", signed=True)]
         program = RAYDIUM_CLMM_PROGRAM
     return str(Pubkey.find_program_address(seeds, Pubkey.from_string(program))[0])
+
+
+RAY_TICK_ARRAY_BITMAP_SIZE = 512  # the default bitmap covers array indexes [-512, 512)
+
+
+def _raydium_bitmap_bit(pool: DecodedPool, start: int) -> bool | None:
+    """The pool's default-bitmap bit for the array at `start`; None outside its range or without a bitmap."""
+    if pool.venue != "raydium_clmm" or pool.tick_array_bitmap is None:
+        return None
+    index = start // tick_array_span("raydium_clmm", pool.tick_spacing)
+    if not -RAY_TICK_ARRAY_BITMAP_SIZE <= index < RAY_TICK_ARRAY_BITMAP_SIZE:
+        return None
+    return bool(pool.tick_array_bitmap >> (index + RAY_TICK_ARRAY_BITMAP_SIZE) & 1)
+
+
+def _raydium_array_initialized(pool: DecodedPool, start: int, has_ticks: bool, what: str) -> bool:
+    """Whether the program treats an existing tick array as initialized: the pool's default bitmap bit
+    (`floor(start / span) + 512`, `check_current_tick_array_is_initialized` in raydium-clmm
+    `libraries/tick_array_bit_map.rs`) inside the default range; outside it (the bitmap extension's range, not
+    read here) or for an Orca pool, whether it holds an initialized tick. A set bit for an array without
+    initialized ticks is inconsistent state and refuses the read."""
+    bit = _raydium_bitmap_bit(pool, start)
+    if bit is None:
+        return has_ticks
+    if bit and not has_ticks:
+        raise SourceDataError(f"{what}: the pool bitmap marks tick array {start} initialized but it has no initialized tick")
+    return bit
 
 
 @dataclass(frozen=True, slots=True)
@@ -389,6 +420,10 @@ class SolanaClmmSource:
                         continue
                     data = _account_bytes(values[idx], f"{spec.pool_id} tick array {start}")
                     if data is None:
+                        if _raydium_bitmap_bit(p, start):
+                            raise SourceDataError(
+                                f"{spec.pool_id}: the pool bitmap marks tick array {start} initialized but it does not exist"
+                            )
                         continue
                     if spec.venue == "orca_whirlpool":
                         got_start, found = decode_orca_tick_array(data, p.tick_spacing)
@@ -396,7 +431,7 @@ class SolanaClmmSource:
                         got_start, found = decode_raydium_tick_array(data)
                     if got_start != start:
                         raise SourceDataError(f"{spec.pool_id}: tick array at {start} says it starts at {got_start}")
-                    if found:
+                    if _raydium_array_initialized(p, start, bool(found), spec.pool_id):
                         initialized.append(start)
                     for t, net in found:
                         if net:

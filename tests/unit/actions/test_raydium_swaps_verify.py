@@ -163,7 +163,13 @@ def _other_payer_account(b: dict[str, Any]) -> None:
     _swap(b)["keys"][4]["pubkey"] = str(Pubkey.new_unique())
 
 
+def _stated_arrays_of_another_pool(b: dict[str, Any]) -> None:  # the label only; the instruction is unchanged
+    stated = b["unsigned_action"]["poolAccountsFromLiveChainState"]
+    stated["tickArrays"] = [sw.raydium_tick_array_address(str(Pubkey.new_unique()), s) for s in stated["tickArrayStartIndexes"]]
+
+
 TAMPERS = {
+    "stated_tick_arrays_of_another_pool": (_stated_arrays_of_another_pool, "tick_array_mismatch"),
     "tick_array_of_another_pool": (_other_pool_tick_array, "tick_array_mismatch"),
     "tick_arrays_out_of_order": (_arrays_out_of_order, "tick_arrays_not_in_swap_direction"),
     "other_observation": (_other_observation, "observation_mismatch"),
@@ -197,6 +203,31 @@ def _set_pubkey(accounts: dict[str, Any], address: str, offset: int, value: str)
     accounts[address] = {**acc, "data": [base64.b64encode(bytes(raw)).decode(), "base64"]}
 
 
+def _set_bitmap(accounts: dict[str, Any], starts: set[int]) -> None:
+    acc = accounts[RP.pool]
+    raw = bytearray(base64.b64decode(acc["data"][0]))
+    raw[904:1032] = sum(1 << (s // 600 + 512) for s in starts).to_bytes(128, "little")
+    accounts[RP.pool] = {**acc, "data": [base64.b64encode(bytes(raw)).decode(), "base64"]}
+
+
+async def test_the_pool_bitmap_decides_which_arrays_are_initialized() -> None:
+    """An existing array whose bitmap bit is clear is not walked (the program would skip it too); a bit set for
+    an array that does not exist is inconsistent state and refuses the read."""
+    env = Env(lambda accounts: _set_bitmap(accounts, {-20400, -18000}))
+    try:
+        view = await env.market.view()
+        assert view.pools[RP.pool_id].initialized_tick_arrays == (-20400, -18000)
+    finally:
+        await env.market.aclose()
+    env = Env(lambda accounts: _set_bitmap(accounts, {-20400, -19800, -19200}))
+    try:
+        view = await env.market.view()
+        assert RP.pool_id not in view.pools
+        assert "marks tick array -19800 initialized but it does not exist" in view.unavailable[RP.pool_id]
+    finally:
+        await env.market.aclose()
+
+
 async def test_a_live_pool_naming_another_vault_is_refused() -> None:
     env = Env(lambda accounts: _set_pubkey(accounts, RP.pool, 137, str(Pubkey.new_unique())))
     try:
@@ -215,9 +246,10 @@ async def test_a_live_pool_naming_another_vault_is_refused() -> None:
 async def test_no_initialized_tick_array_in_swap_direction_is_refused() -> None:
     """Without the arrays at and above the current one, a price-up swap (USDC -> SOL) has nothing to walk."""
 
-    def drop(accounts: dict[str, Any]) -> None:
+    def drop(accounts: dict[str, Any]) -> None:  # the arrays' accounts and their pool bitmap bits
         for start in (-19200, -18600, -18000):
             accounts.pop(sw.raydium_tick_array_address(RP.pool, start))
+        _set_bitmap(accounts, {-20400})
 
     env = Env(drop)
     try:
