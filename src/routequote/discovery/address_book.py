@@ -4,7 +4,8 @@ The action builders' own address book is the source: `routequote.core.actions.ev
 deployments a `PrepareService` uses: SwapRouter02, CCTP TokenMessengerV2, Across SpokePool, USDG OFT,
 with the reasons for any that are not pinned) and `routequote.core.actions.solana` (the CCTP programs,
 and which Solana venues are not pinned). This module only adds the few addresses a route involves that
-no builder calls itself (the CCTP mint side, the Solana venue programs), each with where it came from:
+no builder calls itself (the CCTP mint side), and lists the Solana swap programs and pinned pool accounts
+of `routequote.core.actions.solana_swaps`, each with where it came from:
 
 - `pinned_in_action_builder`: the address the action builders put into unsigned actions.
 - `issuer_docs`: the protocol's own documentation or repository.
@@ -19,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from routequote.core.actions import solana_swaps as sw
 from routequote.core.actions.evm import DEFAULT_DEPLOYMENTS, EvmDeployment
 from routequote.core.actions.solana import (
     CCTP_MESSAGE_TRANSMITTER_V2,
@@ -54,10 +56,28 @@ REFERENCE: tuple[Contract, ...] = (
              "issuer_docs", "destination mint: the caller's receiveMessage transaction"),
     Contract(Provider.CIRCLE_CCTP, Chain.SOLANA, "message_transmitter_v2", str(CCTP_MESSAGE_TRANSMITTER_V2),
              "pinned_in_action_builder", "passed to the CCTP burn instruction; destination mint on Solana"),
-    Contract(Provider.RAYDIUM_CLMM, Chain.SOLANA, "clmm_program", "CAMMCzo5YL8w4VFF8KVHrK22GGUsp5VTaW7grrKgrWqK",
-             "third_party", SOLANA_UNPINNED.get(Provider.RAYDIUM_CLMM)),
-    Contract(Provider.ORCA_WHIRLPOOL, Chain.SOLANA, "whirlpool_program", "whirLbMiicVdio4qvUfM5KAg6Ct8VwpYzGff3uctyCc",
-             "third_party", SOLANA_UNPINNED.get(Provider.ORCA_WHIRLPOOL)),
+)  # fmt: skip
+
+# Solana swap venues: programs and pool accounts pinned in the swap builder. Their swaps are prepared only
+# from a live read of the pinned pool (tick arrays and, on Raydium, the observation come from that read).
+_LIVE_ONLY = "swap_v2 built only from a live read of this pool (ROUTEQUOTE_MARKET=live)"
+SOLANA_SWAPS: tuple[Contract, ...] = (
+    Contract(Provider.RAYDIUM_CLMM, Chain.SOLANA, "clmm_program", str(sw.RAYDIUM_CLMM_PROGRAM),
+             "pinned_in_action_builder", SOLANA_UNPINNED.get(Provider.RAYDIUM_CLMM) or _LIVE_ONLY),
+    Contract(Provider.ORCA_WHIRLPOOL, Chain.SOLANA, "whirlpool_program", str(sw.ORCA_WHIRLPOOL_PROGRAM),
+             "pinned_in_action_builder", SOLANA_UNPINNED.get(Provider.ORCA_WHIRLPOOL) or _LIVE_ONLY),
+    *(c for p in sw.RAYDIUM_POOLS.values() for c in (
+        Contract(Provider.RAYDIUM_CLMM, Chain.SOLANA, f"pool:{p.pool_id}", p.pool, "pinned_in_action_builder", _LIVE_ONLY),
+        Contract(Provider.RAYDIUM_CLMM, Chain.SOLANA, f"amm_config:{p.pool_id}", p.amm_config, "pinned_in_action_builder"),
+        Contract(Provider.RAYDIUM_CLMM, Chain.SOLANA, f"vault_0:{p.pool_id}", p.vault_0, "pinned_in_action_builder"),
+        Contract(Provider.RAYDIUM_CLMM, Chain.SOLANA, f"vault_1:{p.pool_id}", p.vault_1, "pinned_in_action_builder"),
+    )),
+    *(c for p in sw.ORCA_POOLS.values() for c in (
+        Contract(Provider.ORCA_WHIRLPOOL, Chain.SOLANA, f"pool:{p.pool_id}", p.whirlpool, "pinned_in_action_builder", _LIVE_ONLY),
+        Contract(Provider.ORCA_WHIRLPOOL, Chain.SOLANA, f"vault_a:{p.pool_id}", p.vault_a, "pinned_in_action_builder"),
+        Contract(Provider.ORCA_WHIRLPOOL, Chain.SOLANA, f"vault_b:{p.pool_id}", p.vault_b, "pinned_in_action_builder"),
+        Contract(Provider.ORCA_WHIRLPOOL, Chain.SOLANA, f"oracle:{p.pool_id}", p.oracle, "pinned_in_action_builder"),
+    )),
 )  # fmt: skip
 
 
@@ -84,4 +104,5 @@ def contracts(deployments: Mapping[Chain, EvmDeployment] | None = None) -> list[
         else:
             reason = dep.unpinned_reasons.get(provider.value) if dep is not None else "no deployment for the chain"
             out.append(Contract(provider, chain, _EVM_ROLES.get(provider, "contract"), None, "not_pinned", reason))
-    return out + [c for c in REFERENCE if (c.provider, c.chain) in used or c.role == "message_transmitter_v2"]
+    reference = [c for c in REFERENCE if (c.provider, c.chain) in used or c.role == "message_transmitter_v2"]
+    return out + reference + [c for c in SOLANA_SWAPS if (c.provider, c.chain) in used]
