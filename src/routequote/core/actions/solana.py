@@ -223,6 +223,18 @@ def solana_step_supported(provider: Provider, *, live_market: bool = False) -> s
     return f"{provider.value}_not_buildable_on_solana"
 
 
+def _append_fee_transfer(plan: StepPlan, src: Asset, ixs: list[Instruction], kinds: list[str]) -> str | None:
+    """The 1 bp service fee as an explicit TransferChecked to the fee recipient's token account (created
+    idempotently first). Returns that account, or None off the fee step."""
+    if not plan.fee_base:
+        return None
+    ixs.append(create_ata_idempotent(plan.caller, plan.fee_recipient, src))
+    kinds.append("create_fee_recipient_token_account")
+    ixs.append(transfer_checked(plan.caller, plan.fee_recipient, src, plan.fee_base))
+    kinds.append("service_fee_transfer_checked")
+    return str(associated_token_address(plan.fee_recipient, src))
+
+
 def build_solana_swap(plan: StepPlan) -> SolanaBuild:
     """Fee (create the recipient's token account, `TransferChecked`), wSOL wrap for SOL input, the caller's
     output token account (created if missing), the pinned pool's `swap_v2`, wSOL close for SOL output."""
@@ -236,13 +248,7 @@ def build_solana_swap(plan: StepPlan) -> SolanaBuild:
     if src.token is Token.SOL:
         ixs += wrap_sol(plan.caller, src, plan.input_base)
         kinds += ["create_wsol_token_account", "wrap_sol_transfer", "wsol_sync_native"]
-    fee_ata: str | None = None
-    if plan.fee_base:
-        ixs.append(create_ata_idempotent(plan.caller, plan.fee_recipient, src))
-        kinds.append("create_fee_recipient_token_account")
-        ixs.append(transfer_checked(plan.caller, plan.fee_recipient, src, plan.fee_base))
-        kinds.append("service_fee_transfer_checked")
-        fee_ata = str(associated_token_address(plan.fee_recipient, src))
+    fee_ata = _append_fee_transfer(plan, src, ixs, kinds)
     ixs.append(create_ata_idempotent(plan.caller, plan.caller, dst))
     kinds.append("create_output_token_account")
     pool_id = step.pool_id or ""
@@ -289,13 +295,7 @@ def build_solana(plan: StepPlan) -> SolanaBuild:
     net = plan.net_input_base
     ixs: list[Instruction] = []
     kinds: list[str] = []
-    fee_ata: str | None = None
-    if plan.fee_base:
-        ixs.append(create_ata_idempotent(plan.caller, plan.fee_recipient, src))
-        kinds.append("create_fee_recipient_token_account")
-        ixs.append(transfer_checked(plan.caller, plan.fee_recipient, src, plan.fee_base))
-        kinds.append("service_fee_transfer_checked")
-        fee_ata = str(associated_token_address(plan.fee_recipient, src))
+    fee_ata = _append_fee_transfer(plan, src, ixs, kinds)
     domain = CHAINS[dst.chain].cctp_domain
     if domain is None or dst.chain is Chain.SOLANA:
         raise ActionUnavailable("cctp_destination_domain_unknown")
