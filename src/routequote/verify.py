@@ -538,6 +538,22 @@ def _check_protocol_call(
         _ = native_fee
 
 
+def _swap_args(c: _Checker, swap_ix: dict[str, Any] | None, program: Any, decode: Any, what: str) -> Any:
+    """The decoded arguments of the swap instruction, or None after recording why it is refused: it must be
+    an instruction of the pinned `program` whose data `decode` accepts."""
+    if not c.expect(swap_ix is not None and swap_ix.get("programId") == str(program), "program_not_allowed",
+                    f"the swap must be an instruction of the pinned program {program}"):  # fmt: skip
+        return None
+    assert swap_ix is not None
+    try:
+        data = base64.b64decode(swap_ix["data"], validate=True)
+    except Exception:  # noqa: BLE001 - undecodable data is refused below
+        data = b""
+    args = decode(data)
+    c.expect(args is not None, "instruction_not_allowed", f"the swap must be {what}")
+    return args
+
+
 def _check_solana_swap(x: _Ctx, action: dict[str, Any]) -> None:
     """Orca Whirlpool / Raydium CLMM swap steps: the swap instruction is decoded on its own (pinned program,
     discriminator, exact input = net, minimum output, direction, no price limit, the caller's own token
@@ -565,18 +581,10 @@ def _check_solana_swap(x: _Ctx, action: dict[str, Any]) -> None:
     if step.provider is Provider.ORCA_WHIRLPOOL and pool_id in sw.ORCA_POOLS:
         op = sw.ORCA_POOLS[pool_id]
         a_to_b = src.key == op.token_a
-        if not c.expect(swap_ix is not None and swap_ix.get("programId") == str(sw.ORCA_WHIRLPOOL_PROGRAM),
-                        "program_not_allowed", "the swap must be an instruction of the pinned Orca Whirlpool program"):  # fmt: skip
+        args = _swap_args(c, swap_ix, sw.ORCA_WHIRLPOOL_PROGRAM, sw.decode_orca_swap_v2, "Orca Whirlpool swap_v2 (43 bytes)")
+        if args is None:
             return
         assert swap_ix is not None
-        try:
-            data = base64.b64decode(swap_ix["data"], validate=True)
-        except Exception:  # noqa: BLE001
-            data = b""
-        args = sw.decode_orca_swap_v2(data)
-        if not c.expect(args is not None, "instruction_not_allowed", "the swap must be Whirlpool swap_v2 (43 bytes)"):
-            return
-        assert args is not None
         amount, threshold, limit, exact_in, got_a_to_b = args
         c.expect(amount == x.net, "amount_mismatch", f"swap amount {amount}, expected {x.net}")
         c.expect(threshold == x.min_out, "minimum_output_mismatch",
@@ -633,18 +641,10 @@ def _check_raydium_swap(
     src, dst = step.source, step.target
     rp = sw.RAYDIUM_POOLS[step.pool_id or ""]
     zero_for_one = src.key == rp.token_0
-    if not c.expect(swap_ix is not None and swap_ix.get("programId") == str(sw.RAYDIUM_CLMM_PROGRAM),
-                    "program_not_allowed", "the swap must be an instruction of the pinned Raydium CLMM program"):  # fmt: skip
+    args = _swap_args(c, swap_ix, sw.RAYDIUM_CLMM_PROGRAM, sw.decode_raydium_swap_v2, "Raydium CLMM swap_v2 (41 bytes)")
+    if args is None:
         return None
     assert swap_ix is not None
-    try:
-        data = base64.b64decode(swap_ix["data"], validate=True)
-    except Exception:  # noqa: BLE001
-        data = b""
-    args = sw.decode_raydium_swap_v2(data)
-    if not c.expect(args is not None, "instruction_not_allowed", "the swap must be Raydium CLMM swap_v2 (41 bytes)"):
-        return None
-    assert args is not None
     amount, threshold, limit, base_input = args
     c.expect(amount == x.net, "amount_mismatch", f"swap amount {amount}, expected {x.net}")
     c.expect(threshold == x.min_out, "minimum_output_mismatch",

@@ -28,6 +28,8 @@ import httpx
 from eth_abi import decode, encode
 from eth_utils import function_signature_to_4byte_selector, to_checksum_address
 
+from routequote.core.actions.evm import arg_types
+
 CACHE = Path(__file__).resolve().parent / ".npm-cache"
 ANVIL_PKG = "@foundry-rs/anvil-linux-amd64@1.7.1"
 PACKS = {
@@ -170,23 +172,8 @@ def selector(signature: str) -> bytes:
 
 def calldata(signature: str, *args: Any) -> str:
     """ABI-encode a call: ``calldata("transfer(address,uint256)", to, amount)``."""
-    types = _split_types(signature[signature.index("(") + 1 : -1])
+    types = arg_types(signature)
     return "0x" + (selector(signature) + encode(types, list(args))).hex()
-
-
-def _split_types(s: str) -> list[str]:
-    out, depth, cur = [], 0, ""
-    for ch in s:
-        if ch == "," and depth == 0:
-            out.append(cur)
-            cur = ""
-            continue
-        depth += ch == "("
-        depth -= ch == ")"
-        cur += ch
-    if cur:
-        out.append(cur)
-    return out
 
 
 @dataclass

@@ -37,7 +37,8 @@ SIGNATURES: dict[str, str] = {
 }
 
 
-def _arg_types(signature: str) -> list[str]:
+def arg_types(signature: str) -> list[str]:
+    """The top-level argument types of a function signature (tuples kept whole)."""
     inner = signature[signature.index("(") + 1 : -1]
     out: list[str] = []
     depth, cur = 0, ""
@@ -56,7 +57,7 @@ def _arg_types(signature: str) -> list[str]:
 
 SELECTORS: dict[str, bytes] = {name: function_signature_to_4byte_selector(sig) for name, sig in SIGNATURES.items()}
 _BY_SELECTOR: dict[bytes, str] = {sel: name for name, sel in SELECTORS.items()}
-ARG_TYPES: dict[str, list[str]] = {name: _arg_types(sig) for name, sig in SIGNATURES.items()}
+ARG_TYPES: dict[str, list[str]] = {name: arg_types(sig) for name, sig in SIGNATURES.items()}
 
 # LayerZero v2 endpoint ids (chains.md §1)
 LZ_EID: dict[Chain, int] = {Chain.SOLANA: 30168, Chain.BASE: 30184, Chain.ARBITRUM: 30110, Chain.ROBINHOOD: 30416}
