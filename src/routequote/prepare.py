@@ -16,12 +16,11 @@ from typing import Any
 from routequote.config import Settings
 from routequote.core.actions.approval import check_approval, parse_approval, reapproval
 from routequote.core.actions.bundle import assemble_bundle, unix
+from routequote.core.actions.common import ActionUnavailable, checksum
 from routequote.core.actions.evm import (
     DEFAULT_DEPLOYMENTS,
-    ActionUnavailable,
     EvmDeployment,
     build_evm,
-    checksum,
     evm_step_supported,
 )
 from routequote.core.actions.plan import (
@@ -41,6 +40,7 @@ from routequote.core.actions.solana_swaps import (
 from routequote.core.assets import CHAINS, Chain, ChainFamily
 from routequote.core.hashing import canonical_sha256
 from routequote.core.intent import QUOTE_FIELDS, parse_quote_request
+from routequote.core.pricing import PricedStep
 from routequote.core.quote import APPROVAL_VERSION
 from routequote.core.routes import ROUTES, Provider, Route
 from routequote.errors import InvalidRequest
@@ -317,49 +317,38 @@ class PrepareService:
     ) -> dict[str, Any]:
         quote = issued.payload
         ps = issued.body.pricing.steps[0]
-        step = ps.step
         min_out = ps.minimum_output_base
         if approval is not None and len(route.steps) == 1:
             min_out = max(min_out, int(approval["minimum_output_base"]))
         pool_fee = None
-        if step.provider is Provider.UNISWAP_V3:
+        if ps.step.provider is Provider.UNISWAP_V3:
             pool_fee = next(
                 (f["fee_pips"] for f in quote["cost_summary"]["provider_fee_components"]
-                 if f["step_index"] == step.index and "fee_pips" in f),
+                 if f["step_index"] == ps.step.index and "fee_pips" in f),
                 None,
             )  # fmt: skip
         now = self.service.clock.now()
-        prepared = unix(now)
-        plan = StepPlan(
-            route=route,
-            step=step,
-            input_base=ps.expected_input_base,
-            fee_base=ps.service_fee_base,
+        quote_expiry = unix(now + timedelta(seconds=max(0.0, issued.expires_at_monotonic - self.service.clock.monotonic())))
+        return self.build_step(
+            route,
+            ps,
             minimum_output_base=min_out,
-            expected_output_base=ps.expected_output_base,
-            max_provider_fee_base=ps.provider_fee_max_base if step.provider is Provider.CIRCLE_CCTP else 0,
-            native_fee_wei=ps.native_fee_max_wei if step.provider is Provider.PAXOS_OFT else 0,
             wallets=wallets,
-            fee_recipient=self.fee_recipient_for(step.source.chain),
-            event_signer_public=signer if step.source.chain is Chain.SOLANA else None,
-            prepared_at_unix=prepared,
-            deadline_unix=prepared + ONCHAIN_DEADLINE_SECONDS,
-            fill_deadline_unix=prepared + ACROSS_FILL_DEADLINE_SECONDS,
+            signer=signer,
             pool_fee_pips=pool_fee,
-            pool_tick_current=pool_tick,
+            pool_tick=pool_tick,
             raydium_live=raydium_live,
+            binding=self.quote_binding(quote, approval),
+            summary_steps=quote["direct_route_summary"]["steps"],
+            workflow_id=self.service.ids.new_id(),
+            quote_expiry_unix=quote_expiry,
         )
-        try:
-            build = (
-                build_evm(plan, self.deployments)
-                if CHAINS[step.source.chain].family is ChainFamily.EVM
-                else build_solana(plan)
-            )
-        except ActionUnavailable as exc:
-            raise InvalidRequest("route_not_prepare_ready", exc.detail, details={"unavailable_reason": exc.reason}) from None
+
+    def quote_binding(self, quote: dict[str, Any], approval: dict[str, Any] | None) -> dict[str, Any]:
+        """The bundle's `quote_binding`: what the action is bound to (an approval, or legacy advisory)."""
         cont = quote["continuation_v3"]
         if approval is not None:
-            binding: dict[str, Any] = {
+            return {
                 "version": BINDING_VERSION,
                 "enforcement": "server_enforced_quote_binding",
                 "approval_v3_version": APPROVAL_VERSION,
@@ -374,27 +363,73 @@ class PrepareService:
                 "server_signing": False,
                 "server_submission": False,
             }
-        else:
-            binding = {
-                "version": "legacy_advisory",
-                "enforcement": "legacy_advisory",
-                "quote_id": quote["quote_id"],
-                "quote_fingerprint": cont["quote_fingerprint"],
-                "direct_route_summary_sha256": cont["direct_route_summary_sha256"],
-                "caller_approved_boolean_is_not_human_proof": True,
-                "whole_route_path_and_bounds_enforced": False,
-                "note": "no approval_v3: served from a fresh internal quote; bind an approval_v3 to enforce bounds",
-                "server_signing": False,
-                "server_submission": False,
-            }
-        quote_expiry = unix(now + timedelta(seconds=max(0.0, issued.expires_at_monotonic - self.service.clock.monotonic())))
+        return {
+            "version": "legacy_advisory",
+            "enforcement": "legacy_advisory",
+            "quote_id": quote["quote_id"],
+            "quote_fingerprint": cont["quote_fingerprint"],
+            "direct_route_summary_sha256": cont["direct_route_summary_sha256"],
+            "caller_approved_boolean_is_not_human_proof": True,
+            "whole_route_path_and_bounds_enforced": False,
+            "note": "no approval_v3: served from a fresh internal quote; bind an approval_v3 to enforce bounds",
+            "server_signing": False,
+            "server_submission": False,
+        }
+
+    def build_step(
+        self,
+        route: Route,
+        ps: PricedStep,
+        *,
+        minimum_output_base: int,
+        wallets: dict[str, str],
+        signer: str | None,
+        pool_fee_pips: int | None,
+        pool_tick: int | None,
+        raydium_live: RaydiumLiveAccounts | None,
+        binding: dict[str, Any],
+        summary_steps: list[dict[str, Any]],
+        workflow_id: str,
+        quote_expiry_unix: int | None,
+    ) -> dict[str, Any]:
+        """The bundle for one priced step of `route` (the first step on prepare; any step in a session)."""
+        step = ps.step
+        now = self.service.clock.now()
+        prepared = unix(now)
+        plan = StepPlan(
+            route=route,
+            step=step,
+            input_base=ps.expected_input_base,
+            fee_base=ps.service_fee_base,
+            minimum_output_base=minimum_output_base,
+            expected_output_base=ps.expected_output_base,
+            max_provider_fee_base=ps.provider_fee_max_base if step.provider is Provider.CIRCLE_CCTP else 0,
+            native_fee_wei=ps.native_fee_max_wei if step.provider is Provider.PAXOS_OFT else 0,
+            wallets=wallets,
+            fee_recipient=self.fee_recipient_for(step.source.chain),
+            event_signer_public=signer if step.source.chain is Chain.SOLANA else None,
+            prepared_at_unix=prepared,
+            deadline_unix=prepared + ONCHAIN_DEADLINE_SECONDS,
+            fill_deadline_unix=prepared + ACROSS_FILL_DEADLINE_SECONDS,
+            pool_fee_pips=pool_fee_pips,
+            pool_tick_current=pool_tick,
+            raydium_live=raydium_live,
+        )
+        try:
+            build = (
+                build_evm(plan, self.deployments)
+                if CHAINS[step.source.chain].family is ChainFamily.EVM
+                else build_solana(plan)
+            )
+        except ActionUnavailable as exc:
+            raise InvalidRequest("route_not_prepare_ready", exc.detail, details={"unavailable_reason": exc.reason}) from None
         return assemble_bundle(
             plan,
             build,
-            workflow_id=self.service.ids.new_id(),
+            workflow_id=workflow_id,
             action_id=self.service.ids.new_id(),
             prepared_at=now,
             quote_binding=binding,
-            summary_steps=quote["direct_route_summary"]["steps"],
-            quote_expiry_unix=quote_expiry,
+            summary_steps=summary_steps,
+            quote_expiry_unix=quote_expiry_unix,
         )

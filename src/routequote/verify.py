@@ -17,6 +17,7 @@ from typing import Any
 
 from solders.pubkey import Pubkey
 
+from routequote.core.actions import common as ak
 from routequote.core.actions import solana as sol
 from routequote.core.actions import solana_swaps as sw
 from routequote.core.actions.bundle import (
@@ -31,13 +32,12 @@ from routequote.core.actions.bundle import (
     payload_sha256,
     raw_payload_rows,
 )
+from routequote.core.actions.common import ZERO_BYTES32, address_to_bytes32
 from routequote.core.actions.evm import (
     DEFAULT_DEPLOYMENTS,
     LZ_EID,
     ROUTER_ADDRESS_THIS,
-    ZERO_BYTES32,
     EvmDeployment,
-    address_to_bytes32,
     decode_call,
 )
 from routequote.core.actions.plan import (
@@ -492,7 +492,7 @@ def _check_protocol_call(
         c.expect(int(amount) == x.net, "amount_mismatch", f"{where}: burn amount {amount}, expected {x.net}")
         c.expect(domain == CHAINS[dst.chain].cctp_domain, "destination_mismatch", f"{where}: domain {domain}")
         if dst.chain is Chain.SOLANA:
-            want_b32 = bytes(sol.associated_token_address(x.recipient, dst))
+            want_b32 = bytes(ak.associated_token_address(x.recipient, dst))
         else:
             want_b32 = address_to_bytes32(x.recipient)
         c.expect(bytes(mint_rcpt) == want_b32, "recipient_mismatch", f"{where}: mintRecipient is not yours")
@@ -594,7 +594,7 @@ def _check_solana_swap(x: _Ctx, action: dict[str, Any]) -> None:
                  "the sqrt price limit must be the program's bound")  # fmt: skip
         keys = [k.get("pubkey") for k in swap_ix.get("keys", []) if isinstance(k, dict)]
         a, b = ASSETS[op.token_a], ASSETS[op.token_b]
-        own = [str(sol.associated_token_address(x.caller, a)), str(sol.associated_token_address(x.caller, b))]
+        own = [str(ak.associated_token_address(x.caller, a)), str(ak.associated_token_address(x.caller, b))]
         c.expect(len(keys) == 15 and keys[3] == x.caller and [keys[7], keys[9]] == own, "token_owner_mismatch",
                  "the swap's authority and token accounts must be your wallet's own")  # fmt: skip
         c.expect(len(keys) == 15 and keys[4] == op.whirlpool and [keys[8], keys[10]] == [op.vault_a, op.vault_b]
@@ -619,7 +619,7 @@ def _check_solana_swap(x: _Ctx, action: dict[str, Any]) -> None:
     except Exception as exc:  # noqa: BLE001
         c.fail("instruction_mismatch", f"cannot derive the expected instructions: {exc}")
         return
-    allowed = {str(sol.ATA_PROGRAM), str(sol.token_program(src)), str(sol.token_program(dst)), str(sol.SYSTEM_PROGRAM),
+    allowed = {str(sol.ATA_PROGRAM), str(ak.token_program(src)), str(ak.token_program(dst)), str(sol.SYSTEM_PROGRAM),
                str(sw.ORCA_WHIRLPOOL_PROGRAM if step.provider is Provider.ORCA_WHIRLPOOL else sw.RAYDIUM_CLMM_PROGRAM)}  # fmt: skip
     for i, ix in enumerate(ixs):
         c.expect(ix.get("programId") in allowed, "program_not_allowed", f"instruction {i}: program")
@@ -667,13 +667,13 @@ def _check_raydium_swap(
                     "the swap's account count differs from the stated live accounts"):  # fmt: skip
         return None
     src_a, dst_a = ASSETS[src.key], ASSETS[dst.key]
-    own = [str(sol.associated_token_address(x.caller, src_a)), str(sol.associated_token_address(x.caller, dst_a))]
+    own = [str(ak.associated_token_address(x.caller, src_a)), str(ak.associated_token_address(x.caller, dst_a))]
     c.expect(keys[0] == x.caller and keys[3:5] == own, "token_owner_mismatch",
              "the swap's payer and token accounts must be your wallet's own")  # fmt: skip
     vaults = [rp.vault_0, rp.vault_1] if zero_for_one else [rp.vault_1, rp.vault_0]
     c.expect(keys[1] == rp.amm_config and keys[2] == rp.pool and keys[5:7] == vaults, "pool_accounts_mismatch",
              "the swap's amm_config, pool or vaults are not the pinned ones in swap direction")  # fmt: skip
-    c.expect(keys[11:13] == [str(sol.mint(src_a)), str(sol.mint(dst_a))], "direction_mismatch",
+    c.expect(keys[11:13] == [str(ak.mint(src_a)), str(ak.mint(dst_a))], "direction_mismatch",
              "the swap's input / output mints do not follow your direction")  # fmt: skip
     c.expect(keys[7] == obs, "observation_mismatch", "the swap's observation account is not the one stated")
     if ext is not None:
@@ -744,7 +744,7 @@ def _check_solana(x: _Ctx, action: dict[str, Any]) -> None:
             assert domain is not None
             expected.append(sol.instruction_dict(sol.cctp_deposit_for_burn(
                 x.caller, x.event_signer, src, amount, domain, mint_rcpt, max_fee)))  # fmt: skip
-    allowed_programs = {str(sol.ATA_PROGRAM), str(sol.token_program(src)), str(sol.CCTP_TOKEN_MESSENGER_MINTER_V2)}
+    allowed_programs = {str(sol.ATA_PROGRAM), str(ak.token_program(src)), str(sol.CCTP_TOKEN_MESSENGER_MINTER_V2)}
     for i, ix in enumerate(ixs):
         c.expect(ix.get("programId") in allowed_programs, "program_not_allowed", f"instruction {i}: program")
     c.expect(ixs == expected, "instruction_mismatch",

@@ -26,7 +26,8 @@ from eth_account import Account
 from eth_utils import keccak, to_checksum_address
 from tests.unit.actions.support import FEE_RECIPIENTS, SOLANA_WALLET, make_env, prepare_route
 
-from routequote.core.actions.evm import DEFAULT_DEPLOYMENTS, address_to_bytes32
+from routequote.core.actions.common import address_to_bytes32, associated_token_address
+from routequote.core.actions.evm import DEFAULT_DEPLOYMENTS
 from routequote.core.assets import Chain
 from routequote.verify import verify_bundle
 
@@ -280,7 +281,6 @@ def test_cross_chain_first_step_cctp_calldata_accepted_by_v2_mock(snapshot: Anvi
     amount, domain, mint_recipient, burn_token, dest_caller, max_fee, finality = call
     assert (amount, domain, finality) == (net, 5, 1000)
     assert burn_token.lower() == a["token6"].lower() and dest_caller == bytes(32) and 0 < max_fee < amount
-    from routequote.core.actions.solana import associated_token_address
     from routequote.core.assets import ASSETS
 
     assert mint_recipient == bytes(associated_token_address(SOLANA_WALLET, ASSETS["solana:USDC"]))

@@ -22,8 +22,8 @@ from eth_utils import function_signature_to_4byte_selector
 from solders.pubkey import Pubkey
 from tests.unit.actions.support import EVENT_SIGNER, FEE_RECIPIENTS, SOLANA_WALLET, make_env, prepare_route
 
+from routequote.core.actions import common as ak
 from routequote.core.actions import solana as sol
-from routequote.core.actions.evm import address_to_bytes32
 from routequote.core.assets import ASSETS
 
 GOLDEN = Path(__file__).resolve().parents[2] / "golden"
@@ -87,7 +87,7 @@ def _golden(name: str, value: Any) -> Any:
 
 def test_solana_cctp_deposit_for_burn_layout_matches_golden() -> None:
     usdc = ASSETS["solana:USDC"]
-    recipient = address_to_bytes32("0x1111111111111111111111111111111111111111")
+    recipient = ak.address_to_bytes32("0x1111111111111111111111111111111111111111")
     ix = sol.cctp_deposit_for_burn(SOLANA_WALLET, EVENT_SIGNER, usdc, 99_990_000, 6, recipient, 12_000)
     d = sol.instruction_dict(ix)
     named = [{"name": n, **k} for n, k in zip(sol.CCTP_ACCOUNT_NAMES, d["keys"], strict=True)]
@@ -110,8 +110,8 @@ def test_solana_cctp_deposit_for_burn_layout_matches_golden() -> None:
     tmm = sol.CCTP_TOKEN_MESSENGER_MINTER_V2
     by_name = {a["name"]: a["pubkey"] for a in named}
     assert by_name["message_sent_event_data"] == EVENT_SIGNER
-    assert by_name["burn_token_account"] == str(sol.associated_token_address(SOLANA_WALLET, usdc))
-    assert by_name["local_token"] == str(Pubkey.find_program_address([b"local_token", bytes(sol.mint(usdc))], tmm)[0])
+    assert by_name["burn_token_account"] == str(ak.associated_token_address(SOLANA_WALLET, usdc))
+    assert by_name["local_token"] == str(Pubkey.find_program_address([b"local_token", bytes(ak.mint(usdc))], tmm)[0])
     assert by_name["remote_token_messenger"] == str(Pubkey.find_program_address([b"remote_token_messenger", b"6"], tmm)[0])
     assert by_name["program"] == by_name["token_messenger_minter_program"] == str(tmm)
 
@@ -134,7 +134,7 @@ def test_cctp_evm_calldata_decoded_with_published_abi() -> None:
     step = p.quote["direct_route_summary"]["steps"][0]
     assert f["amount"] == int(step["expected_input_base"]) - int(step["expected_input_base"]) // 10_000
     assert f["destinationDomain"] == 5
-    assert f["mintRecipient"] == bytes(sol.associated_token_address(SOLANA_WALLET, ASSETS["solana:USDC"]))
+    assert f["mintRecipient"] == bytes(ak.associated_token_address(SOLANA_WALLET, ASSETS["solana:USDC"]))
     assert f["burnToken"].lower() == ASSETS["arbitrum:USDC"].address.lower()  # type: ignore[union-attr]
     assert f["destinationCaller"] == bytes(32)
     assert 0 < f["maxFee"] < f["amount"] and f["amount"] - f["maxFee"] >= int(step["minimum_output_base"])

@@ -17,6 +17,7 @@ from solders.token.state import Mint, TokenAccount, TokenAccountState
 from solders.transaction import Transaction
 from tests.unit.actions.support import EVENT_SIGNER, SETTINGS, make_env, prepare_route
 
+from routequote.core.actions import common as ak
 from routequote.core.actions import solana as sol
 from routequote.core.assets import ASSETS, Asset
 from routequote.core.pricing import service_fee
@@ -27,11 +28,11 @@ START_BALANCE = 5_000_000_000
 def _chain(asset: Asset, wallet: Pubkey) -> LiteSVM:
     svm = LiteSVM()
     svm.airdrop(wallet, 10 * 10**9)
-    program = sol.token_program(asset)
+    program = ak.token_program(asset)
     mint = Mint(Pubkey.new_unique(), 10**15, asset.decimals, True, None)
-    svm.set_account(sol.mint(asset), Account(10**9, bytes(mint), program, False, 0))
-    acct = TokenAccount(sol.mint(asset), wallet, START_BALANCE, None, TokenAccountState.Initialized, None, 0, None)
-    svm.set_account(sol.associated_token_address(wallet, asset), Account(10**9, bytes(acct), program, False, 0))
+    svm.set_account(ak.mint(asset), Account(10**9, bytes(mint), program, False, 0))
+    acct = TokenAccount(ak.mint(asset), wallet, START_BALANCE, None, TokenAccountState.Initialized, None, 0, None)
+    svm.set_account(ak.associated_token_address(wallet, asset), Account(10**9, bytes(acct), program, False, 0))
     return svm
 
 
@@ -53,17 +54,17 @@ def test_fee_transfer_and_token_account_creation_execute(endpoint: str) -> None:
     kp = Keypair()
     svm = _chain(asset, kp.pubkey())
     recipient = Pubkey.from_string(SETTINGS.fee_recipient_solana)
-    fee_ata = sol.associated_token_address(recipient, asset)
+    fee_ata = ak.associated_token_address(recipient, asset)
     assert svm.get_account(fee_ata) is None
     input_base = 123_456_789
     fee = service_fee(input_base)
     ixs = [sol.create_ata_idempotent(kp.pubkey(), recipient, asset), sol.transfer_checked(kp.pubkey(), recipient, asset, fee)]
-    assert ixs[1].program_id == sol.token_program(asset)
+    assert ixs[1].program_id == ak.token_program(asset)
     _send(svm, kp, ixs)
     assert _amount(svm, fee_ata) == fee == 12_345
-    assert _amount(svm, sol.associated_token_address(kp.pubkey(), asset)) == START_BALANCE - fee
+    assert _amount(svm, ak.associated_token_address(kp.pubkey(), asset)) == START_BALANCE - fee
     owner = svm.get_account(fee_ata)
-    assert owner is not None and owner.owner == sol.token_program(asset)
+    assert owner is not None and owner.owner == ak.token_program(asset)
     # idempotent: a second fee payment with the account already present also succeeds
     svm.expire_blockhash()
     _send(svm, kp, ixs)
@@ -105,6 +106,6 @@ def test_prepared_solana_bundle_fee_instructions_execute_and_burn_is_last() -> N
     svm = _chain(asset, kp.pubkey())
     _send(svm, kp, ixs[:2])
     recipient = Pubkey.from_string(SETTINGS.fee_recipient_solana)
-    assert _amount(svm, sol.associated_token_address(recipient, asset)) == fee
-    assert action["feeRecipientTokenAccount"] == str(sol.associated_token_address(recipient, asset))
+    assert _amount(svm, ak.associated_token_address(recipient, asset)) == fee
+    assert action["feeRecipientTokenAccount"] == str(ak.associated_token_address(recipient, asset))
     assert ixs[2].program_id == sol.CCTP_TOKEN_MESSENGER_MINTER_V2

@@ -22,6 +22,7 @@ from solders.token.state import Mint, TokenAccount
 from solders.transaction import Transaction
 from tests.recordings.fake_upstreams import FakeUpstreams, live_config
 
+from routequote.core.actions import common as ak
 from routequote.core.actions import solana as sol
 from routequote.core.actions import solana_swaps as sw
 from routequote.core.assets import ASSETS
@@ -58,7 +59,7 @@ RAYDIUM_ACCOUNT_NAMES = (
 def test_pinned_orca_accounts_derive_from_their_seeds() -> None:
     p = sw.ORCA_USDG_USDC
     config = Pubkey.from_string("2LecshUwdy9xi7meFgHtFJQNSKk4KdTrcpvaB56dP2NQ")  # Orca mainnet WhirlpoolsConfig
-    a, b = sol.mint(ASSETS[p.token_a]), sol.mint(ASSETS[p.token_b])
+    a, b = ak.mint(ASSETS[p.token_a]), ak.mint(ASSETS[p.token_b])
     assert bytes(a) < bytes(b)  # Whirlpool mint order
     seeds = [b"whirlpool", bytes(config), bytes(a), bytes(b), p.tick_spacing.to_bytes(2, "little")]
     assert str(Pubkey.find_program_address(seeds, sw.ORCA_WHIRLPOOL_PROGRAM)[0]) == p.whirlpool
@@ -71,7 +72,7 @@ def test_pinned_raydium_accounts_derive_from_their_seeds() -> None:
     p = sw.RAYDIUM_SOL_USDC
     prog = sw.RAYDIUM_CLMM_PROGRAM
     assert str(Pubkey.find_program_address([b"amm_config", (2).to_bytes(2, "big")], prog)[0]) == p.amm_config
-    m0, m1 = sol.mint(ASSETS[p.token_0]), sol.mint(ASSETS[p.token_1])
+    m0, m1 = ak.mint(ASSETS[p.token_0]), ak.mint(ASSETS[p.token_1])
     assert str(Pubkey.find_program_address([b"pool", bytes(Pubkey.from_string(p.amm_config)), bytes(m0), bytes(m1)], prog)[0]) == p.pool  # fmt: skip
     assert sw.raydium_bitmap_extension_address(p.pool) == p.bitmap_extension
     assert sw.raydium_tick_array_address(p.pool, -600) == tick_array_address("raydium_clmm", p.pool, -600)
@@ -138,7 +139,7 @@ def test_orca_swap_v2_data_and_roles_follow_the_idl() -> None:
     keys = [str(a.pubkey) for a in ix.accounts]
     usdg, usdc = ASSETS["solana:USDG"], ASSETS["solana:USDC"]
     assert keys[0] == str(sw.TOKEN_2022) and keys[1] == str(sw.SPL_TOKEN)  # USDG is Token-2022
-    assert keys[7] == str(sol.associated_token_address(OWNER, usdg)) and keys[9] == str(sol.associated_token_address(OWNER, usdc))
+    assert keys[7] == str(ak.associated_token_address(OWNER, usdg)) and keys[9] == str(ak.associated_token_address(OWNER, usdc))
     assert [a.is_signer for a in ix.accounts] == [i == 3 for i in range(15)]
     assert [a.is_writable for a in ix.accounts] == [i in (4, 7, 8, 9, 10, 11, 12, 13, 14) for i in range(15)]
     b2a = bytes(sw.orca_swap_v2(OWNER, p, 1, 1, False, 3).data)
@@ -153,7 +154,7 @@ def test_raydium_swap_v2_data_follows_the_idl() -> None:
     assert data[24:40] == bytes(16) and data[40] == 1  # no price limit, is_base_input
     keys = [str(a.pubkey) for a in ix.accounts]
     assert keys[5:7] == [sw.RAYDIUM_SOL_USDC.vault_0, sw.RAYDIUM_SOL_USDC.vault_1]  # SOL in, USDC out
-    assert keys[11:13] == [str(sol.mint(ASSETS["solana:SOL"])), str(sol.mint(ASSETS["solana:USDC"]))]
+    assert keys[11:13] == [str(ak.mint(ASSETS["solana:SOL"])), str(ak.mint(ASSETS["solana:USDC"]))]
     assert not ix.accounts[13].is_writable and all(a.is_writable for a in ix.accounts[14:])
     assert keys[7] == TEST_OBSERVATION and keys[13] == sw.RAYDIUM_SOL_USDC.bitmap_extension
     # no extension account read live: none is passed (the program would try to load it)
@@ -207,9 +208,9 @@ def _svm_with_usdc(wallet: Pubkey) -> LiteSVM:
     svm.airdrop(wallet, 10 * 10**9)
     usdc = ASSETS["solana:USDC"]
     mint = Mint(Pubkey.new_unique(), 10**15, usdc.decimals, True, None)
-    svm.set_account(sol.mint(usdc), Account(10**9, bytes(mint), sol.token_program(usdc), False, 0))
+    svm.set_account(ak.mint(usdc), Account(10**9, bytes(mint), ak.token_program(usdc), False, 0))
     native = ASSETS["solana:SOL"]  # the native mint as on mainnet: no authority, 9 decimals
-    svm.set_account(sol.mint(native), Account(10**9, bytes(Mint(None, 0, 9, True, None)), sol.token_program(native), False, 0))
+    svm.set_account(ak.mint(native), Account(10**9, bytes(Mint(None, 0, 9, True, None)), ak.token_program(native), False, 0))
     return svm
 
 
@@ -241,16 +242,16 @@ def test_wsol_wrap_fee_and_output_account_execute_then_close_unwraps() -> None:
         sol.create_ata_idempotent(owner, owner, usdc),
     ]
     _send(svm, kp, ixs)
-    wsol = sol.associated_token_address(owner, sol_asset)
+    wsol = ak.associated_token_address(owner, sol_asset)
     assert _token_amount(svm, wsol) == amount - fee
-    assert _token_amount(svm, sol.associated_token_address(fee_owner, sol_asset)) == fee
-    assert _token_amount(svm, sol.associated_token_address(owner, usdc)) == 0
+    assert _token_amount(svm, ak.associated_token_address(fee_owner, sol_asset)) == fee
+    assert _token_amount(svm, ak.associated_token_address(owner, usdc)) == 0
     svm.expire_blockhash()
     _send(svm, kp, [sol.close_wsol(owner, sol_asset)])
     assert svm.get_account(wsol) is None or svm.get_account(wsol).lamports == 0
-    fee_ata = sol.associated_token_address(fee_owner, sol_asset)
+    fee_ata = ak.associated_token_address(fee_owner, sol_asset)
     fee_rent = svm.get_account(fee_ata).lamports - _token_amount(svm, fee_ata)  # a wSOL account's lamports hold its amount
-    usdc_rent = svm.get_account(sol.associated_token_address(owner, usdc)).lamports
+    usdc_rent = svm.get_account(ak.associated_token_address(owner, usdc)).lamports
     spent = before - svm.get_balance(owner)
     # the wallet paid: the fee, two rents it keeps paying for (fee recipient's wSOL, its own USDC account) and
     # the two transaction fees (5000 lamports a signature); the wrapped remainder came back on close

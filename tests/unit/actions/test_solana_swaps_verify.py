@@ -191,6 +191,7 @@ async def test_prepared_orca_bundle_runs_in_litesvm_up_to_the_swap(live: LiveEnv
     from solders.token.state import Mint, TokenAccount, TokenAccountState
     from solders.transaction import Transaction
 
+    from routequote.core.actions import common as ak
     from routequote.core.actions import solana as sol
     from routequote.core.assets import ASSETS
 
@@ -208,16 +209,16 @@ async def test_prepared_orca_bundle_runs_in_litesvm_up_to_the_swap(live: LiveEnv
     svm.airdrop(kp.pubkey(), 10**10)
     for a in (usdg, usdc):
         mint = Mint(Pubkey.new_unique(), 10**15, a.decimals, True, None)
-        svm.set_account(sol.mint(a), Account(10**9, bytes(mint), sol.token_program(a), False, 0))
+        svm.set_account(ak.mint(a), Account(10**9, bytes(mint), ak.token_program(a), False, 0))
     start = 10**12
-    acct = TokenAccount(sol.mint(usdg), kp.pubkey(), start, None, TokenAccountState.Initialized, None, 0, None)
-    svm.set_account(sol.associated_token_address(kp.pubkey(), usdg), Account(10**9, bytes(acct), sol.token_program(usdg), False, 0))  # fmt: skip
+    acct = TokenAccount(ak.mint(usdg), kp.pubkey(), start, None, TokenAccountState.Initialized, None, 0, None)
+    svm.set_account(ak.associated_token_address(kp.pubkey(), usdg), Account(10**9, bytes(acct), ak.token_program(usdg), False, 0))  # fmt: skip
     msg = Message.new_with_blockhash(ixs[:-1], kp.pubkey(), svm.latest_blockhash())
     result = svm.send_transaction(Transaction([kp], msg, svm.latest_blockhash()))
     assert not hasattr(result, "err"), result
 
     def amount(owner: Pubkey, a: Any) -> int:
-        got = svm.get_account(sol.associated_token_address(owner, a))
+        got = svm.get_account(ak.associated_token_address(owner, a))
         assert got is not None
         return int(TokenAccount.from_bytes(bytes(got.data)[:165]).amount)
 

@@ -12,6 +12,8 @@ import base64
 from datetime import UTC, datetime
 from typing import Any
 
+from routequote.core.actions import solana as sol
+from routequote.core.actions import solana_swaps as sw
 from routequote.core.actions.evm import EvmBuild
 from routequote.core.actions.plan import (
     BUNDLE_TTL_SECONDS,
@@ -125,9 +127,6 @@ def raw_payload_rows(unsigned_action: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def instruction_type(program_id: str, data: bytes) -> str:
-    from routequote.core.actions import solana as sol
-    from routequote.core.actions import solana_swaps as sw
-
     if program_id == str(sol.ATA_PROGRAM) and data == bytes([sol.ATA_CREATE_IDEMPOTENT]):
         return "associated_token_account_create_idempotent"
     if data[:1] == bytes([sol.SPL_TRANSFER_CHECKED]) and len(data) == 10:
@@ -226,8 +225,6 @@ def unsigned_action(plan: StepPlan, build: EvmBuild | SolanaBuild) -> dict[str, 
     if plan.pool_tick_current is not None:  # Solana swaps: the live tick their tick arrays were chosen from
         head["poolTickCurrent"] = plan.pool_tick_current
     if plan.raydium_live is not None:  # Raydium swaps: accounts the server took from its live read of the pool
-        from routequote.core.actions import solana_swaps as sw
-
         live = plan.raydium_live
         pool = sw.RAYDIUM_POOLS[plan.step.pool_id or ""].pool
         head["poolAccountsFromLiveChainState"] = {

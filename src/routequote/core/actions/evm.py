@@ -12,14 +12,19 @@ from typing import Any
 
 from eth_abi.abi import decode, encode
 from eth_utils.abi import function_signature_to_4byte_selector
-from eth_utils.address import to_checksum_address
 
+from routequote.core.actions.common import (
+    ZERO_BYTES32,
+    ActionUnavailable,
+    address_to_bytes32,
+    associated_token_address,
+    checksum,
+    solana_pubkey_bytes,
+)
 from routequote.core.actions.plan import CCTP_FAST_FINALITY, StepPlan
 from routequote.core.assets import ASSETS, CHAINS, Asset, Chain, Token
 from routequote.core.routes import Provider
 
-ZERO_ADDRESS = "0x0000000000000000000000000000000000000000"
-ZERO_BYTES32 = b"\x00" * 32
 # SwapRouter02 (swap-router-contracts Constants.sol): recipient placeholder meaning "the router itself"
 ROUTER_ADDRESS_THIS = "0x0000000000000000000000000000000000000002"
 
@@ -85,14 +90,6 @@ def decode_call(data: bytes) -> DecodedCall | None:
     if encode(ARG_TYPES[name], list(args)) != data[4:]:
         raise ValueError(f"non-canonical calldata for {name}")
     return DecodedCall(name, "0x" + data[:4].hex(), tuple(args))
-
-
-def address_to_bytes32(address: str) -> bytes:
-    return b"\x00" * 12 + bytes.fromhex(to_checksum_address(address)[2:])
-
-
-def checksum(address: str) -> str:
-    return str(to_checksum_address(address))
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,15 +159,6 @@ DEFAULT_DEPLOYMENTS: dict[Chain, EvmDeployment] = {
 }  # fmt: skip
 
 
-class ActionUnavailable(Exception):
-    """The step cannot be built correctly (a contract or account is not pinned). `reason` is snake_case."""
-
-    def __init__(self, reason: str, detail: str = "") -> None:
-        super().__init__(detail or reason)
-        self.reason = reason
-        self.detail = detail or reason
-
-
 @dataclass(frozen=True, slots=True)
 class EvmBuild:
     transactions: list[dict[str, Any]]
@@ -205,16 +193,8 @@ def mint_recipient_bytes32(plan: StepPlan) -> bytes:
     """CCTP mintRecipient: an EVM address left-padded, or on Solana the recipient's USDC token account."""
     target = plan.step.target
     if target.chain is Chain.SOLANA:
-        from routequote.core.actions.solana import associated_token_address
-
         return bytes(associated_token_address(plan.recipient, target))
     return address_to_bytes32(plan.recipient)
-
-
-def solana_pubkey_bytes(address: str) -> bytes:
-    from solders.pubkey import Pubkey
-
-    return bytes(Pubkey.from_string(address))
 
 
 def build_evm(plan: StepPlan, deployments: dict[Chain, EvmDeployment]) -> EvmBuild:

@@ -18,12 +18,18 @@ from typing import Any
 
 from solders.instruction import AccountMeta, Instruction
 from solders.pubkey import Pubkey
-from solders.token.associated import get_associated_token_address
 
 from routequote.core.actions import solana_swaps as sw
-from routequote.core.actions.evm import ActionUnavailable, address_to_bytes32
+from routequote.core.actions.common import (
+    ActionUnavailable,
+    address_to_bytes32,
+    associated_token_address,
+    mint,
+    pubkey,
+    token_program,
+)
 from routequote.core.actions.plan import CCTP_FAST_FINALITY, StepPlan
-from routequote.core.assets import CHAINS, SPL_TOKEN_PROGRAM, Asset, Chain, Token
+from routequote.core.assets import CHAINS, Asset, Chain, Token
 from routequote.core.routes import Provider
 
 ATA_PROGRAM = Pubkey.from_string("ATokenGPvbdGVxr1b2hvZbsiqW5xWH25efTNsLJA8knL")
@@ -36,24 +42,6 @@ DEPOSIT_FOR_BURN_DISCRIMINATOR = hashlib.sha256(b"global:deposit_for_burn").dige
 SPL_SYNC_NATIVE = 17
 SPL_CLOSE_ACCOUNT = 9
 SOLANA_UNPINNED: dict[Provider, str] = {}  # every Solana swap venue's pool is pinned (see solana_swaps)
-
-
-def pubkey(address: str | Pubkey) -> Pubkey:
-    return address if isinstance(address, Pubkey) else Pubkey.from_string(address)
-
-
-def token_program(a: Asset) -> Pubkey:
-    return Pubkey.from_string(a.token_program or SPL_TOKEN_PROGRAM)
-
-
-def mint(a: Asset) -> Pubkey:
-    addr = a.address or a.wrapped_address
-    assert addr is not None
-    return Pubkey.from_string(addr)
-
-
-def associated_token_address(owner: str | Pubkey, a: Asset) -> Pubkey:
-    return get_associated_token_address(pubkey(owner), mint(a), token_program(a))
 
 
 def create_ata_idempotent(payer: str | Pubkey, owner: str | Pubkey, a: Asset) -> Instruction:
