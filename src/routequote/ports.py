@@ -79,3 +79,203 @@ class IdempotencyStore(Protocol):
     ) -> None: ...
 
     def retained(self) -> int | None: ...
+
+
+# ---- sessions ----------------------------------------------------------------------------------------
+
+
+class StoreUnavailable(Exception):
+    """The session database cannot be reached or answered with an error (REST 503, nothing changed)."""
+
+
+class IdempotencyConflict(Exception):
+    """An idempotency key already holds an answer to a different request (REST 409, nothing changed)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SessionRecord:
+    """One session as stored. `state` is the whole JSON document of the session (steps, current action,
+    evidence, funds); `version` increases by one with every committed transition (optimistic concurrency).
+    Only `token_sha256` (hex SHA-256 of the caller's capability token) is ever stored, never the token."""
+
+    session_id: str
+    token_sha256: str
+    version: int
+    status: str
+    route: str
+    created_at: datetime
+    updated_at: datetime
+    state: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class IdempotentAnswer:
+    request_sha256: str
+    response: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class SessionEvent:
+    """One committed transition, kept beside the session for the receipt and for metrics."""
+
+    session_id: str
+    seq: int  # equals the session version the transition produced
+    from_status: str | None
+    event: str
+    to_status: str
+    at: datetime
+
+
+class SessionStore(Protocol):
+    """Sessions and their idempotency records, in one database. Every write is one transaction.
+
+    Idempotency scopes: `create:<token_sha256>` for session creation, `session:<session_id>` for the
+    operations on one session. A key is unique within its scope."""
+
+    scope: str  # e.g. "sqlite" / "postgresql", published in status
+
+    async def start(self) -> None: ...  # run migrations / open the pool (idempotent)
+
+    async def aclose(self) -> None: ...
+
+    async def ping(self) -> None: ...  # raises StoreUnavailable
+
+    async def create(
+        self, record: SessionRecord, event: SessionEvent, idempotency_scope: str, idempotency_key: str,
+        request_sha256: str, response: dict[str, Any],
+    ) -> IdempotentAnswer | None:
+        """Insert the session, its first event and the idempotency record atomically. When the key already
+        exists in the scope, insert nothing and return the stored answer (the caller compares hashes)."""
+        ...
+
+    async def get(self, session_id: str) -> SessionRecord | None: ...
+
+    async def transition(
+        self, session_id: str, expected_version: int, status: str, state: dict[str, Any], event: SessionEvent,
+        idempotency: tuple[str, str, str, dict[str, Any]] | None = None,
+    ) -> bool:
+        """Commit a new status/state iff the stored version is still `expected_version` (then version+1),
+        with its event and, when given, the idempotency record (scope, key, request_sha256, response).
+        Returns False, changing nothing, when another transition won the race."""
+        ...
+
+    async def idempotent(self, scope: str, key: str) -> IdempotentAnswer | None: ...
+
+    async def events(self, session_id: str) -> list[SessionEvent]: ...
+
+    async def count_by_status(self) -> dict[str, int]: ...
+
+
+# ---- chain observation -------------------------------------------------------------------------------
+
+
+class ObservationUnavailable(Exception):
+    """A chain (or Iris) cannot be read now: no RPC configured, timeout, breaker open (REST 503)."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.message = message
+
+
+@dataclass(frozen=True, slots=True)
+class EvmLog:
+    address: str  # checksummed
+    topics: tuple[str, ...]  # 0x + 64 hex, lower-case
+    data: bytes
+    log_index: int
+    tx_hash: str
+    block_number: int
+
+
+@dataclass(frozen=True, slots=True)
+class EvmTransaction:
+    """A mined EVM transaction and its receipt, as the chain shows it."""
+
+    chain_id: int
+    tx_hash: str
+    sender: str  # checksummed
+    to: str | None  # checksummed; None for a contract creation
+    value: int
+    input: bytes
+    status: int  # 1 success, 0 reverted
+    block_number: int
+    block_timestamp: int
+    confirmations: int  # latest block - block_number + 1
+    gas_used: int
+    effective_gas_price: int
+    logs: tuple[EvmLog, ...]
+
+
+class EvmChainReader(Protocol):
+    async def transaction(self, chain: str, tx_hash: str) -> EvmTransaction | None:
+        """None when the chain does not know the hash (or it is still pending)."""
+        ...
+
+    async def logs(
+        self, chain: str, address: str, topics: list[str | None], from_block: int, to_block: int | None = None
+    ) -> list[EvmLog]: ...
+
+    async def block_number(self, chain: str) -> int: ...
+
+
+@dataclass(frozen=True, slots=True)
+class SolanaTokenBalance:
+    account_index: int
+    mint: str
+    owner: str | None
+    amount: int  # base units
+
+
+@dataclass(frozen=True, slots=True)
+class SolanaInstruction:
+    program_id: str
+    accounts: tuple[str, ...]
+    data: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class SolanaTransaction:
+    """A finalized Solana transaction (getTransaction at `finalized`), decoded."""
+
+    signature: str
+    slot: int
+    block_time: int | None
+    err: Any  # None on success
+    fee: int
+    account_keys: tuple[str, ...]  # static keys then loaded addresses (writable, readonly)
+    signers: tuple[str, ...]
+    instructions: tuple[SolanaInstruction, ...]  # top-level, in order
+    pre_balances: tuple[int, ...]
+    post_balances: tuple[int, ...]
+    pre_token_balances: tuple[SolanaTokenBalance, ...]
+    post_token_balances: tuple[SolanaTokenBalance, ...]
+    log_messages: tuple[str, ...]
+
+
+class SolanaChainReader(Protocol):
+    async def transaction(self, signature: str) -> SolanaTransaction | None:
+        """None when the signature is unknown or not yet finalized."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class CctpMessage:
+    """One CCTP v2 message as Circle Iris `/v2/messages/{sourceDomain}?transactionHash=` reports it."""
+
+    status: str  # "complete" | "pending_confirmations" | ...
+    message: bytes | None
+    attestation: bytes | None
+    source_domain: int
+    destination_domain: int
+    nonce: str | None
+    amount: int | None  # decodedMessageBody.amount
+    mint_recipient: str | None  # 0x + 64 hex (bytes32)
+    max_fee: int | None
+    fee_executed: int | None
+    min_finality_threshold: int | None
+    finality_threshold_executed: int | None
+
+
+class AttestationReader(Protocol):
+    async def messages(self, source_domain: int, tx_hash: str) -> list[CctpMessage]: ...

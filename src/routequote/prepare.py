@@ -42,7 +42,7 @@ from routequote.core.hashing import canonical_sha256
 from routequote.core.intent import QUOTE_FIELDS, parse_quote_request
 from routequote.core.pricing import PricedStep
 from routequote.core.quote import APPROVAL_VERSION
-from routequote.core.routes import ROUTES, Provider, Route
+from routequote.core.routes import ROUTES, Provider, Route, Step
 from routequote.errors import InvalidRequest
 from routequote.ports import IdempotencyStore, IssuedQuote
 from routequote.service import RouteQuoteService
@@ -153,13 +153,18 @@ class PrepareService:
     # ---- readiness ----------------------------------------------------------------------------------
 
     def _unsupported_reason(self, route: Route) -> str | None:
-        step = route.steps[0]
+        return self.step_unsupported_reason(route.steps[0])
+
+    def step_unsupported_reason(self, step: Step) -> str | None:
+        """None when this build can prepare `step`; otherwise why not (snake_case reason first)."""
         chain = step.source.chain
         if CHAINS[chain].family is ChainFamily.EVM:
             return evm_step_supported(step.provider, chain, self.deployments)
         return solana_step_supported(step.provider, live_market=step.pool_id in self._live_solana_pools)
 
-    async def _solana_pool_tick(self, route: Route) -> tuple[int | None, RaydiumLiveAccounts | None]:
+    async def _solana_pool_tick(
+        self, route: Route, step: Step | None = None
+    ) -> tuple[int | None, RaydiumLiveAccounts | None]:
         """The live current tick of a Solana swap step's pinned pool (its tick arrays follow it), and for Raydium
         the observation / bitmap extension / tick arrays read live from that pool; else (None, None).
 
@@ -173,7 +178,7 @@ class PrepareService:
         if not view.live or pool is None or pool.address != PINNED_SOLANA_POOLS.get(step.pool_id or ""):
             raise InvalidRequest(
                 "route_not_prepare_ready",
-                f"the first step of {route.key} cannot be prepared now: {SOLANA_SWAP_NEEDS_LIVE}",
+                f"step {step.index} of {route.key} cannot be prepared now: {SOLANA_SWAP_NEEDS_LIVE}",
                 details={"route": route.key, "unavailable_reason": "solana_swap_needs_live_pool_state"},
             )
         tick = pool.clmm.tick_current

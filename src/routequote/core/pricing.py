@@ -178,10 +178,22 @@ def price_route(route: Route, input_base: int, view: MarketView) -> RoutePricing
     if input_base < 1:
         raise InvalidRequest("amount_below_route_minimum", "input rounds to zero base units")
     check_route_available(route, view)
+    return RoutePricing(route, view.version, price_steps_from(route, 0, input_base, view))
+
+
+def price_steps_from(route: Route, start: int, input_base: int, view: MarketView) -> tuple[PricedStep, ...]:
+    """Price steps `start..end` of `route` for `input_base` base units of step `start`'s source token.
+
+    A session re-quotes the rest of its route this way with the *verified actual* output of the previous
+    step; the fee step (if it is still ahead) charges its 1 bp on that actual amount."""
+    if not 0 <= start < len(route.steps):
+        raise ValueError(f"step {start} is not in {route.key}")
+    if input_base < 1:
+        raise InvalidRequest("amount_below_route_minimum", "input rounds to zero base units")
     priced: list[PricedStep] = []
     exp_in = min_in = input_base
-    for step in route.steps:
+    for step in route.steps[start:]:
         ps = _price_step(view, step, exp_in, min_in)
         priced.append(ps)
         exp_in, min_in = ps.expected_output_base, ps.minimum_output_base
-    return RoutePricing(route, view.version, tuple(priced))
+    return tuple(priced)
