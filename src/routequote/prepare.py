@@ -170,7 +170,7 @@ class PrepareService:
 
         Read from a fresh market view at prepare time; a view that is not live (embedded snapshot, or a live
         view with any component substituted from the snapshot) or a pool at another account is refused."""
-        step = route.steps[0]
+        step = step or route.steps[0]
         if step.provider not in (Provider.ORCA_WHIRLPOOL, Provider.RAYDIUM_CLMM):
             return None, None
         view = await self.service.market.view()
