@@ -1,4 +1,4 @@
-"""Prepared transactions executed on a real local chain (anvil, chain id 8453).
+"""Prepared transactions executed on real local chains (anvil, chain ids 8453, 42161 and, for the swaps, 4663).
 
 A throwaway key signs exactly the transactions POST /v2/prepare's service returns (the builder is pointed
 at the locally deployed WETH9 / 6-decimals token / Uniswap v3 SwapRouter02 / Across SpokePool through
@@ -54,7 +54,8 @@ def _deploy_raw(chain: AnvilChain, artifact: dict[str, Any], types: list[str], *
     return str(to_checksum_address(receipt["contractAddress"]))
 
 
-CHAINS_BY_ID = {8453: Chain.BASE, 42161: Chain.ARBITRUM}
+CHAINS_BY_ID = {8453: Chain.BASE, 42161: Chain.ARBITRUM, 4663: Chain.ROBINHOOD}
+STABLE = {Chain.BASE: "USDC", Chain.ARBITRUM: "USDC", Chain.ROBINHOOD: "USDG"}  # the 6-decimals token6 plays it
 
 
 def _deploy_all(chain: AnvilChain) -> dict[str, Any]:
@@ -115,7 +116,7 @@ def swap_chain(request: pytest.FixtureRequest, anvil_factory: Callable[[int], An
 
 def _deployments(a: dict[str, Any], chain: Chain = Chain.BASE) -> dict[Chain, Any]:
     dep = DEFAULT_DEPLOYMENTS[chain].with_overrides(
-        tokens={"USDC": a["token6"], "WETH": a["weth"]},
+        tokens={STABLE[chain]: a["token6"], "WETH": a["weth"]},
         swap_router02=a["router02"],
         across_spoke_pool=a["local_spoke"],
         token_messenger_v2=a["mock_cctp"],
@@ -177,10 +178,10 @@ def _prepare(chain: AnvilChain, a: dict[str, Any], route: str, wallets: dict[str
 
 def test_eth_to_usdc_swap_executes(swap_chain: AnvilChain) -> None:
     chain, a = swap_chain, swap_chain.addresses
-    name = CHAINS_BY_ID[chain.chain_id].value
+    name, stable = CHAINS_BY_ID[chain.chain_id].value, STABLE[CHAINS_BY_ID[chain.chain_id]]
     who, key = _wallet(chain, a)
     fee_to = FEE_RECIPIENTS["evm"]
-    p = _prepare(chain, a, f"{name}:ETH->{name}:USDC", {name: who})
+    p = _prepare(chain, a, f"{name}:ETH->{name}:{stable}", {name: who})
     action = p.bundle["unsigned_action"]
     input_base, fee, min_out = int(action["inputAmount"]), int(action["routeFee"]), int(action["minimumOutput"])
     assert fee == input_base // 10_000 > 0
@@ -197,10 +198,10 @@ def test_eth_to_usdc_swap_executes(swap_chain: AnvilChain) -> None:
 
 def test_usdc_to_eth_swap_executes(swap_chain: AnvilChain) -> None:
     chain, a = swap_chain, swap_chain.addresses
-    name = CHAINS_BY_ID[chain.chain_id].value
+    name, stable = CHAINS_BY_ID[chain.chain_id].value, STABLE[CHAINS_BY_ID[chain.chain_id]]
     who, key = _wallet(chain, a)
     fee_to = FEE_RECIPIENTS["evm"]
-    p = _prepare(chain, a, f"{name}:USDC->{name}:ETH", {name: who}, amount=250)
+    p = _prepare(chain, a, f"{name}:{stable}->{name}:ETH", {name: who}, amount=250)
     action = p.bundle["unsigned_action"]
     input_base, fee, min_out = int(action["inputAmount"]), int(action["routeFee"]), int(action["minimumOutput"])
     before = (_eth(chain, who), balance_of(chain, a["token6"], who), balance_of(chain, a["token6"], fee_to))

@@ -242,7 +242,7 @@ async def test_400_event_signer_required_and_route_not_ready(api: Api) -> None:
     body = api.body(key, q)
     body["event_signer_public"] = EVENT_SIGNER
     assert (await api.prepare(body)).status_code == 200
-    for not_ready in ("solana:SOL->solana:USDC", "robinhood:ETH->robinhood:USDG"):
+    for not_ready in ("solana:SOL->solana:USDC", "solana:USDG->solana:USDC"):
         q = await api.quote(not_ready)
         assert q["execution"]["first_unsigned_action_supported"] is False
         await assert_400(api, api.body(not_ready, q), "route_not_prepare_ready")
@@ -251,8 +251,8 @@ async def test_400_event_signer_required_and_route_not_ready(api: Api) -> None:
 async def test_capabilities_and_quotes_tell_the_truth(api: Api) -> None:
     caps = (await api.client.get("/v2/capabilities")).json()
     ready = api.app.state.prepare.supported_routes()
-    assert caps["currently_prepare_ready_routes"] == len(ready) == 45
+    assert caps["currently_prepare_ready_routes"] == len(ready) == 54
     reasons = {u["route"]: u["reason"] for u in caps["temporarily_unavailable_routes"]}
     assert reasons["solana:SOL->solana:USDC"] == "solana_swap_needs_live_pool_state"  # embedded snapshot: no live pool state
-    assert reasons["robinhood:ETH->base:ETH"] == "robinhood_swaprouter02_address_not_pinned"
+    assert "robinhood:ETH->base:ETH" in ready and "robinhood:ETH->base:ETH" not in reasons  # SwapRouter02 pinned
     assert (await api.quote(SAME_CHAIN))["execution"]["first_unsigned_action_supported"] is True

@@ -33,6 +33,7 @@ BUNDLE_ROUTES = (
     "base:USDC->base:ETH",
     "arbitrum:USDC->solana:USDC",
     "base:USDC->robinhood:USDG",
+    "robinhood:ETH->robinhood:USDG",
     "robinhood:USDG->solana:USDG",
     "solana:USDC->arbitrum:USDC",
 )

@@ -96,7 +96,9 @@ async def test_safety_scope_comes_from_the_code(tmp_path) -> None:
         if c["address"] is None:
             assert c["address_basis"] == "not_pinned" and c.get("note"), c
     rh_swap = next(c for c in entries if (c["provider"], c["chain"]) == ("uniswap_v3", "robinhood"))
-    assert rh_swap["address"] is None  # the builder does not pin it, so the document does not claim one
+    # the builder pins SwapRouter02 on Robinhood (Factory-derived pool checked in test_robinhood_uniswap)
+    assert rh_swap["address"] == "0xCaf681a66D020601342297493863E78C959E5cb2"
+    assert rh_swap["address_basis"] == "pinned_in_action_builder"
     pool_ids = {p["pool_id"] for p in scope["pools"]}
     assert {s.pool_id for r in ROUTES.values() for s in r.steps if s.pool_id} <= pool_ids
     bases = ("pinned_in_action_builder", "issuer_docs", "third_party", "not_pinned")

@@ -147,14 +147,14 @@ DEFAULT_DEPLOYMENTS: dict[Chain, EvmDeployment] = {
         token_messenger_v2=TOKEN_MESSENGER_V2,
         across_spoke_pool="0xe35e9842fceaCA96570B734083f4a58e8F7C5f2A",
     ),
+    # Uniswap v3 on Robinhood Chain: SwapRouter02 and Factory agree in two independent catalogs (chains.md §6,
+    # the second citing Uniswap's Robinhood deployment page); the pinned WETH/USDG pools follow from that Factory
+    # by CREATE2 (re-derived in tests/unit/actions/test_robinhood_uniswap.py). Only SwapRouter02 is called, never
+    # Robinhood's modified Universal Router.
     Chain.ROBINHOOD: EvmDeployment(
         Chain.ROBINHOOD, 4663, _tokens(Chain.ROBINHOOD),
-        swap_router02=None,
+        swap_router02="0xCaf681a66D020601342297493863E78C959E5cb2",
         usdg_oft="0x0d54755f5106BfdB43f7a35f5D49a23F940628d1",
-        unpinned_reasons={
-            "uniswap_v3": "robinhood_swaprouter02_address_not_pinned: only third-party addresses, one of them "
-            "conflicting (QuoterV2 vs UniswapV2Router02), and Robinhood's modified Universal Router",
-        },
     ),
 }  # fmt: skip
 
