@@ -4,10 +4,12 @@
     ├── InvalidRequest          the caller sent something the contract forbids (REST 400)
     ├── ReapprovalRequired      an approval no longer binds the quote (REST 409)
     ├── NotFound                an addressed record does not exist for this caller (REST 404)
+    ├── Conflict                the request cannot apply to the record's current state (REST 409)
     ├── RateLimited             too many requests from one client (REST 429)
     └── UpstreamError
         ├── UpstreamUnavailable a market source needed by this request is failing (REST 502)
-        └── CapacityBusy        too much work in flight; try again shortly (REST 503)
+        ├── CapacityBusy        too much work in flight; try again shortly (REST 503)
+        └── DependencyUnavailable  a database, chain RPC or attestation service cannot be read now (REST 503)
 """
 
 from __future__ import annotations
@@ -56,6 +58,10 @@ class NotFound(RouteQuoteError):
     error = "not_found"
 
 
+class Conflict(RouteQuoteError):
+    error = "conflict"
+
+
 class RateLimited(RouteQuoteError):
     error = "rate_limited"
 
@@ -70,3 +76,7 @@ class UpstreamUnavailable(UpstreamError):
 
 class CapacityBusy(UpstreamError):
     error = "provider_capacity_busy"
+
+
+class DependencyUnavailable(UpstreamError):
+    error = "dependency_unavailable"

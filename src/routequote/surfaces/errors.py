@@ -9,6 +9,8 @@ from starlette.responses import Response
 
 from routequote.errors import (
     CapacityBusy,
+    Conflict,
+    DependencyUnavailable,
     InvalidRequest,
     NotFound,
     RateLimited,
@@ -21,9 +23,11 @@ STATUS = (
     (InvalidRequest, 400),
     (NotFound, 404),
     (ReapprovalRequired, 409),
+    (Conflict, 409),
     (RateLimited, 429),
     (UpstreamUnavailable, 502),
     (CapacityBusy, 503),
+    (DependencyUnavailable, 503),
 )
 
 

@@ -65,10 +65,15 @@ async def answer(
 ) -> Response:
     """Rate-limit the client, run `produce`, answer JSON; map the error tree to an ErrorResponse.
 
-    RateLimit-* headers ride on every answer, success or error."""
+    RateLimit-* headers ride on every answer, success or error. `produce` may return a body, or an object
+    with `status_code` and `body` (e.g. a session create answering 201)."""
     headers: dict[str, str] = {}
     try:
         headers = await limiter.check(client_key(request), group)
-        return json_response(await produce(), headers=headers)
+        result = await produce()
+        status = getattr(result, "status_code", None)
+        if status is not None:
+            return json_response(result.body, status, headers=headers)
+        return json_response(result, headers=headers)
     except RouteQuoteError as exc:
         return error_response(exc, headers)

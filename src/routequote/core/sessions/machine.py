@@ -67,6 +67,8 @@ TRANSITIONS: dict[tuple[Status | None, Event], Status] = {
     (S.ACTION_READY, E.SUBMITTED_PENDING): S.AWAITING_SOURCE_RECEIPT,
     **{(S.ACTION_READY, e): s for e, s in _VERIFIED.items()},
     (S.ACTION_READY, E.EXPIRE): S.ACTION_EXPIRED,
+    # a destination action (the CCTP mint) was submitted and is not final yet
+    (S.ACTION_READY, E.DESTINATION_PENDING): S.AWAITING_DESTINATION,
     (S.ACTION_READY, E.CANCEL): S.CANCELLED,
     (S.AWAITING_SOURCE_RECEIPT, E.SUBMITTED_PENDING): S.AWAITING_SOURCE_RECEIPT,
     **{(S.AWAITING_SOURCE_RECEIPT, e): s for e, s in _VERIFIED.items()},
@@ -77,6 +79,7 @@ TRANSITIONS: dict[tuple[Status | None, Event], Status] = {
     # an expired bundle may still have been mined before its deadline: observing it is legal
     (S.ACTION_EXPIRED, E.REFRESH): S.ACTION_READY,
     (S.ACTION_EXPIRED, E.SUBMITTED_PENDING): S.AWAITING_SOURCE_RECEIPT,
+    (S.ACTION_EXPIRED, E.DESTINATION_PENDING): S.AWAITING_DESTINATION,
     **{(S.ACTION_EXPIRED, e): s for e, s in _VERIFIED.items()},
     (S.ACTION_EXPIRED, E.CANCEL): S.CANCELLED,
     (S.REAPPROVAL_REQUIRED, E.CANCEL): S.CANCELLED,

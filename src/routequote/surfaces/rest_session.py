@@ -1,0 +1,128 @@
+"""REST /v2/session…: receipt-driven sessions (a translator over SessionService; the service never signs).
+
+The capability token travels only in the `X-RouteQuote-Session-Token` header; a wrong or missing token on an
+existing session is 404 `session_not_found`, exactly like an unknown id.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Request
+from starlette.responses import Response
+
+from routequote.contract.v2 import ErrorResponse
+from routequote.core.quote import SESSION_HEADER
+from routequote.ratelimit import RateLimiter
+from routequote.sessions import VIEWS, SessionService
+from routequote.surfaces.http import answer, read_json_body
+from routequote.surfaces.rest_prepare import PREPARE_REQUEST_SCHEMA
+
+_ERR = {"model": ErrorResponse}
+_KEY = {"type": "string", "pattern": "^[A-Za-z0-9._:-]{8,128}$"}
+_TOKEN_PARAM = {
+    "name": SESSION_HEADER,
+    "in": "header",
+    "required": True,
+    "description": "caller-generated capability: 32 random bytes, base64url (43..128 characters). Only its SHA-256 "
+    "is stored; never logged or echoed. A wrong token is 404 session_not_found.",
+    "schema": {"type": "string", "pattern": "^[A-Za-z0-9_-]{43,128}$"},
+}
+CREATE_SCHEMA: dict[str, Any] = {
+    **PREPARE_REQUEST_SCHEMA,
+    "required": [*PREPARE_REQUEST_SCHEMA["required"], "approval_v3", "idempotency_key"],
+    "description": "The prepare body plus idempotency_key; approval_v3.selected_mode must be `session` and "
+    "approval_v3.idempotency_key must equal idempotency_key.",
+    "properties": {**PREPARE_REQUEST_SCHEMA["properties"], "idempotency_key": _KEY},
+}
+OBSERVE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["idempotency_key"],
+    "properties": {
+        "idempotency_key": _KEY,
+        "transaction_hashes": {
+            "type": "array",
+            "maxItems": 8,
+            "uniqueItems": True,
+            "description": "what you submitted for the current action: EVM transaction hashes, or one Solana "
+            "signature; the service reads them from the chain itself. Omit to re-check what you named before.",
+            "items": {"type": "string", "pattern": "^(0x[0-9a-fA-F]{64}|[1-9A-HJ-NP-Za-km-z]{64,88})$"},
+        },
+    },
+}
+KEY_ONLY_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["idempotency_key"],
+    "properties": {"idempotency_key": _KEY},
+}
+_ID_PARAM = {"name": "session_id", "in": "path", "required": True, "schema": {"type": "string", "format": "uuid"}}
+
+
+def _body(schema: dict[str, Any]) -> dict[str, Any]:
+    return {"requestBody": {"required": True, "content": {"application/json": {"schema": schema}}}}
+
+
+def router(sessions: SessionService, limiter: RateLimiter) -> APIRouter:
+    api = APIRouter(prefix="/v2")
+
+    def token(request: Request) -> str | None:
+        return request.headers.get(SESSION_HEADER)
+
+    @api.post(
+        "/session",
+        operation_id="createSession",
+        status_code=201,
+        responses={400: _ERR, 404: _ERR, 409: _ERR, 429: _ERR, 502: _ERR, 503: _ERR},
+        summary="Create a receipt-driven session for an approved quote; returns its first unsigned action",
+        description=(
+            "Binds approval_v3 (selected_mode session) to the issued quote (409 reapproval_required on drift, "
+            "nothing created). Idempotent per (token, idempotency_key): a replay answers the stored session with "
+            "idempotent_replay true; the same key with another body is 409."
+        ),
+        openapi_extra={**_body(CREATE_SCHEMA), "parameters": [_TOKEN_PARAM]},
+    )
+    async def create(request: Request) -> Response:
+        async def produce() -> Any:
+            return await sessions.create(await read_json_body(request), token(request))
+
+        return await answer(limiter, request, produce, group="session_api")
+
+    @api.get(
+        "/session/{session_id}",
+        operation_id="readSession",
+        responses={400: _ERR, 404: _ERR, 429: _ERR, 503: _ERR},
+        summary="Read a session: session, workflow, receipt (quoted vs actual) or next_action",
+        openapi_extra={"parameters": [
+            _ID_PARAM, _TOKEN_PARAM,
+            {"name": "view", "in": "query", "required": False, "schema": {"type": "string", "enum": list(VIEWS)}},
+        ]},  # fmt: skip
+    )
+    async def read(request: Request, session_id: str) -> Response:
+        async def produce() -> Any:
+            return await sessions.read(session_id, token(request), request.query_params.get("view"))
+
+        return await answer(limiter, request, produce, group="session_api")
+
+    def mutating(path: str, op_id: str, summary: str, schema: dict[str, Any], method: str) -> None:
+        @api.post(
+            f"/session/{{session_id}}/{path}",
+            operation_id=op_id,
+            responses={400: _ERR, 404: _ERR, 409: _ERR, 429: _ERR, 502: _ERR, 503: _ERR},
+            summary=summary,
+            openapi_extra={**_body(schema), "parameters": [_ID_PARAM, _TOKEN_PARAM]},
+        )
+        async def handler(request: Request, session_id: str) -> Response:
+            async def produce() -> Any:
+                return await getattr(sessions, method)(session_id, token(request), await read_json_body(request))
+
+            return await answer(limiter, request, produce, group="session_api")
+
+    mutating("observe", "observeSession", "Name what you submitted; the service reads the chain and advances only "
+             "on verified actual output", OBSERVE_SCHEMA, "observe")  # fmt: skip
+    mutating("refresh", "refreshSessionAction", "A new action for an expired, unsubmitted step, inside the approved "
+             "bounds (never after an observation)", KEY_ONLY_SCHEMA, "refresh")  # fmt: skip
+    mutating("cancel", "cancelSession", "Stop the session; the answer says where the funds are now",
+             KEY_ONLY_SCHEMA, "cancel")  # fmt: skip
+    return api
