@@ -47,6 +47,18 @@ class Settings(BaseSettings):
         description="Issued quotes and prepare idempotency records: `memory` (per process) or `redis` (shared by "
         "all workers and instances; needs ROUTEQUOTE_REDIS_URL)",
     )
+    database_url: str = Field(
+        "sqlite+aiosqlite:///var/routequote.sqlite3",
+        description="Session database: an SQLite file (default, embedded; the directory is created) or "
+        "`postgresql://...` shared by several replicas (drivers aiosqlite / asyncpg; migrations run at start)",
+    )
+    finality_confirmations: str = Field(
+        "base=10,arbitrum=10,robinhood=10",
+        description="Confirmations an EVM transaction needs before a session treats it as final: `chain=N,...`",
+    )
+    across_fill_search_blocks: int = Field(
+        20_000, ge=1, description="How many recent destination blocks a session searches for an Across fill"
+    )
     max_inflight_quotes: int = Field(256, ge=1, description="Quotes computed at once before answering 503")
     log_level: str = Field("info", description="Log level")
     # Development placeholders: operators MUST set their own recipients (see docs/prepare.md).
@@ -71,6 +83,16 @@ class Settings(BaseSettings):
         "", description="RFC 9116 Contact URI for vulnerability reports (default: the /security page)"
     )
     release_commit: str = Field("", description="Release commit (40 hex); read from git when unset")
+
+    def confirmations(self) -> dict[str, int]:
+        """`finality_confirmations` parsed; a malformed entry is a configuration error at start."""
+        out: dict[str, int] = {}
+        for part in filter(None, (p.strip() for p in self.finality_confirmations.split(","))):
+            chain, sep, value = part.partition("=")
+            if not sep or not value.strip().isdigit() or chain.strip() not in ("base", "arbitrum", "robinhood"):
+                raise ValueError(f"ROUTEQUOTE_FINALITY_CONFIRMATIONS: bad entry {part[:40]!r} (want chain=N)")
+            out[chain.strip()] = max(1, int(value))
+        return out
 
     def resolved_base_url(self) -> str:
         return self.base_url.rstrip("/") or f"http://{self.host}:{self.port}"

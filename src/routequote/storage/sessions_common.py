@@ -1,0 +1,67 @@
+"""What every SessionStore adapter shares: JSON encoding of session documents and the checks on arguments.
+
+Both adapters store the session `state` and idempotent `response` as JSON text, so a document read back
+is always a fresh copy with JSON's types (tuples become lists); Python ints of any size round-trip
+(stdlib json writes and reads them exactly; the service still puts base amounts as decimal strings).
+NaN / Infinity are refused: PostgreSQL's JSONB has no such values, and the stores must behave alike.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+from routequote.ports import SessionEvent, SessionRecord
+
+
+def json_dumps(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def json_loads(text: str | bytes) -> Any:
+    return json.loads(text)
+
+
+def json_copy(value: dict[str, Any]) -> dict[str, Any]:
+    copied = json_loads(json_dumps(value))
+    if not isinstance(copied, dict):  # pragma: no cover - guarded by the type
+        raise ValueError("a session document must be a JSON object")
+    return copied
+
+
+def utc(at: datetime) -> datetime:
+    """The same instant in UTC; a naive datetime is refused (it names no instant)."""
+    if at.tzinfo is None or at.utcoffset() is None:
+        raise ValueError("session timestamps must be timezone-aware")
+    return at.astimezone(UTC)
+
+
+def check_create(record: SessionRecord, event: SessionEvent) -> None:
+    if event.session_id != record.session_id:
+        raise ValueError("the first event must belong to the session it creates")
+    if event.seq != record.version:
+        raise ValueError("the first event's seq must equal the session's version")
+    if event.to_status != record.status:
+        raise ValueError("the first event must lead to the session's status")
+    utc(record.created_at)
+    utc(record.updated_at)
+    utc(event.at)
+
+
+def check_transition(session_id: str, expected_version: int, status: str, event: SessionEvent) -> None:
+    if event.session_id != session_id:
+        raise ValueError("the event must belong to the session it changes")
+    if event.seq != expected_version + 1:
+        raise ValueError("the event's seq must equal the version the transition produces")
+    if event.to_status != status:
+        raise ValueError("the event must lead to the status being committed")
+    utc(event.at)
+
+
+def create_scope(token_sha256: str) -> str:
+    return f"create:{token_sha256}"
+
+
+def session_scope(session_id: str) -> str:
+    return f"session:{session_id}"

@@ -1,0 +1,103 @@
+"""In-process SessionStore: the same semantics as the SQL store, for unit tests of the session service.
+
+One asyncio.Lock makes every operation atomic; documents are kept as JSON text, so what is read back
+is a copy (a caller mutating it changes nothing stored) with the same types the databases return.
+Nothing survives the process: not for production.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import Any
+
+from routequote.ports import IdempotencyConflict, IdempotentAnswer, SessionEvent, SessionRecord
+from routequote.storage.sessions_common import check_create, check_transition, json_dumps, json_loads, utc
+
+
+@dataclass(slots=True)
+class _Row:
+    record: SessionRecord  # state held separately as JSON text
+    state_json: str
+
+
+class MemorySessionStore:
+    scope = "memory"
+
+    def __init__(self) -> None:
+        self._lock = asyncio.Lock()
+        self._sessions: dict[str, _Row] = {}
+        self._events: dict[str, list[SessionEvent]] = {}
+        self._idempotency: dict[tuple[str, str], tuple[str, str, datetime]] = {}
+
+    async def start(self) -> None:
+        return None
+
+    async def aclose(self) -> None:
+        return None
+
+    async def ping(self) -> None:
+        return None
+
+    async def create(
+        self, record: SessionRecord, event: SessionEvent, idempotency_scope: str, idempotency_key: str,
+        request_sha256: str, response: dict[str, Any],
+    ) -> IdempotentAnswer | None:
+        check_create(record, event)
+        state_json, response_json = json_dumps(record.state), json_dumps(response)
+        async with self._lock:
+            stored = self._idempotency.get((idempotency_scope, idempotency_key))
+            if stored is not None:
+                return IdempotentAnswer(stored[0], json_loads(stored[1]))
+            if record.session_id in self._sessions:
+                raise ValueError("session_id already exists")
+            kept = replace(record, created_at=utc(record.created_at), updated_at=utc(record.updated_at), state={})
+            self._sessions[record.session_id] = _Row(kept, state_json)
+            self._events[record.session_id] = [replace(event, at=utc(event.at))]
+            self._idempotency[(idempotency_scope, idempotency_key)] = (request_sha256, response_json, utc(event.at))
+            return None
+
+    async def get(self, session_id: str) -> SessionRecord | None:
+        async with self._lock:
+            row = self._sessions.get(session_id)
+            if row is None:
+                return None
+            return replace(row.record, state=json_loads(row.state_json))
+
+    async def transition(
+        self, session_id: str, expected_version: int, status: str, state: dict[str, Any], event: SessionEvent,
+        idempotency: tuple[str, str, str, dict[str, Any]] | None = None,
+    ) -> bool:
+        check_transition(session_id, expected_version, status, event)
+        state_json = json_dumps(state)
+        response_json = json_dumps(idempotency[3]) if idempotency is not None else None
+        async with self._lock:
+            row = self._sessions.get(session_id)
+            if row is None or row.record.version != expected_version:
+                return False
+            if idempotency is not None and (idempotency[0], idempotency[1]) in self._idempotency:
+                raise IdempotencyConflict("idempotency key already used in this scope")
+            at = utc(event.at)
+            row.record = replace(row.record, version=expected_version + 1, status=status, updated_at=at)
+            row.state_json = state_json
+            self._events[session_id].append(replace(event, at=at))
+            if idempotency is not None and response_json is not None:
+                self._idempotency[(idempotency[0], idempotency[1])] = (idempotency[2], response_json, at)
+            return True
+
+    async def idempotent(self, scope: str, key: str) -> IdempotentAnswer | None:
+        async with self._lock:
+            stored = self._idempotency.get((scope, key))
+            return None if stored is None else IdempotentAnswer(stored[0], json_loads(stored[1]))
+
+    async def events(self, session_id: str) -> list[SessionEvent]:
+        async with self._lock:
+            return list(self._events.get(session_id, ()))
+
+    async def count_by_status(self) -> dict[str, int]:
+        async with self._lock:
+            counts: dict[str, int] = {}
+            for row in self._sessions.values():
+                counts[row.record.status] = counts.get(row.record.status, 0) + 1
+            return counts

@@ -1,0 +1,401 @@
+"""SessionStore on SQLAlchemy 2 async: an embedded SQLite file by default, PostgreSQL for several replicas.
+
+Every write is one transaction. A transition is `UPDATE ... SET version = version + 1 WHERE session_id
+AND version = expected`: the row lock (PostgreSQL) or the database write lock (SQLite, taken at
+`BEGIN IMMEDIATE`) makes two concurrent transitions from one version produce exactly one winner, across
+processes. Idempotency records are inserted with ON CONFLICT DO NOTHING in the same transaction, so a
+racing create with the same key inserts nothing and gets the winner's answer.
+
+Failures of the database (unreachable, restarting, timing out, erroring) raise StoreUnavailable with a
+short reason naming the error class, never the URL. The pool pings a connection before handing it out,
+so after a PostgreSQL restart the next call reconnects by itself. Schema changes are Alembic migrations
+(storage/migrations) run by `start()`, under an advisory lock on PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import asyncpg  # type: ignore[import-untyped]
+from alembic import command
+from alembic.config import Config
+from sqlalchemy import (
+    JSON,
+    Column,
+    DateTime,
+    ForeignKey,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    event,
+    func,
+    select,
+    text,
+    update,
+)
+from sqlalchemy.dialects import postgresql as pg
+from sqlalchemy.dialects import sqlite as sqlite_dialect
+from sqlalchemy.engine import URL, Connection, Dialect, make_url
+from sqlalchemy.exc import ArgumentError, DBAPIError, IntegrityError, SQLAlchemyError
+from sqlalchemy.ext.asyncio import AsyncConnection, create_async_engine
+from sqlalchemy.types import TypeDecorator
+
+from routequote.ports import (
+    IdempotencyConflict,
+    IdempotentAnswer,
+    SessionEvent,
+    SessionRecord,
+    StoreUnavailable,
+)
+from routequote.storage.sessions_common import check_create, check_transition, json_dumps, json_loads, utc
+
+MIGRATIONS_DIR = Path(__file__).with_name("migrations")
+VERSION_TABLE = "routequote_alembic_version"
+# pg_advisory_xact_lock key for the schema upgrade: int64 of b"rqsessn1" (any fixed value of our own)
+_MIGRATION_LOCK_KEY = int.from_bytes(b"rqsessn1", "big", signed=True)
+_WRITE = "routequote_write"  # execution option: this connection's transactions write (SQLite: BEGIN IMMEDIATE)
+
+
+class UtcDateTime(TypeDecorator[datetime]):
+    """A timezone-aware UTC instant on every backend (SQLite keeps no zone: stored as UTC, read back as UTC)."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        value = utc(value)
+        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+_Json = JSON().with_variant(pg.JSONB(), "postgresql")
+
+metadata = MetaData()
+sessions = Table(
+    "sessions", metadata,
+    Column("session_id", String(64), primary_key=True),
+    Column("token_sha256", String(64), nullable=False, index=True),
+    Column("version", Integer, nullable=False),
+    Column("status", String(64), nullable=False, index=True),
+    Column("route", String(128), nullable=False),
+    Column("created_at", UtcDateTime, nullable=False),
+    Column("updated_at", UtcDateTime, nullable=False),
+    Column("state", _Json, nullable=False),
+)
+session_events = Table(
+    "session_events", metadata,
+    Column("session_id", String(64), ForeignKey("sessions.session_id", ondelete="CASCADE"), primary_key=True),
+    Column("seq", Integer, primary_key=True),
+    Column("from_status", String(64), nullable=True),
+    Column("event", String(64), nullable=False),
+    Column("to_status", String(64), nullable=False),
+    Column("at", UtcDateTime, nullable=False),
+)
+session_idempotency = Table(
+    "session_idempotency", metadata,
+    Column("scope", String(160), primary_key=True),
+    Column("key", String(255), primary_key=True),
+    Column("request_sha256", String(64), nullable=False),
+    Column("response", _Json, nullable=False),
+    Column("created_at", UtcDateTime, nullable=False, index=True),
+)
+
+
+def normalise_url(url: str) -> URL:
+    """`postgresql://` / `postgres://` / `postgresql+<any>://` -> asyncpg; `sqlite://` -> aiosqlite.
+
+    A URL that does not parse is refused without repeating it (it may hold a password)."""
+    try:
+        parsed = make_url(url)
+    except (ArgumentError, ValueError):
+        raise ValueError("the database URL does not parse (expected sqlite:///path or postgresql://...)") from None
+    backend = parsed.get_backend_name()
+    if backend in ("postgresql", "postgres"):
+        query = dict(parsed.query)
+        if "sslmode" in query:  # libpq spelling; asyncpg takes the same values as `ssl`
+            query["ssl"] = query.pop("sslmode")
+        return parsed.set(drivername="postgresql+asyncpg", query=query)
+    if backend == "sqlite":
+        if not parsed.database or parsed.database == ":memory:" or parsed.database.startswith("file:"):
+            raise ValueError("the SQLite session store needs a file path (use MemorySessionStore for memory)")
+        return parsed.set(drivername="sqlite+aiosqlite")
+    raise ValueError(f"unsupported database backend {backend!r} (expected sqlite or postgresql)")
+
+
+def _reason(exc: BaseException) -> str:
+    """A short, secret-free account of a database failure: the driver's error class (and SQLSTATE), never
+    its message (which may carry host names or statements)."""
+    chain: list[BaseException] = []
+    probe: BaseException | None = exc
+    while probe is not None and len(chain) < 8 and probe not in chain:
+        chain.append(probe)
+        orig = getattr(probe, "orig", None) if isinstance(probe, DBAPIError) else None
+        probe = orig if isinstance(orig, BaseException) else (probe.__cause__ or probe.__context__)
+    deepest = next(c for c in reversed(chain) if not isinstance(c, asyncio.CancelledError))
+    sqlstate = next((c.sqlstate for c in chain if isinstance(getattr(c, "sqlstate", None), str)), None)  # type: ignore[attr-defined]
+    detail = type(deepest).__name__ + (f" {sqlstate}" if sqlstate else "")
+    kind = "timed out" if any(isinstance(c, TimeoutError) for c in chain) else "unavailable"
+    return f"session database {kind} ({detail})"
+
+
+_DB_ERRORS: tuple[type[BaseException], ...] = (
+    SQLAlchemyError,
+    OSError,  # includes ConnectionError and TimeoutError
+    asyncpg.PostgresError,
+    asyncpg.InterfaceError,
+    sqlite3.Error,
+)
+
+
+class SqlSessionStore:
+    """SessionStore on SQLite (file) or PostgreSQL; see the module docstring."""
+
+    def __init__(
+        self, url: str, *, connect_timeout: float = 3.0, statement_timeout: float = 10.0,
+        sqlite_busy_timeout: float = 15.0, pool_size: int = 10,
+    ) -> None:
+        self._url = normalise_url(url)
+        self.scope = "postgresql" if self._url.get_backend_name() == "postgresql" else "sqlite"
+        self._started = False
+        self._start_lock = asyncio.Lock()
+        if self.scope == "postgresql":
+            self._engine = create_async_engine(
+                self._url,
+                pool_pre_ping=True,
+                pool_size=pool_size,
+                max_overflow=pool_size,
+                pool_timeout=connect_timeout + statement_timeout,
+                pool_recycle=1800,
+                json_serializer=json_dumps,
+                json_deserializer=json_loads,
+                connect_args={
+                    "timeout": connect_timeout,
+                    "command_timeout": statement_timeout,
+                    "server_settings": {
+                        "application_name": "routequote",
+                        "statement_timeout": str(int(statement_timeout * 1000)),
+                        "idle_in_transaction_session_timeout": str(int(statement_timeout * 3000)),
+                    },
+                },
+            )
+        else:
+            busy_ms = int(sqlite_busy_timeout * 1000)
+            self._engine = create_async_engine(
+                self._url,
+                pool_pre_ping=True,
+                pool_size=pool_size,
+                max_overflow=pool_size,
+                pool_timeout=sqlite_busy_timeout,
+                json_serializer=json_dumps,
+                json_deserializer=json_loads,
+                connect_args={"timeout": sqlite_busy_timeout},
+            )
+
+            @event.listens_for(self._engine.sync_engine, "connect")
+            def _sqlite_connect(dbapi_connection: Any, _record: Any) -> None:
+                # SQLAlchemy, not the sqlite3 module, emits BEGIN (see _sqlite_begin)
+                dbapi_connection.isolation_level = None
+                cursor = dbapi_connection.cursor()
+                cursor.execute(f"PRAGMA busy_timeout={busy_ms}")
+                cursor.execute("PRAGMA journal_mode=WAL")
+                cursor.execute("PRAGMA synchronous=NORMAL")  # WAL: durable across a process kill
+                cursor.execute("PRAGMA foreign_keys=ON")
+                cursor.close()
+
+            @event.listens_for(self._engine.sync_engine, "begin")
+            def _sqlite_begin(conn: Connection) -> None:
+                # a writer takes the write lock up front: two processes serialise here, not at COMMIT
+                immediate = conn.get_execution_options().get(_WRITE, False)
+                conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+
+        self._writer = self._engine.execution_options(**{_WRITE: True})
+
+    # ---- lifecycle -----------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        async with self._start_lock:
+            if self._started:
+                return
+            async with self._guard():
+                if self.scope == "sqlite":
+                    assert self._url.database is not None
+                    Path(self._url.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+                async with self._writer.begin() as conn:
+                    await conn.run_sync(self._upgrade)
+            self._started = True
+
+    def _upgrade(self, connection: Connection) -> None:
+        if connection.dialect.name == "postgresql":
+            # held to the end of this transaction: a second process waits, then finds the schema at head
+            connection.exec_driver_sql(f"SELECT pg_advisory_xact_lock({_MIGRATION_LOCK_KEY})")
+        config = Config()
+        config.set_main_option("script_location", str(MIGRATIONS_DIR))
+        config.set_main_option("version_table", VERSION_TABLE)
+        config.attributes["connection"] = connection
+        command.upgrade(config, "head")
+
+    async def aclose(self) -> None:
+        await self._engine.dispose()
+        self._started = False
+
+    async def ping(self) -> None:
+        async with self._guard(), self._engine.connect() as conn:
+            await conn.execute(text("SELECT 1"))
+
+    # ---- writes --------------------------------------------------------------------------------------
+
+    async def create(
+        self, record: SessionRecord, event: SessionEvent, idempotency_scope: str, idempotency_key: str,
+        request_sha256: str, response: dict[str, Any],
+    ) -> IdempotentAnswer | None:
+        check_create(record, event)
+        json_dumps(record.state), json_dumps(response)  # a document JSON cannot hold is the caller's error
+        async with self._guard(), self._writer.connect() as conn:
+            inserted = await conn.execute(
+                self._insert_ignore(session_idempotency).values(
+                    scope=idempotency_scope, key=idempotency_key, request_sha256=request_sha256,
+                    response=response, created_at=event.at,
+                )
+            )
+            if inserted.rowcount == 0:
+                # the key is taken (perhaps by a concurrent create that just committed): its answer
+                answer = await self._idempotent(conn, idempotency_scope, idempotency_key)
+                await conn.rollback()
+                if answer is None:  # pragma: no cover - only if the record vanished between two statements
+                    raise StoreUnavailable("session database changed during the request; retry")
+                return answer
+            try:
+                await conn.execute(
+                    sessions.insert().values(
+                        session_id=record.session_id, token_sha256=record.token_sha256, version=record.version,
+                        status=record.status, route=record.route, created_at=record.created_at,
+                        updated_at=record.updated_at, state=record.state,
+                    )
+                )
+            except IntegrityError:
+                await conn.rollback()
+                raise ValueError("session_id already exists") from None
+            await conn.execute(session_events.insert().values(**self._event_row(event)))
+            await conn.commit()
+            return None
+
+    async def transition(
+        self, session_id: str, expected_version: int, status: str, state: dict[str, Any], event: SessionEvent,
+        idempotency: tuple[str, str, str, dict[str, Any]] | None = None,
+    ) -> bool:
+        check_transition(session_id, expected_version, status, event)
+        json_dumps(state), json_dumps(idempotency[3] if idempotency is not None else None)
+        async with self._guard(), self._writer.connect() as conn:
+            updated = await conn.execute(
+                update(sessions)
+                .where(sessions.c.session_id == session_id, sessions.c.version == expected_version)
+                .values(version=sessions.c.version + 1, status=status, state=state, updated_at=event.at)
+            )
+            if updated.rowcount != 1:
+                await conn.rollback()
+                return False
+            await conn.execute(session_events.insert().values(**self._event_row(event)))
+            if idempotency is not None:
+                scope, key, request_sha256, response = idempotency
+                inserted = await conn.execute(
+                    self._insert_ignore(session_idempotency).values(
+                        scope=scope, key=key, request_sha256=request_sha256, response=response, created_at=event.at,
+                    )
+                )
+                if inserted.rowcount == 0:
+                    await conn.rollback()
+                    raise IdempotencyConflict("idempotency key already used in this scope")
+            await conn.commit()
+            return True
+
+    # ---- reads ---------------------------------------------------------------------------------------
+
+    async def get(self, session_id: str) -> SessionRecord | None:
+        async with self._guard(), self._engine.connect() as conn:
+            row = (await conn.execute(select(sessions).where(sessions.c.session_id == session_id))).first()
+            await conn.rollback()
+        if row is None:
+            return None
+        return SessionRecord(
+            session_id=row.session_id, token_sha256=row.token_sha256, version=row.version, status=row.status,
+            route=row.route, created_at=row.created_at, updated_at=row.updated_at, state=row.state,
+        )
+
+    async def idempotent(self, scope: str, key: str) -> IdempotentAnswer | None:
+        async with self._guard(), self._engine.connect() as conn:
+            answer = await self._idempotent(conn, scope, key)
+            await conn.rollback()
+            return answer
+
+    async def events(self, session_id: str) -> list[SessionEvent]:
+        async with self._guard(), self._engine.connect() as conn:
+            rows = (
+                await conn.execute(
+                    select(session_events)
+                    .where(session_events.c.session_id == session_id)
+                    .order_by(session_events.c.seq)
+                )
+            ).all()
+            await conn.rollback()
+        return [
+            SessionEvent(
+                session_id=r.session_id, seq=r.seq, from_status=r.from_status, event=r.event, to_status=r.to_status,
+                at=r.at,
+            )
+            for r in rows
+        ]
+
+    async def count_by_status(self) -> dict[str, int]:
+        async with self._guard(), self._engine.connect() as conn:
+            rows = (
+                await conn.execute(select(sessions.c.status, func.count()).group_by(sessions.c.status))
+            ).all()
+            await conn.rollback()
+        return {status: int(count) for status, count in rows}
+
+    # ---- helpers -------------------------------------------------------------------------------------
+
+    def _insert_ignore(self, table: Table) -> Any:
+        if self.scope == "postgresql":
+            return pg.insert(table).on_conflict_do_nothing()
+        return sqlite_dialect.insert(table).on_conflict_do_nothing()
+
+    @staticmethod
+    async def _idempotent(conn: AsyncConnection, scope: str, key: str) -> IdempotentAnswer | None:
+        row = (
+            await conn.execute(
+                select(session_idempotency.c.request_sha256, session_idempotency.c.response).where(
+                    session_idempotency.c.scope == scope, session_idempotency.c.key == key
+                )
+            )
+        ).first()
+        return None if row is None else IdempotentAnswer(row.request_sha256, row.response)
+
+    @staticmethod
+    def _event_row(event: SessionEvent) -> dict[str, Any]:
+        return {
+            "session_id": event.session_id, "seq": event.seq, "from_status": event.from_status,
+            "event": event.event, "to_status": event.to_status, "at": event.at,
+        }
+
+    @asynccontextmanager
+    async def _guard(self) -> AsyncIterator[None]:
+        try:
+            yield
+        except (StoreUnavailable, IdempotencyConflict, ValueError):
+            raise
+        except _DB_ERRORS as exc:
+            raise StoreUnavailable(_reason(exc)) from None

@@ -1,0 +1,519 @@
+"""One contract for every SessionStore: memory, an SQLite file, and PostgreSQL (a database of this run's own).
+
+The PostgreSQL cases skip with the reason when the server is not reachable on 127.0.0.1:5432."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import hashlib
+import secrets
+import socket
+import sys
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.support.postgres import (
+    closed_port,
+    create_database,
+    drop_database,
+    postgres_stopped,
+    postgres_up,
+    require_postgres,
+    restart_postgres,
+    temporary_database,
+)
+
+from routequote.ports import (
+    IdempotencyConflict,
+    IdempotentAnswer,
+    SessionEvent,
+    SessionRecord,
+    SessionStore,
+    StoreUnavailable,
+)
+from routequote.storage.sessions_common import create_scope, session_scope
+from routequote.storage.sessions_memory import MemorySessionStore
+from routequote.storage.sessions_sql import SqlSessionStore, normalise_url
+
+REPO = Path(__file__).resolve().parents[2]
+BACKENDS = ["memory", "sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]
+T0 = datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=UTC)
+
+
+@pytest.fixture(scope="module")
+def pg_url() -> Iterator[str]:
+    """A fresh database for this module's run, dropped afterwards."""
+    require_postgres()
+    url = create_database()
+    try:
+        yield url
+    finally:
+        drop_database(url)
+
+
+async def _truncate(store: SqlSessionStore) -> None:
+    async with store._engine.begin() as conn:  # white box: each test starts from empty tables
+        await conn.exec_driver_sql("TRUNCATE session_events, session_idempotency, sessions")
+
+
+@pytest.fixture(params=BACKENDS)
+async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[SessionStore]:
+    kind = request.param
+    s: MemorySessionStore | SqlSessionStore
+    if kind == "memory":
+        s = MemorySessionStore()
+    elif kind == "sqlite":
+        s = SqlSessionStore(f"sqlite:///{tmp_path}/db/sessions.sqlite3")
+    else:
+        s = SqlSessionStore(request.getfixturevalue("pg_url"))
+    await s.start()
+    if kind == "postgresql":
+        assert isinstance(s, SqlSessionStore)
+        await _truncate(s)
+    try:
+        yield s
+    finally:
+        await s.aclose()
+
+
+def _url_of(store: SessionStore) -> str:
+    assert isinstance(store, SqlSessionStore)
+    return store._url.render_as_string(hide_password=False)
+
+
+def new_session(
+    state: dict[str, Any] | None = None, status: str = "action_ready", token_sha256: str | None = None,
+    at: datetime = T0,
+) -> tuple[SessionRecord, SessionEvent]:
+    sid = "ses_" + secrets.token_hex(10)
+    record = SessionRecord(
+        session_id=sid, token_sha256=token_sha256 or secrets.token_hex(32), version=1, status=status,
+        route="base:ETH->base:USDC", created_at=at, updated_at=at, state=state or {"steps": [], "current": 0},
+    )
+    return record, SessionEvent(sid, 1, None, "create", status, at)
+
+
+async def create(store: SessionStore, state: dict[str, Any] | None = None, status: str = "action_ready",
+                 key: str | None = None) -> SessionRecord:
+    record, event = new_session(state, status)
+    answer = await store.create(
+        record, event, create_scope(record.token_sha256), key or secrets.token_hex(8), "a" * 64,
+        {"session_id": record.session_id},
+    )
+    assert answer is None
+    return record
+
+
+def step(record_or_id: SessionRecord | str, version: int, from_status: str | None, to_status: str,
+         name: str = "observe", at: datetime | None = None) -> SessionEvent:
+    sid = record_or_id if isinstance(record_or_id, str) else record_or_id.session_id
+    return SessionEvent(sid, version + 1, from_status, name, to_status, at or T0 + timedelta(seconds=version))
+
+
+# ---- round trip --------------------------------------------------------------------------------------
+
+
+async def test_create_then_get_round_trips_the_record_exactly(store: SessionStore) -> None:
+    state = {
+        "amounts": [2**53 + 1, 2**64, 2**70, -(2**65), 0],  # Python ints beyond doubles and int64
+        "as_text": str(2**80),
+        "nested": {"b": [True, False, None], "a": {"x": "ünïcødé ✓", "y": ""}},
+        "bps": -3,
+    }
+    record, event = new_session(state)
+    assert await store.create(record, event, create_scope(record.token_sha256), "k1", "a" * 64, {"n": 2**66}) is None
+    got = await store.get(record.session_id)
+    assert got == record
+    assert got is not None and got.state["amounts"][2] == 2**70 and isinstance(got.state["amounts"][2], int)
+    assert got.created_at.utcoffset() == timedelta(0) and got.updated_at.tzinfo is not None
+    assert await store.get("ses_unknown") is None
+    assert await store.events(record.session_id) == [event]
+    assert await store.idempotent(create_scope(record.token_sha256), "k1") == IdempotentAnswer("a" * 64, {"n": 2**66})
+
+
+async def test_timestamps_come_back_as_the_same_instant_in_utc(store: SessionStore) -> None:
+    at = datetime(2026, 5, 6, 12, 0, 0, 123456, tzinfo=timezone(timedelta(hours=5, minutes=30)))
+    record, event = new_session(at=at)
+    await store.create(record, event, create_scope(record.token_sha256), "k", "a" * 64, {})
+    got = await store.get(record.session_id)
+    assert got is not None
+    assert got.created_at == at and got.created_at.utcoffset() == timedelta(0)
+    assert got.created_at.hour == 6 and got.created_at.minute == 30
+    assert (await store.events(record.session_id))[0].at.utcoffset() == timedelta(0)
+
+
+async def test_a_read_is_a_copy(store: SessionStore) -> None:
+    record = await create(store, {"steps": [{"n": 1}]})
+    got = await store.get(record.session_id)
+    assert got is not None
+    got.state["steps"].append({"n": 2})
+    again = await store.get(record.session_id)
+    assert again is not None and again.state == {"steps": [{"n": 1}]}
+
+
+async def test_arguments_that_contradict_themselves_are_refused(store: SessionStore) -> None:
+    record, event = new_session()
+    scope = create_scope(record.token_sha256)
+    with pytest.raises(ValueError):
+        await store.create(record, replace(event, seq=2), scope, "k", "a" * 64, {})
+    with pytest.raises(ValueError):
+        await store.create(replace(record, created_at=T0.replace(tzinfo=None)), event, scope, "k", "a" * 64, {})
+    with pytest.raises(ValueError):
+        await store.create(replace(record, state={"x": float("nan")}), event, scope, "k", "a" * 64, {})
+    assert await store.get(record.session_id) is None
+    assert await store.idempotent(scope, "k") is None
+    await store.create(record, event, scope, "k", "a" * 64, {})
+    with pytest.raises(ValueError):  # seq must be the version the transition produces
+        await store.transition(record.session_id, 1, "x", {}, step(record, 2, "action_ready", "x"))
+    with pytest.raises(ValueError):  # the event must lead where the transition goes
+        await store.transition(record.session_id, 1, "x", {}, step(record, 1, "action_ready", "y"))
+    assert (await store.get(record.session_id)) == record
+
+
+async def test_a_second_session_under_an_existing_id_is_refused(store: SessionStore) -> None:
+    record = await create(store)
+    again = replace(record, token_sha256=secrets.token_hex(32), state={"other": 1})
+    with pytest.raises(ValueError):
+        await store.create(again, SessionEvent(record.session_id, 1, None, "create", record.status, T0),
+                           create_scope(again.token_sha256), "fresh", "b" * 64, {})
+    assert await store.get(record.session_id) == record
+    assert await store.idempotent(create_scope(again.token_sha256), "fresh") is None
+
+
+# ---- create idempotency ------------------------------------------------------------------------------
+
+
+async def test_create_with_a_used_key_returns_the_stored_answer_and_inserts_nothing(store: SessionStore) -> None:
+    token_sha = secrets.token_hex(32)
+    first, e1 = new_session(token_sha256=token_sha)
+    assert await store.create(first, e1, create_scope(token_sha), "key-1", "1" * 64, {"session_id": first.session_id}) \
+        is None
+    second, e2 = new_session(token_sha256=token_sha)
+    answer = await store.create(second, e2, create_scope(token_sha), "key-1", "2" * 64, {"other": True})
+    assert answer == IdempotentAnswer("1" * 64, {"session_id": first.session_id})
+    assert await store.get(second.session_id) is None
+    assert await store.events(second.session_id) == []
+    assert await store.count_by_status() == {"action_ready": 1}
+
+    # the same key under another token's scope is another key
+    other_sha = secrets.token_hex(32)
+    third, e3 = new_session(token_sha256=other_sha)
+    assert await store.create(third, e3, create_scope(other_sha), "key-1", "3" * 64, {"n": 3}) is None
+    assert await store.get(third.session_id) == third
+    assert await store.idempotent(create_scope(token_sha), "key-1") == IdempotentAnswer("1" * 64,
+                                                                                        {"session_id": first.session_id})
+    assert await store.idempotent(create_scope(other_sha), "key-1") == IdempotentAnswer("3" * 64, {"n": 3})
+    assert await store.idempotent(create_scope(other_sha), "key-2") is None
+
+
+async def test_concurrent_creates_with_one_key_make_exactly_one_session(store: SessionStore) -> None:
+    token_sha = secrets.token_hex(32)
+    attempts = [new_session(token_sha256=token_sha) for _ in range(10)]
+    answers = await asyncio.gather(*(
+        store.create(r, e, create_scope(token_sha), "same-key", f"{i:064d}", {"session_id": r.session_id})
+        for i, (r, e) in enumerate(attempts)
+    ))
+    winners = [i for i, a in enumerate(answers) if a is None]
+    assert len(winners) == 1
+    winner = attempts[winners[0]][0]
+    assert all(a == IdempotentAnswer(f"{winners[0]:064d}", {"session_id": winner.session_id})
+               for a in answers if a is not None)
+    assert await store.count_by_status() == {"action_ready": 1}
+    stored = [await store.get(r.session_id) for r, _ in attempts]
+    assert [s for s in stored if s is not None] == [winner]
+
+
+# ---- transitions -------------------------------------------------------------------------------------
+
+
+async def test_a_transition_bumps_the_version_and_records_its_event(store: SessionStore) -> None:
+    record = await create(store, {"step": 0})
+    ev = step(record, 1, "action_ready", "awaiting_source_receipt", "submit")
+    key = (session_scope(record.session_id), "obs-1", "c" * 64, {"status": "awaiting_source_receipt"})
+    assert await store.transition(record.session_id, 1, "awaiting_source_receipt", {"step": 1}, ev, key) is True
+    got = await store.get(record.session_id)
+    assert got is not None
+    assert (got.version, got.status, got.state) == (2, "awaiting_source_receipt", {"step": 1})
+    assert got.created_at == record.created_at and got.updated_at == ev.at
+    assert (got.token_sha256, got.route) == (record.token_sha256, record.route)
+    events = await store.events(record.session_id)
+    assert [e.seq for e in events] == [1, 2] and events[1] == ev
+    assert await store.idempotent(session_scope(record.session_id), "obs-1") == IdempotentAnswer(
+        "c" * 64, {"status": "awaiting_source_receipt"})
+    # a transition without an idempotency record is fine too
+    ev3 = step(record, 2, "awaiting_source_receipt", "complete")
+    assert await store.transition(record.session_id, 2, "complete", {"step": 2}, ev3) is True
+    assert (await store.get(record.session_id)).version == 3  # type: ignore[union-attr]
+
+
+async def test_a_stale_version_changes_nothing(store: SessionStore) -> None:
+    record = await create(store, {"step": 0})
+    assert await store.transition(record.session_id, 1, "s2", {"step": 1}, step(record, 1, "action_ready", "s2"))
+    before = await store.get(record.session_id)
+    key = (session_scope(record.session_id), "late", "d" * 64, {"late": True})
+    assert await store.transition(record.session_id, 1, "s3", {"step": 9}, step(record, 1, "action_ready", "s3"),
+                                  key) is False
+    assert await store.get(record.session_id) == before
+    assert len(await store.events(record.session_id)) == 2
+    assert await store.idempotent(session_scope(record.session_id), "late") is None
+    # an unknown session is not an error, just not committed
+    assert await store.transition("ses_nope", 1, "s2", {}, step("ses_nope", 1, "action_ready", "s2")) is False
+
+
+async def test_concurrent_transitions_from_one_version_have_exactly_one_winner(store: SessionStore) -> None:
+    record = await create(store, {"step": 0})
+    results = await asyncio.gather(*(
+        store.transition(record.session_id, 1, f"to_{i}", {"winner": i}, step(record, 1, "action_ready", f"to_{i}"),
+                         (session_scope(record.session_id), f"k{i}", "e" * 64, {"i": i}))
+        for i in range(10)
+    ))
+    assert results.count(True) == 1
+    winner = results.index(True)
+    got = await store.get(record.session_id)
+    assert got is not None
+    assert (got.version, got.status, got.state) == (2, f"to_{winner}", {"winner": winner})
+    assert [e.to_status for e in await store.events(record.session_id)] == ["action_ready", f"to_{winner}"]
+    for i in range(10):
+        expected = IdempotentAnswer("e" * 64, {"i": i}) if i == winner else None
+        assert await store.idempotent(session_scope(record.session_id), f"k{i}") == expected
+
+
+async def test_a_used_idempotency_key_inside_a_transition_raises_and_changes_nothing(store: SessionStore) -> None:
+    record = await create(store, {"step": 0})
+    scope = session_scope(record.session_id)
+    assert await store.transition(record.session_id, 1, "s2", {"step": 1}, step(record, 1, "action_ready", "s2"),
+                                  (scope, "k", "f" * 64, {"first": True}))
+    before = await store.get(record.session_id)
+    with pytest.raises(IdempotencyConflict):
+        await store.transition(record.session_id, 2, "s3", {"step": 2}, step(record, 2, "s2", "s3"),
+                               (scope, "k", "0" * 64, {"second": True}))
+    assert await store.get(record.session_id) == before
+    assert [e.seq for e in await store.events(record.session_id)] == [1, 2]
+    assert await store.idempotent(scope, "k") == IdempotentAnswer("f" * 64, {"first": True})
+    # the same key on another session is another key
+    other = await create(store)
+    assert await store.transition(other.session_id, 1, "s2", {}, step(other, 1, "action_ready", "s2"),
+                                  (session_scope(other.session_id), "k", "1" * 64, {}))
+
+
+async def test_count_by_status_and_event_order(store: SessionStore) -> None:
+    assert await store.count_by_status() == {}
+    a = await create(store)
+    b = await create(store)
+    await create(store, status="awaiting_destination")
+    path = ["awaiting_source_receipt", "awaiting_destination", "action_ready", "complete"]
+    previous = "action_ready"
+    for version, status in enumerate(path, start=1):
+        assert await store.transition(a.session_id, version, status, {"v": version}, step(a, version, previous, status,
+                                                                                           f"ev{version}"))
+        previous = status
+    assert await store.transition(b.session_id, 1, "cancelled", {}, step(b, 1, "action_ready", "cancelled", "cancel"))
+    assert await store.count_by_status() == {"complete": 1, "cancelled": 1, "awaiting_destination": 1}
+    events = await store.events(a.session_id)
+    assert [(e.seq, e.from_status, e.event, e.to_status) for e in events] == [
+        (1, None, "create", "action_ready"),
+        (2, "action_ready", "ev1", "awaiting_source_receipt"),
+        (3, "awaiting_source_receipt", "ev2", "awaiting_destination"),
+        (4, "awaiting_destination", "ev3", "action_ready"),
+        (5, "action_ready", "ev4", "complete"),
+    ]
+    assert [e.at for e in events] == sorted(e.at for e in events)
+    assert await store.events("ses_unknown") == []
+
+
+async def test_start_is_idempotent_and_keeps_data(store: SessionStore) -> None:
+    record = await create(store)
+    await store.start()
+    assert await store.get(record.session_id) == record
+    if isinstance(store, SqlSessionStore):  # a second instance (a restarted process) migrates to the same head
+        again = SqlSessionStore(_url_of(store))
+        await again.start()
+        await again.start()
+        try:
+            assert await again.get(record.session_id) == record
+        finally:
+            await again.aclose()
+
+
+# ---- several OS processes ----------------------------------------------------------------------------
+
+
+async def _race_in_processes(url: str, session_id: str, expected: int, workdir: Path, n: int = 4) -> list[str]:
+    go = workdir / f"go-{secrets.token_hex(4)}"
+    procs = [
+        await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "tests.support.session_store_worker", url, session_id, str(expected), str(go),
+            f"p{i}", cwd=str(REPO), stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        )
+        for i in range(n)
+    ]
+    try:
+        for p in procs:
+            assert p.stdout is not None
+            line = await asyncio.wait_for(p.stdout.readline(), 60)
+            if line.strip() != b"ready":
+                _, err = await p.communicate()
+                raise AssertionError(f"worker did not start: {line!r} {err.decode()[-2000:]}")
+        go.touch()
+        outcomes = []
+        for p in procs:
+            out, err = await asyncio.wait_for(p.communicate(), 60)
+            assert p.returncode == 0, err.decode()[-2000:]
+            outcomes.append(out.decode().strip())
+        return outcomes
+    finally:
+        for p in procs:
+            if p.returncode is None:
+                p.kill()
+                await p.wait()
+
+
+@pytest.mark.parametrize("store", ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)], indirect=True)
+async def test_two_processes_transitioning_one_version_have_exactly_one_winner(
+    store: SessionStore, tmp_path: Path
+) -> None:
+    record = await create(store, {"step": 0})
+    outcomes = await _race_in_processes(_url_of(store), record.session_id, 1, tmp_path)
+    assert sorted(outcomes) == ["lost", "lost", "lost", "won"]
+    winner = f"p{outcomes.index('won')}"
+    got = await store.get(record.session_id)
+    assert got is not None
+    assert (got.version, got.state) == (2, {"step": 0, "winner": winner})
+    assert [e.event for e in await store.events(record.session_id)] == ["create", f"observe_{winner}"]
+    assert await store.idempotent(session_scope(record.session_id), f"key-{winner}") is not None
+    losers = [f"p{i}" for i, o in enumerate(outcomes) if o == "lost"]
+    for name in losers:
+        assert await store.idempotent(session_scope(record.session_id), f"key-{name}") is None
+
+
+# ---- SQLite specifics --------------------------------------------------------------------------------
+
+
+async def test_the_sqlite_file_holds_only_the_token_hash(tmp_path: Path) -> None:
+    token = base64.urlsafe_b64encode(secrets.token_bytes(32)).rstrip(b"=").decode()  # as a caller makes one
+    token_sha = hashlib.sha256(token.encode()).hexdigest()
+    store = SqlSessionStore(f"sqlite+aiosqlite:///{tmp_path}/t/sessions.sqlite3")
+    await store.start()
+    try:
+        record, event = new_session({"wallet": "0x" + "ab" * 20}, token_sha256=token_sha)
+        await store.create(record, event, create_scope(token_sha), "k", "a" * 64, {"session_id": record.session_id})
+        assert await store.transition(record.session_id, 1, "s2", {"w": 1}, step(record, 1, "action_ready", "s2"),
+                                      (session_scope(record.session_id), "k2", "b" * 64, {"ok": True}))
+        files = [p for p in (tmp_path / "t").iterdir() if p.is_file()]  # the database, its WAL and shm
+        blob = b"".join(p.read_bytes() for p in files)
+        assert token_sha.encode() in blob  # the search can find what is there ...
+        assert record.session_id.encode() in blob
+        assert token.encode() not in blob  # ... and the token itself is not
+        assert token[:16].encode() not in blob
+    finally:
+        await store.aclose()
+
+
+async def test_sqlite_url_spellings_and_a_missing_directory(tmp_path: Path) -> None:
+    assert normalise_url("sqlite:///var/x.sqlite3").drivername == "sqlite+aiosqlite"
+    assert normalise_url("postgresql://u:p@h/db").drivername == "postgresql+asyncpg"
+    assert normalise_url("postgres://u@h/db").drivername == "postgresql+asyncpg"
+    assert normalise_url("postgresql+psycopg://u@h/db?sslmode=require").query == {"ssl": "require"}
+    assert SqlSessionStore("sqlite:///x.sqlite3").scope == "sqlite"
+    assert SqlSessionStore("postgresql://u@127.0.0.1/db").scope == "postgresql"
+    for bad in ("mysql://root:hunter2@h/db", "sqlite://", "sqlite:///:memory:", "not a url hunter2"):
+        with pytest.raises(ValueError) as caught:
+            SqlSessionStore(bad)
+        assert "hunter2" not in str(caught.value)
+    deep = tmp_path / "a" / "b" / "c.sqlite3"
+    store = SqlSessionStore(f"sqlite:///{deep}")
+    await store.start()
+    await store.ping()
+    await store.aclose()
+    assert deep.exists()
+
+
+async def test_an_unusable_sqlite_path_is_store_unavailable(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("not a directory")
+    store = SqlSessionStore(f"sqlite:///{tmp_path}/file/sessions.sqlite3")
+    with pytest.raises(StoreUnavailable):
+        await store.start()
+    await store.aclose()
+
+
+# ---- PostgreSQL specifics ----------------------------------------------------------------------------
+
+
+async def test_unreachable_postgres_is_store_unavailable_without_secrets() -> None:
+    password = "s3cret-" + secrets.token_hex(6)
+    url = f"postgresql://routequote:{password}@127.0.0.1:{closed_port()}/sessions"
+    store = SqlSessionStore(url)
+    record, event = new_session()
+    calls = [
+        store.start, store.ping, lambda: store.get(record.session_id), store.count_by_status,
+        lambda: store.create(record, event, create_scope(record.token_sha256), "k", "a" * 64, {}),
+        lambda: store.transition(record.session_id, 1, "s", {}, step(record, 1, "action_ready", "s")),
+    ]
+    try:
+        for call in calls:
+            with pytest.raises(StoreUnavailable) as caught:
+                await call()
+            message = str(caught.value)
+            assert message.startswith("session database")
+            assert password not in message and url not in message and "routequote:" not in message
+            assert caught.value.__cause__ is None and caught.value.__suppress_context__
+    finally:
+        await store.aclose()
+
+
+async def test_a_postgres_that_accepts_but_never_answers_times_out_as_unavailable() -> None:
+    with socket.socket() as silent:  # the handshake completes in the backlog; nothing ever replies
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        store = SqlSessionStore(f"postgresql://u@127.0.0.1:{silent.getsockname()[1]}/db", connect_timeout=0.5)
+        try:
+            with pytest.raises(StoreUnavailable, match="timed out"):
+                await store.ping()
+        finally:
+            await store.aclose()
+
+
+@pytest.mark.postgres
+async def test_two_stores_migrating_one_fresh_postgres_at_once_both_succeed() -> None:
+    require_postgres()
+    with temporary_database("routequote_test_migrate") as url:
+        stores = [SqlSessionStore(url) for _ in range(4)]
+        try:
+            await asyncio.gather(*(s.start() for s in stores))
+            record = await create(stores[0])
+            assert await stores[3].get(record.session_id) == record
+        finally:
+            for s in stores:
+                await s.aclose()
+
+
+@pytest.mark.postgres
+async def test_the_store_answers_unavailable_while_postgres_is_down_and_recovers_after(pg_url: str) -> None:
+    store = SqlSessionStore(pg_url)
+    await store.start()
+    try:
+        await _truncate(store)
+        record = await create(store, {"step": 0})
+        assert await store.transition(record.session_id, 1, "s2", {"step": 1}, step(record, 1, "action_ready", "s2"))
+        with postgres_stopped():
+            with pytest.raises(StoreUnavailable):
+                await store.get(record.session_id)
+            with pytest.raises(StoreUnavailable):
+                await store.transition(record.session_id, 2, "s3", {"step": 2}, step(record, 2, "s2", "s3"))
+        assert postgres_up()
+        got = await store.get(record.session_id)  # the same store, no restart of the app
+        assert got is not None and (got.version, got.status, got.state) == (2, "s2", {"step": 1})
+        assert await store.transition(record.session_id, 2, "s3", {"step": 2}, step(record, 2, "s2", "s3"))
+        assert [e.seq for e in await store.events(record.session_id)] == [1, 2, 3]
+        # a restart while the pool holds open connections: the very next call must work (pre-ping reconnects)
+        restart_postgres()
+        got = await store.get(record.session_id)
+        assert got is not None and got.version == 3
+        assert await store.transition(record.session_id, 3, "s4", {"step": 3}, step(record, 3, "s3", "s4"))
+    finally:
+        await store.aclose()
