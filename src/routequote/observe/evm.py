@@ -1,0 +1,206 @@
+"""EvmChainReader over the shared JSON-RPC client: one mined transaction with its receipt, logs, block height.
+
+`transaction()` is two round trips: one batch of `eth_getTransactionByHash` + `eth_getTransactionReceipt` +
+`eth_blockNumber` + `eth_chainId`, then `eth_getBlockByNumber(receipt block, false)` for the block time
+(and to check the receipt's block hash is still canonical). Every chain has its own breaker.
+
+A chain with no RPC URL raises `ObservationUnavailable("chain_rpc_not_configured", ...)`; a node that
+answers for another chain id than the pinned one raises `rpc_wrong_chain:<chain>`; timeouts, transport and
+protocol failures raise `rpc_<kind>:<chain>` (e.g. `rpc_timeout:base`). Nothing is retried here: the caller
+observes again.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import httpx
+from eth_utils.address import to_checksum_address
+
+from routequote.core.assets import CHAINS, Chain
+from routequote.errors import InvalidRequest
+from routequote.market.jsonrpc import JsonRpcClient, RpcError
+from routequote.observe._common import Breaker, WireError, data_bytes, hash32, quantity, unavailable
+from routequote.ports import EvmLog, EvmTransaction, ObservationUnavailable
+
+TX_HASH = re.compile(r"^0x[0-9a-fA-F]{64}$")
+ADDRESS = re.compile(r"^0x[0-9a-fA-F]{40}$")
+
+
+def default_chain_ids() -> dict[str, int]:
+    return {c.value: info.chain_id for c, info in CHAINS.items() if info.chain_id is not None and c is not Chain.SOLANA}
+
+
+def _address(value: Any, what: str) -> str:
+    if not isinstance(value, str) or not ADDRESS.match(value):
+        raise WireError(f"{what}: not an address: {value!r}")
+    return str(to_checksum_address(value))
+
+
+def parse_log(item: Any) -> EvmLog:
+    if not isinstance(item, dict):
+        raise WireError("log: not an object")
+    topics = item.get("topics")
+    if not isinstance(topics, list):
+        raise WireError("log.topics: not a list")
+    return EvmLog(
+        address=_address(item.get("address"), "log.address"),
+        topics=tuple(hash32(t, "log.topics") for t in topics),
+        data=data_bytes(item.get("data"), "log.data"),
+        log_index=quantity(item.get("logIndex"), "log.logIndex"),
+        tx_hash=hash32(item.get("transactionHash"), "log.transactionHash"),
+        block_number=quantity(item.get("blockNumber"), "log.blockNumber"),
+    )
+
+
+def parse_transaction(
+    tx_hash: str, tx: Any, receipt: Any, block: Any, latest: int, chain_id: int
+) -> EvmTransaction | None:
+    """The wire objects of one mined transaction as an EvmTransaction; None when not mined or reorged away."""
+    if tx is None or receipt is None or block is None:
+        return None
+    if not isinstance(tx, dict) or not isinstance(receipt, dict) or not isinstance(block, dict):
+        raise WireError("transaction, receipt or block is not an object")
+    want = tx_hash.lower()
+    if hash32(tx.get("hash"), "tx.hash") != want or hash32(receipt.get("transactionHash"), "receipt.hash") != want:
+        raise WireError("the node answered for another transaction hash")
+    if tx.get("chainId") is not None and quantity(tx["chainId"], "tx.chainId") != chain_id:
+        raise WireError("transaction chainId differs from the node's eth_chainId")
+    block_number = quantity(receipt.get("blockNumber"), "receipt.blockNumber")
+    if hash32(block.get("hash"), "block.hash") != hash32(receipt.get("blockHash"), "receipt.blockHash"):
+        return None  # the receipt's block is no longer canonical: a reorg is in progress
+    price = receipt.get("effectiveGasPrice", tx.get("gasPrice"))
+    to = receipt.get("to", tx.get("to"))
+    logs = receipt.get("logs")
+    if not isinstance(logs, list):
+        raise WireError("receipt.logs: not a list")
+    return EvmTransaction(
+        chain_id=chain_id,
+        tx_hash=want,
+        sender=_address(tx.get("from"), "tx.from"),
+        to=None if to is None else _address(to, "tx.to"),
+        value=quantity(tx.get("value"), "tx.value"),
+        input=data_bytes(tx.get("input", tx.get("data")), "tx.input"),
+        status=quantity(receipt.get("status"), "receipt.status"),
+        block_number=block_number,
+        block_timestamp=quantity(block.get("timestamp"), "block.timestamp"),
+        confirmations=max(0, latest - block_number + 1),
+        gas_used=quantity(receipt.get("gasUsed"), "receipt.gasUsed"),
+        effective_gas_price=quantity(price, "receipt.effectiveGasPrice"),
+        logs=tuple(parse_log(lg) for lg in logs),
+    )
+
+
+class JsonRpcEvmReader:
+    """EvmChainReader for every chain with an RPC URL in `rpc_urls` (chain name -> URL)."""
+
+    def __init__(
+        self,
+        rpc_urls: Mapping[str, str],
+        client: httpx.AsyncClient,
+        *,
+        timeout: float = 1.5,
+        failure_threshold: int = 3,
+        cooldown_seconds: float = 15.0,
+        chain_ids: Mapping[str, int] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.chain_ids = dict(chain_ids) if chain_ids is not None else default_chain_ids()
+        self.rpcs = {chain: JsonRpcClient(url, client, timeout=timeout) for chain, url in rpc_urls.items() if url}
+        self.breakers = {
+            chain: Breaker(chain, failure_threshold, cooldown_seconds, clock) for chain in self.rpcs
+        }
+
+    def configured(self, chain: str) -> bool:
+        return chain in self.rpcs
+
+    def _rpc(self, chain: str) -> tuple[JsonRpcClient, Breaker]:
+        if chain not in self.rpcs:
+            raise ObservationUnavailable(
+                "chain_rpc_not_configured",
+                f"no RPC URL is configured for {chain}: its transactions cannot be observed",
+            )
+        breaker = self.breakers[chain]
+        breaker.check()
+        return self.rpcs[chain], breaker
+
+    async def _guard(self, chain: str, breaker: Breaker, work: Any) -> Any:
+        try:
+            out = await work
+        except (RpcError, WireError) as exc:
+            breaker.failure()
+            raise unavailable(exc, chain) from exc
+        except ObservationUnavailable:
+            breaker.failure()
+            raise
+        breaker.success()
+        return out
+
+    def _check_chain_id(self, chain: str, raw: Any) -> int:
+        got = quantity(raw, "eth_chainId")
+        want = self.chain_ids.get(chain)
+        if want is not None and got != want:
+            raise ObservationUnavailable(
+                f"rpc_wrong_chain:{chain}", f"the RPC configured for {chain} serves chain id {got}, not {want}"
+            )
+        return got
+
+    async def transaction(self, chain: str, tx_hash: str) -> EvmTransaction | None:
+        if not isinstance(tx_hash, str) or not TX_HASH.match(tx_hash):
+            raise InvalidRequest("invalid_transaction_hash", "an EVM transaction hash is 0x + 64 hex digits")
+        rpc, breaker = self._rpc(chain)
+
+        async def read() -> EvmTransaction | None:
+            tx, receipt, latest_raw, chain_raw = await rpc.batch(
+                [
+                    ("eth_getTransactionByHash", [tx_hash]),
+                    ("eth_getTransactionReceipt", [tx_hash]),
+                    ("eth_blockNumber", []),
+                    ("eth_chainId", []),
+                ]
+            )
+            chain_id = self._check_chain_id(chain, chain_raw)
+            if tx is None or receipt is None:
+                return None
+            if not isinstance(receipt, dict):
+                raise WireError("receipt: not an object")
+            block = await rpc.call("eth_getBlockByNumber", [receipt.get("blockNumber"), False])
+            return parse_transaction(tx_hash, tx, receipt, block, quantity(latest_raw, "eth_blockNumber"), chain_id)
+
+        result: EvmTransaction | None = await self._guard(chain, breaker, read())
+        return result
+
+    async def logs(
+        self, chain: str, address: str, topics: list[str | None], from_block: int, to_block: int | None = None
+    ) -> list[EvmLog]:
+        rpc, breaker = self._rpc(chain)
+        flt = {
+            "address": str(to_checksum_address(address)),
+            "topics": [None if t is None else t.lower() for t in topics],
+            "fromBlock": hex(from_block),
+            "toBlock": "latest" if to_block is None else hex(to_block),
+        }
+
+        async def read() -> list[EvmLog]:
+            raw = await rpc.call("eth_getLogs", [flt])
+            if not isinstance(raw, list):
+                raise WireError("eth_getLogs: not a list")
+            return [parse_log(item) for item in raw if not (isinstance(item, dict) and item.get("removed") is True)]
+
+        result: list[EvmLog] = await self._guard(chain, breaker, read())
+        return result
+
+    async def block_number(self, chain: str) -> int:
+        rpc, breaker = self._rpc(chain)
+
+        async def read() -> int:
+            return quantity(await rpc.call("eth_blockNumber", []), "eth_blockNumber")
+
+        result: int = await self._guard(chain, breaker, read())
+        return result
+
+    def health(self) -> dict[str, dict[str, Any]]:
+        return {c: {"breaker": b.state, "consecutive_failures": b.failures} for c, b in self.breakers.items()}

@@ -1,0 +1,190 @@
+"""SolanaChainReader: `getTransaction` at `finalized` commitment, JSON encoding, decoded into the port's dataclass.
+
+Account keys are the message's static keys, then the address-table keys the node loaded (writable, then
+readonly), which is the index space of `programIdIndex`, `accounts` and the balance arrays. Instruction
+data arrives base58. Token amounts are `uiTokenAmount.amount` (a decimal string of base units), never the
+float `uiAmount`. A `null` result (unknown or not yet finalized) is `None`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+from solders.pubkey import Pubkey
+from solders.signature import Signature
+
+from routequote.errors import InvalidRequest
+from routequote.market.jsonrpc import JsonRpcClient, RpcError
+from routequote.observe._common import Breaker, WireError, integer, unavailable
+from routequote.ports import (
+    ObservationUnavailable,
+    SolanaInstruction,
+    SolanaTokenBalance,
+    SolanaTransaction,
+)
+
+B58_ALPHABET = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
+_B58_INDEX = {c: i for i, c in enumerate(B58_ALPHABET)}
+GET_TRANSACTION_CONFIG = {"commitment": "finalized", "encoding": "json", "maxSupportedTransactionVersion": 0}
+
+
+def b58decode(text: str) -> bytes:
+    """Bitcoin-alphabet base58 (Solana instruction data); leading '1's are leading zero bytes."""
+    if not isinstance(text, str):
+        raise WireError(f"not base58: {text!r}")
+    n = 0
+    for ch in text:
+        digit = _B58_INDEX.get(ch)
+        if digit is None:
+            raise WireError(f"not base58: {text!r}")
+        n = n * 58 + digit
+    body = n.to_bytes((n.bit_length() + 7) // 8, "big") if n else b""
+    return b"\x00" * (len(text) - len(text.lstrip("1"))) + body
+
+
+def _pubkey(value: Any, what: str) -> str:
+    try:
+        return str(Pubkey.from_string(value))
+    except (ValueError, TypeError) as exc:
+        raise WireError(f"{what}: not a public key: {value!r}") from exc
+
+
+def _ints(value: Any, what: str) -> tuple[int, ...]:
+    if not isinstance(value, list):
+        raise WireError(f"{what}: not a list")
+    return tuple(integer(v, what) for v in value)
+
+
+def _token_balances(value: Any, what: str) -> tuple[SolanaTokenBalance, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise WireError(f"{what}: not a list")
+    out = []
+    for item in value:
+        if not isinstance(item, dict) or not isinstance(item.get("uiTokenAmount"), dict):
+            raise WireError(f"{what}: malformed entry")
+        owner = item.get("owner")
+        out.append(
+            SolanaTokenBalance(
+                account_index=integer(item.get("accountIndex"), f"{what}.accountIndex"),
+                mint=_pubkey(item.get("mint"), f"{what}.mint"),
+                owner=None if owner is None else _pubkey(owner, f"{what}.owner"),
+                amount=integer(item["uiTokenAmount"].get("amount"), f"{what}.uiTokenAmount.amount"),
+            )
+        )
+    return tuple(out)
+
+
+def parse_get_transaction(signature: str, result: Any) -> SolanaTransaction | None:
+    """A `getTransaction` result (JSON encoding) as a SolanaTransaction; None for `null`."""
+    if result is None:
+        return None
+    if not isinstance(result, dict):
+        raise WireError("getTransaction: not an object")
+    tx, meta = result.get("transaction"), result.get("meta")
+    if not isinstance(tx, dict) or not isinstance(meta, dict) or not isinstance(tx.get("message"), dict):
+        raise WireError("getTransaction: transaction/meta missing (is the encoding 'json'?)")
+    msg = tx["message"]
+    sigs = tx.get("signatures")
+    if not isinstance(sigs, list) or not sigs or sigs[0] != signature:
+        raise WireError("getTransaction: answered for another signature")
+    static = msg.get("accountKeys")
+    if not isinstance(static, list):
+        raise WireError("message.accountKeys: not a list (jsonParsed encoding is not accepted)")
+    loaded = meta.get("loadedAddresses") or {}
+    keys = tuple(
+        _pubkey(k, "accountKeys")
+        for k in [*static, *(loaded.get("writable") or []), *(loaded.get("readonly") or [])]
+    )
+    header = msg.get("header")
+    if not isinstance(header, dict):
+        raise WireError("message.header missing")
+    n_signers = integer(header.get("numRequiredSignatures"), "header.numRequiredSignatures")
+    if n_signers > len(static) or len(sigs) != n_signers:
+        raise WireError("header.numRequiredSignatures does not match the keys / signatures")
+
+    def key(i: Any) -> str:
+        idx = integer(i, "account index")
+        if idx >= len(keys):
+            raise WireError(f"account index {idx} outside the {len(keys)} account keys")
+        return keys[idx]
+
+    raw_ixs = msg.get("instructions")
+    if not isinstance(raw_ixs, list):
+        raise WireError("message.instructions: not a list")
+    instructions = []
+    for ix in raw_ixs:
+        if not isinstance(ix, dict) or not isinstance(ix.get("accounts"), list):
+            raise WireError("instruction: malformed")
+        instructions.append(
+            SolanaInstruction(
+                program_id=key(ix.get("programIdIndex")),
+                accounts=tuple(key(a) for a in ix["accounts"]),
+                data=b58decode(ix.get("data", "")),
+            )
+        )
+    pre, post = _ints(meta.get("preBalances"), "preBalances"), _ints(meta.get("postBalances"), "postBalances")
+    if len(pre) != len(keys) or len(post) != len(keys):
+        raise WireError("pre/post balances do not cover the account keys")
+    block_time = result.get("blockTime")
+    logs = meta.get("logMessages") or []
+    return SolanaTransaction(
+        signature=signature,
+        slot=integer(result.get("slot"), "slot"),
+        block_time=None if block_time is None else integer(block_time, "blockTime"),
+        err=meta.get("err"),
+        fee=integer(meta.get("fee"), "meta.fee"),
+        account_keys=keys,
+        signers=keys[:n_signers],
+        instructions=tuple(instructions),
+        pre_balances=pre,
+        post_balances=post,
+        pre_token_balances=_token_balances(meta.get("preTokenBalances"), "preTokenBalances"),
+        post_token_balances=_token_balances(meta.get("postTokenBalances"), "postTokenBalances"),
+        log_messages=tuple(str(m) for m in logs),
+    )
+
+
+class JsonRpcSolanaReader:
+    """SolanaChainReader on one Solana RPC URL (None: not configured, every read is unavailable)."""
+
+    name = "solana"
+
+    def __init__(
+        self,
+        url: str | None,
+        client: httpx.AsyncClient,
+        *,
+        timeout: float = 1.5,
+        failure_threshold: int = 3,
+        cooldown_seconds: float = 15.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.rpc = JsonRpcClient(url, client, timeout=timeout) if url else None
+        self.breaker = Breaker(self.name, failure_threshold, cooldown_seconds, clock)
+
+    def configured(self) -> bool:
+        return self.rpc is not None
+
+    async def transaction(self, signature: str) -> SolanaTransaction | None:
+        try:
+            Signature.from_string(signature)
+        except (ValueError, TypeError) as exc:
+            raise InvalidRequest("invalid_transaction_signature", "a Solana signature is 64 bytes in base58") from exc
+        if self.rpc is None:
+            raise ObservationUnavailable(
+                "chain_rpc_not_configured", "no RPC URL is configured for solana: its transactions cannot be observed"
+            )
+        self.breaker.check()
+        try:
+            result = await self.rpc.call("getTransaction", [signature, GET_TRANSACTION_CONFIG])
+            out = parse_get_transaction(signature, result)
+        except (RpcError, WireError) as exc:
+            self.breaker.failure()
+            raise unavailable(exc, self.name) from exc
+        self.breaker.success()
+        return out
