@@ -22,12 +22,13 @@ from routequote.discovery import Discovery, load_signing_key
 from routequote.logging import configure_logging
 from routequote.market.snapshot import EmbeddedSnapshot
 from routequote.metrics import Metrics, MetricsMiddleware
-from routequote.ports import Clock, IdempotencyStore, IdFactory, MarketData, QuoteStore
+from routequote.ports import Clock, IdempotencyStore, IdFactory, MarketData, QuoteStore, SessionStore
 from routequote.prepare import PrepareService
 from routequote.ratelimit import RateLimiter
 from routequote.service import RouteQuoteService, ServiceConfig
+from routequote.sessions import SessionConfig, SessionService
 from routequote.storage.quotes import MemoryIdempotencyStore, MemoryQuoteStore
-from routequote.surfaces import rest_prepare, rest_v1, rest_v2, well_known
+from routequote.surfaces import rest_prepare, rest_session, rest_v1, rest_v2, well_known
 from routequote.surfaces.a2a_agent import mount_a2a
 from routequote.surfaces.errors import json_response
 from routequote.surfaces.mcp_tools import mount_mcp
@@ -81,6 +82,37 @@ def build_stores(settings: Settings) -> Stores:
     raise ValueError(f"unknown ROUTEQUOTE_QUOTE_STORE {settings.quote_store!r} (memory or redis)")
 
 
+def build_sessions(settings: Settings, prepare: PrepareService, store: SessionStore | None = None) -> SessionService:
+    """The session engine: its store (SQLite by default, PostgreSQL by URL) and the chain readers, each
+    configured only where an RPC URL is set (an unconfigured chain answers 503 when observed)."""
+    import httpx
+
+    from routequote.observe.evm import JsonRpcEvmReader
+    from routequote.observe.iris import IrisAttestationReader
+    from routequote.observe.solana import JsonRpcSolanaReader
+
+    if store is None:
+        from routequote.storage.sessions_sql import SqlSessionStore
+
+        store = SqlSessionStore(settings.database_url)
+    client = httpx.AsyncClient(limits=httpx.Limits(max_connections=32))
+    timeout = settings.market_timeout_seconds
+    evm_urls = {"base": settings.rpc_url_base, "arbitrum": settings.rpc_url_arbitrum,
+                "robinhood": settings.rpc_url_robinhood}  # fmt: skip
+    sessions = SessionService(
+        prepare,
+        store,
+        evm=JsonRpcEvmReader({k: v for k, v in evm_urls.items() if v}, client, timeout=timeout),
+        solana=JsonRpcSolanaReader(settings.rpc_url_solana or None, client, timeout=timeout),
+        attestations=IrisAttestationReader(settings.iris_url or None, client, timeout=timeout),
+        config=SessionConfig(
+            confirmations=settings.confirmations(), across_fill_search_blocks=settings.across_fill_search_blocks
+        ),
+    )
+    sessions.http_client = client  # closed with the app
+    return sessions
+
+
 @contextlib.asynccontextmanager
 async def _closing(close: Callable[[], Any]) -> AsyncIterator[None]:
     try:
@@ -95,6 +127,7 @@ def create_app(
     market: MarketData | None = None,
     clock: Clock | None = None,
     ids: IdFactory | None = None,
+    session_store: SessionStore | None = None,
 ) -> FastAPI:
     settings = settings or Settings()
     configure_logging(settings.log_level)
@@ -114,12 +147,25 @@ def create_app(
     prepare = PrepareService(service, settings, idempotency=stores.idempotency)
     service.config.prepare_ready_routes = prepare.supported_routes()
     service.config.prepare_unavailable_reasons = prepare.unsupported_reasons()
+    sessions = build_sessions(settings, prepare, session_store)
+    service.config.session_unavailable_reasons = sessions.session_reasons()
     limiter = RateLimiter(settings.rate_limit, settings.redis_url)
     hooks: list[LifespanHook] = []
     for store in (stores.quotes, stores.idempotency):
         close = getattr(store, "aclose", None)
         if close is not None:  # shared stores hold a connection pool: release it on shutdown
             hooks.append(lambda close=close: _closing(close))
+
+    @contextlib.asynccontextmanager
+    async def session_lifespan() -> AsyncIterator[None]:
+        await sessions.store.start()  # migrations run here, before the first request
+        try:
+            yield
+        finally:
+            await sessions.store.aclose()
+            await sessions.http_client.aclose()
+
+    hooks.append(session_lifespan)
 
     @contextlib.asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -148,12 +194,14 @@ def create_app(
     if market_lifespan is not None:
         hooks.append(market_lifespan)
     app.state.prepare = prepare
+    app.state.sessions = sessions
     metrics = Metrics(service.market)
     app.state.metrics = metrics
     app.add_middleware(MetricsMiddleware, metrics=metrics)
     app.add_route("/metrics", metrics.endpoint, methods=["GET"], include_in_schema=False)
     app.include_router(rest_v2.router(service, limiter))
     app.include_router(rest_prepare.router(prepare, limiter))  # POST /v2/prepare
+    app.include_router(rest_session.router(sessions, limiter))  # /v2/session...
     app.include_router(rest_v1.router(service, limiter))  # /v1/* + /openapi.json (legacy corridors)
     discovery = Discovery(
         settings=settings,

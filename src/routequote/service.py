@@ -15,7 +15,7 @@ from routequote.core.assets import ASSETS, Chain
 from routequote.core.intent import MAX_AMOUNT_USD, MIN_AMOUNT_USD, QuoteIntent, parse_quote_request
 from routequote.core.market import MarketView
 from routequote.core.pricing import SERVICE_FEE_BPS, check_route_available, price_route, route_components
-from routequote.core.quote import RELEASE_STATUS, SERVER_FLAGS, QuoteBody, issue, quote_body
+from routequote.core.quote import RELEASE_STATUS, SERVER_FLAGS, SESSION_HEADER, QuoteBody, issue, quote_body
 from routequote.core.routes import ROUTES
 from routequote.errors import CapacityBusy, RouteQuoteError, UpstreamUnavailable
 from routequote.ports import Clock, IdFactory, IssuedQuote, MarketData, QuoteStore
@@ -34,6 +34,8 @@ class ServiceConfig:
     prepare_unavailable_reason: str = "prepare_not_available_in_this_build"
     # route key -> why its first step cannot be prepared (set from PrepareService.unsupported_reasons())
     prepare_unavailable_reasons: dict[str, str] = field(default_factory=dict)
+    # route key -> why a session cannot carry it through every step (set from SessionService.session_reasons())
+    session_unavailable_reasons: dict[str, str] = field(default_factory=dict)
 
 
 class RouteQuoteService:
@@ -234,6 +236,21 @@ class RouteQuoteService:
                 "action_bundle_ttl_seconds": 180,
                 "onchain_deadline_seconds": 240,
                 "refresh_policy": "expired_unsubmitted_only",
+                **SERVER_FLAGS,
+            },
+            "sessions": {
+                "endpoint": f"{base}/v2/session",
+                "token_header": SESSION_HEADER,
+                "token_rule": "caller-generated, >= 256 bits, base64url (43..128 characters); stored only as SHA-256",
+                "operations": ["create", "read", "observe", "refresh", "cancel"],
+                "views": ["session", "workflow", "receipt", "next_action"],
+                "session_ready_routes": len(ROUTES) - len(self.config.session_unavailable_reasons),
+                "unavailable_routes": [
+                    {"route": k, "reason": v} for k, v in sorted(self.config.session_unavailable_reasons.items())
+                ],
+                "only_verified_actual_output_advances": True,
+                "fresh_quote_each_step_within_approved_bounds": True,
+                "automatic_chaining": False,
                 **SERVER_FLAGS,
             },
             "links": {

@@ -130,6 +130,7 @@ class SessionService:
         self.solana = solana
         self.attestations = attestations
         self.config = config or SessionConfig()
+        self.http_client: Any = None  # the readers' shared HTTP client, when the composition root made one
 
     # ---- readiness ----------------------------------------------------------------------------------
 

@@ -1,0 +1,240 @@
+"""/v2/session over real HTTP (uvicorn, the real composition root, SQLite store), without a chain: create,
+idempotency, token rules, views, refresh/cancel rules, illegal transitions and unobservable chains. Every
+refusal changes nothing (the session version and status are read back)."""
+
+from __future__ import annotations
+
+import base64
+import os
+import secrets
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+from tests.support.server import free_port, running_server
+from tests.unit.actions.support import START, approval_for, intent_for, wallets_for
+
+from routequote.app import create_app
+from routequote.clock import FixedClock
+from routequote.config import Settings
+from routequote.core.quote import SESSION_HEADER
+from routequote.verify import verify_bundle
+
+ONE_STEP = "base:ETH->base:USDC"
+MULTI = "base:ETH->arbitrum:USDC"
+
+
+def new_token() -> str:
+    return base64.urlsafe_b64encode(secrets.token_bytes(32)).rstrip(b"=").decode()
+
+
+class Api:
+    def __init__(self, url: str, clock: FixedClock) -> None:
+        self.http = httpx.Client(base_url=url, timeout=30)
+        self.clock = clock
+
+    def quote(self, route: str, amount: int = 100) -> dict[str, Any]:
+        r = self.http.post("/v2/quote", json=intent_for(route, amount))
+        assert r.status_code == 200, r.text
+        return r.json()
+
+    def body(self, route: str, quote: dict[str, Any], key: str | None = None, **approval: str) -> dict[str, Any]:
+        key = key or f"k-{secrets.token_hex(6)}"
+        appr = approval_for(quote, key=key, selected_mode="session", **approval)
+        return {"caller_approved": True, **intent_for(route, 100), "wallets": wallets_for(route), "approval_v3": appr,
+                "idempotency_key": key}  # fmt: skip
+
+    def create(self, body: Any, token: str | None) -> httpx.Response:
+        headers = {SESSION_HEADER: token} if token else {}
+        return self.http.post("/v2/session", json=body, headers=headers)
+
+    def read(self, sid: str, token: str, view: str | None = None) -> httpx.Response:
+        params = {"view": view} if view else {}
+        return self.http.get(f"/v2/session/{sid}", headers={SESSION_HEADER: token}, params=params)
+
+    def op(self, sid: str, op: str, token: str, body: Any) -> httpx.Response:
+        return self.http.post(f"/v2/session/{sid}/{op}", json=body, headers={SESSION_HEADER: token})
+
+
+@pytest.fixture(scope="module")
+def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Api]:
+    clock = FixedClock(START)
+    port = free_port()
+    db = tmp_path_factory.mktemp("sessions") / "s.sqlite3"
+    app = create_app(Settings(rate_limit="off", port=port, database_url=f"sqlite+aiosqlite:///{db}"), clock=clock)
+    with running_server(app, port) as url:
+        a = Api(url, clock)
+        a.db_path = db  # type: ignore[attr-defined]
+        yield a
+
+
+def created(api: Api, route: str = ONE_STEP) -> tuple[str, str, dict[str, Any], dict[str, Any]]:
+    token = new_token()
+    q = api.quote(route)
+    body = api.body(route, q)
+    r = api.create(body, token)
+    assert r.status_code == 201, r.text
+    return r.json()["session_id"], token, body, q
+
+
+def test_create_returns_a_verifiable_first_action(api: Api) -> None:
+    token = new_token()
+    q = api.quote(MULTI)
+    body = api.body(MULTI, q)
+    r = api.create(body, token)
+    assert r.status_code == 201, r.text
+    s = r.json()
+    assert s["status"] == "action_ready" and s["next_operation"] == "submit_current_action"
+    assert s["action_available"] is True and s["current_step"] == 0 and s["step_count"] == 2
+    assert s["idempotent_replay"] is False and s["server_signing"] is False and s["server_submission"] is False
+    bundle = s["current_action"]
+    assert bundle["workflow_id"] == s["session_id"] and bundle["step_index"] == 0
+    findings = verify_bundle(bundle, intent=intent_for(MULTI, 100), wallets=wallets_for(MULTI),
+                             approval_v3=body["approval_v3"], direct_route_summary=q["direct_route_summary"],
+                             now_unix=int(api.clock.now().timestamp()))  # fmt: skip
+    assert [f for f in findings if f.severity == "error"] == []
+    assert s["funds"]["endpoint"] == "base:ETH" and s["funds"]["state"] == "in_wallet"
+    assert token not in r.text
+
+
+def test_create_replay_and_key_reuse(api: Api) -> None:
+    token = new_token()
+    q = api.quote(ONE_STEP)
+    body = api.body(ONE_STEP, q)
+    first = api.create(body, token)
+    assert first.status_code == 201
+    again = api.create(body, token)
+    assert again.status_code == 201 and again.json()["idempotent_replay"] is True
+    assert again.json()["session_id"] == first.json()["session_id"]
+    other = dict(body, wallets={"base": "0x" + "ab" * 20})
+    r = api.create(other, token)
+    assert r.status_code == 409 and r.json()["reason_class"] == "idempotency_key_reused_with_different_request"
+
+
+def test_token_rules(api: Api) -> None:
+    q = api.quote(ONE_STEP)
+    body = api.body(ONE_STEP, q)
+    assert api.create(body, None).json()["reason_class"] == "session_token_required"
+    assert api.create(body, "short").json()["reason_class"] == "session_token_invalid"
+    sid, token, _, _ = created(api)
+    assert api.read(sid, token).status_code == 200
+    for wrong in (new_token(), token[:-1] + ("A" if token[-1] != "A" else "B")):
+        r = api.read(sid, wrong)
+        assert r.status_code == 404 and r.json()["reason_class"] == "session_not_found"
+    unknown = api.read("00000000-0000-4000-8000-000000000999", token)
+    assert unknown.status_code == 404 and unknown.json() == r.json()  # no existence oracle
+    assert api.http.get(f"/v2/session/{sid}").status_code == 404
+
+
+def test_mode_and_key_rules(api: Api) -> None:
+    token = new_token()
+    q = api.quote(ONE_STEP)
+    body = api.body(ONE_STEP, q)
+    body["approval_v3"]["selected_mode"] = "one_shot"
+    assert api.create(body, token).json()["reason_class"] == "approval_v3_mode_not_session"
+    body = api.body(ONE_STEP, q)
+    body["idempotency_key"] = "another-key-1"
+    assert api.create(body, token).json()["reason_class"] == "idempotency_key_mismatch"
+    body = api.body(ONE_STEP, q, quote_fingerprint="0" * 64)
+    r = api.create(body, token)
+    assert r.status_code == 409 and r.json()["error"] == "reapproval_required"
+    assert r.json()["action_created"] is False
+
+
+def test_views(api: Api) -> None:
+    sid, token, _, _ = created(api, MULTI)
+    for view in ("session", "workflow", "receipt", "next_action"):
+        r = api.read(sid, token, view)
+        assert r.status_code == 200 and r.json()["view"] == view
+    wf = api.read(sid, token, "workflow").json()
+    assert [s["provider"] for s in wf["steps"]] == ["uniswap_v3", "circle_cctp"]
+    assert all("quoted" in s for s in wf["steps"])
+    receipt = api.read(sid, token, "receipt").json()["receipt"]
+    assert receipt["route"]["complete"] is False and len(receipt["steps"]) == 2
+    nxt = api.read(sid, token, "next_action").json()
+    assert nxt["next_action"]["action_id"] and nxt["next_operation"] == "submit_current_action"
+    assert api.read(sid, token, "everything").json()["reason_class"] == "invalid_view"
+
+
+def test_refresh_only_after_expiry_and_cancel_is_final(api: Api) -> None:
+    sid, token, _, _ = created(api)
+    r = api.op(sid, "refresh", token, {"idempotency_key": "refresh-001"})
+    assert r.status_code == 409 and r.json()["reason_class"] == "operation_not_allowed_in_status"
+    before = api.read(sid, token).json()
+    api.clock.advance(181)  # the bundle lives 180 s
+    try:
+        expired = api.read(sid, token).json()
+        assert expired["status"] == "action_expired" and expired["next_operation"] == "refresh_action"
+        assert expired["current_action"] is None
+        fresh = api.op(sid, "refresh", token, {"idempotency_key": "refresh-002"})
+        assert fresh.status_code == 200, fresh.text
+        f = fresh.json()
+        assert f["status"] == "action_ready"
+        assert f["current_action"]["action_id"] != before["current_action"]["action_id"]
+        assert f["current_action"]["unsigned_action"]["inputAmount"] == before["current_action"]["unsigned_action"]["inputAmount"]
+        replay = api.op(sid, "refresh", token, {"idempotency_key": "refresh-002"})
+        assert replay.json()["idempotent_replay"] is True
+        assert replay.json()["current_action"]["action_id"] == f["current_action"]["action_id"]
+    finally:
+        pass
+    c = api.op(sid, "cancel", token, {"idempotency_key": "cancel-0001"})
+    assert c.status_code == 200 and c.json()["status"] == "cancelled"
+    assert c.json()["funds"]["endpoint"] == "base:ETH" and "nothing moved" in c.json()["funds"]["note"]
+    v = c.json()["session_version"]
+    for op, body in (("observe", {"idempotency_key": "obs-00001", "transaction_hashes": ["0x" + "11" * 32]}),
+                     ("refresh", {"idempotency_key": "refresh-003"}), ("cancel", {"idempotency_key": "cancel-0002"})):
+        r = api.op(sid, op, token, body)
+        assert r.status_code == 409 and r.json()["reason_class"] == "operation_not_allowed_in_status", (op, r.text)
+    after = api.read(sid, token).json()
+    assert after["status"] == "cancelled" and after["session_version"] == v
+
+
+def test_observe_without_a_configured_chain_is_503_and_changes_nothing(api: Api) -> None:
+    sid, token, _, _ = created(api)
+    before = api.read(sid, token).json()
+    r = api.op(sid, "observe", token, {"idempotency_key": "obs-000001", "transaction_hashes": ["0x" + "22" * 32]})
+    assert r.status_code == 503, r.text
+    assert r.json()["reason_class"] == "chain_rpc_not_configured"
+    after = api.read(sid, token).json()
+    assert (after["status"], after["session_version"]) == (before["status"], before["session_version"])
+
+
+def test_bad_observe_bodies_are_400_and_change_nothing(api: Api) -> None:
+    sid, token, _, _ = created(api)
+    before = api.read(sid, token).json()["session_version"]
+    cases = [
+        [],
+        {"transaction_hashes": ["0x" + "33" * 32]},
+        {"idempotency_key": "short"},
+        {"idempotency_key": "obs-0000001", "transaction_hashes": "0x" + "33" * 32},
+        {"idempotency_key": "obs-0000001", "transaction_hashes": ["0x1234"]},
+        {"idempotency_key": "obs-0000001", "transaction_hashes": ["0x" + "33" * 32] * 2},
+        {"idempotency_key": "obs-0000001", "transaction_hashes": ["0x" + "33" * 32], "amount": "5"},
+        {"idempotency_key": "obs-0000001", "transaction_hashes": ["0x" + "3" * 64] * 9},
+    ]
+    for body in cases:
+        r = api.op(sid, "observe", token, body)
+        assert r.status_code == 400, (body, r.text)
+    assert api.read(sid, token).json()["session_version"] == before
+
+
+def test_the_database_holds_no_raw_token(api: Api) -> None:
+    tokens = [created(api)[1] for _ in range(3)]
+    db = api.db_path  # type: ignore[attr-defined]
+    blob = b"".join(p.read_bytes() for p in db.parent.iterdir() if p.is_file())
+    assert blob, "the session database file exists"
+    for t in tokens:
+        assert t.encode() not in blob
+    assert os.path.getsize(db) > 0
+
+
+def test_capabilities_publish_session_readiness(api: Api) -> None:
+    caps = api.http.get("/v2/capabilities").json()["sessions"]
+    assert caps["token_header"] == SESSION_HEADER and caps["automatic_chaining"] is False
+    assert caps["session_ready_routes"] + len(caps["unavailable_routes"]) == 72
+    assert all(u["reason"] for u in caps["unavailable_routes"])
+    r = api.http.get("/v2/openapi.json").json()
+    for path in ("/v2/session", "/v2/session/{session_id}", "/v2/session/{session_id}/observe",
+                 "/v2/session/{session_id}/refresh", "/v2/session/{session_id}/cancel"):  # fmt: skip
+        assert path in r["paths"], path
