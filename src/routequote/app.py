@@ -128,7 +128,9 @@ def create_app(
     clock: Clock | None = None,
     ids: IdFactory | None = None,
     session_store: SessionStore | None = None,
+    deployments: dict[Any, Any] | None = None,
 ) -> FastAPI:
+    """`deployments` overrides contract addresses per chain (tests point the builders at local chains)."""
     settings = settings or Settings()
     configure_logging(settings.log_level)
     clock = clock or SystemClock()
@@ -144,7 +146,7 @@ def create_app(
             base_url=settings.resolved_base_url(),
         ),
     )
-    prepare = PrepareService(service, settings, idempotency=stores.idempotency)
+    prepare = PrepareService(service, settings, idempotency=stores.idempotency, deployments=deployments)
     service.config.prepare_ready_routes = prepare.supported_routes()
     service.config.prepare_unavailable_reasons = prepare.unsupported_reasons()
     sessions = build_sessions(settings, prepare, session_store)
