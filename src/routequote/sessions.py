@@ -593,7 +593,7 @@ class SessionService:
         if start is None:
             start = max(0, latest - self.config.across_fill_search_blocks)
             bridge["search_from_block"] = start
-        logs = await reader.logs(dst.value, spoke, [ev.FILLED_RELAY_TOPIC], int(start), latest)
+        logs = await reader.logs(dst.value, spoke, ev.across_fill_topics(bridge), int(start), latest)
         found = ev.verify_across_fill(logs, bridge, spoke_pool=spoke)
         if found is None:
             deadline = int(bridge.get("fill_deadline") or 0)
