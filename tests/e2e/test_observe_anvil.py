@@ -83,7 +83,8 @@ def with_doubled_minimum(action: dict[str, Any]) -> dict[str, Any]:
 def run_route(chain: AnvilChain, a: dict[str, Any], route: str, amount: int = 100, *, revert: bool = False,
               key: str = TEST_KEY) -> tuple[dict[str, Any], list[str]]:  # fmt: skip
     who = str(Account.from_key(key).address)
-    p = _prepare(chain, a, route, {"base": who}, amount=amount)
+    chains = {side.split(":")[0] for side in route.split("->")}
+    p = _prepare(chain, a, route, dict.fromkeys(sorted(chains), who), amount=amount)
     action = p.bundle["unsigned_action"]
     if revert:
         action = with_doubled_minimum(action)
