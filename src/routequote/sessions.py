@@ -171,7 +171,7 @@ class SessionService:
             raise missing
         if not TOKEN_RE.fullmatch(token):
             raise missing
-        record = await self._store(self.store.get(session_id))
+        record: SessionRecord | None = await self._store(self.store.get(session_id))
         if record is None or not hmac.compare_digest(record.token_sha256, token_sha256(token)):
             raise missing
         return record
@@ -833,6 +833,7 @@ class SessionService:
         status = next_status(Status(record.status), outcome.event)
         provisional = SessionRecord(record.session_id, record.token_sha256, record.version + 1, status.value,
                                     record.route, record.created_at, self.service.clock.now(), outcome.state)  # fmt: skip
+        stored: dict[str, Any]
         if outcome.error is not None:
             stored = {"http_status": 409, "body": outcome.error.body()}
         else:
