@@ -69,3 +69,19 @@ def test_each_module_imports_alone_in_a_fresh_interpreter(module: str) -> None:
         [sys.executable, "-c", f"import routequote.core.actions.{module}"], capture_output=True, text=True, timeout=60
     )
     assert done.returncode == 0, done.stderr
+
+
+def test_cctp_message_is_dependency_free() -> None:
+    """Evidence code and the verifier import the message parser: it must need the standard library only."""
+    code = (
+        "import sys; import routequote.core.actions.cctp_message as m; "
+        "bad = sorted(n for n in sys.modules if n.split('.')[0] in ('eth_abi', 'eth_utils', 'solders', 'pydantic')); "
+        "print(','.join(bad)); assert not bad"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stdout + done.stderr
+    tree = ast.parse((ACTIONS / "cctp_message.py").read_text())
+    imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)} | {
+        a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names
+    }
+    assert imported <= {"__future__", "typing"}, imported

@@ -9,6 +9,7 @@ JSON and `data_sha256` over its raw data bytes.
 from __future__ import annotations
 
 import base64
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -160,9 +161,27 @@ def allowlists(unsigned_action: dict[str, Any]) -> tuple[list[str], list[str]]:
 
 
 def workflow(plan: StepPlan, workflow_id: str, summary_steps: list[dict[str, Any]]) -> dict[str, Any]:
-    route: Route = plan.route
+    return workflow_document(
+        plan.route, plan.wallets, plan.step.index, workflow_id, summary_steps,
+        actual_input_base=str(plan.input_base), minimum_output_base=str(plan.minimum_output_base),
+    )  # fmt: skip
+
+
+def workflow_document(
+    route: Route,
+    wallets: Mapping[str, str],
+    current_step: int,
+    workflow_id: str,
+    summary_steps: list[dict[str, Any]],
+    *,
+    actual_input_base: str | None,
+    minimum_output_base: str,
+) -> dict[str, Any]:
+    """The bundle's `workflow`: every step with its wallets and quoted bounds; the current one with the
+    amounts this action carries."""
     steps = []
     for s, summ in zip(route.steps, summary_steps, strict=True):
+        current = s.index == current_step
         steps.append(
             {
                 "index": s.index,
@@ -172,22 +191,20 @@ def workflow(plan: StepPlan, workflow_id: str, summary_steps: list[dict[str, Any
                 "to": s.target.key,
                 "asset": s.source.token.value,
                 "route_fee_bps": 1 if s.fee_step else 0,
-                "caller_wallet": plan.wallets[s.source.chain.value],
-                "recipient_wallet": plan.wallets[s.target.chain.value],
+                "caller_wallet": wallets[s.source.chain.value],
+                "recipient_wallet": wallets[s.target.chain.value],
                 "quoted_input_base": summ["expected_input_base"],
-                "actual_input_base": str(plan.input_base) if s.index == plan.step.index else None,
-                "minimum_output_base": (
-                    str(plan.minimum_output_base) if s.index == plan.step.index else summ["minimum_output_base"]
-                ),
+                "actual_input_base": actual_input_base if current else None,
+                "minimum_output_base": minimum_output_base if current else summ["minimum_output_base"],
             }
         )
     return {
         "version": WORKFLOW_VERSION,
         "workflow_id": workflow_id,
         "route": route.key,
-        "current_step": plan.step.index,
+        "current_step": current_step,
         "step_count": len(route.steps),
-        "wallets": dict(sorted(plan.wallets.items())),
+        "wallets": dict(sorted(wallets.items())),
         "steps": steps,
         "future_steps_require_fresh_quote_and_verified_receipt": True,
         **SERVER_FLAGS,

@@ -39,6 +39,7 @@ SIGNATURES: dict[str, str] = {
         "deposit(bytes32,bytes32,bytes32,bytes32,uint256,uint256,uint256,bytes32,uint32,uint32,uint32,bytes)"
     ),
     "send": "send((uint32,bytes32,uint256,uint256,bytes,bytes,bytes),(uint256,uint256),address)",
+    "receiveMessage": "receiveMessage(bytes,bytes)",  # CCTP v2 MessageTransmitterV2: the destination mint
 }
 
 
@@ -103,6 +104,7 @@ class EvmDeployment:
     token_messenger_v2: str | None = None
     across_spoke_pool: str | None = None
     usdg_oft: str | None = None
+    message_transmitter_v2: str | None = None  # CCTP v2 destination mint (receiveMessage); not a route step's target
     unpinned_reasons: dict[str, str] = field(default_factory=dict)
 
     def token(self, a: Asset) -> str:
@@ -134,17 +136,20 @@ def _tokens(chain: Chain) -> dict[str, str]:
 
 
 TOKEN_MESSENGER_V2 = "0x28b5a0e9C621a5BadaA536219b3a228C8168cf5d"  # same address on every EVM mainnet [O]
+MESSAGE_TRANSMITTER_V2 = "0x81D40F21F12A8F0E3252Bccb954D722d4c464B64"  # same address on every EVM mainnet [O]
 DEFAULT_DEPLOYMENTS: dict[Chain, EvmDeployment] = {
     Chain.BASE: EvmDeployment(
         Chain.BASE, 8453, _tokens(Chain.BASE),
         swap_router02="0x2626664c2603336E57B271c5C0b26F421741e481",
         token_messenger_v2=TOKEN_MESSENGER_V2,
+        message_transmitter_v2=MESSAGE_TRANSMITTER_V2,
         across_spoke_pool="0x09aea4b2242abC8bb4BB78D537A67a245A7bEC64",
     ),
     Chain.ARBITRUM: EvmDeployment(
         Chain.ARBITRUM, 42161, _tokens(Chain.ARBITRUM),
         swap_router02="0x68b3465833fb72A70ecDF485E0e4C7bD8665Fc45",
         token_messenger_v2=TOKEN_MESSENGER_V2,
+        message_transmitter_v2=MESSAGE_TRANSMITTER_V2,
         across_spoke_pool="0xe35e9842fceaCA96570B734083f4a58e8F7C5f2A",
     ),
     # Uniswap v3 on Robinhood Chain: SwapRouter02 and Factory agree in two independent catalogs (chains.md §6,
