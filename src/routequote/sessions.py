@@ -557,24 +557,32 @@ class SessionService:
         return _Outcome(Event.DESTINATION_ACTION_READY, state)
 
     def _receive_bundle(self, state: dict[str, Any], route: Route, k: int) -> dict[str, Any]:
-        from routequote.core.actions.receive import assemble_receive_bundle
+        from routequote.core.actions.cctp_receive import assemble_receive_bundle
+        from routequote.core.actions.common import ActionUnavailable
 
         step = route.steps[k]
         bridge = state["steps"][k]["bridge"]
         now = self.service.clock.now()
-        return assemble_receive_bundle(
-            route=route,
-            step=step,
-            wallets=state["wallets"],
-            message=bytes.fromhex(bridge["message"][2:]),
-            attestation=bytes.fromhex(bridge["attestation"][2:]),
-            deployments=self.prepare.deployments,
-            workflow_id=state["binding"]["session_id"],
-            action_id=self.service.ids.new_id(),
-            prepared_at=now,
-            quote_binding=state["binding"],
-            summary_steps=state["summary_steps"],
-        )
+        try:
+            bundle: dict[str, Any] = assemble_receive_bundle(
+                route,
+                step,
+                state["wallets"],
+                bytes.fromhex(bridge["message"][2:]),
+                bytes.fromhex(bridge["attestation"][2:]),
+                self.prepare.deployments,
+                workflow_id=state["binding"]["session_id"],
+                action_id=self.service.ids.new_id(),
+                prepared_at=now,
+                quote_binding=state["binding"],
+                summary_steps=state["summary_steps"],
+            )
+        except ActionUnavailable as exc:
+            # the attested message does not match this session's burn: never hand it to the caller
+            from routequote.core.sessions.evidence import ObservationRejected
+
+            raise ObservationRejected("observation_bridge_mismatch", exc.detail) from None
+        return bundle
 
     async def _observe_across(self, record: SessionRecord, state: dict[str, Any], route: Route) -> _Outcome:
         from routequote.core.sessions import evidence as ev
