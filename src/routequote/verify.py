@@ -131,8 +131,10 @@ def verify_bundle(bundle: Any, **kwargs: Any) -> list[Finding]:
 
     Keyword arguments: `intent` (the caller's 5 quote fields), `wallets` (chain -> public address),
     `now_unix`, and optionally `approval_v3`, `direct_route_summary` (from the approved quote),
-    `event_signer_public`, `fee_recipients` ({"evm": ..., "solana": ...} as the operator published them)
-    and `deployments` (contract addresses; default: the pinned mainnet ones). Hostile or malformed input
+    `event_signer_public`, `fee_recipients` ({"evm": ..., "solana": ...} as the operator published them),
+    `deployments` (contract addresses; default: the pinned mainnet ones) and, for a session's later step,
+    `session_actual_input_base` (the verified output of the previous step, which that step must spend; the
+    last step must then also meet approval_v3.minimum_output_base). Hostile or malformed input
     yields findings, never an exception.
     """
     c = _Checker()
@@ -155,6 +157,7 @@ def _verify_bundle(
     event_signer_public: str | None = None,
     fee_recipients: dict[str, str] | None = None,
     deployments: dict[Chain, EvmDeployment] | None = None,
+    session_actual_input_base: int | None = None,
 ) -> list[Finding]:
     if not isinstance(bundle, dict):
         return [Finding("bundle_not_object", "the bundle must be a JSON object")]
@@ -236,14 +239,20 @@ def _verify_bundle(
         if idx < len(s_steps):
             ss = s_steps[idx]
             c.expect(ss.get("provider") == step.provider.value, "summary_provider_mismatch", "summary provider differs")
-            c.expect(str(input_base) == ss.get("expected_input_base"), "input_amount_mismatch",
-                     f"inputAmount {input_base} differs from the quoted {ss.get('expected_input_base')}")  # fmt: skip
+            if session_actual_input_base is not None and idx > 0:
+                # a session step spends what the previous step verifiably delivered, not the quoted estimate
+                c.expect(input_base == session_actual_input_base, "input_amount_mismatch",
+                         f"inputAmount {input_base} differs from the verified actual input {session_actual_input_base}")  # fmt: skip
+            else:
+                c.expect(str(input_base) == ss.get("expected_input_base"), "input_amount_mismatch",
+                         f"inputAmount {input_base} differs from the quoted {ss.get('expected_input_base')}")  # fmt: skip
             min_bound = max(min_bound, int(ss.get("minimum_output_base", "1")))
     if approval_v3 is not None:
         if idx == 0:
             c.expect(input_base <= int(approval_v3["maximum_input_base"]), "input_above_approved_maximum",
                      "inputAmount exceeds approval_v3.maximum_input_base")  # fmt: skip
-        if len(route.steps) == 1:
+        last_of_session = session_actual_input_base is not None and idx == len(route.steps) - 1
+        if len(route.steps) == 1 or last_of_session:
             min_bound = max(min_bound, int(approval_v3["minimum_output_base"]))
         qb = bundle.get("quote_binding", {})
         c.expect(isinstance(qb, dict) and qb.get("quote_id") == approval_v3.get("quote_id")
