@@ -14,7 +14,9 @@ def configure_logging(level: str = "info") -> None:
     if not root.handlers:
         logging.basicConfig(level=lvl, format="%(message)s")
     root.setLevel(lvl)
-    for noisy in ("mcp", "mcp.server", "a2a", "httpx", "sse_starlette", "uvicorn.access"):
+    # database drivers log SQL parameters at debug (idempotency keys): never below WARNING
+    for noisy in ("mcp", "mcp.server", "a2a", "httpx", "sse_starlette", "uvicorn.access", "aiosqlite", "sqlalchemy",
+                  "asyncpg", "alembic"):
         logging.getLogger(noisy).setLevel(max(lvl, logging.WARNING))
     structlog.configure(
         processors=[

@@ -29,6 +29,8 @@ from datetime import UTC, datetime
 from fractions import Fraction
 from typing import Any
 
+import structlog
+
 from routequote.core.actions.approval import check_approval, reapproval_body
 from routequote.core.assets import CHAINS, Chain, ChainFamily
 from routequote.core.hashing import canonical_sha256
@@ -76,6 +78,7 @@ MAX_TX_IDS = 8
 VIEWS = ("session", "workflow", "receipt", "next_action")
 SERVER_FLAGS = {"server_signing": False, "server_submission": False}
 DEFAULT_CONFIRMATIONS = {"base": 10, "arbitrum": 10, "robinhood": 10}
+log = structlog.get_logger("routequote.sessions")  # ids, statuses and events only: never a token or a key
 
 
 def token_sha256(token: str) -> str:
@@ -283,6 +286,8 @@ class SessionService:
         )
         if raced is not None:
             return self._replay(raced, request_sha, route)
+        log.info("session_created", session_id=session_id, route=route.key, status=status.value,
+                 action_id=bundle["action_id"])  # fmt: skip
         return SessionAnswer(201, response)
 
     def _binding(self, quote: dict[str, Any], approval: dict[str, Any], session_id: str) -> dict[str, Any]:
@@ -832,7 +837,11 @@ class SessionService:
         ok = await self._store(self.store.transition(record.session_id, record.version, status.value, state, entry,
                                                      idempotency))  # fmt: skip
         if not ok:
+            log.info("session_transition_lost_race", session_id=record.session_id, session_event=event.value,
+                     expected_version=record.version)  # fmt: skip
             return None
+        log.info("session_transition", session_id=record.session_id, route=record.route, from_status=record.status,
+                 session_event=event.value, to_status=status.value, version=version)  # fmt: skip
         return SessionRecord(record.session_id, record.token_sha256, version, status.value, record.route,
                              record.created_at, now, state)  # fmt: skip
 

@@ -238,3 +238,20 @@ def test_capabilities_publish_session_readiness(api: Api) -> None:
     for path in ("/v2/session", "/v2/session/{session_id}", "/v2/session/{session_id}/observe",
                  "/v2/session/{session_id}/refresh", "/v2/session/{session_id}/cancel"):  # fmt: skip
         assert path in r["paths"], path
+
+
+def test_logs_carry_session_events_but_never_the_token(
+    api: Api, capfd: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    import logging
+
+    caplog.set_level(logging.DEBUG)
+    sid, token, body, _ = created(api)
+    api.read(sid, token, "receipt")
+    api.read(sid, "A" * 43)  # a wrong token is handled (and must not be logged either)
+    api.op(sid, "cancel", token, {"idempotency_key": "cancel-log-1"})
+    out, err = capfd.readouterr()
+    logged = out + err + caplog.text
+    assert "session_created" in logged and "session_transition" in logged and sid in logged
+    assert token not in logged and "A" * 43 not in logged
+    assert body["idempotency_key"] not in logged
