@@ -58,8 +58,8 @@ async def test_agent_card(served: tuple[str, Any]) -> None:
     assert "securitySchemes" not in card and "securityRequirements" not in card
     assert card["defaultInputModes"] == ["application/json"] == card["defaultOutputModes"]
     skills = {s["id"]: s for s in card["skills"]}
-    assert "quote-cross-chain-route" in skills
-    assert set(skills) <= {"quote-cross-chain-route", "prepare-first-unsigned-action"}  # only what works
+    # the default app mounts prepare and the session engine: exactly three skills, in this order
+    assert list(skills) == ["quote-cross-chain-route", "prepare-first-unsigned-action", "session-lifecycle"]
     for skill in skills.values():
         assert skill["description"] and skill["examples"]
         assert skill["inputModes"] == ["application/json"] == skill["outputModes"]
@@ -114,7 +114,8 @@ def _narrow(value: Any) -> Any:
         ({**QUOTE, "from_chain": "solana"}, "unknown_field"),
         ({**QUOTE, "privateKey": "redacted"}, "secret_field_rejected"),
         ({**QUOTE, "wallet": {"mnemonic": "redacted"}}, "secret_field_rejected"),
-        ({**QUOTE, "operation": "session_create"}, "operation_unsupported"),
+        ({**QUOTE, "operation": "observe_output"}, "operation_unsupported"),
+        ({**QUOTE, "operation": "session_create"}, "caller_approval_required"),
         ({**QUOTE, "operation": 7}, "operation_unsupported"),
     ],
 )

@@ -17,3 +17,11 @@ def narrow(v: Any) -> Any:
     if isinstance(v, list):
         return [narrow(x) for x in v]
     return v
+
+
+def new_session_token() -> str:
+    """What a careful caller generates locally: 32 CSPRNG bytes, base64url without padding (43 characters)."""
+    import base64
+    import secrets
+
+    return base64.urlsafe_b64encode(secrets.token_bytes(32)).rstrip(b"=").decode()
