@@ -282,7 +282,7 @@ async def test_second_step_action_is_verified_from_the_actual_input(
     assert workflow["current_step"] == 1 and workflow["steps"][1]["status"] == "action_ready"
     actual = mid(caller.q["direct_route_summary"]["steps"][0])
     assert actual != int(caller.q["direct_route_summary"]["steps"][1]["expected_input_base"])
-    if VERIFIER_TAKES_ACTUAL_INPUT:
+    if VERIFIER_TAKES_ACTUAL_INPUT:  # routequote.verify takes the kwarg (the fallback has its own test below)
         assert set(reply) == {"session", "guidance", "action_verification", "caller_wallet_handoff"}, reply
         bundle = reply["session"]["current_action"]
         assert bundle["step_index"] == 1 and int(bundle["unsigned_action"]["inputAmount"]) == actual
@@ -295,6 +295,37 @@ async def test_second_step_action_is_verified_from_the_actual_input(
         assert (err["code"], err["reason_class"]) == ("safety_boundary_failed", "verifier_lacks_session_actual_input_base")
         assert err["action_withheld"] is True and err["session"]["status"] == "action_ready"
         assert "unsigned_action" not in str(err) and "transactions" not in str(err)
+
+
+@pytest.mark.parametrize("old_behaviour", ["raises_type_error", "reports_bundle_malformed"])
+async def test_a_verifier_without_the_actual_input_keyword_withholds_later_steps(
+    client: Client, served_sessions: Served, monkeypatch: pytest.MonkeyPatch, old_behaviour: str
+) -> None:
+    """A verifier that predates `session_actual_input_base` (it raised TypeError, or reported it as
+    bundle_malformed) never lets a later step's action through unverified."""
+    import routequote.surfaces.a2a_agent as agent
+    from routequote.verify import Finding
+
+    def old_verifier(bundle: Any, **kw: Any) -> Any:
+        if "session_actual_input_base" in kw:
+            message = "TypeError: _verify_bundle() got an unexpected keyword argument 'session_actual_input_base'"
+            if old_behaviour == "raises_type_error":
+                raise TypeError(message)
+            return [Finding("bundle_malformed", f"the bundle cannot be read: {message}")]
+        return verify_bundle(bundle, **kw)
+
+    monkeypatch.setattr(agent, "verify_bundle", old_verifier)
+    caller = Caller(client, MULTI)
+    await caller.create()  # step 0 still verifies and is handed off
+    mid = lambda q: (int(q["expected_output_base"]) + int(q["minimum_output_base"])) // 2  # noqa: E731
+    monkeypatch.setattr(served_sessions.app.state.sessions, "_observe_source", _advance_step_zero(served_sessions.app, mid))
+    reply = await send(client, caller.call("observe_source", idempotencyKey="obs-" + uuid.uuid4().hex[:8],
+                                           transactionHashes=["0x" + "46" * 32]))  # fmt: skip
+    assert set(reply) == {"error"}, reply
+    err = reply["error"]
+    assert (err["code"], err["reason_class"]) == ("safety_boundary_failed", "verifier_lacks_session_actual_input_base")
+    assert err["action_withheld"] is True and err["session"]["status"] == "action_ready"
+    assert "unsigned_action" not in str(err) and "transactions" not in str(err)
 
 
 async def test_second_step_wiring_with_a_stand_in_verifier(
