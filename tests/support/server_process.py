@@ -1,0 +1,91 @@
+"""Real `routequote serve` processes for the multi-process tests: each on its own loopback port, configured only
+through ROUTEQUOTE_* environment variables (as an operator would), its log captured to a file, and killable
+with SIGKILL."""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+from tests.support.server import free_port
+
+
+def shared_signing_key() -> str:
+    """A manifest signing key for every replica of one deployment (base64 of a 32-byte Ed25519 seed)."""
+    return base64.b64encode(secrets.token_bytes(32)).decode()
+
+
+@dataclass
+class ServerProcess:
+    url: str
+    process: subprocess.Popen[bytes]
+    log: Path
+
+    def log_tail(self, chars: int = 2000) -> str:
+        try:
+            return self.log.read_text(errors="replace")[-chars:]
+        except OSError:
+            return ""
+
+    def kill(self) -> None:
+        """SIGKILL: no shutdown hook runs, nothing is flushed or closed by the server."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGKILL)
+        self.process.wait(10)
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+
+def start_server(log_dir: Path, name: str, settings: dict[str, str], timeout: float = 40.0) -> ServerProcess:
+    """Start `routequote serve` with ROUTEQUOTE_<NAME> settings (rate limits off) and wait until /v2/status answers."""
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ROUTEQUOTE_")}
+    env.update({"ROUTEQUOTE_RATE_LIMIT": "off", "ROUTEQUOTE_HOST": "127.0.0.1", "ROUTEQUOTE_PORT": str(port),
+                "ROUTEQUOTE_LOG_LEVEL": "info", "ROUTEQUOTE_DEV_SIGNING_KEY_PATH": ""})  # fmt: skip
+    env.update({f"ROUTEQUOTE_{k.upper()}": v for k, v in settings.items()})
+    exe = Path(sys.executable).with_name("routequote")
+    log = log_dir / f"{name}.log"
+    with log.open("ab") as out:
+        process = subprocess.Popen([str(exe), "serve", "--workers", "1"], env=env, stdout=out, stderr=out)
+    server = ServerProcess(f"http://127.0.0.1:{port}", process, log)
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            if httpx.get(f"{server.url}/v2/status", timeout=2).status_code == 200:
+                return server
+        except httpx.HTTPError:
+            pass
+        if process.poll() is not None or time.monotonic() > deadline:
+            server.kill()
+            raise RuntimeError(f"server {name} did not start:\n{server.log_tail()}")
+        time.sleep(0.1)
+
+
+@contextlib.contextmanager
+def server_processes(log_dir: Path, names: list[str], settings: dict[str, str]) -> Iterator[list[ServerProcess]]:
+    """Several replicas of one deployment, started one after the other (the first runs the migrations)."""
+    started: list[ServerProcess] = []
+    try:
+        for name in names:
+            started.append(start_server(log_dir, name, settings))
+        yield started
+    finally:
+        for s in started:
+            s.stop()
