@@ -134,6 +134,7 @@ class SessionService:
         self.attestations = attestations
         self.config = config or SessionConfig()
         self.http_client: Any = None  # the readers' shared HTTP client, when the composition root made one
+        self._reasons = self._session_reasons()  # fixed per process: deployments and pinned pools do not change
 
     # ---- readiness ----------------------------------------------------------------------------------
 
@@ -143,6 +144,9 @@ class SessionService:
 
     def session_reasons(self) -> dict[str, str]:
         """Route key -> why a session cannot be created for it (every step must be buildable)."""
+        return dict(self._reasons)
+
+    def _session_reasons(self) -> dict[str, str]:
         out: dict[str, str] = {}
         for key, route in ROUTES.items():
             for step in route.steps:
@@ -214,7 +218,7 @@ class SessionService:
         prior = await self._store(self.store.idempotent(scope, key))
         if prior is not None:
             return self._replay(prior, request_sha, route)
-        reasons = self.session_reasons()
+        reasons = self._reasons
         if route.key in reasons:
             raise InvalidRequest(
                 "route_not_session_ready",

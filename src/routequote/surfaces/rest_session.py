@@ -57,7 +57,6 @@ KEY_ONLY_SCHEMA: dict[str, Any] = {
     "required": ["idempotency_key"],
     "properties": {"idempotency_key": _KEY},
 }
-_ID_PARAM = {"name": "session_id", "in": "path", "required": True, "schema": {"type": "string", "format": "uuid"}}
 
 
 def _body(schema: dict[str, Any]) -> dict[str, Any]:
@@ -94,8 +93,8 @@ def router(sessions: SessionService, limiter: RateLimiter) -> APIRouter:
         operation_id="readSession",
         responses={400: _ERR, 404: _ERR, 429: _ERR, 503: _ERR},
         summary="Read a session: session, workflow, receipt (quoted vs actual) or next_action",
-        openapi_extra={"parameters": [
-            _ID_PARAM, _TOKEN_PARAM,
+        openapi_extra={"parameters": [  # the path's session_id comes from the signature
+            _TOKEN_PARAM,
             {"name": "view", "in": "query", "required": False, "schema": {"type": "string", "enum": list(VIEWS)}},
         ]},  # fmt: skip
     )
@@ -111,7 +110,7 @@ def router(sessions: SessionService, limiter: RateLimiter) -> APIRouter:
             operation_id=op_id,
             responses={400: _ERR, 404: _ERR, 409: _ERR, 429: _ERR, 502: _ERR, 503: _ERR},
             summary=summary,
-            openapi_extra={**_body(schema), "parameters": [_ID_PARAM, _TOKEN_PARAM]},
+            openapi_extra={**_body(schema), "parameters": [_TOKEN_PARAM]},
         )
         async def handler(request: Request, session_id: str) -> Response:
             async def produce() -> Any:
