@@ -222,6 +222,7 @@ class SqlSessionStore:
                 conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
 
         self._writer = self._engine.execution_options(**{_WRITE: True})
+        self._sqlite_writes: asyncio.Lock | None = asyncio.Lock() if self.scope == "sqlite" else None
 
     # ---- lifecycle -----------------------------------------------------------------------------------
 
@@ -263,7 +264,7 @@ class SqlSessionStore:
     ) -> IdempotentAnswer | None:
         check_create(record, event)
         json_dumps(record.state), json_dumps(response)  # a document JSON cannot hold is the caller's error
-        async with self._guard(), self._writer.connect() as conn:
+        async with self._guard(), self._write_slot(), self._writer.connect() as conn:
             inserted = await conn.execute(
                 self._insert_ignore(session_idempotency).values(
                     scope=idempotency_scope, key=idempotency_key, request_sha256=request_sha256,
@@ -298,7 +299,7 @@ class SqlSessionStore:
     ) -> bool:
         check_transition(session_id, expected_version, status, event)
         json_dumps(state), json_dumps(idempotency[3] if idempotency is not None else None)
-        async with self._guard(), self._writer.connect() as conn:
+        async with self._guard(), self._write_slot(), self._writer.connect() as conn:
             updated = await conn.execute(
                 update(sessions)
                 .where(sessions.c.session_id == session_id, sessions.c.version == expected_version)
@@ -390,6 +391,17 @@ class SqlSessionStore:
             "session_id": event.session_id, "seq": event.seq, "from_status": event.from_status,
             "event": event.event, "to_status": event.to_status, "at": event.at,
         }
+
+    @asynccontextmanager
+    async def _write_slot(self) -> AsyncIterator[None]:
+        """SQLite takes one writer at a time: queue this process's writers on a lock instead of letting them
+        spin in SQLite's busy handler (which sleeps up to 100 ms a try). Other processes still meet the
+        file lock and `busy_timeout`; PostgreSQL needs no slot."""
+        if self._sqlite_writes is None:
+            yield
+            return
+        async with self._sqlite_writes:
+            yield
 
     @asynccontextmanager
     async def _guard(self) -> AsyncIterator[None]:
