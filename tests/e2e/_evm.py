@@ -21,11 +21,13 @@ import subprocess
 import tarfile
 import time
 from dataclasses import dataclass, field
+from math import isqrt
 from pathlib import Path
 from typing import Any
 
 import httpx
 from eth_abi import decode, encode
+from eth_account import Account
 from eth_utils import function_signature_to_4byte_selector, to_checksum_address
 
 from routequote.core.actions.evm import arg_types
@@ -320,3 +322,94 @@ def sorted_tokens(chain: AnvilChain) -> tuple[str, str]:
 def balance_of(chain: AnvilChain, token: str, owner: str) -> int:
     (bal,) = chain.call(token, "balanceOf(address)", ["uint256"], owner)
     return int(bal)
+
+
+# ---- shared by the prepare / observe / session e2e tests -------------------------------------------------------
+
+FEE = 500  # the local WETH/USDC pool's fee tier (0.05 %)
+ETH_PRICE_USDC = 3120_550000  # USDC base units per 1e18 wei, as in the embedded snapshot
+
+
+def across_artifact(name: str, folder: str | None = None) -> dict[str, Any]:
+    """An artifact (abi, bytecode) from the Across contracts npm pack in the cache."""
+    with tarfile.open(CACHE / "packs" / "across-protocol-contracts-5.0.27.tgz") as tf:
+        f = tf.extractfile(f"package/dist/evm/artifacts/{folder or name}.sol/{name}.json")
+        assert f is not None
+        data: dict[str, Any] = json.loads(f.read())
+    return data
+
+
+def deploy_raw(chain: AnvilChain, artifact: dict[str, Any], types: list[str], *args: Any) -> str:
+    code = artifact["bytecode"] if artifact["bytecode"].startswith("0x") else "0x" + artifact["bytecode"]
+    receipt = chain.send(None, code + (encode(types, list(args)).hex() if types else ""))
+    return str(to_checksum_address(receipt["contractAddress"]))
+
+
+def deploy_all(chain: AnvilChain) -> dict[str, Any]:
+    """Pool WETH/USDC (0.05 %) at the snapshot price with deep full-range liquidity, an Across SpokePool and
+    a mock CCTP v2 messenger, deployed once per session node."""
+    a = chain.addresses
+    me = chain.deployer
+    if "local_spoke" in a and chain.rpc.call("eth_getCode", a["mock_cctp"], "latest") not in ("0x", "0x0"):
+        return a  # already deployed on this node (and not reverted away by another module's snapshot)
+    weth, usdc = a["weth"], a["token6"]
+    chain.send(weth, calldata("deposit()"), value=2000 * 10**18)
+    chain.transact(weth, "approve(address,uint256)", a["npm"], MAX_UINT256)
+    t0, t1 = sorted((weth, usdc), key=lambda x: int(x, 16))
+    # price = token1 base units per token0 base unit
+    num, den = (ETH_PRICE_USDC, 10**18) if t0 == weth else (10**18, ETH_PRICE_USDC)
+    sqrt_price = isqrt(num * (1 << 192) // den)
+    chain.transact(a["npm"], "createAndInitializePoolIfNecessary(address,address,uint24,uint160)", t0, t1, FEE, sqrt_price)
+    amt_weth, amt_usdc = 1000 * 10**18, 1000 * ETH_PRICE_USDC
+    amounts = (amt_weth, amt_usdc) if t0 == weth else (amt_usdc, amt_weth)
+    chain.transact(
+        a["npm"],
+        "mint((address,address,uint24,int24,int24,uint256,uint256,uint256,uint256,address,uint256))",
+        (t0, t1, FEE, -887270, 887270, amounts[0], amounts[1], 0, 0, me, 2**40),
+    )
+    spoke_art = across_artifact("Arbitrum_SpokePool")
+    impl = deploy_raw(
+        chain, spoke_art, ["address", "uint32", "uint32", "address", "address", "uint32", "uint256", "address"],
+        weth, 3600, 21600, ZERO_ADDRESS, ZERO_ADDRESS, 0, 0, ZERO_ADDRESS,
+    )  # fmt: skip
+    init = calldata("initialize(uint32,address,address,address)", 0, me, me, me)
+    a["local_spoke"] = deploy_raw(chain, across_artifact("ERC1967Proxy"), ["address", "bytes"], impl, bytes.fromhex(init[2:]))
+    minter = deploy_raw(chain, across_artifact("MockCCTPMinter", "MockCCTP"), [])
+    a["mock_cctp"] = deploy_raw(chain, across_artifact("MockCCTPMessengerV2", "MockCCTP"), ["address", "address"], minter, me)
+    return a
+
+
+def sign_and_send(
+    chain: AnvilChain, key: str, txs: list[dict[str, Any]], *, gas: int | None = None
+) -> list[dict[str, Any]]:
+    """The wallet side: fill nonce and fees, sign each prepared transaction, send, wait for its receipt. Without
+    `gas` the gas is estimated and each transaction must succeed; with `gas` nothing is estimated, so a
+    transaction that reverts is still mined (its receipt, status 0, is returned)."""
+    receipts = []
+    for tx in txs:
+        sender = tx["from"]
+        full = {
+            "to": tx["to"], "value": int(tx["value"]), "data": tx["data"], "chainId": tx["chainId"], "type": 2,
+            "nonce": int(chain.rpc.call("eth_getTransactionCount", sender, "pending"), 16),
+            "maxPriorityFeePerGas": 10**6,
+        }  # fmt: skip
+        base_fee = int(chain.rpc.call("eth_getBlockByNumber", "latest", False)["baseFeePerGas"], 16)
+        full["maxFeePerGas"] = 2 * base_fee + 10**6
+        if gas is None:
+            est = {"from": sender, "to": tx["to"], "value": hex(int(tx["value"])), "data": tx["data"]}
+            full["gas"] = int(chain.rpc.call("eth_estimateGas", est), 16) * 12 // 10
+        else:
+            full["gas"] = gas
+        raw = Account.sign_transaction(full, key).raw_transaction
+        h = chain.rpc.call("eth_sendRawTransaction", "0x" + raw.hex())
+        receipt = None
+        for _ in range(500):
+            receipt = chain.rpc.call("eth_getTransactionReceipt", h)
+            if receipt is not None:
+                break
+            time.sleep(0.01)
+        assert receipt is not None, f"{h} not mined"
+        if gas is None:
+            assert int(receipt["status"], 16) == 1, receipt
+        receipts.append(receipt)
+    return receipts

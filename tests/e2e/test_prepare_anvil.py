@@ -11,19 +11,17 @@ Across's MockCCTPMessengerV2 (same v2 signature; it records the call but moves n
 from __future__ import annotations
 
 import asyncio
-import json
-import tarfile
-import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
-from math import isqrt
 from typing import Any
 
 import pytest
-from _evm import CACHE, MAX_UINT256, ZERO_ADDRESS, AnvilChain, balance_of, calldata
-from eth_abi import decode, encode
+from _evm import AnvilChain, balance_of
+from _evm import deploy_all as _deploy_all
+from _evm import sign_and_send as _sign_and_send
+from eth_abi import decode
 from eth_account import Account
-from eth_utils import keccak, to_checksum_address
+from eth_utils import keccak
 from tests.unit.actions.support import FEE_RECIPIENTS, SOLANA_WALLET, make_env, prepare_route
 
 from routequote.core.actions.common import address_to_bytes32, associated_token_address
@@ -33,63 +31,13 @@ from routequote.verify import verify_bundle
 
 pytestmark = pytest.mark.chain
 CHAIN_ID = 8453
-FEE = 500
-ETH_PRICE_USDC = 3120_550000  # USDC base units per 1e18 wei, as in the embedded snapshot
 FUNDS_DEPOSITED = "0x" + keccak(
     text="FundsDeposited(bytes32,bytes32,uint256,uint256,uint256,uint256,uint32,uint32,uint32,bytes32,bytes32,bytes32,bytes)"
 ).hex()
 
 
-def _across_artifact(name: str, folder: str | None = None) -> dict[str, Any]:
-    with tarfile.open(CACHE / "packs" / "across-protocol-contracts-5.0.27.tgz") as tf:
-        f = tf.extractfile(f"package/dist/evm/artifacts/{folder or name}.sol/{name}.json")
-        assert f is not None
-        data: dict[str, Any] = json.loads(f.read())
-    return data
-
-
-def _deploy_raw(chain: AnvilChain, artifact: dict[str, Any], types: list[str], *args: Any) -> str:
-    code = artifact["bytecode"] if artifact["bytecode"].startswith("0x") else "0x" + artifact["bytecode"]
-    receipt = chain.send(None, code + (encode(types, list(args)).hex() if types else ""))
-    return str(to_checksum_address(receipt["contractAddress"]))
-
-
 CHAINS_BY_ID = {8453: Chain.BASE, 42161: Chain.ARBITRUM, 4663: Chain.ROBINHOOD}
 STABLE = {Chain.BASE: "USDC", Chain.ARBITRUM: "USDC", Chain.ROBINHOOD: "USDG"}  # the 6-decimals token6 plays it
-
-
-def _deploy_all(chain: AnvilChain) -> dict[str, Any]:
-    """Pool WETH/USDC (0.05 %) at the snapshot price with deep full-range liquidity, an Across SpokePool and
-    a mock CCTP v2 messenger, deployed once per session node."""
-    a = chain.addresses
-    me = chain.deployer
-    if "local_spoke" in a and chain.rpc.call("eth_getCode", a["mock_cctp"], "latest") not in ("0x", "0x0"):
-        return a  # already deployed on this node (and not reverted away by another module's snapshot)
-    weth, usdc = a["weth"], a["token6"]
-    chain.send(weth, calldata("deposit()"), value=2000 * 10**18)
-    chain.transact(weth, "approve(address,uint256)", a["npm"], MAX_UINT256)
-    t0, t1 = sorted((weth, usdc), key=lambda x: int(x, 16))
-    # price = token1 base units per token0 base unit
-    num, den = (ETH_PRICE_USDC, 10**18) if t0 == weth else (10**18, ETH_PRICE_USDC)
-    sqrt_price = isqrt(num * (1 << 192) // den)
-    chain.transact(a["npm"], "createAndInitializePoolIfNecessary(address,address,uint24,uint160)", t0, t1, FEE, sqrt_price)
-    amt_weth, amt_usdc = 1000 * 10**18, 1000 * ETH_PRICE_USDC
-    amounts = (amt_weth, amt_usdc) if t0 == weth else (amt_usdc, amt_weth)
-    chain.transact(
-        a["npm"],
-        "mint((address,address,uint24,int24,int24,uint256,uint256,uint256,uint256,address,uint256))",
-        (t0, t1, FEE, -887270, 887270, amounts[0], amounts[1], 0, 0, me, 2**40),
-    )
-    spoke_art = _across_artifact("Arbitrum_SpokePool")
-    impl = _deploy_raw(
-        chain, spoke_art, ["address", "uint32", "uint32", "address", "address", "uint32", "uint256", "address"],
-        weth, 3600, 21600, ZERO_ADDRESS, ZERO_ADDRESS, 0, 0, ZERO_ADDRESS,
-    )  # fmt: skip
-    init = calldata("initialize(uint32,address,address,address)", 0, me, me, me)
-    a["local_spoke"] = _deploy_raw(chain, _across_artifact("ERC1967Proxy"), ["address", "bytes"], impl, bytes.fromhex(init[2:]))
-    minter = _deploy_raw(chain, _across_artifact("MockCCTPMinter", "MockCCTP"), [])
-    a["mock_cctp"] = _deploy_raw(chain, _across_artifact("MockCCTPMessengerV2", "MockCCTP"), ["address", "address"], minter, me)
-    return a
 
 
 @pytest.fixture(scope="module")
@@ -126,33 +74,6 @@ def _deployments(a: dict[str, Any], chain: Chain = Chain.BASE) -> dict[Chain, An
 
 def _eth(chain: AnvilChain, who: str) -> int:
     return int(chain.rpc.call("eth_getBalance", who, "latest"), 16)
-
-
-def _sign_and_send(chain: AnvilChain, key: str, txs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The wallet side: fill nonce and fees, sign each prepared transaction, send, wait for success."""
-    receipts = []
-    for tx in txs:
-        sender = tx["from"]
-        full = {
-            "to": tx["to"], "value": int(tx["value"]), "data": tx["data"], "chainId": tx["chainId"], "type": 2,
-            "nonce": int(chain.rpc.call("eth_getTransactionCount", sender, "pending"), 16),
-            "maxPriorityFeePerGas": 10**6,
-        }  # fmt: skip
-        base_fee = int(chain.rpc.call("eth_getBlockByNumber", "latest", False)["baseFeePerGas"], 16)
-        full["maxFeePerGas"] = 2 * base_fee + 10**6
-        est = {"from": sender, "to": tx["to"], "value": hex(int(tx["value"])), "data": tx["data"]}
-        full["gas"] = int(chain.rpc.call("eth_estimateGas", est), 16) * 12 // 10
-        raw = Account.sign_transaction(full, key).raw_transaction
-        h = chain.rpc.call("eth_sendRawTransaction", "0x" + raw.hex())
-        receipt = None
-        for _ in range(500):
-            receipt = chain.rpc.call("eth_getTransactionReceipt", h)
-            if receipt is not None:
-                break
-            time.sleep(0.01)
-        assert receipt is not None and int(receipt["status"], 16) == 1, receipt
-        receipts.append(receipt)
-    return receipts
 
 
 def _gas_paid(receipts: list[dict[str, Any]]) -> int:
