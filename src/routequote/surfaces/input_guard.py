@@ -28,7 +28,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -127,13 +126,6 @@ class _TooLarge(Exception):
     pass
 
 
-def _header(headers: list[tuple[bytes, bytes]], name: bytes) -> bytes | None:
-    for k, v in headers:
-        if k == name:
-            return v
-    return None
-
-
 class InputGuard:
     def __init__(self, app: ASGIApp, limits: TransportLimits | None = None) -> None:
         self.app = app
@@ -144,42 +136,47 @@ class InputGuard:
             await self.app(scope, receive, send)
             return
         jsonrpc = scope["path"] in JSONRPC_PATHS
-
-        async def refuse(status: int, reason_class: str | None = None, message: str | None = None) -> None:
-            payload = jsonrpc_error(status, reason_class, message) if jsonrpc else rest_error(status, reason_class, message)
-            await _answer(send, status, payload)
-
-        headers: list[tuple[bytes, bytes]] = scope["headers"]
         limits = self.limits
-        if len(headers) > limits.max_header_count or sum(len(k) + len(v) for k, v in headers) > limits.max_header_bytes:
-            await refuse(431)
+        size = 0
+        length = content_type = chunked = None
+        headers: list[tuple[bytes, bytes]] = scope["headers"]
+        for name, value in headers:  # one pass: size, and the three headers the guard reads
+            size += len(name) + len(value)
+            if name == b"content-length":
+                length = value
+            elif name == b"content-type":
+                content_type = value
+            elif name == b"transfer-encoding":
+                chunked = value
+        if len(headers) > limits.max_header_count or size > limits.max_header_bytes:
+            await _refuse(send, jsonrpc, 431)
             return
         method = scope["method"]
-        if jsonrpc and method == "POST" and not is_json_media((_header(headers, b"content-type") or b"").decode("latin-1")):
-            await refuse(415)
+        if jsonrpc and method == "POST" and not is_json_media((content_type or b"").decode("latin-1")):
+            await _refuse(send, jsonrpc, 415)
             return
-        length = _header(headers, b"content-length")
-        if length is not None or _header(headers, b"transfer-encoding") is not None:
+        if (length is not None and length != b"0") or chunked is not None:
             if length is not None and length.isdigit() and int(length) > limits.max_body_bytes:
-                await self._too_large(refuse, jsonrpc)
+                await _too_large(send, jsonrpc)
                 return
             try:
-                body = await asyncio.wait_for(_read_body(receive, limits.max_body_bytes), limits.body_timeout_seconds)
+                async with asyncio.timeout(limits.body_timeout_seconds):
+                    body = await _read_body(receive, limits.max_body_bytes)
             except _ClientGone:
                 log.info("client_disconnected_mid_body", method=method)
                 await _answer(send, CLIENT_CLOSED_REQUEST, rest_error(400, "client_closed_request"))
                 return
             except _TooLarge:
-                await self._too_large(refuse, jsonrpc)
+                await _too_large(send, jsonrpc)
                 return
             except TimeoutError:
-                await refuse(408)
+                await _refuse(send, jsonrpc, 408)
                 return
             if jsonrpc and method == "POST":
                 try:
                     loads_strict(body)
                 except InvalidRequest as exc:
-                    await refuse(400, exc.reason_class, exc.message)
+                    await _refuse(send, jsonrpc, 400, exc.reason_class, exc.message)
                     return
             receive = _replay(body, receive)
         guarded = _GuardedSend(send, jsonrpc)
@@ -188,14 +185,21 @@ class InputGuard:
         except Exception as exc:  # never a traceback or exception text in a body; the log has the type
             log.error("unhandled_error", error_type=type(exc).__name__)
             if not guarded.started:
-                await refuse(500)
+                await _refuse(send, jsonrpc, 500)
 
-    @staticmethod
-    async def _too_large(refuse: Callable[..., Awaitable[None]], jsonrpc: bool) -> None:
-        if jsonrpc:
-            await refuse(413)
-        else:  # the REST contract: 400 body_too_large (an ErrorResponse naming the rule)
-            await refuse(400, "body_too_large", f"body exceeds {MAX_BODY_BYTES} bytes")
+
+async def _refuse(
+    send: Send, jsonrpc: bool, status: int, reason_class: str | None = None, message: str | None = None
+) -> None:
+    payload = jsonrpc_error(status, reason_class, message) if jsonrpc else rest_error(status, reason_class, message)
+    await _answer(send, status, payload)
+
+
+async def _too_large(send: Send, jsonrpc: bool) -> None:
+    if jsonrpc:
+        await _refuse(send, jsonrpc, 413)
+    else:  # the REST contract: 400 body_too_large (an ErrorResponse naming the rule)
+        await _refuse(send, jsonrpc, 400, "body_too_large", f"body exceeds {MAX_BODY_BYTES} bytes")
 
 
 async def _read_body(receive: Receive, limit: int) -> bytes:
@@ -230,6 +234,8 @@ def _replay(body: bytes, receive: Receive) -> Receive:
 class _GuardedSend:
     """Marks every 5xx `Connection: close`; on /mcp and /a2a replaces any error answer (status >= 400) with
     a JSON-RPC error object chosen by status alone."""
+
+    __slots__ = ("send", "jsonrpc", "started", "held")
 
     def __init__(self, send: Send, jsonrpc: bool) -> None:
         self.send = send
