@@ -31,6 +31,7 @@ from routequote.storage.quotes import MemoryIdempotencyStore, MemoryQuoteStore
 from routequote.surfaces import rest_prepare, rest_session, rest_v1, rest_v2, well_known
 from routequote.surfaces.a2a_agent import mount_a2a
 from routequote.surfaces.errors import json_response
+from routequote.surfaces.input_guard import InputGuard, TransportLimits
 from routequote.surfaces.mcp_tools import mount_mcp
 
 OPENAPI_VERSION = "2.0.0-quote-only"
@@ -187,6 +188,7 @@ def create_app(
         docs_url=None,
         redoc_url=None,
         lifespan=lifespan,
+        redirect_slashes=False,  # never a redirect built from the Host header: `/v2/status/` is a 404
     )
     app.state.settings = settings
     app.state.service = service
@@ -199,6 +201,7 @@ def create_app(
     app.state.sessions = sessions
     metrics = Metrics(service.market)
     app.state.metrics = metrics
+    app.add_middleware(InputGuard, limits=TransportLimits.from_settings(settings))  # inside metrics: 499s counted
     app.add_middleware(MetricsMiddleware, metrics=metrics)
     app.add_route("/metrics", metrics.endpoint, methods=["GET"], include_in_schema=False)
     app.include_router(rest_v2.router(service, limiter))

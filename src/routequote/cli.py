@@ -31,6 +31,7 @@ def serve(
     import uvicorn
 
     from routequote.config import Settings
+    from routequote.surfaces.input_guard import uvicorn_options
 
     settings = Settings()
     host = host or settings.host
@@ -51,6 +52,7 @@ def serve(
         workers=workers,
         access_log=False,
         log_level=settings.log_level,
+        **uvicorn_options(settings),  # header bytes / count / time limits, keep-alive (docs/operations.md)
     )
 
 

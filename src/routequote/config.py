@@ -59,6 +59,15 @@ class Settings(BaseSettings):
     across_fill_search_blocks: int = Field(
         20_000, ge=1, description="How many recent destination blocks a session searches for an Across fill"
     )
+    max_header_bytes: int = Field(
+        16_384, ge=1024, description="Request line plus headers, in bytes, before answering 431 (then close)"
+    )
+    max_header_count: int = Field(100, ge=8, description="Request header fields before answering 431 (then close)")
+    header_timeout_seconds: float = Field(
+        10.0, gt=0, le=300, description="Time for a request's headers to arrive (idle or trickling sockets close)"
+    )
+    body_timeout_seconds: float = Field(30.0, gt=0, le=600, description="Time for a request body to arrive (408)")
+    keep_alive_timeout_seconds: int = Field(5, ge=1, le=300, description="Idle keep-alive connection lifetime")
     max_inflight_quotes: int = Field(256, ge=1, description="Quotes computed at once before answering 503")
     log_level: str = Field("info", description="Log level")
     # Development placeholders: operators MUST set their own recipients (see docs/prepare.md).

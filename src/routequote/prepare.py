@@ -14,7 +14,7 @@ from datetime import timedelta
 from typing import Any
 
 from routequote.config import Settings
-from routequote.core.actions.approval import check_approval, parse_approval, reapproval
+from routequote.core.actions.approval import U64_MAX, UINT256_MAX, check_approval, parse_approval, reapproval
 from routequote.core.actions.bundle import assemble_bundle, unix
 from routequote.core.actions.common import ActionUnavailable, checksum
 from routequote.core.actions.evm import (
@@ -44,34 +44,30 @@ from routequote.core.pricing import PricedStep
 from routequote.core.quote import APPROVAL_VERSION
 from routequote.core.routes import ROUTES, Provider, Route, Step
 from routequote.errors import InvalidRequest
+from routequote.input_rules import looks_secret_name, looks_secret_value, name_list, safe_name
 from routequote.ports import IdempotencyStore, IssuedQuote
 from routequote.service import RouteQuoteService
 from routequote.storage.quotes import MemoryIdempotencyStore
 
 PREPARE_FIELDS = ("caller_approved", *QUOTE_FIELDS, "wallets", "event_signer_public", "approval_v3")
-EVM_ADDRESS_RE = re.compile(r"^0x[0-9a-fA-F]{40}$")
-BASE58_RE = re.compile(r"^[1-9A-HJ-NP-Za-km-z]{32,44}$")
-SECRET_KEY_WORDS = (
-    "private", "secret", "seed", "mnemonic", "signature", "signed_transaction", "signedtransaction", "signed_tx",
-    "signedtx", "keypair", "passphrase", "password",
-)  # fmt: skip
-_HEX_KEY_RE = re.compile(r"^(0x)?[0-9a-fA-F]{64}$")
-_BASE58_LONG_RE = re.compile(r"^[1-9A-HJ-NP-Za-km-z]{80,90}$")
-_MNEMONIC_RE = re.compile(r"^[a-z]+( [a-z]+){11,23}$")
+EVM_ADDRESS_RE = re.compile(r"0x[0-9a-fA-F]{40}")  # validating patterns: always fullmatch
+BASE58_RE = re.compile(r"[1-9A-HJ-NP-Za-km-z]{32,44}")
+HASH_FIELDS = ("quote_fingerprint", "direct_route_summary_sha256")
 IDEMPOTENCY_RECORDS = 2048
 IDEMPOTENCY_TTL_SECONDS = BUNDLE_TTL_SECONDS  # a replay never returns an expired bundle
 BINDING_VERSION = "routequote-quote-bound-action-constraints-v1"
 
 
 def _secret_path(value: Any, path: str, allow_hex64: bool) -> str | None:
-    """The path of the first secret-looking key or value, or None."""
+    """The path of the first secret-looking key or value, or None. The path names keys through `safe_name`:
+    a secret-shaped name is never repeated."""
     if isinstance(value, dict):
         for k, v in value.items():
-            lk = str(k).lower().replace("-", "_")
-            if any(w in lk for w in SECRET_KEY_WORDS):
-                return f"{path}.{k}"
+            here = f"{path}.{safe_name(k)}"
+            if looks_secret_name(str(k)):
+                return here
             # approval hashes are 64 hex by contract; anything else 64-hex looks like a private key
-            found = _secret_path(v, f"{path}.{k}", allow_hex64=k in ("quote_fingerprint", "direct_route_summary_sha256"))
+            found = _secret_path(v, here, allow_hex64=k in HASH_FIELDS)
             if found:
                 return found
     elif isinstance(value, list):
@@ -81,21 +77,23 @@ def _secret_path(value: Any, path: str, allow_hex64: bool) -> str | None:
             found = _secret_path(v, f"{path}[{i}]", False)
             if found:
                 return found
-    elif isinstance(value, str):
-        s = value.strip()
-        if (_HEX_KEY_RE.match(s) and not (allow_hex64 and not s.startswith("0x"))) or _BASE58_LONG_RE.match(s):
-            return path
-        if _MNEMONIC_RE.match(s):
-            return path
+    elif isinstance(value, str) and looks_secret_value(value, hash_field=allow_hex64):
+        return path
     return None
+
+
+def idempotency_scope(approval: dict[str, Any]) -> str:
+    """The record key of an idempotency_key: scoped to the quote and the selected mode, as
+    `continuation_v3.idempotency.scope` (`quote_and_selected_mode`) advertises."""
+    return canonical_sha256([approval["quote_id"], approval["selected_mode"], approval["idempotency_key"]])
 
 
 def valid_address(chain: Chain, address: Any) -> bool:
     if not isinstance(address, str):
         return False
     if CHAINS[chain].family is ChainFamily.EVM:
-        return bool(EVM_ADDRESS_RE.match(address))
-    if not BASE58_RE.match(address):
+        return bool(EVM_ADDRESS_RE.fullmatch(address))
+    if not BASE58_RE.fullmatch(address):
         return False
     from solders.pubkey import Pubkey
 
@@ -231,7 +229,7 @@ class PrepareService:
             )
         extra = sorted(set(body) - set(PREPARE_FIELDS))
         if extra:
-            raise InvalidRequest("unknown_field", f"properties not allowed: {', '.join(extra)[:200]}")
+            raise InvalidRequest("unknown_field", f"properties not allowed: {name_list(extra)}")
         if body.get("caller_approved") is not True:
             raise InvalidRequest("caller_approval_required", "caller_approved must be the literal true")
         intent = parse_quote_request({k: body[k] for k in QUOTE_FIELDS if k in body})
@@ -275,7 +273,9 @@ class PrepareService:
                 f"the first step of {route.key} cannot be prepared in this build: {self._reasons.get(route.key)}",
                 details={"route": route.key, "unavailable_reason": self._reasons.get(route.key)},
             )
-        approval = parse_approval(body["approval_v3"]) if body.get("approval_v3") is not None else None
+        # the bounds must fit the amount fields of the first step's chain (u64 on Solana, uint256 on EVM)
+        max_base = U64_MAX if CHAINS[route.steps[0].source.chain].family is ChainFamily.SOLANA else UINT256_MAX
+        approval = parse_approval(body["approval_v3"], max_base=max_base) if body.get("approval_v3") is not None else None
         return intent, route, dict(wallets), signer, approval
 
     # ---- the operation ------------------------------------------------------------------------------
@@ -286,7 +286,7 @@ class PrepareService:
         now_mono = clock.monotonic()
         body_sha = canonical_sha256(body)
         if approval is not None:
-            key = approval["idempotency_key"]
+            key = idempotency_scope(approval)
             record = await self.idempotency.get(key, now_mono)
             if record is not None:
                 recorded_sha, recorded_response = record
@@ -307,7 +307,7 @@ class PrepareService:
         bundle = self._build(issued, route, wallets, signer, approval, pool_tick, raydium_live)
         response = {**bundle, "idempotent_replay": False}
         if approval is not None:
-            await self.idempotency.put(approval["idempotency_key"], body_sha, bundle, IDEMPOTENCY_TTL_SECONDS, now_mono)
+            await self.idempotency.put(idempotency_scope(approval), body_sha, bundle, IDEMPOTENCY_TTL_SECONDS, now_mono)
         return response
 
     def _build(

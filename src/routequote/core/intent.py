@@ -15,6 +15,7 @@ from typing import Any
 from routequote.core.assets import ASSETS, Asset, Chain, Token
 from routequote.core.market import USD_E8
 from routequote.errors import InvalidRequest
+from routequote.input_rules import name_list
 
 QUOTE_FIELDS = ("from_chain", "from_token", "to_chain", "to_token", "amount_usd")
 MIN_AMOUNT_USD = 1
@@ -100,7 +101,7 @@ def parse_quote_request(body: Any) -> QuoteIntent:
         raise InvalidRequest("body_not_object", "the request body must be a JSON object")
     extra = sorted(set(body) - set(QUOTE_FIELDS))
     if extra:
-        raise InvalidRequest("unknown_field", f"properties not allowed: {', '.join(extra)[:200]}")
+        raise InvalidRequest("unknown_field", f"properties not allowed: {name_list(extra)}")
     missing = [f for f in QUOTE_FIELDS if f not in body]
     if missing:
         raise InvalidRequest("missing_field", f"required: {', '.join(missing)}")

@@ -75,14 +75,14 @@ DOCUMENTS: dict[str, tuple[str, str]] = {
     SECURITY_TXT_PATH: ("text/plain", "RFC 9116 security.txt"),
     PRICING_PATH: ("text/markdown", "Pricing: the 1 bp service fee and the other costs of a route"),
 }
-_HEX40 = re.compile(r"^[0-9a-f]{40}$")
+_HEX40 = re.compile(r"[0-9a-f]{40}")  # fullmatch
 
 
 def release_commit(settings: Settings) -> tuple[str | None, str]:
     """(40-hex commit or None, where it came from)."""
     configured = settings.release_commit.strip().lower()
     if configured:
-        return (configured, "configuration") if _HEX40.match(configured) else (None, "configuration_invalid")
+        return (configured, "configuration") if _HEX40.fullmatch(configured) else (None, "configuration_invalid")
     try:
         out = subprocess.run(
             ["git", "rev-parse", "HEAD"],
@@ -95,7 +95,7 @@ def release_commit(settings: Settings) -> tuple[str | None, str]:
     except (OSError, subprocess.SubprocessError):
         return None, "unavailable"
     commit = out.stdout.strip().lower()
-    return (commit, "git") if out.returncode == 0 and _HEX40.match(commit) else (None, "unavailable")
+    return (commit, "git") if out.returncode == 0 and _HEX40.fullmatch(commit) else (None, "unavailable")
 
 
 def source_fingerprint() -> str:

@@ -29,7 +29,7 @@ from a2a.helpers import get_data_parts, new_message
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
 from a2a.server.request_handlers import DefaultRequestHandler
-from a2a.server.routes import DefaultServerCallContextBuilder, create_agent_card_routes, create_jsonrpc_routes
+from a2a.server.routes import DefaultServerCallContextBuilder, create_agent_card_routes
 from a2a.server.tasks import InMemoryTaskStore
 from a2a.types.a2a_pb2 import AgentCapabilities, AgentCard, AgentInterface, AgentProvider, AgentSkill, Part
 from a2a.utils.errors import UnsupportedOperationError
@@ -50,11 +50,13 @@ from routequote.core.intent import parse_quote_request
 from routequote.core.quote import SERVER_FLAGS
 from routequote.core.routes import ROUTES
 from routequote.errors import InvalidRequest, RouteQuoteError
+from routequote.input_rules import looks_secret_name, name_list, safe_name
 from routequote.ports import Clock
 from routequote.ratelimit import RateLimiter
 from routequote.service import RouteQuoteService
 from routequote.surfaces import guidance as g
 from routequote.surfaces.http import MAX_BODY_BYTES
+from routequote.surfaces.input_guard import a2a_jsonrpc_routes
 from routequote.verify import verify_bundle
 
 CARD_VERSION = "1.7.0"
@@ -121,18 +123,21 @@ def a2a_safe(value: Any) -> Any:
     return value
 
 
-def secret_keys(value: Any, exempt: frozenset[str], path: str = "") -> list[str]:
-    """Paths of keys that look like secrets (names only; values are never looked at or reported)."""
+def secret_keys(value: Any, exempt: frozenset[str], path: str = "", shown: str = "") -> list[str]:
+    """Paths of keys that look like secrets: a secret word or secret-shaped material in the name (names
+    only; values are never looked at or reported). Reported with `safe_name` segments: never the name."""
     found: list[str] = []
     if isinstance(value, dict):
         for k, v in value.items():
-            here = f"{path}.{k}" if path else str(k)
-            if here not in exempt and SECRET_KEY.search(str(k)):
-                found.append(here)
-            found += secret_keys(v, exempt, here)
+            name = str(k)
+            here = f"{path}.{name}" if path else name
+            seen = f"{shown}.{safe_name(name)}" if shown else safe_name(name)
+            if here not in exempt and (SECRET_KEY.search(name) or looks_secret_name(name)):
+                found.append(seen)
+            found += secret_keys(v, exempt, here, seen)
     elif isinstance(value, list):
         for i, v in enumerate(value):
-            found += secret_keys(v, exempt, f"{path}[{i}]")
+            found += secret_keys(v, exempt, f"{path}[{i}]", f"{shown}[{i}]")
     return found
 
 
@@ -174,7 +179,7 @@ class RouteQuoteAgent:
             extra = sorted(set(data) - op.fields - {"operation"})
             if extra:
                 raise InvalidRequest(
-                    "unknown_field", f"fields not accepted by {op.name}: {', '.join(extra)[:200]}"
+                    "unknown_field", f"fields not accepted by {op.name}: {name_list(extra)}"
                 )
             reply: dict[str, Any] = a2a_safe(await op.run(narrow_numbers(data)))
             return reply
@@ -882,7 +887,7 @@ def build_a2a(
     agent = RouteQuoteAgent(operations, limiter)
     store = InMemoryTaskStore()
     handler = DefaultRequestHandler(agent_executor=AgentExecutorAdapter(agent), task_store=store, agent_card=card)
-    rpc = create_jsonrpc_routes(handler, rpc_url=A2A_PATH, context_builder=_ContextBuilder())
+    rpc = a2a_jsonrpc_routes(handler, A2A_PATH, _ContextBuilder())  # errors: code + fixed message, no SDK text
     for route in rpc:  # the same 1 MiB body limit as every REST POST
         route.app = RequestBodyLimitMiddleware(route.app, MAX_BODY_BYTES)
     routes: list[Route] = [

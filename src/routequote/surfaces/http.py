@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-import orjson
 from starlette.requests import Request
 from starlette.responses import Response
 
 from routequote.errors import InvalidRequest, RouteQuoteError
+from routequote.input_rules import loads_strict
 from routequote.ratelimit import RateLimiter
 from routequote.surfaces.errors import error_response, json_response
 
@@ -26,12 +25,8 @@ def _is_json(content_type: str) -> bool:
     return media == "application/json" or (media.startswith("application/") and media.endswith("+json"))
 
 
-def _reject_constant(name: str) -> Any:
-    raise InvalidRequest("non_finite_number", f"{name} is not a JSON number")
-
-
 async def read_json_body(request: Request, max_bytes: int = MAX_BODY_BYTES) -> Any:
-    """The parsed JSON body, or InvalidRequest naming the rule it breaks."""
+    """The parsed JSON body, or InvalidRequest naming the rule it breaks (`input_rules.loads_strict`)."""
     if not _is_json(request.headers.get("content-type", "")):
         raise InvalidRequest("unsupported_content_type", "Content-Type must be application/json")
     declared = request.headers.get("content-length")
@@ -44,20 +39,7 @@ async def read_json_body(request: Request, max_bytes: int = MAX_BODY_BYTES) -> A
         if size > max_bytes:
             raise InvalidRequest("body_too_large", f"body exceeds {max_bytes} bytes")
         chunks.append(chunk)
-    raw = b"".join(chunks)
-    if not raw.strip():
-        raise InvalidRequest("malformed_json", "request body is empty")
-    try:
-        return orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        pass
-    # orjson refuses NaN/Infinity and integers beyond 64 bits; tell those apart from broken JSON
-    try:
-        return json.loads(raw, parse_constant=_reject_constant)
-    except (ValueError, RecursionError) as exc:
-        if isinstance(exc, InvalidRequest):
-            raise
-        raise InvalidRequest("malformed_json", "request body is not valid JSON") from None
+    return loads_strict(b"".join(chunks))  # strict: duplicate keys, surrogates, NaN, inexact numbers, depth
 
 
 async def answer(

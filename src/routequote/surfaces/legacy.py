@@ -23,6 +23,7 @@ from routequote.core.intent import MAX_AMOUNT_USD, MIN_AMOUNT_USD, parse_amount_
 from routequote.core.quote import RELEASE_STATUS, SERVER_FLAGS
 from routequote.core.routes import ROUTES
 from routequote.errors import InvalidRequest
+from routequote.input_rules import name_list
 from routequote.service import RouteQuoteService
 
 LEGACY_API_VERSION = "routequote-legacy-v1"
@@ -39,7 +40,7 @@ def legacy_quote_request(body: Any) -> dict[str, Any]:
         raise InvalidRequest("body_not_object", "the request body must be a JSON object")
     extra = sorted(set(body) - set(LEGACY_FIELDS))
     if extra:
-        raise InvalidRequest("unknown_field", f"properties not allowed: {', '.join(extra)[:200]}")
+        raise InvalidRequest("unknown_field", f"properties not allowed: {name_list(extra)}")
     if "amount_usd" not in body:
         raise InvalidRequest("missing_field", "required: amount_usd")
     amount = parse_amount_usd(body["amount_usd"], integer_only=True)

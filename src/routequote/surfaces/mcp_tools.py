@@ -35,6 +35,7 @@ from routequote.config import Settings
 from routequote.contract.v2 import ChainName, TokenName
 from routequote.core.intent import MAX_AMOUNT_USD, MIN_AMOUNT_USD
 from routequote.errors import RouteQuoteError
+from routequote.input_rules import check_tree, safe_name
 from routequote.ratelimit import RateLimiter
 from routequote.service import RouteQuoteService
 from routequote.surfaces import guidance as g
@@ -309,7 +310,7 @@ def tool_error(exc: RouteQuoteError) -> mt.CallToolResult:
 def invalid_arguments(exc: ValidationError) -> mt.CallToolResult:
     """Which argument broke which rule of the schema; never the values the caller sent."""
     details = [
-        {"loc": [str(p) for p in e["loc"]], "type": e["type"], "msg": e["msg"]}
+        {"loc": [p if isinstance(p, int) else safe_name(p) for p in e["loc"]], "type": e["type"], "msg": e["msg"]}
         for e in exc.errors(include_url=False, include_input=False, include_context=False)
     ]
     return _result(
@@ -355,6 +356,7 @@ def build_server(
         try:
             if limiter is not None:
                 await limiter.check(_client_key(ctx))
+            check_tree(args)  # the strict reader's depth / Unicode rules, for callers that bypass /mcp (stdio)
             tool.model.model_validate(args)
         except ValidationError as exc:
             return invalid_arguments(exc)

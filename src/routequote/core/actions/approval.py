@@ -14,27 +14,34 @@ from routequote.core.hashing import canonical_sha256
 from routequote.core.quote import APPROVAL_FIELDS, APPROVAL_VERSION
 from routequote.core.routes import Route
 from routequote.errors import InvalidRequest, ReapprovalRequired
+from routequote.input_rules import looks_secret_value, name_list
 
 ONE_SHOT_CONTEXT_VERSION = "routequote-one-shot-verification-context-v1"
 SESSION_CONTEXT_VERSION = "routequote-session-verification-context-v1"
 MIN_TTL_REMAINING_SECONDS = 15
-IDEMPOTENCY_RE = re.compile(r"^[A-Za-z0-9._:-]{8,128}$")
-HEX64_RE = re.compile(r"^[0-9a-f]{64}$")
-BASE_RE = re.compile(r"^[1-9][0-9]*$")
+# validating patterns are always applied with fullmatch (`$` alone would accept a trailing newline)
+IDEMPOTENCY_RE = re.compile(r"[A-Za-z0-9._:-]{8,128}")
+HEX64_RE = re.compile(r"[0-9a-f]{64}")
+BASE_RE = re.compile(r"[1-9][0-9]*")
+UINT256_MAX = 2**256 - 1  # an EVM amount field
+U64_MAX = 2**64 - 1  # a Solana amount field
 MODES = ("one_shot", "session")
 SERVER_FLAGS = {"server_signing": False, "server_submission": False}
 QUOTE_NOT_FOUND = "approval_v3_quote_not_found_or_process_restarted"
 
 
-def parse_approval(value: Any) -> dict[str, Any]:
-    """Strict shape of approval_v3 (exactly the nine fields). Returns a normalized copy."""
+def parse_approval(value: Any, *, max_base: int = UINT256_MAX) -> dict[str, Any]:
+    """Strict shape of approval_v3 (exactly the nine fields). Returns a normalized copy.
+
+    `max_base`: the widest amount the bounds may end up in (UINT256_MAX on EVM; U64_MAX where a Solana
+    instruction takes them): a bound that does not fit is refused here, never met by an encoder."""
     if not isinstance(value, dict):
         raise InvalidRequest("approval_v3_not_object", "approval_v3 must be an object")
     keys = set(value)
     extra = sorted(keys - set(APPROVAL_FIELDS))
     missing = sorted(set(APPROVAL_FIELDS) - keys)
     if extra:
-        raise InvalidRequest("approval_v3_unknown_field", f"approval_v3 properties not allowed: {', '.join(extra)[:200]}")
+        raise InvalidRequest("approval_v3_unknown_field", f"approval_v3 properties not allowed: {name_list(extra)}")
     if missing:
         raise InvalidRequest("approval_v3_missing_field", f"approval_v3 requires: {', '.join(missing)}")
     for k in APPROVAL_FIELDS:
@@ -47,13 +54,23 @@ def parse_approval(value: Any) -> dict[str, Any]:
     if value["selected_mode"] not in MODES:
         raise InvalidRequest("approval_v3_mode_invalid", "approval_v3.selected_mode must be one_shot or session")
     for k in ("quote_fingerprint", "direct_route_summary_sha256"):
-        if not HEX64_RE.match(value[k]):
+        if not HEX64_RE.fullmatch(value[k]):
             raise InvalidRequest("approval_v3_hash_invalid", f"approval_v3.{k} must be 64 lower-case hex characters")
     for k in ("maximum_input_base", "minimum_output_base"):
-        if not BASE_RE.match(value[k]) or len(value[k]) > 78:
+        if not BASE_RE.fullmatch(value[k]) or len(value[k]) > 78:
             raise InvalidRequest("approval_v3_amount_invalid", f"approval_v3.{k} must be a positive decimal string")
-    if not IDEMPOTENCY_RE.match(value["idempotency_key"]):
+        if int(value[k]) > max_base:
+            width = "u64" if max_base == U64_MAX else "uint256" if max_base == UINT256_MAX else str(max_base)
+            raise InvalidRequest(
+                "approval_v3_amount_out_of_range", f"approval_v3.{k} must fit the {width} amount field it binds"
+            )
+    key = value["idempotency_key"]
+    if not IDEMPOTENCY_RE.fullmatch(key):
         raise InvalidRequest("invalid_idempotency_key", "approval_v3.idempotency_key must match ^[A-Za-z0-9._:-]{8,128}$")
+    if looks_secret_value(key):
+        raise InvalidRequest(
+            "invalid_idempotency_key", "approval_v3.idempotency_key looks like secret material (a key in hex); use a random id"
+        )
     if not 1 <= len(value["quote_id"]) <= 128:
         raise InvalidRequest("approval_v3_quote_id_invalid", "approval_v3.quote_id has an invalid length")
     return {k: value[k] for k in APPROVAL_FIELDS}

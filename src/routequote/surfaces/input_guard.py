@@ -1,0 +1,453 @@
+"""The transport guard: every HTTP request passes it before any surface (REST, MCP, A2A) sees it.
+
+`InputGuard` (ASGI, inside the metrics middleware) is the one place that
+- bounds the request headers (count and total bytes: 431) for every server the app runs under;
+- reads the whole body before the app runs, bounded in size (REST 400 `body_too_large`, JSON-RPC 413) and in
+  time (408): a surface sees a complete body or nothing. A client that hangs up mid-body is its own doing:
+  one quiet log line, status 499 in the metrics (never a 5xx), no traceback, the app never runs;
+- on the JSON-RPC endpoints (/mcp, /a2a) requires `application/json` (415: a browser cannot POST a
+  "simple" cross-site request) and reads the body with the same strict JSON reader as REST
+  (`routequote.input_rules.loads_strict`: duplicate keys, lone surrogates, NaN, inexact numbers, depth), so
+  the SDKs only ever parse bodies that passed it;
+- answers every error of /mcp and /a2a (the SDKs' own 4xx/5xx included: 405, 406, 413, 415, 421, 403, 400)
+  as a JSON-RPC error object with a short generic message chosen by status: never SDK text, validator
+  text, documentation URLs or fragments of the input;
+- turns an exception that escaped a surface into a JSON 500, and marks every 5xx `Connection: close`.
+
+`GuardedHttpToolsProtocol` is uvicorn's httptools protocol with the limits an ASGI app cannot enforce
+itself: header bytes counted while they arrive (a 32 MiB header is refused after the limit, not buffered),
+header count, and the time allowed for a request's headers (idle or trickling sockets are closed).
+`uvicorn_options(settings)` is what `routequote serve` passes to uvicorn.
+
+`a2a_jsonrpc_routes` mounts the A2A JSON-RPC dispatcher with every error reduced to its code and the SDK's
+fixed message for that code (no raw exception text, no parse details).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import orjson
+import structlog
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from routequote.config import Settings
+from routequote.errors import InvalidRequest
+from routequote.input_rules import loads_strict
+from routequote.surfaces.http import MAX_BODY_BYTES
+from routequote.surfaces.http import _is_json as is_json_media
+
+JSONRPC_PATHS = frozenset({"/mcp", "/a2a"})
+CLIENT_CLOSED_REQUEST = 499  # nginx's code: the client hung up before the answer; never sent to anyone
+
+log = structlog.get_logger("routequote.guard")
+
+
+@dataclass(frozen=True, slots=True)
+class TransportLimits:
+    max_header_bytes: int = 16_384
+    max_header_count: int = 100
+    header_timeout_seconds: float = 10.0
+    body_timeout_seconds: float = 30.0
+    max_body_bytes: int = MAX_BODY_BYTES
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> TransportLimits:
+        return cls(
+            max_header_bytes=settings.max_header_bytes,
+            max_header_count=settings.max_header_count,
+            header_timeout_seconds=settings.header_timeout_seconds,
+            body_timeout_seconds=settings.body_timeout_seconds,
+        )
+
+
+# ---- error bodies -------------------------------------------------------------------------------------
+
+_REASONS = {
+    400: ("invalid_request", "Invalid Request"),
+    403: ("forbidden", "Forbidden: Origin not allowed"),
+    404: ("not_found", "Not Found"),
+    405: ("method_not_allowed", "Method Not Allowed: use POST"),
+    406: ("not_acceptable", "Not Acceptable: Accept must list application/json and text/event-stream"),
+    408: ("request_timeout", "Request Timeout: the request was not received in time"),
+    413: ("body_too_large", f"Request body exceeds {MAX_BODY_BYTES} bytes"),
+    415: ("unsupported_content_type", "Unsupported Media Type: Content-Type must be application/json"),
+    421: ("misdirected_request", "Misdirected Request: Host not allowed"),
+    429: ("rate_limited", "Too Many Requests"),
+    431: ("request_header_fields_too_large", "Request header fields too large or too many"),
+}
+_KEPT_HEADERS = (b"allow", b"retry-after", b"mcp-session-id")
+
+
+def jsonrpc_error(status: int, reason_class: str | None = None, message: str | None = None) -> dict[str, Any]:
+    """A JSON-RPC 2.0 error object for an HTTP-level refusal (id null: the request was not read as one)."""
+    if status >= 500:
+        code, error, text = -32603, "internal_error", "Internal error"
+    else:
+        error, text = _REASONS.get(status, ("request_rejected", "Request rejected"))
+        code = -32700 if reason_class == "malformed_json" else -32600
+        if reason_class == "malformed_json":
+            text = "Parse error"
+    data = {"error": "invalid_request" if reason_class else error, "reason_class": reason_class or error}
+    return {"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message or text, "data": data}}
+
+
+def rest_error(status: int, reason_class: str | None = None, message: str | None = None) -> dict[str, Any]:
+    if status >= 500:
+        return {"error": "internal_error", "reason_class": "internal_error"}
+    error, text = _REASONS.get(status, ("request_rejected", "Request rejected"))
+    return {"error": "invalid_request" if reason_class else error, "reason_class": reason_class or error,
+            "message": message or text}  # fmt: skip
+
+
+async def _answer(
+    send: Send, status: int, payload: dict[str, Any], extra: list[tuple[bytes, bytes]] | None = None
+) -> None:
+    body = orjson.dumps(payload)
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), *(extra or [])]
+    if status >= 500 or status in (408, 413, 431):  # the connection's state is unknown: do not reuse it
+        headers.append((b"connection", b"close"))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body, "more_body": False})
+
+
+# ---- the ASGI guard -----------------------------------------------------------------------------------
+
+
+class _ClientGone(Exception):
+    pass
+
+
+class _TooLarge(Exception):
+    pass
+
+
+class InputGuard:
+    def __init__(self, app: ASGIApp, limits: TransportLimits | None = None) -> None:
+        self.app = app
+        self.limits = limits or TransportLimits()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        jsonrpc = scope["path"] in JSONRPC_PATHS
+        limits = self.limits
+        size = 0
+        length = content_type = chunked = None
+        headers: list[tuple[bytes, bytes]] = scope["headers"]
+        for name, value in headers:  # one pass: size, and the three headers the guard reads
+            size += len(name) + len(value)
+            if name == b"content-length":
+                length = value
+            elif name == b"content-type":
+                content_type = value
+            elif name == b"transfer-encoding":
+                chunked = value
+        if len(headers) > limits.max_header_count or size > limits.max_header_bytes:
+            await _refuse(send, jsonrpc, 431)
+            return
+        method = scope["method"]
+        if jsonrpc and method == "POST" and not is_json_media((content_type or b"").decode("latin-1")):
+            await _refuse(send, jsonrpc, 415)
+            return
+        if (length is not None and length != b"0") or chunked is not None:
+            if length is not None and length.isdigit() and int(length) > limits.max_body_bytes:
+                await _too_large(send, jsonrpc)
+                return
+            try:
+                async with asyncio.timeout(limits.body_timeout_seconds):
+                    body = await _read_body(receive, limits.max_body_bytes)
+            except _ClientGone:
+                log.info("client_disconnected_mid_body", method=method)
+                await _answer(send, CLIENT_CLOSED_REQUEST, rest_error(400, "client_closed_request"))
+                return
+            except _TooLarge:
+                await _too_large(send, jsonrpc)
+                return
+            except TimeoutError:
+                await _refuse(send, jsonrpc, 408)
+                return
+            if jsonrpc and method == "POST":
+                try:
+                    loads_strict(body)
+                except InvalidRequest as exc:
+                    await _refuse(send, jsonrpc, 400, exc.reason_class, exc.message)
+                    return
+            receive = _replay(body, receive)
+        guarded = _GuardedSend(send, jsonrpc)
+        try:
+            await self.app(scope, receive, guarded)
+        except Exception as exc:  # never a traceback or exception text in a body; the log has the type
+            log.error("unhandled_error", error_type=type(exc).__name__)
+            if not guarded.started:
+                await _refuse(send, jsonrpc, 500)
+
+
+async def _refuse(
+    send: Send, jsonrpc: bool, status: int, reason_class: str | None = None, message: str | None = None
+) -> None:
+    payload = jsonrpc_error(status, reason_class, message) if jsonrpc else rest_error(status, reason_class, message)
+    await _answer(send, status, payload)
+
+
+async def _too_large(send: Send, jsonrpc: bool) -> None:
+    if jsonrpc:
+        await _refuse(send, jsonrpc, 413)
+    else:  # the REST contract: 400 body_too_large (an ErrorResponse naming the rule)
+        await _refuse(send, jsonrpc, 400, "body_too_large", f"body exceeds {MAX_BODY_BYTES} bytes")
+
+
+async def _read_body(receive: Receive, limit: int) -> bytes:
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise _ClientGone
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            raise _TooLarge
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            return b"".join(chunks)
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    delivered = False
+
+    async def replay() -> Message:
+        nonlocal delivered
+        if not delivered:
+            delivered = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()  # later reads see the real connection (a disconnect, typically)
+
+    return replay
+
+
+class _GuardedSend:
+    """Marks every 5xx `Connection: close`; on /mcp and /a2a replaces any error answer (status >= 400) with
+    a JSON-RPC error object chosen by status alone."""
+
+    __slots__ = ("send", "jsonrpc", "started", "held")
+
+    def __init__(self, send: Send, jsonrpc: bool) -> None:
+        self.send = send
+        self.jsonrpc = jsonrpc
+        self.started = False
+        self.held: Message | None = None
+
+    async def __call__(self, message: Message) -> None:
+        if message["type"] == "http.response.start":
+            self.started = True
+            status = message["status"]
+            if self.jsonrpc and status >= 400:
+                self.held = message
+                return
+            if status >= 500:
+                message = {**message, "headers": [*message.get("headers", []), (b"connection", b"close")]}
+        elif self.held is not None:
+            if message.get("more_body", False):
+                return  # the SDK's own text is dropped
+            held, self.held = self.held, None
+            kept = [(k, v) for k, v in held.get("headers", []) if k.lower() in _KEPT_HEADERS]
+            await _answer(self.send, held["status"], jsonrpc_error(held["status"]), kept)
+            return
+        await self.send(message)
+
+
+# ---- uvicorn: header bytes, header count, header time --------------------------------------------------
+
+
+@functools.lru_cache(maxsize=1)
+def _process_limits() -> TransportLimits:
+    return TransportLimits.from_settings(Settings())
+
+
+def _reject_bytes(status: int) -> bytes:
+    body = orjson.dumps(rest_error(status))
+    return (
+        f"HTTP/1.1 {status} {'Request Timeout' if status == 408 else 'Request Header Fields Too Large'}\r\n"
+        f"content-type: application/json\r\ncontent-length: {len(body)}\r\nconnection: close\r\n\r\n"
+    ).encode() + body
+
+
+try:
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+except ImportError:  # pragma: no cover - uvicorn[standard] brings httptools
+    HttpToolsProtocol = None  # type: ignore[assignment,misc]
+
+
+if HttpToolsProtocol is not None:
+
+    class GuardedHttpToolsProtocol(HttpToolsProtocol):  # type: ignore[misc,valid-type]
+        """uvicorn's httptools protocol plus: request-line and header bytes (counted as they arrive) and
+        header count bounded (431, then close); a request's headers must arrive within the header timeout
+        of its first byte (or of the connection), else 408 / close."""
+
+        limits: ClassVar[TransportLimits | None] = None
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self._limits = type(self).limits or _process_limits()
+            self._awaiting_headers = True
+            self._pending = 0  # raw bytes received while a request's headers are incomplete
+            self._header_size = 0
+            self._header_count = 0
+            self._rejected = False
+            self._refusal: int | None = None
+            self._header_timer: asyncio.TimerHandle | None = None
+
+        def connection_made(self, transport: Any) -> None:
+            super().connection_made(transport)
+            self._arm()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._disarm()
+            super().connection_lost(exc)
+
+        def _arm(self) -> None:
+            if self._header_timer is None:
+                self._header_timer = self.loop.call_later(self._limits.header_timeout_seconds, self._header_timeout)
+
+        def _disarm(self) -> None:
+            if self._header_timer is not None:
+                self._header_timer.cancel()
+                self._header_timer = None
+
+        def _header_timeout(self) -> None:
+            self._header_timer = None
+            if self._awaiting_headers and not self.transport.is_closing():
+                if self._pending:
+                    self._reject(408)
+                else:
+                    self.transport.close()  # an idle socket that never sent a request
+
+        def _reject(self, status: int) -> None:
+            if not self._rejected:
+                self._rejected = True
+                self.transport.write(_reject_bytes(status))
+                self.transport.close()
+
+        def data_received(self, data: bytes) -> None:
+            if self._rejected:
+                return
+            if self._awaiting_headers:
+                self._pending += len(data)
+            super().data_received(data)
+            if self._awaiting_headers and self._pending > self._limits.max_header_bytes + 65_536:
+                self._reject(431)  # a header still arriving past the limit: refused, never buffered whole
+
+        def send_400_response(self, msg: str) -> None:
+            if self._refusal is not None:  # a limit stopped the parser (see on_header)
+                self._reject(self._refusal)
+                return
+            super().send_400_response(msg)
+
+        def on_message_begin(self) -> None:
+            super().on_message_begin()
+            self._awaiting_headers = True
+            self._header_size = 0
+            self._header_count = 0
+            self._arm()
+
+        def on_url(self, url: bytes) -> None:
+            self._count(len(url))
+            super().on_url(url)
+
+        def on_header(self, name: bytes, value: bytes) -> None:
+            self._header_count += 1
+            self._count(len(name) + len(value))
+            if self._header_count > self._limits.max_header_count:
+                self._stop(431)
+            super().on_header(name, value)
+
+        def _count(self, n: int) -> None:
+            self._header_size += n
+            if self._header_size > self._limits.max_header_bytes:
+                self._stop(431)
+
+        def _stop(self, status: int) -> None:
+            self._refusal = status
+            raise ValueError("request header limit")  # httptools stops parsing; send_400_response answers
+
+        def on_headers_complete(self) -> None:
+            self._awaiting_headers = False
+            self._pending = 0
+            self._disarm()
+            super().on_headers_complete()
+
+        def on_message_complete(self) -> None:
+            super().on_message_complete()
+            self._awaiting_headers = True
+            self._pending = 0
+
+
+def uvicorn_options(settings: Settings) -> dict[str, Any]:
+    """The transport options `routequote serve` hands to uvicorn (see docs/operations.md)."""
+    options: dict[str, Any] = {"timeout_keep_alive": settings.keep_alive_timeout_seconds}
+    if HttpToolsProtocol is not None:
+        options["http"] = "routequote.surfaces.input_guard:GuardedHttpToolsProtocol"
+    else:  # pragma: no cover - h11 bounds the header block (400) but has no header timer
+        options["http"] = "h11"
+        options["h11_max_incomplete_event_size"] = settings.max_header_bytes
+    return options
+
+
+# ---- A2A: JSON-RPC errors without SDK text ------------------------------------------------------------
+
+
+class _QuietTracebacks(logging.Filter):
+    """The A2A dispatcher logs caller-triggered parse failures with a traceback quoting the input: keep the
+    line, drop the traceback."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.exc_info = None
+        record.exc_text = None
+        return True
+
+
+def a2a_jsonrpc_routes(handler: Any, path: str, context_builder: Any) -> list[Any]:
+    """The A2A JSON-RPC route whose every error is `{code, message}` with the SDK's fixed message for the
+    code (`Invalid params`, `Internal error`, ...): never the exception text or parse details."""
+    from a2a.server.request_handlers.response_helpers import build_error_response
+    from a2a.server.routes.jsonrpc_dispatcher import JsonRpcDispatcher
+    from a2a.utils.errors import (
+        JSON_RPC_ERROR_CODE_MAP,
+        InvalidParamsError,
+        InvalidRequestError,
+        MethodNotFoundError,
+    )
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    messages = {code: cls.message for cls, code in JSON_RPC_ERROR_CODE_MAP.items()}
+    messages.update({-32700: "Parse error", -32600: InvalidRequestError.message, -32601: MethodNotFoundError.message,
+                     -32602: InvalidParamsError.message, -32603: "Internal error"})  # fmt: skip
+
+    def generic(error: Any) -> dict[str, Any]:
+        code = error.get("code") if isinstance(error, dict) else None
+        code = code if isinstance(code, int) and not isinstance(code, bool) else -32603
+        return {"code": code, "message": messages.get(code, "Request failed")}
+
+    class Dispatcher(JsonRpcDispatcher):  # type: ignore[misc]
+        def _generate_error_response(self, request_id: Any, error: Any) -> JSONResponse:
+            built = build_error_response(request_id, error)
+            return JSONResponse({**built, "error": generic(built.get("error"))}, status_code=200)
+
+        def _create_response(self, context: Any, handler_result: Any) -> Any:
+            if isinstance(handler_result, dict) and "error" in handler_result:
+                handler_result = {**handler_result, "error": generic(handler_result["error"])}
+            return super()._create_response(context, handler_result)
+
+    dispatcher_log = logging.getLogger("a2a.server.routes.jsonrpc_dispatcher")
+    if not any(isinstance(f, _QuietTracebacks) for f in dispatcher_log.filters):
+        dispatcher_log.addFilter(_QuietTracebacks())
+    dispatcher = Dispatcher(request_handler=handler, context_builder=context_builder)
+    return [Route(path, endpoint=dispatcher.handle_requests, methods=["POST"])]
