@@ -360,9 +360,8 @@ class SessionService:
         key, hashes = self._parse_observe(body)
         request_sha = canonical_sha256(body)
         route = ROUTES[record.route]
-        prior = await self._store(self.store.idempotent(f"session:{record.session_id}", key))
-        if prior is not None:
-            return self._replay(prior, request_sha, route)
+        if (replayed := await self._replayed(record, key, request_sha)) is not None:
+            return replayed
         record = await self._expire_if_due(record)
         self._check_operation(record, "observe")
         state = copy.deepcopy(record.state)
@@ -374,6 +373,11 @@ class SessionService:
         except ObservationUnavailable as exc:
             raise DependencyUnavailable(exc.reason, exc.message, retry_after_seconds=5) from None
         return await self._finish(record, outcome, key, request_sha)
+
+    async def _replayed(self, record: SessionRecord, key: str, request_sha: str) -> SessionAnswer | None:
+        """The stored answer when this session already took `key` (or 409 for another body), else None."""
+        prior = await self._store(self.store.idempotent(f"session:{record.session_id}", key))
+        return None if prior is None else self._replay(prior, request_sha, ROUTES[record.route])
 
     @staticmethod
     def _parse_observe(body: Any) -> tuple[str, list[str]]:
@@ -766,9 +770,8 @@ class SessionService:
         key = self._parse_key_only(body)
         request_sha = canonical_sha256(body)
         route = ROUTES[record.route]
-        prior = await self._store(self.store.idempotent(f"session:{record.session_id}", key))
-        if prior is not None:
-            return self._replay(prior, request_sha, route)
+        if (replayed := await self._replayed(record, key, request_sha)) is not None:
+            return replayed
         record = await self._expire_if_due(record)
         self._check_operation(record, "refresh")
         state = copy.deepcopy(record.state)
@@ -793,9 +796,8 @@ class SessionService:
         record = await self._load(session_id, token)
         key = self._parse_key_only(body)
         request_sha = canonical_sha256(body)
-        prior = await self._store(self.store.idempotent(f"session:{record.session_id}", key))
-        if prior is not None:
-            return self._replay(prior, request_sha, ROUTES[record.route])
+        if (replayed := await self._replayed(record, key, request_sha)) is not None:
+            return replayed
         self._check_operation(record, "cancel")
         state = copy.deepcopy(record.state)
         funds = dict(state["funds"])
