@@ -130,3 +130,21 @@ def test_asgi_guard_bounds_headers_under_any_server(served: tuple[str, Any]) -> 
     many = {f"x-h{i}": "v" for i in range(150)}
     assert httpx.get(f"{url}/v2/status", headers=many, timeout=10).status_code == 431
     assert httpx.get(f"{url}/v2/status", headers={"x-big": "a" * 20_000}, timeout=10).status_code == 431
+
+
+def test_asgi_guard_times_the_body_under_any_server() -> None:
+    """Without the protocol, the guard's own timer answers a late body with 408 and closes."""
+    from tests.support.server import running_server
+
+    port = free_port()
+    app = create_app(Settings(rate_limit="off", port=port, body_timeout_seconds=0.3))
+    with running_server(app, port):
+        head = b"POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n"
+        with socket.create_connection(("127.0.0.1", port)) as s:
+            s.settimeout(30)
+            s.sendall(head + b'{"jsonrpc"')
+            out = b""
+            with contextlib.suppress(OSError):
+                while data := s.recv(65_536):
+                    out += data
+    assert _status(out) == 408 and b'"code":-32600' in out and b"connection: close" in out.lower()

@@ -15,8 +15,9 @@
 - turns an exception that escaped a surface into a JSON 500, and marks every 5xx `Connection: close`.
 
 `GuardedHttpToolsProtocol` is uvicorn's httptools protocol with the limits an ASGI app cannot enforce
-itself: header bytes counted while they arrive (a 32 MiB header is refused after the limit, not buffered),
-header count, and the time allowed for a request's headers (idle or trickling sockets are closed).
+itself: header bytes counted while they arrive (a 32 MiB header or 50,000 headers are refused past the
+limit, never buffered whole), and the time allowed for a request's headers (idle or trickling sockets are
+closed) and body (408), checked by one sweep per event loop rather than a timer per request.
 `uvicorn_options(settings)` is what `routequote serve` passes to uvicorn.
 
 `a2a_jsonrpc_routes` mounts the A2A JSON-RPC dispatcher with every error reduced to its code and the SDK's
@@ -28,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import weakref
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -160,11 +162,18 @@ class InputGuard:
                 await _too_large(send, jsonrpc)
                 return
             try:
-                async with asyncio.timeout(limits.body_timeout_seconds):
+                if scope.get(TIMED_BY_TRANSPORT):  # the guarded protocol times the body: no timer per request
                     body = await _read_body(receive, limits.max_body_bytes)
+                else:
+                    async with asyncio.timeout(limits.body_timeout_seconds):
+                        body = await _read_body(receive, limits.max_body_bytes)
             except _ClientGone:
-                log.info("client_disconnected_mid_body", method=method)
-                await _answer(send, CLIENT_CLOSED_REQUEST, rest_error(400, "client_closed_request"))
+                if scope.get(BODY_TIMED_OUT):  # the protocol answered 408 and closed; the metrics say so too
+                    log.info("request_body_timeout", method=method)
+                    await _refuse(send, jsonrpc, 408)
+                else:
+                    log.info("client_disconnected_mid_body", method=method)
+                    await _answer(send, CLIENT_CLOSED_REQUEST, rest_error(400, "client_closed_request"))
                 return
             except _TooLarge:
                 await _too_large(send, jsonrpc)
@@ -284,50 +293,75 @@ except ImportError:  # pragma: no cover - uvicorn[standard] brings httptools
     HttpToolsProtocol = None  # type: ignore[assignment,misc]
 
 
+TIMED_BY_TRANSPORT = "routequote.transport_timeouts"  # scope key: the protocol times headers and body
+BODY_TIMED_OUT = "routequote.body_timed_out"  # scope key: the protocol closed a request whose body was late
+_live_by_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, set[Any]] = weakref.WeakKeyDictionary()
+
+
+def _sweep(loop: asyncio.AbstractEventLoop, interval: float) -> None:
+    """One timer per event loop (not one per request): close connections past their deadline."""
+    live = _live_by_loop.get(loop)
+    if not live:
+        _live_by_loop.pop(loop, None)
+        return
+    now = loop.time()
+    for protocol in list(live):
+        protocol._expire(now)
+    loop.call_later(interval, _sweep, loop, interval)
+
+
 if HttpToolsProtocol is not None:
 
     class GuardedHttpToolsProtocol(HttpToolsProtocol):  # type: ignore[misc,valid-type]
-        """uvicorn's httptools protocol plus: request-line and header bytes (counted as they arrive) and
-        header count bounded (431, then close); a request's headers must arrive within the header timeout
-        of its first byte (or of the connection), else 408 / close."""
+        """uvicorn's httptools protocol plus: the bytes of a request's head counted as they arrive (past the
+        header limit plus one read, 431 and close: a huge header or a header flood is never buffered whole;
+        the exact count and size are the ASGI guard's 431); a request's headers must arrive within the header timeout
+        of its first byte (or of the connection: an idle socket is closed), and its body within the body
+        timeout of its headers (408, then close). Deadlines are plain numbers checked by one sweep per
+        event loop, so a request costs no timer."""
 
         limits: ClassVar[TransportLimits | None] = None
 
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
             self._limits = type(self).limits or _process_limits()
-            self._awaiting_headers = True
+            self._phase = "headers"  # headers -> body -> idle (keep-alive: uvicorn's own timer) -> headers
+            self._deadline: float | None = None
             self._pending = 0  # raw bytes received while a request's headers are incomplete
-            self._header_size = 0
-            self._header_count = 0
             self._rejected = False
-            self._refusal: int | None = None
-            self._header_timer: asyncio.TimerHandle | None = None
 
         def connection_made(self, transport: Any) -> None:
             super().connection_made(transport)
-            self._arm()
+            self._deadline = self.loop.time() + self._limits.header_timeout_seconds
+            live = _live_by_loop.get(self.loop)
+            if live is None:
+                live = _live_by_loop[self.loop] = set()
+                interval = min(1.0, max(0.05, min(self._limits.header_timeout_seconds,
+                                                  self._limits.body_timeout_seconds) / 4))  # fmt: skip
+                self.loop.call_later(interval, _sweep, self.loop, interval)
+            live.add(self)
 
         def connection_lost(self, exc: Exception | None) -> None:
-            self._disarm()
+            live = _live_by_loop.get(self.loop)
+            if live is not None:
+                live.discard(self)
             super().connection_lost(exc)
 
-        def _arm(self) -> None:
-            if self._header_timer is None:
-                self._header_timer = self.loop.call_later(self._limits.header_timeout_seconds, self._header_timeout)
-
-        def _disarm(self) -> None:
-            if self._header_timer is not None:
-                self._header_timer.cancel()
-                self._header_timer = None
-
-        def _header_timeout(self) -> None:
-            self._header_timer = None
-            if self._awaiting_headers and not self.transport.is_closing():
+        def _expire(self, now: float) -> None:
+            if self._deadline is None or now < self._deadline or self.transport.is_closing():
+                return
+            self._deadline = None
+            if self._phase == "headers":
                 if self._pending:
                     self._reject(408)
                 else:
                     self.transport.close()  # an idle socket that never sent a request
+            elif self._phase == "body":
+                if self.cycle is not None and not self.cycle.response_started:
+                    self.scope[BODY_TIMED_OUT] = True  # type: ignore[literal-required]
+                    self._reject(408)  # the app's receive() now answers http.disconnect
+                else:
+                    self.transport.close()
 
         def _reject(self, status: int) -> None:
             if not self._rejected:
@@ -338,54 +372,29 @@ if HttpToolsProtocol is not None:
         def data_received(self, data: bytes) -> None:
             if self._rejected:
                 return
-            if self._awaiting_headers:
+            if self._phase != "body":
                 self._pending += len(data)
             super().data_received(data)
-            if self._awaiting_headers and self._pending > self._limits.max_header_bytes + 65_536:
+            if self._phase == "headers" and self._pending > self._limits.max_header_bytes + 65_536:
                 self._reject(431)  # a header still arriving past the limit: refused, never buffered whole
-
-        def send_400_response(self, msg: str) -> None:
-            if self._refusal is not None:  # a limit stopped the parser (see on_header)
-                self._reject(self._refusal)
-                return
-            super().send_400_response(msg)
 
         def on_message_begin(self) -> None:
             super().on_message_begin()
-            self._awaiting_headers = True
-            self._header_size = 0
-            self._header_count = 0
-            self._arm()
-
-        def on_url(self, url: bytes) -> None:
-            self._count(len(url))
-            super().on_url(url)
-
-        def on_header(self, name: bytes, value: bytes) -> None:
-            self._header_count += 1
-            self._count(len(name) + len(value))
-            if self._header_count > self._limits.max_header_count:
-                self._stop(431)
-            super().on_header(name, value)
-
-        def _count(self, n: int) -> None:
-            self._header_size += n
-            if self._header_size > self._limits.max_header_bytes:
-                self._stop(431)
-
-        def _stop(self, status: int) -> None:
-            self._refusal = status
-            raise ValueError("request header limit")  # httptools stops parsing; send_400_response answers
+            self.scope[TIMED_BY_TRANSPORT] = True  # type: ignore[literal-required]
+            if self._phase != "headers" or self._deadline is None:
+                self._phase = "headers"
+                self._deadline = self.loop.time() + self._limits.header_timeout_seconds
 
         def on_headers_complete(self) -> None:
-            self._awaiting_headers = False
+            self._phase = "body"
             self._pending = 0
-            self._disarm()
+            self._deadline = self.loop.time() + self._limits.body_timeout_seconds
             super().on_headers_complete()
 
         def on_message_complete(self) -> None:
             super().on_message_complete()
-            self._awaiting_headers = True
+            self._phase = "idle"
+            self._deadline = None
             self._pending = 0
 
 
