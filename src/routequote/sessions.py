@@ -215,9 +215,21 @@ class SessionService:
             )
         request_sha = canonical_sha256(body)
         scope = f"create:{sha}"
-        prior = await self._store(self.store.idempotent(scope, key))
-        if prior is not None:
-            return self._replay(prior, request_sha, route)
+        try:
+            answer = await self._create(route, intent, wallets, signer, approval, sha, scope, key, request_sha)
+        except RouteQuoteError:
+            # a replay is answered from its record even when the quote has expired since; the record is only
+            # looked for here, because the store's insert already returns it on the normal path (one round trip)
+            prior = await self._store(self.store.idempotent(scope, key))
+            if prior is not None:
+                return self._replay(prior, request_sha, route)
+            raise
+        return answer
+
+    async def _create(
+        self, route: Route, intent: Any, wallets: dict[str, str], signer: str | None, approval: dict[str, Any],
+        sha: str, scope: str, key: str, request_sha: str,
+    ) -> SessionAnswer:
         reasons = self._reasons
         if route.key in reasons:
             raise InvalidRequest(

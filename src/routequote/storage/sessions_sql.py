@@ -7,20 +7,25 @@ processes. Idempotency records are inserted with ON CONFLICT DO NOTHING in the s
 racing create with the same key inserts nothing and gets the winner's answer.
 
 Failures of the database (unreachable, restarting, timing out, erroring) raise StoreUnavailable with a
-short reason naming the error class, never the URL. The pool pings a connection before handing it out,
-so after a PostgreSQL restart the next call reconnects by itself. Schema changes are Alembic migrations
-(storage/migrations) run by `start()`, under an advisory lock on PostgreSQL.
+short reason naming the error class, never the URL. A pooled connection found dead is retried once on a
+fresh one, so after a PostgreSQL restart the next call reconnects by itself. Schema changes are Alembic
+migrations (storage/migrations) run by `start()`, under an advisory lock on PostgreSQL.
+
+Each operation is written once, as a function of a synchronous SQLAlchemy `Connection`: on PostgreSQL it
+runs through asyncpg (`AsyncConnection.run_sync`), on SQLite as one call in a worker thread over the
+stdlib driver. An SQLite file has no network to wait on, so the cost there was the thread hop per
+statement of an async driver; one hop per operation is a third of a session create's time.
 """
 
 from __future__ import annotations
 
 import asyncio
 import sqlite3
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import asyncpg  # type: ignore[import-untyped]
 from alembic import command
@@ -42,9 +47,9 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects import postgresql as pg
 from sqlalchemy.dialects import sqlite as sqlite_dialect
-from sqlalchemy.engine import URL, Connection, Dialect, make_url
+from sqlalchemy.engine import URL, Connection, Dialect, create_engine, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, IntegrityError, SQLAlchemyError
-from sqlalchemy.ext.asyncio import AsyncConnection, create_async_engine
+from sqlalchemy.ext.asyncio import create_async_engine
 from sqlalchemy.types import TypeDecorator
 
 from routequote.ports import (
@@ -61,6 +66,7 @@ VERSION_TABLE = "routequote_alembic_version"
 # pg_advisory_xact_lock key for the schema upgrade: int64 of b"rqsessn1" (any fixed value of our own)
 _MIGRATION_LOCK_KEY = int.from_bytes(b"rqsessn1", "big", signed=True)
 _WRITE = "routequote_write"  # execution option: this connection's transactions write (SQLite: BEGIN IMMEDIATE)
+T = TypeVar("T")
 
 
 class UtcDateTime(TypeDecorator[datetime]):
@@ -174,7 +180,8 @@ class SqlSessionStore:
         if self.scope == "postgresql":
             self._engine = create_async_engine(
                 self._url,
-                pool_pre_ping=True,
+                # no ping per checkout (a round trip per operation): a connection found dead is retried once, below
+                pool_pre_ping=False,
                 pool_size=pool_size,
                 max_overflow=pool_size,
                 pool_timeout=connect_timeout + statement_timeout,
@@ -193,18 +200,18 @@ class SqlSessionStore:
             )
         else:
             busy_ms = int(sqlite_busy_timeout * 1000)
-            self._engine = create_async_engine(
-                self._url,
-                pool_pre_ping=True,
+            self._sync = create_engine(
+                self._url.set(drivername="sqlite+pysqlite"),
+                pool_pre_ping=False,  # a local file has no connection to lose
                 pool_size=pool_size,
                 max_overflow=pool_size,
                 pool_timeout=sqlite_busy_timeout,
                 json_serializer=json_dumps,
                 json_deserializer=json_loads,
-                connect_args={"timeout": sqlite_busy_timeout},
+                connect_args={"timeout": sqlite_busy_timeout, "check_same_thread": False},
             )
 
-            @event.listens_for(self._engine.sync_engine, "connect")
+            @event.listens_for(self._sync, "connect")
             def _sqlite_connect(dbapi_connection: Any, _record: Any) -> None:
                 # SQLAlchemy, not the sqlite3 module, emits BEGIN (see _sqlite_begin)
                 dbapi_connection.isolation_level = None
@@ -215,13 +222,15 @@ class SqlSessionStore:
                 cursor.execute("PRAGMA foreign_keys=ON")
                 cursor.close()
 
-            @event.listens_for(self._engine.sync_engine, "begin")
+            @event.listens_for(self._sync, "begin")
             def _sqlite_begin(conn: Connection) -> None:
                 # a writer takes the write lock up front: two processes serialise here, not at COMMIT
                 immediate = conn.get_execution_options().get(_WRITE, False)
                 conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
 
-        self._writer = self._engine.execution_options(**{_WRITE: True})
+            self._sync_writer = self._sync.execution_options(**{_WRITE: True})
+        if self.scope == "postgresql":
+            self._writer = self._engine.execution_options(**{_WRITE: True})
         self._sqlite_writes: asyncio.Lock | None = asyncio.Lock() if self.scope == "sqlite" else None
 
     # ---- lifecycle -----------------------------------------------------------------------------------
@@ -230,31 +239,58 @@ class SqlSessionStore:
         async with self._start_lock:
             if self._started:
                 return
-            async with self._guard():
-                if self.scope == "sqlite":
-                    assert self._url.database is not None
+            if self.scope == "sqlite":
+                assert self._url.database is not None
+                async with self._guard():  # an unusable path is the store being unavailable, not a crash
                     Path(self._url.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
-                async with self._writer.begin() as conn:
-                    await conn.run_sync(self._upgrade)
+            await self._run(self._upgrade, write=True)
             self._started = True
 
     def _upgrade(self, connection: Connection) -> None:
-        if connection.dialect.name == "postgresql":
-            # held to the end of this transaction: a second process waits, then finds the schema at head
-            connection.exec_driver_sql(f"SELECT pg_advisory_xact_lock({_MIGRATION_LOCK_KEY})")
-        config = Config()
-        config.set_main_option("script_location", str(MIGRATIONS_DIR))
-        config.set_main_option("version_table", VERSION_TABLE)
-        config.attributes["connection"] = connection
-        command.upgrade(config, "head")
+        with connection.begin():
+            if connection.dialect.name == "postgresql":
+                # held to the end of this transaction: a second process waits, then finds the schema at head
+                connection.exec_driver_sql(f"SELECT pg_advisory_xact_lock({_MIGRATION_LOCK_KEY})")
+            config = Config()
+            config.set_main_option("script_location", str(MIGRATIONS_DIR))
+            config.set_main_option("version_table", VERSION_TABLE)
+            config.attributes["connection"] = connection
+            command.upgrade(config, "head")
 
     async def aclose(self) -> None:
-        await self._engine.dispose()
+        if self.scope == "sqlite":
+            await asyncio.to_thread(self._sync.dispose)
+        else:
+            await self._engine.dispose()
         self._started = False
 
     async def ping(self) -> None:
-        async with self._guard(), self._engine.connect() as conn:
-            await conn.execute(text("SELECT 1"))
+        await self._run(lambda conn: conn.execute(text("SELECT 1")).all(), write=False)
+
+    async def _run(self, operation: Callable[[Connection], T], *, write: bool) -> T:
+        """Run `operation` on a connection: one worker-thread call on SQLite (writers of this process queue
+        on a lock first), `run_sync` over asyncpg on PostgreSQL. Database failures become StoreUnavailable."""
+        async with self._guard():
+            if self.scope == "sqlite":
+                engine = self._sync_writer if write else self._sync
+
+                def work() -> T:
+                    with engine.connect() as conn:
+                        return operation(conn)
+
+                async with self._write_slot() if write else _nothing():
+                    return await asyncio.to_thread(work)
+            for attempt in (1, 2):
+                try:
+                    async with (self._writer if write else self._engine).connect() as aconn:
+                        return await aconn.run_sync(operation)
+                except DBAPIError as exc:
+                    # a pooled connection that died (PostgreSQL restarted): SQLAlchemy has invalidated the pool;
+                    # run once more on a fresh connection. Safe for writes: a create that did commit is found by
+                    # its idempotency key, a transition that did commit makes the retry lose its version check.
+                    if attempt == 2 or not exc.connection_invalidated:
+                        raise
+            raise AssertionError("unreachable")  # pragma: no cover
 
     # ---- writes --------------------------------------------------------------------------------------
 
@@ -264,8 +300,9 @@ class SqlSessionStore:
     ) -> IdempotentAnswer | None:
         check_create(record, event)
         json_dumps(record.state), json_dumps(response)  # a document JSON cannot hold is the caller's error
-        async with self._guard(), self._write_slot(), self._writer.connect() as conn:
-            inserted = await conn.execute(
+
+        def operation(conn: Connection) -> IdempotentAnswer | None:
+            inserted = conn.execute(
                 self._insert_ignore(session_idempotency).values(
                     scope=idempotency_scope, key=idempotency_key, request_sha256=request_sha256,
                     response=response, created_at=event.at,
@@ -273,13 +310,13 @@ class SqlSessionStore:
             )
             if inserted.rowcount == 0:
                 # the key is taken (perhaps by a concurrent create that just committed): its answer
-                answer = await self._idempotent(conn, idempotency_scope, idempotency_key)
-                await conn.rollback()
+                answer = self._idempotent(conn, idempotency_scope, idempotency_key)
+                conn.rollback()
                 if answer is None:  # pragma: no cover - only if the record vanished between two statements
                     raise StoreUnavailable("session database changed during the request; retry")
                 return answer
             try:
-                await conn.execute(
+                conn.execute(
                     sessions.insert().values(
                         session_id=record.session_id, token_sha256=record.token_sha256, version=record.version,
                         status=record.status, route=record.route, created_at=record.created_at,
@@ -287,11 +324,13 @@ class SqlSessionStore:
                     )
                 )
             except IntegrityError:
-                await conn.rollback()
+                conn.rollback()
                 raise ValueError("session_id already exists") from None
-            await conn.execute(session_events.insert().values(**self._event_row(event)))
-            await conn.commit()
+            conn.execute(session_events.insert().values(**self._event_row(event)))
+            conn.commit()
             return None
+
+        return await self._run(operation, write=True)
 
     async def transition(
         self, session_id: str, expected_version: int, status: str, state: dict[str, Any], event: SessionEvent,
@@ -299,35 +338,41 @@ class SqlSessionStore:
     ) -> bool:
         check_transition(session_id, expected_version, status, event)
         json_dumps(state), json_dumps(idempotency[3] if idempotency is not None else None)
-        async with self._guard(), self._write_slot(), self._writer.connect() as conn:
-            updated = await conn.execute(
+
+        def operation(conn: Connection) -> bool:
+            updated = conn.execute(
                 update(sessions)
                 .where(sessions.c.session_id == session_id, sessions.c.version == expected_version)
                 .values(version=sessions.c.version + 1, status=status, state=state, updated_at=event.at)
             )
             if updated.rowcount != 1:
-                await conn.rollback()
+                conn.rollback()
                 return False
-            await conn.execute(session_events.insert().values(**self._event_row(event)))
+            conn.execute(session_events.insert().values(**self._event_row(event)))
             if idempotency is not None:
                 scope, key, request_sha256, response = idempotency
-                inserted = await conn.execute(
+                inserted = conn.execute(
                     self._insert_ignore(session_idempotency).values(
                         scope=scope, key=key, request_sha256=request_sha256, response=response, created_at=event.at,
                     )
                 )
                 if inserted.rowcount == 0:
-                    await conn.rollback()
+                    conn.rollback()
                     raise IdempotencyConflict("idempotency key already used in this scope")
-            await conn.commit()
+            conn.commit()
             return True
+
+        return await self._run(operation, write=True)
 
     # ---- reads ---------------------------------------------------------------------------------------
 
     async def get(self, session_id: str) -> SessionRecord | None:
-        async with self._guard(), self._engine.connect() as conn:
-            row = (await conn.execute(select(sessions).where(sessions.c.session_id == session_id))).first()
-            await conn.rollback()
+        def operation(conn: Connection) -> Any:
+            row = conn.execute(select(sessions).where(sessions.c.session_id == session_id)).first()
+            conn.rollback()
+            return row
+
+        row = await self._run(operation, write=False)
         if row is None:
             return None
         return SessionRecord(
@@ -336,21 +381,22 @@ class SqlSessionStore:
         )
 
     async def idempotent(self, scope: str, key: str) -> IdempotentAnswer | None:
-        async with self._guard(), self._engine.connect() as conn:
-            answer = await self._idempotent(conn, scope, key)
-            await conn.rollback()
+        def operation(conn: Connection) -> IdempotentAnswer | None:
+            answer = self._idempotent(conn, scope, key)
+            conn.rollback()
             return answer
 
+        return await self._run(operation, write=False)
+
     async def events(self, session_id: str) -> list[SessionEvent]:
-        async with self._guard(), self._engine.connect() as conn:
-            rows = (
-                await conn.execute(
-                    select(session_events)
-                    .where(session_events.c.session_id == session_id)
-                    .order_by(session_events.c.seq)
-                )
+        def operation(conn: Connection) -> list[Any]:
+            rows = conn.execute(
+                select(session_events).where(session_events.c.session_id == session_id).order_by(session_events.c.seq)
             ).all()
-            await conn.rollback()
+            conn.rollback()
+            return list(rows)
+
+        rows = await self._run(operation, write=False)
         return [
             SessionEvent(
                 session_id=r.session_id, seq=r.seq, from_status=r.from_status, event=r.event, to_status=r.to_status,
@@ -360,12 +406,12 @@ class SqlSessionStore:
         ]
 
     async def count_by_status(self) -> dict[str, int]:
-        async with self._guard(), self._engine.connect() as conn:
-            rows = (
-                await conn.execute(select(sessions.c.status, func.count()).group_by(sessions.c.status))
-            ).all()
-            await conn.rollback()
-        return {status: int(count) for status, count in rows}
+        def operation(conn: Connection) -> list[Any]:
+            rows = conn.execute(select(sessions.c.status, func.count()).group_by(sessions.c.status)).all()
+            conn.rollback()
+            return list(rows)
+
+        return {status: int(count) for status, count in await self._run(operation, write=False)}
 
     # ---- helpers -------------------------------------------------------------------------------------
 
@@ -375,12 +421,10 @@ class SqlSessionStore:
         return sqlite_dialect.insert(table).on_conflict_do_nothing()
 
     @staticmethod
-    async def _idempotent(conn: AsyncConnection, scope: str, key: str) -> IdempotentAnswer | None:
-        row = (
-            await conn.execute(
-                select(session_idempotency.c.request_sha256, session_idempotency.c.response).where(
-                    session_idempotency.c.scope == scope, session_idempotency.c.key == key
-                )
+    def _idempotent(conn: Connection, scope: str, key: str) -> IdempotentAnswer | None:
+        row = conn.execute(
+            select(session_idempotency.c.request_sha256, session_idempotency.c.response).where(
+                session_idempotency.c.scope == scope, session_idempotency.c.key == key
             )
         ).first()
         return None if row is None else IdempotentAnswer(row.request_sha256, row.response)
@@ -411,3 +455,8 @@ class SqlSessionStore:
             raise
         except _DB_ERRORS as exc:
             raise StoreUnavailable(_reason(exc)) from None
+
+
+@asynccontextmanager
+async def _nothing() -> AsyncIterator[None]:
+    yield
