@@ -24,6 +24,7 @@ import copy
 import hashlib
 import hmac
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from fractions import Fraction
@@ -125,7 +126,9 @@ class SessionService:
         solana: SolanaChainReader | None = None,
         attestations: AttestationReader | None = None,
         config: SessionConfig | None = None,
+        on_transition: Callable[[str, str | None, str], None] | None = None,
     ) -> None:
+        self.on_transition = on_transition  # (event, from_status, to_status) after each commit (metrics)
         self.prepare = prepare
         self.service = prepare.service
         self.store = store
@@ -304,6 +307,8 @@ class SessionService:
             return self._replay(raced, request_sha, route)
         log.info("session_created", session_id=session_id, route=route.key, status=status.value,
                  action_id=bundle["action_id"])  # fmt: skip
+        if self.on_transition is not None:
+            self.on_transition(Event.CREATE.value, None, status.value)
         return SessionAnswer(201, response)
 
     def _binding(self, quote: dict[str, Any], approval: dict[str, Any], session_id: str) -> dict[str, Any]:
@@ -860,6 +865,8 @@ class SessionService:
             return None
         log.info("session_transition", session_id=record.session_id, route=record.route, from_status=record.status,
                  session_event=event.value, to_status=status.value, version=version)  # fmt: skip
+        if self.on_transition is not None:
+            self.on_transition(event.value, record.status, status.value)
         return SessionRecord(record.session_id, record.token_sha256, version, status.value, record.route,
                              record.created_at, now, state)  # fmt: skip
 
