@@ -7,7 +7,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
-from routequote.contract.v2 import ErrorResponse
+from routequote.contract.v2 import ErrorResponse, _endpoint_rules
 from routequote.core.assets import Chain, Token
 from routequote.core.quote import APPROVAL_FIELDS, APPROVAL_VERSION
 from routequote.prepare import PrepareService
@@ -22,8 +22,11 @@ PREPARE_REQUEST_SCHEMA: dict[str, Any] = {
     "required": ["caller_approved", "from_chain", "from_token", "to_chain", "to_token", "amount_usd", "wallets"],
     "description": (
         "An approved quote's intent and the caller's public wallets. Secret-looking fields anywhere (private key, "
-        "seed, mnemonic, signature, signed transaction) are refused with 400 secret_material_rejected."
+        "seed, mnemonic, signature, signed transaction) are refused with 400 secret_material_rejected. "
+        "Each side must be one of the nine chain/token endpoints and the two sides must differ (the same "
+        "rules as QuoteRequest, generated from the asset registry)."
     ),
+    **_endpoint_rules(),  # allOf: from side, to side, not an identity route
     "properties": {
         "caller_approved": {"type": "boolean", "const": True, "description": "advisory; not proof of human approval"},
         "from_chain": {"type": "string", "enum": [c.value for c in Chain]},
