@@ -25,19 +25,32 @@ def serve(
     port: int = typer.Option(None, help="Port (ROUTEQUOTE_PORT, default 8080)"),
     workers: int = typer.Option(None, help="Worker processes (ROUTEQUOTE_WORKERS, default 1)"),
 ) -> None:
-    """Start the HTTP service (REST, and every surface this build mounts)."""
+    """Start the HTTP service (REST, and every surface this build mounts). Exits 2 on a bad setting."""
     import os
+    import signal
 
     import uvicorn
 
-    from routequote.config import Settings
+    from routequote.config_check import load_settings
+    from routequote.logging import configure_logging
     from routequote.surfaces.input_guard import uvicorn_options
 
-    settings = Settings()
-    host = host or settings.host
-    port = port or settings.port
-    workers = workers or settings.workers
+    given = {k: v for k, v in (("host", host), ("port", port), ("workers", workers)) if v is not None}
+    settings, found = load_settings(**given)
+    if found:  # every bad setting, one line each, before anything starts
+        for line in found:
+            typer.echo(f"configuration error: {line}", err=True)
+        raise typer.Exit(2)
+    host, port, workers = settings.host, settings.port, settings.workers
     os.environ["ROUTEQUOTE_HOST"], os.environ["ROUTEQUOTE_PORT"] = host, str(port)
+    os.environ["ROUTEQUOTE_WORKERS"] = str(workers)
+    configure_logging(settings.log_level)  # JSON lines from uvicorn's own loggers too (log_config=None below)
+
+    def stopped(*_: object) -> None:
+        # uvicorn drains in-flight requests on SIGTERM, then re-raises the signal: end with status 0
+        raise SystemExit(0)
+
+    signal.signal(signal.SIGTERM, stopped)
     if workers > 1 and settings.quote_store == "memory":
         # issued quotes and prepare idempotency records live in each worker's memory (fail-closed by design)
         console.print(
@@ -52,6 +65,8 @@ def serve(
         workers=workers,
         access_log=False,
         log_level=settings.log_level,
+        log_config=None,  # uvicorn's loggers propagate to the one redacting JSON handler
+        timeout_graceful_shutdown=settings.graceful_shutdown_seconds,  # SIGTERM: in-flight requests finish
         **uvicorn_options(settings),  # header bytes / count / time limits, keep-alive (docs/operations.md)
     )
 
@@ -89,58 +104,164 @@ def _service():  # type: ignore[no-untyped-def]
     )
 
 
-@app.command()
-def quote(
-    source: str = typer.Argument(..., help="chain:TOKEN, e.g. solana:SOL"),
-    target: str = typer.Argument(..., help="chain:TOKEN, e.g. base:USDC"),
-    amount_usd: float = typer.Argument(..., help="USD notional, 1..1000"),
-    json_out: bool = typer.Option(False, "--json", help="Print the full quote JSON"),
-) -> None:
-    """Quote one route in-process and show its steps, amounts, fees and ETA."""
-    from routequote.errors import RouteQuoteError
+def _amount_usd(text: str) -> int | float:
+    """The USD notional as the API takes it, parsed as a decimal (an integral value stays an integer)."""
+    from decimal import Decimal, InvalidOperation
 
+    try:
+        d = Decimal(text)
+    except InvalidOperation:
+        console.print(f"[red]amount_usd[/red]: {text!r} is not a number")
+        raise typer.Exit(2) from None
+    if not d.is_finite():
+        console.print("[red]amount_usd[/red]: must be finite")
+        raise typer.Exit(2)
+    return int(d) if d == d.to_integral_value() else float(d)
+
+
+def _intent(source: str, target: str, amount: str) -> dict[str, Any]:
     try:
         fc, ft = source.split(":", 1)
         tc, tt = target.split(":", 1)
     except ValueError:
         console.print("[red]endpoints are chain:TOKEN, e.g. solana:SOL base:USDC[/red]")
         raise typer.Exit(2) from None
-    amount: int | float = int(amount_usd) if float(amount_usd).is_integer() else amount_usd
-    body = {"from_chain": fc, "from_token": ft.upper(), "to_chain": tc, "to_token": tt.upper(), "amount_usd": amount}
-    try:
-        q = asyncio.run(_service().quote_request(body))
-    except RouteQuoteError as exc:
-        console.print(f"[red]{exc.error}[/red] ({exc.reason_class}): {exc.message}")
-        raise typer.Exit(1) from None
+    return {"from_chain": fc.lower(), "from_token": ft.upper(), "to_chain": tc.lower(), "to_token": tt.upper(),
+            "amount_usd": _amount_usd(amount)}  # fmt: skip
+
+
+def _client_error(exc: Exception) -> None:
+    """Print a routequote.client error (never a token: none of them carries one) and exit 1."""
+    from routequote.client import RateLimited, ReapprovalRequired, ResponseInvalid, ServerError
+
+    if isinstance(exc, ReapprovalRequired):
+        console.print(f"[red]reapproval required[/red] ({exc.reason}): {exc.message}", overflow="fold")
+        if exc.funds:
+            console.print(f"funds: {exc.funds.get('amount_base')} base units of {exc.funds.get('endpoint')} "
+                          f"in {exc.funds.get('wallet')} ({exc.funds.get('state')})", overflow="fold")  # fmt: skip
+        if exc.quote_from_here:
+            console.print(f"quote from here: {json.dumps(exc.quote_from_here)}", overflow="fold")
+    elif isinstance(exc, RateLimited):
+        console.print(f"[red]rate limited[/red]: retry after {exc.retry_after} s")
+    elif isinstance(exc, ServerError):
+        console.print(f"[red]{exc.error}[/red] ({exc.reason_class}): {exc.message}", overflow="fold")
+    elif isinstance(exc, ResponseInvalid):
+        console.print(f"[red]response refused[/red]: {exc}", overflow="fold")
+    else:
+        console.print(f"[red]refused[/red]: {exc}", overflow="fold")
+    raise typer.Exit(1)
+
+
+@app.command()
+def quote(
+    source: str = typer.Argument(..., help="chain:TOKEN, e.g. solana:SOL"),
+    target: str = typer.Argument(..., help="chain:TOKEN, e.g. base:USDC"),
+    amount_usd: str = typer.Argument(..., help="USD notional, 1..1000"),
+    url: str = typer.Option(None, "--url", envvar="ROUTEQUOTE_URL", help="Quote a running server (default: in-process)"),
+    base_units: bool = typer.Option(False, "--base-units", help="Show amounts in integer base units"),
+    json_out: bool = typer.Option(False, "--json", help="Print the full quote JSON"),
+    save: Path = typer.Option(None, "--save", help="Also write the quote JSON here (for `session create --quote`)"),
+) -> None:
+    """Quote one route and show its steps, amounts (exact token units), fees and ETA."""
+    from routequote.client import ClientError
+    from routequote.client.render import render_quote
+    from routequote.client.validate import quote_problems
+    from routequote.errors import RouteQuoteError
+
+    body = _intent(source, target, amount_usd)
+    if url:
+        from routequote.client import RouteQuoteClient
+
+        try:
+            with RouteQuoteClient(url) as rq:  # validated: custody flags, chaining, hashes
+                q = rq.quote(source, target, body["amount_usd"]).raw
+        except ClientError as exc:
+            _client_error(exc)
+    else:
+        try:
+            q = asyncio.run(_service().quote_request(body))
+        except RouteQuoteError as exc:
+            console.print(f"[red]{exc.error}[/red] ({exc.reason_class}): {exc.message}")
+            raise typer.Exit(1) from None
+        problems = quote_problems(json.loads(json.dumps(q)), body)
+        if problems:  # the in-process quote is held to the same checks as a served one
+            console.print(f"[red]quote refused[/red]: {'; '.join(problems)}")
+            raise typer.Exit(1)
+    if save is not None:
+        save.write_text(json.dumps(q, indent=1) + "\n")
     if json_out:
         typer.echo(json.dumps(q, indent=2))
         return
-    summary = q["direct_route_summary"]
-    table = Table(title=f"{q['route']['route']}  ${q['intent']['amount_usd']}  ({q['market']['label']})")
-    for col in ("#", "provider", "from", "to", "expected in", "expected out", "minimum out", "fee"):
-        table.add_column(col)
-    for s in summary["steps"]:
-        table.add_row(
-            str(s["index"]), s["provider"], s["from"], s["to"], s["expected_input_base"],
-            s["expected_output_base"], s["minimum_output_base"], "1 bp" if s["service_fee_bps"] else "",
-        )
-    console.print(table)
-    offer, cost = q["offer"], q["cost_summary"]
-    console.print(
-        f"receive ≈ {offer['expected_receive_amount']} {offer['output_symbol']} "
-        f"(min {offer['estimated_min_receive_amount']}), ≈ ${offer['expected_receive_usd']} "
-        f"(min ${offer['estimated_min_receive_usd']})"
-    )
-    console.print(
-        f"cost: expected ${cost['expected_total_cost_usd']} ({cost['expected_total_cost_percent']}%), "
-        f"max ${cost['maximum_total_cost_usd']}; service fee {cost['service_fee']['amount_base']} base units "
-        f"of {cost['service_fee']['token']}; gas unpriced: {', '.join(cost['unpriced_costs'])}"
-    )
-    for f in cost["provider_fee_components"]:
-        console.print(f"  provider fee: step {f['step_index']} {f['provider']} {f['kind']} ≈ ${f['expected_usd']}")
-    eta = q["eta"]["estimated_time_seconds"]
-    console.print(f"ETA: {'unknown (no complete estimate)' if eta is None else f'{eta} s'}; "
-                  f"expires in {q['ttl_seconds']} s; quote_id {q['quote_id']}")
+    render_quote(console, q, base_units=base_units)
+    if save is not None:
+        console.print(f"saved to {save}")
+
+
+@app.command()
+def matrix(
+    amount: str = typer.Option("1000", "--amount", help="USD notional for every cell, 1..1000"),
+    url: str = typer.Option(None, "--url", envvar="ROUTEQUOTE_URL", help="Fill it from a running server (default: in-process)"),
+    concurrency: int = typer.Option(8, help="Quotes in flight at once against --url"),
+    json_out: bool = typer.Option(False, "--json", help="Print the cells as JSON"),
+) -> None:
+    """The 9 x 9 route matrix (72 routes): expected cost in bps and ETA per cell, with a progress bar."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from routequote.client.render import matrix_cell, render_matrix
+    from routequote.core.routes import ROUTES
+
+    value = _amount_usd(amount)
+    cells: dict[str, dict[str, Any]] = {}
+
+    async def fill(progress: Progress, task: Any) -> None:
+        from routequote.client import AsyncRouteQuoteClient, ClientError, ServerError
+        from routequote.errors import RouteQuoteError
+
+        gate = asyncio.Semaphore(max(1, concurrency))
+        client = AsyncRouteQuoteClient(url) if url else None
+        service = None if url else _service()
+
+        async def one(key: str) -> None:
+            src, dst = key.split("->")
+            async with gate:
+                try:
+                    if client is not None:
+                        q = (await client.quote(src, dst, value)).raw
+                    else:
+                        assert service is not None
+                        fc, ft = src.split(":")
+                        tc, tt = dst.split(":")
+                        q = await service.quote_request({"from_chain": fc, "from_token": ft, "to_chain": tc,
+                                                         "to_token": tt, "amount_usd": value})  # fmt: skip
+                    cells[key] = matrix_cell(q)
+                except ServerError as exc:
+                    cells[key] = {"error": exc.reason_class or exc.error}
+                except (ClientError, RouteQuoteError) as exc:
+                    cells[key] = {"error": getattr(exc, "reason_class", None) or type(exc).__name__}
+            progress.advance(task)
+
+        try:
+            await asyncio.gather(*(one(k) for k in ROUTES))
+        finally:
+            if client is not None:
+                await client.aclose()
+
+    with Progress(TextColumn("quoting routes"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=console, transient=True, disable=json_out) as progress:  # fmt: skip
+        task = progress.add_task("matrix", total=len(ROUTES))
+        asyncio.run(fill(progress, task))
+    if json_out:
+        typer.echo(json.dumps({"amount_usd": value, "cells": dict(sorted(cells.items()))}, indent=2))
+        return
+    where = url or "in-process (embedded market)"
+    render_matrix(console, cells, title=f"${value} route matrix from {where}: cost bps / ETA")
+    failed = sum("error" in c for c in cells.values())
+    console.print(f"{len(cells) - failed} of {len(ROUTES)} cells filled")
+
+
+from routequote.client.commands import session_app  # noqa: E402  (typer only; the client loads on use)
+
+app.add_typer(session_app, name="session")
 
 
 @app.command()
