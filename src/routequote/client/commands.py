@@ -1,0 +1,258 @@
+"""`routequote session …`: drive a session on a server. It never signs: it shows what to sign, verified.
+
+State kept by the caller: the token file (created 0600, never printed) and a session file holding the
+session id, the server URL and the verification context (intent, wallets, approval_v3, route summary)
+every later action is checked against. The session file holds no secret."""
+
+from __future__ import annotations
+
+import json
+import stat
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.console import Console
+
+session_app = typer.Typer(help="Drive a session on a server (--url): create, show, next, observe, refresh, cancel. "
+                          "Never signs.")  # fmt: skip
+console = Console()
+SESSION_FILE_VERSION = "routequote-cli-session-v1"
+TOKEN_OPT = typer.Option(Path("routequote-session.token"), "--token-file",
+                         help="Session token file (created 0600 with a fresh token if missing; never printed)")  # fmt: skip
+SESSION_OPT = typer.Option(Path("routequote-session.json"), "--session-file",
+                           help="Where the session id and its verification context are kept (no secret)")  # fmt: skip
+URL_OPT = typer.Option(None, "--url", envvar="ROUTEQUOTE_URL", help="Server base URL (default: the session file's)")
+KEY_OPT = typer.Option(None, "--idempotency-key", help="Reuse a key to retry the same request safely")
+
+
+def _fail(message: str, code: int = 1) -> None:
+    console.print(message, overflow="fold")
+    raise typer.Exit(code)
+
+
+def _client_error(exc: Exception) -> None:
+    from routequote.cli import _client_error as show
+
+    show(exc)
+
+
+def _token(path: Path, *, create: bool) -> Any:
+    from routequote.client.token import SessionToken
+
+    try:
+        if create:
+            token, created = SessionToken.load_or_create(path)
+            if created:
+                console.print(f"created token file {path} (mode 0600); keep it: it is the only key to this session")
+        else:
+            token = SessionToken(path.read_text().strip())
+    except FileNotFoundError:
+        _fail(f"[red]no token file[/red] {path}")
+    except ValueError as exc:
+        _fail(f"[red]token file {path}[/red]: {exc}")
+    mode = stat.S_IMODE(path.stat().st_mode)
+    if mode & 0o077:
+        console.print(f"[yellow]warning[/yellow]: {path} is readable by others (mode {mode:o}); chmod 600 it")
+    return token
+
+
+def _load(session_file: Path, token_file: Path, url: str | None) -> tuple[Any, str]:
+    from routequote.client.token import SessionHandle
+
+    try:
+        doc = json.loads(session_file.read_text())
+    except FileNotFoundError:
+        _fail(f"[red]no session file[/red] {session_file} (run `routequote session create` first)")
+    except ValueError:
+        _fail(f"[red]session file {session_file}[/red] is not JSON")
+    if not isinstance(doc, dict) or doc.get("version") != SESSION_FILE_VERSION:
+        _fail(f"[red]session file {session_file}[/red] is not a {SESSION_FILE_VERSION} file")
+    base = url or doc.get("base_url")
+    if not base:
+        _fail("[red]no server[/red]: pass --url")
+    return SessionHandle(doc["session_id"], _token(token_file, create=False), doc["context"]), base
+
+
+def _show_session(s: Any) -> None:
+    from routequote.client.units import token_amount
+
+    console.print(f"session {s.session_id}  [bold]{s.status}[/bold]  next: {s.next_operation}")
+    console.print(f"route {s.route}: step {s.current_step + 1} of {s.step_count} ({s.phase})")
+    f = s.funds
+    amount = token_amount(f.amount_base, f.endpoint) if f.amount_base is not None else "amount not known yet"
+    console.print(f"funds: {amount} ({f.endpoint}) in {f.wallet}: {f.state}", overflow="fold")
+    console.print(f"  {f.note}", overflow="fold")
+    for st in s.steps:
+        console.print(f"  step {st['index']} {st['provider']} {st['from']} -> {st['to']}: {st['status']}")
+    if s.reapproval:
+        console.print(f"[yellow]reapproval[/yellow] {s.reapproval.get('reason')}: {s.reapproval.get('message')}",
+                      overflow="fold")  # fmt: skip
+    if s.note:
+        console.print(f"note: {s.note}", overflow="fold")
+    if s.current_action is not None:
+        console.print("an action is ready (verified): `routequote session next` shows what to sign")
+
+
+def _show_action(action: Any) -> None:
+    from routequote.client.describe import describe_action
+
+    console.print("[bold]your wallet would be asked to sign[/bold] (routequote never signs):")
+    for line in describe_action(action):
+        console.print(line, overflow="fold", highlight=False)
+    for w in action.warnings:
+        console.print(f"[yellow]warning[/yellow] {w.code}: {w.message}", overflow="fold")
+
+
+def _wallets(items: list[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in items:
+        chain, sep, address = item.partition("=")
+        if not sep or not chain or not address:
+            _fail(f"[red]--wallet[/red] takes chain=address, not {item!r}", 2)
+        out[chain.strip().lower()] = address.strip()
+    return out
+
+
+@session_app.command("create")
+def create_cmd(
+    quote_file: Path = typer.Option(..., "--quote", help="A quote from this server, saved with "
+                                    "`routequote quote --url URL --save FILE` (its quote_id binds the session)"),
+    wallet: list[str] = typer.Option(..., "--wallet", help="chain=public address, once per required chain"),
+    url: str = typer.Option(..., "--url", envvar="ROUTEQUOTE_URL", help="Server base URL"),
+    event_signer: str = typer.Option(None, help="Public key of your fresh event-data keypair (Solana CCTP routes)"),
+    min_output_base: str = typer.Option(None, help="Your own stricter minimum output (base units)"),
+    idempotency_key: str = KEY_OPT,
+    token_file: Path = TOKEN_OPT,
+    session_file: Path = SESSION_OPT,
+    json_out: bool = typer.Option(False, "--json", help="Print the session JSON"),
+) -> None:
+    """Create a session from a saved quote; prints its first action, verified."""
+    from routequote.client import ClientError, RouteQuoteClient, approval_for
+    from routequote.client.models import Quote
+    from routequote.client.validate import quote_problems
+
+    if session_file.exists():
+        _fail(f"[red]{session_file} exists[/red]: one session per file (pass --session-file)")
+    try:
+        raw = json.loads(quote_file.read_text())
+        quote = Quote.from_raw(raw)
+    except (OSError, ValueError) as exc:
+        _fail(f"[red]--quote {quote_file}[/red]: not a readable quote ({str(exc)[:200]})", 2)
+    problems = quote_problems(raw)
+    if problems:
+        _fail(f"[red]quote refused[/red]: {'; '.join(problems)}")
+    token = _token(token_file, create=True)
+    try:
+        approval = approval_for(quote, "session", minimum_output_base=min_output_base, idempotency_key=idempotency_key)
+        with RouteQuoteClient(url) as rq:
+            s = rq.create_session(quote, _wallets(wallet), approval=approval, event_signer_public=event_signer,
+                                  token=token)  # fmt: skip
+    except ClientError as exc:
+        _client_error(exc)
+    doc = {"version": SESSION_FILE_VERSION, "base_url": url, "session_id": s.session_id, "context": s.handle.context}
+    session_file.write_text(json.dumps(doc, indent=1) + "\n")
+    if json_out:
+        typer.echo(json.dumps(s.raw, indent=2))
+        return
+    _show_session(s)
+    console.print(f"session file: {session_file}")
+
+
+@session_app.command("show")
+def show_cmd(
+    view: str = typer.Option("session", help="session, workflow or receipt"),
+    url: str = URL_OPT,
+    token_file: Path = TOKEN_OPT,
+    session_file: Path = SESSION_OPT,
+    json_out: bool = typer.Option(False, "--json", help="Print the view JSON"),
+) -> None:
+    """Show the session (status, funds, steps), its workflow or its receipt."""
+    from routequote.client import ClientError, RouteQuoteClient
+
+    handle, base = _load(session_file, token_file, url)
+    try:
+        with RouteQuoteClient(base) as rq:
+            answer = rq.read_session(handle) if view == "session" else rq.session_view(handle, view)
+    except ClientError as exc:
+        _client_error(exc)
+    except ValueError as exc:
+        _fail(f"[red]--view[/red]: {exc}", 2)
+    if json_out or view != "session":
+        typer.echo(json.dumps(answer.raw, indent=2))
+        return
+    _show_session(answer)
+
+
+@session_app.command("next")
+def next_cmd(
+    url: str = URL_OPT,
+    token_file: Path = TOKEN_OPT,
+    session_file: Path = SESSION_OPT,
+    json_out: bool = typer.Option(False, "--json", help="Print the verified unsigned bundle JSON (for a wallet tool)"),
+) -> None:
+    """The next action, verified, and what your wallet would be asked to sign. Exit 3 when none is ready."""
+    from routequote.client import ClientError, RouteQuoteClient
+
+    handle, base = _load(session_file, token_file, url)
+    try:
+        with RouteQuoteClient(base) as rq:
+            s = rq.read_session(handle)
+    except ClientError as exc:
+        _client_error(exc)
+    if s.current_action is None:
+        console.print(f"no action to sign: status {s.status}, next operation {s.next_operation}")
+        raise typer.Exit(3)
+    if json_out:
+        typer.echo(json.dumps(s.current_action.raw, indent=2))
+        return
+    _show_action(s.current_action)
+
+
+@session_app.command("observe")
+def observe_cmd(
+    tx: list[str] = typer.Option(None, "--tx", help="A transaction hash / signature you submitted (repeatable); "
+                                 "omit to re-check what you named before"),
+    idempotency_key: str = KEY_OPT,
+    url: str = URL_OPT,
+    token_file: Path = TOKEN_OPT,
+    session_file: Path = SESSION_OPT,
+) -> None:
+    """Name what you submitted; the server reads the chain and advances only on verified output."""
+    from routequote.client import ClientError, RouteQuoteClient
+
+    handle, base = _load(session_file, token_file, url)
+    try:
+        with RouteQuoteClient(base) as rq:
+            s = rq.observe(handle, tx or None, idempotency_key=idempotency_key)
+    except ClientError as exc:
+        _client_error(exc)
+    _show_session(s)
+
+
+def _key_only(op: str, idempotency_key: str | None, url: str | None, token_file: Path, session_file: Path) -> None:
+    from routequote.client import ClientError, RouteQuoteClient
+
+    handle, base = _load(session_file, token_file, url)
+    try:
+        with RouteQuoteClient(base) as rq:
+            s = getattr(rq, op)(handle, idempotency_key=idempotency_key)
+    except ClientError as exc:
+        _client_error(exc)
+    _show_session(s)
+
+
+@session_app.command("refresh")
+def refresh_cmd(
+    idempotency_key: str = KEY_OPT, url: str = URL_OPT, token_file: Path = TOKEN_OPT, session_file: Path = SESSION_OPT
+) -> None:
+    """A new action for an expired, unsubmitted step (inside the approved bounds)."""
+    _key_only("refresh", idempotency_key, url, token_file, session_file)
+
+
+@session_app.command("cancel")
+def cancel_cmd(
+    idempotency_key: str = KEY_OPT, url: str = URL_OPT, token_file: Path = TOKEN_OPT, session_file: Path = SESSION_OPT
+) -> None:
+    """Stop the session; prints where the funds are now."""
+    _key_only("cancel", idempotency_key, url, token_file, session_file)
