@@ -39,6 +39,7 @@ from sqlalchemy import (
     MetaData,
     String,
     Table,
+    Text,
     event,
     func,
     select,
@@ -52,6 +53,7 @@ from sqlalchemy.exc import ArgumentError, DBAPIError, IntegrityError, SQLAlchemy
 from sqlalchemy.ext.asyncio import create_async_engine
 from sqlalchemy.types import TypeDecorator
 
+from routequote.core.auth import AccessGrant, LoginChallenge
 from routequote.ports import (
     IdempotencyConflict,
     IdempotentAnswer,
@@ -117,6 +119,34 @@ session_idempotency = Table(
     Column("request_sha256", String(64), nullable=False),
     Column("response", _Json, nullable=False),
     Column("created_at", UtcDateTime, nullable=False, index=True),
+)
+
+
+class _Encoded(str):
+    """A document already encoded (and so validated) by `json_dumps`: the JSON columns store it as is."""
+
+
+def _serialize(value: Any) -> str:
+    return value if isinstance(value, _Encoded) else json_dumps(value)
+
+# v1 wallet login (migration 0002): single-use challenges and wallet-bound access tokens (SHA-256 only)
+login_challenges = Table(
+    "login_challenges", metadata,
+    Column("challenge_id", String(64), primary_key=True),
+    Column("wallet", String(64), nullable=False),
+    Column("message", Text, nullable=False),
+    Column("terms_version", String(160), nullable=False),
+    Column("issued_at", UtcDateTime, nullable=False),
+    Column("expires_at", UtcDateTime, nullable=False, index=True),
+    Column("used_at", UtcDateTime, nullable=True),
+)
+access_tokens = Table(
+    "access_tokens", metadata,
+    Column("token_sha256", String(64), primary_key=True),
+    Column("wallet", String(64), nullable=False, index=True),
+    Column("challenge_id", String(64), nullable=False, unique=True),
+    Column("issued_at", UtcDateTime, nullable=False),
+    Column("expires_at", UtcDateTime, nullable=False, index=True),
 )
 
 
@@ -186,7 +216,7 @@ class SqlSessionStore:
                 max_overflow=pool_size,
                 pool_timeout=connect_timeout + statement_timeout,
                 pool_recycle=1800,
-                json_serializer=json_dumps,
+                json_serializer=_serialize,
                 json_deserializer=json_loads,
                 connect_args={
                     "timeout": connect_timeout,
@@ -206,7 +236,7 @@ class SqlSessionStore:
                 pool_size=pool_size,
                 max_overflow=pool_size,
                 pool_timeout=sqlite_busy_timeout,
-                json_serializer=json_dumps,
+                json_serializer=_serialize,
                 json_deserializer=json_loads,
                 connect_args={"timeout": sqlite_busy_timeout, "check_same_thread": False},
             )
@@ -299,13 +329,14 @@ class SqlSessionStore:
         request_sha256: str, response: dict[str, Any],
     ) -> IdempotentAnswer | None:
         check_create(record, event)
-        json_dumps(record.state), json_dumps(response)  # a document JSON cannot hold is the caller's error
+        # encoded once, here: a document JSON cannot hold is the caller's error (ValueError), before any I/O
+        state_json, response_json = _Encoded(json_dumps(record.state)), _Encoded(json_dumps(response))
 
         def operation(conn: Connection) -> IdempotentAnswer | None:
             inserted = conn.execute(
                 self._insert_ignore(session_idempotency).values(
                     scope=idempotency_scope, key=idempotency_key, request_sha256=request_sha256,
-                    response=response, created_at=event.at,
+                    response=response_json, created_at=event.at,
                 )
             )
             if inserted.rowcount == 0:
@@ -320,7 +351,7 @@ class SqlSessionStore:
                     sessions.insert().values(
                         session_id=record.session_id, token_sha256=record.token_sha256, version=record.version,
                         status=record.status, route=record.route, created_at=record.created_at,
-                        updated_at=record.updated_at, state=record.state,
+                        updated_at=record.updated_at, state=state_json,
                     )
                 )
             except IntegrityError:
@@ -337,23 +368,25 @@ class SqlSessionStore:
         idempotency: tuple[str, str, str, dict[str, Any]] | None = None,
     ) -> bool:
         check_transition(session_id, expected_version, status, event)
-        json_dumps(state), json_dumps(idempotency[3] if idempotency is not None else None)
+        state_json = _Encoded(json_dumps(state))
+        response_json = _Encoded(json_dumps(idempotency[3])) if idempotency is not None else None
 
         def operation(conn: Connection) -> bool:
             updated = conn.execute(
                 update(sessions)
                 .where(sessions.c.session_id == session_id, sessions.c.version == expected_version)
-                .values(version=sessions.c.version + 1, status=status, state=state, updated_at=event.at)
+                .values(version=sessions.c.version + 1, status=status, state=state_json, updated_at=event.at)
             )
             if updated.rowcount != 1:
                 conn.rollback()
                 return False
             conn.execute(session_events.insert().values(**self._event_row(event)))
             if idempotency is not None:
-                scope, key, request_sha256, response = idempotency
+                scope, key, request_sha256, _response = idempotency
                 inserted = conn.execute(
                     self._insert_ignore(session_idempotency).values(
-                        scope=scope, key=key, request_sha256=request_sha256, response=response, created_at=event.at,
+                        scope=scope, key=key, request_sha256=request_sha256, response=response_json,
+                        created_at=event.at,
                     )
                 )
                 if inserted.rowcount == 0:
@@ -412,6 +445,78 @@ class SqlSessionStore:
             return list(rows)
 
         return {status: int(count) for status, count in await self._run(operation, write=False)}
+
+    # ---- v1 wallet login -------------------------------------------------------------------------------
+
+    async def put_challenge(self, challenge: LoginChallenge) -> None:
+        def operation(conn: Connection) -> None:
+            conn.execute(
+                login_challenges.insert().values(
+                    challenge_id=challenge.challenge_id, wallet=challenge.wallet, message=challenge.message,
+                    terms_version=challenge.terms_version, issued_at=challenge.issued_at,
+                    expires_at=challenge.expires_at, used_at=None,
+                )
+            )
+            conn.commit()
+
+        await self._run(operation, write=True)
+
+    async def get_challenge(self, challenge_id: str) -> LoginChallenge | None:
+        def operation(conn: Connection) -> Any:
+            row = conn.execute(select(login_challenges).where(login_challenges.c.challenge_id == challenge_id)).first()
+            conn.rollback()
+            return row
+
+        row = await self._run(operation, write=False)
+        if row is None:
+            return None
+        return LoginChallenge(
+            challenge_id=row.challenge_id, wallet=row.wallet, message=row.message, terms_version=row.terms_version,
+            issued_at=row.issued_at, expires_at=row.expires_at, used_at=row.used_at,
+        )
+
+    async def redeem_challenge(self, challenge_id: str, now: datetime, grant: AccessGrant) -> bool:
+        """Mark the challenge used and store the grant, in one transaction, iff it is unused and unexpired.
+        False (nothing written) when another request redeemed it first or it expired."""
+        utc(now)
+
+        def operation(conn: Connection) -> bool:
+            updated = conn.execute(
+                update(login_challenges)
+                .where(
+                    login_challenges.c.challenge_id == challenge_id,
+                    login_challenges.c.used_at.is_(None),
+                    login_challenges.c.expires_at > now,
+                )
+                .values(used_at=now)
+            )
+            if updated.rowcount != 1:
+                conn.rollback()
+                return False
+            conn.execute(
+                access_tokens.insert().values(
+                    token_sha256=grant.token_sha256, wallet=grant.wallet, challenge_id=grant.challenge_id,
+                    issued_at=grant.issued_at, expires_at=grant.expires_at,
+                )
+            )
+            conn.commit()
+            return True
+
+        return await self._run(operation, write=True)
+
+    async def get_grant(self, token_sha256: str) -> AccessGrant | None:
+        def operation(conn: Connection) -> Any:
+            row = conn.execute(select(access_tokens).where(access_tokens.c.token_sha256 == token_sha256)).first()
+            conn.rollback()
+            return row
+
+        row = await self._run(operation, write=False)
+        if row is None:
+            return None
+        return AccessGrant(
+            token_sha256=row.token_sha256, wallet=row.wallet, challenge_id=row.challenge_id, issued_at=row.issued_at,
+            expires_at=row.expires_at,
+        )
 
     # ---- helpers -------------------------------------------------------------------------------------
 
