@@ -400,3 +400,19 @@ def test_cli_matrix_against_a_server(url: str) -> None:
     assert r.exit_code == 0, r.output
     cells = json.loads(r.output)["cells"]
     assert len(cells) == 72 and all("cost_bps" in c for c in cells.values())
+
+
+def test_example_quote_to_prepare(url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("quote_to_prepare", Path(__file__).parents[2] / "examples" / "quote_to_prepare.py")
+    assert spec is not None and spec.loader is not None
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    wallet = wallets_for(ONE_STEP)["base"]
+    code = example.main(["--url", url, "--route", ONE_STEP, "--amounts", "100", "1000", "--wallet", f"base={wallet}"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert out.count(" ETH, receive ") == 2 and "gets the better rate" in out
+    assert "verify_bundle: 0 error(s)" in out and "your wallet would be asked to sign" in out
+    assert "exactInputSingle: swap 0.0" in out and "Uniswap SwapRouter02" in out

@@ -113,7 +113,8 @@ def describe_action(action: Any) -> list[str]:
         native = f"{chain.value}:ETH"
         for i, tx in enumerate(ua["transactions"]):
             to = tx["to"]
-            label = labels.get(to.lower(), "contract")
+            fee_to = str(ua.get("feeRecipient") or "").lower()
+            label = "service fee recipient" if to.lower() == fee_to else labels.get(to.lower(), "contract")
             lines.append(f"tx {i + 1}/{len(ua['transactions'])} on {chain.value} (chain id {CHAINS[chain].chain_id}) "
                          f"from {tx['from']}")  # fmt: skip
             lines.append(f"  to {label} {to}, value {token_amount(int(tx['value']), native)}")
