@@ -15,6 +15,7 @@ Concurrency: two server processes over the same SQLite file observe one step at 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
@@ -42,6 +43,7 @@ from _sessions import (
     server_process,
 )
 from eth_account import Account
+from tests.support.postgres import require_postgres, temporary_database
 from tests.support.server import free_port, running_server
 
 from routequote.app import create_app
@@ -100,8 +102,13 @@ def local_deployments(chains: dict[int, AnvilChain]) -> dict[Chain, EvmDeploymen
     }  # fmt: skip
 
 
-@pytest.fixture(scope="module")
-def world(anvil_factory: Callable[[int], AnvilChain], tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
+@pytest.fixture(scope="module", params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def world(
+    request: pytest.FixtureRequest, anvil_factory: Callable[[int], AnvilChain], tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[World]:
+    """The whole module runs once per session store: an SQLite file, then a fresh PostgreSQL database."""
+    if request.param == "postgresql":
+        require_postgres()
     try:
         standins = compile_standins()
     except ToolchainUnavailable as e:
@@ -111,7 +118,12 @@ def world(anvil_factory: Callable[[int], AnvilChain], tmp_path_factory: pytest.T
         deploy_all(chain)
     snaps = {cid: c.snapshot() for cid, c in chains.items()}  # this module leaves nothing behind
     tmp = tmp_path_factory.mktemp("sessions-e2e")
+    database = contextlib.ExitStack()
     try:
+        database_url = (
+            database.enter_context(temporary_database()) if request.param == "postgresql"
+            else f"sqlite+aiosqlite:///{tmp / 'sessions.sqlite3'}"
+        )  # fmt: skip
         deploy_cctp_pair(standins, chains[ARBITRUM], chains[BASE])
         deployments = local_deployments(chains)
         with FakeIris().running() as iris:
@@ -122,7 +134,7 @@ def world(anvil_factory: Callable[[int], AnvilChain], tmp_path_factory: pytest.T
                 "rpc_url_robinhood": chains[ROBINHOOD].url,
                 "iris_url": iris.url,
                 "finality_confirmations": "base=1,arbitrum=1,robinhood=1",
-                "database_url": f"sqlite+aiosqlite:///{tmp / 'sessions.sqlite3'}",
+                "database_url": database_url,
                 "dev_signing_key_path": "",
             }
             port = free_port()
@@ -134,6 +146,7 @@ def world(anvil_factory: Callable[[int], AnvilChain], tmp_path_factory: pytest.T
     finally:
         for cid, chain in chains.items():
             chain.revert(snaps[cid])
+        database.close()
 
 
 @pytest.fixture

@@ -4,14 +4,17 @@ refusal changes nothing (the session version and status are read back)."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
-import os
+import contextlib
+import hashlib
 import secrets
 from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
+from tests.support.postgres import require_postgres, temporary_database
 from tests.support.server import free_port, running_server
 from tests.unit.actions.support import START, approval_for, intent_for, wallets_for
 
@@ -57,16 +60,46 @@ class Api:
         return self.http.post(f"/v2/session/{sid}/{op}", json=body, headers={SESSION_HEADER: token})
 
 
-@pytest.fixture(scope="module")
-def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Api]:
+@pytest.fixture(scope="module", params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def api(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Api]:
+    """The module runs once on an SQLite file and once on a fresh PostgreSQL database."""
     clock = FixedClock(START)
     port = free_port()
     db = tmp_path_factory.mktemp("sessions") / "s.sqlite3"
-    app = create_app(Settings(rate_limit="off", port=port, database_url=f"sqlite+aiosqlite:///{db}"), clock=clock)
-    with running_server(app, port) as url:
-        a = Api(url, clock)
-        a.db_path = db  # type: ignore[attr-defined]
-        yield a
+    with contextlib.ExitStack() as stack:
+        if request.param == "postgresql":
+            require_postgres()
+            url = stack.enter_context(temporary_database())
+        else:
+            url = f"sqlite+aiosqlite:///{db}"
+        app = create_app(Settings(rate_limit="off", port=port, database_url=url), clock=clock)
+        with running_server(app, port) as base:
+            a = Api(base, clock)
+            a.db_path = db if request.param == "sqlite" else None  # type: ignore[attr-defined]
+            a.db_url = url  # type: ignore[attr-defined]
+            yield a
+
+
+def database_bytes(api: Api) -> bytes:
+    """Everything the session database holds, as bytes: the SQLite files, or every PostgreSQL row as text."""
+    if api.db_path is not None:  # type: ignore[attr-defined]
+        db = api.db_path  # type: ignore[attr-defined]
+        return b"".join(p.read_bytes() for p in db.parent.iterdir() if p.is_file())
+
+    async def dump() -> bytes:
+        import asyncpg  # type: ignore[import-untyped]
+
+        conn = await asyncpg.connect(api.db_url.replace("+asyncpg", ""))  # type: ignore[attr-defined]
+        try:
+            out = []
+            for table in ("sessions", "session_events", "session_idempotency"):
+                rows = await conn.fetch(f"SELECT row_to_json(t)::text AS j FROM {table} t")
+                out += [r["j"] for r in rows]
+            return "\n".join(out).encode()
+        finally:
+            await conn.close()
+
+    return asyncio.run(dump())
 
 
 def created(api: Api, route: str = ONE_STEP) -> tuple[str, str, dict[str, Any], dict[str, Any]]:
@@ -220,13 +253,12 @@ def test_bad_observe_bodies_are_400_and_change_nothing(api: Api) -> None:
 
 
 def test_the_database_holds_no_raw_token(api: Api) -> None:
-    tokens = [created(api)[1] for _ in range(3)]
-    db = api.db_path  # type: ignore[attr-defined]
-    blob = b"".join(p.read_bytes() for p in db.parent.iterdir() if p.is_file())
-    assert blob, "the session database file exists"
-    for t in tokens:
-        assert t.encode() not in blob
-    assert os.path.getsize(db) > 0
+    made = [created(api) for _ in range(3)]
+    blob = database_bytes(api)
+    for sid, token, _, _ in made:
+        assert sid.encode() in blob  # the sessions are there (the search would find a token if one were)
+        assert token.encode() not in blob
+        assert hashlib.sha256(token.encode()).hexdigest().encode() in blob  # only its SHA-256
 
 
 def test_capabilities_publish_session_readiness(api: Api) -> None:
