@@ -1,0 +1,515 @@
+// Route explorer. Reads /v2/capabilities and /v2/status once, then fills the route matrix with one
+// POST /v2/quote per directed route, six at a time. Token amounts are shown exactly: base-unit decimal
+// strings are divided by 10^decimals with BigInt, never through floating point.
+"use strict";
+
+const CONCURRENCY = 6;
+const HEAT_BPS = [5, 10, 20, 50, 100, 200]; // bucket edges of the heat colours (see the legend)
+const MAX_TRIES = 5; // per request, counting retries after a 429
+
+const state = {
+  caps: null,
+  status: null,
+  endpoints: [], // "chain:TOKEN", in the server's order
+  decimals: new Map(), // endpoint -> decimals
+  prepareWhy: new Map(), // route -> reason it cannot be prepared now
+  sessionWhy: new Map(), // route -> reason it cannot run as a session
+  results: new Map(), // route -> {ok, status, data, receivedAt}
+  amountText: "",
+  fill: 0, // generation of the current fill; a new fill or an error abandons the old one
+  pausedUntil: 0, // after a 429: no request before this time (ms)
+  pauseMessage: "",
+  selected: null,
+};
+
+// ---- small helpers -------------------------------------------------------------------------------
+
+function h(tag, props = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(props)) {
+    if (value === undefined || value === null || value === false) continue;
+    if (key === "class") node.className = value;
+    else if (key === "text") node.textContent = value;
+    else if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
+    else node.setAttribute(key, value === true ? "" : value);
+  }
+  for (const child of children.flat(Infinity)) {
+    if (child !== null && child !== undefined && child !== false) node.append(child);
+  }
+  return node;
+}
+
+/** Replace a node's children; nested arrays are flattened and null / undefined / false skipped. */
+function setChildren(node, ...children) {
+  node.replaceChildren(...children.flat(Infinity).filter((c) => c !== null && c !== undefined && c !== false));
+}
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+const symbolOf = (endpoint) => endpoint.split(":")[1];
+const chainOf = (endpoint) => endpoint.split(":")[0];
+const routeKey = (from, to) => `${from}->${to}`;
+
+/** Exact token units from a base-unit decimal string: "319904091568617077", 18 -> "0.319904091568617077". */
+function formatUnits(base, decimals) {
+  const text = String(base);
+  if (!/^\d+$/.test(text) || !Number.isInteger(decimals)) return "?";
+  const digits = BigInt(text).toString().padStart(decimals + 1, "0");
+  const whole = digits.slice(0, digits.length - decimals).replace(/\B(?=(\d{3})+(?!\d))/g, ",");
+  const fraction = digits.slice(digits.length - decimals).replace(/0+$/, "");
+  return fraction ? `${whole}.${fraction}` : whole;
+}
+
+/** "1.234 ETH" for a base-unit string of an endpoint ("base:ETH"). */
+function amount(base, endpoint) {
+  return `${formatUnits(base, state.decimals.get(endpoint))} ${symbolOf(endpoint)}`;
+}
+
+const usd = (value) => (typeof value === "number" ? `≈ $${value.toFixed(2)}` : "");
+
+function duration(seconds) {
+  if (typeof seconds !== "number") return "no ETA";
+  if (seconds < 120) return `${seconds} s`;
+  return `${Math.floor(seconds / 60)} min ${seconds % 60} s`;
+}
+
+function costBps(quote) {
+  const percent = quote.cost_summary && quote.cost_summary.expected_total_cost_percent;
+  return typeof percent === "number" ? percent * 100 : null;
+}
+
+function heat(bps) {
+  const bucket = HEAT_BPS.findIndex((edge) => bps < edge);
+  return `heat-${bucket === -1 ? HEAT_BPS.length : bucket}`;
+}
+
+// ---- HTTP: one place for JSON calls, 429 handling included -----------------------------------------
+
+async function call(method, path, body) {
+  for (let attempt = 1; ; attempt += 1) {
+    while (Date.now() < state.pausedUntil) await sleep(Math.min(500, state.pausedUntil - Date.now()));
+    let response;
+    try {
+      const init = body === undefined ? { method } : { method, body, headers: { "content-type": "application/json" } };
+      response = await fetch(path, init);
+    } catch (error) {
+      return { ok: false, status: 0, data: { message: `network error: ${error.message}` } };
+    }
+    let data = null;
+    try {
+      data = await response.json();
+    } catch {
+      data = { message: `HTTP ${response.status} (no JSON body)` };
+    }
+    if (response.status === 429 && attempt < MAX_TRIES) {
+      const wait = Math.max(1, parseInt(response.headers.get("retry-after") || "5", 10) || 5);
+      state.pausedUntil = Math.max(state.pausedUntil, Date.now() + wait * 1000);
+      state.pauseMessage = (data && data.message) || "rate limit exceeded";
+      tick();
+      continue;
+    }
+    return { ok: response.ok, status: response.status, data, receivedAt: Date.now() };
+  }
+}
+
+/** The JSON body of a quote request. A number-shaped amount goes as the number typed (the server judges
+ * it, exactly as written); anything else goes as a string, and the server says why it is refused. */
+function quoteBody(from, to, amountText) {
+  const jsonNumber = /^-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?$/.test(amountText);
+  return JSON.stringify({
+    from_chain: chainOf(from), from_token: symbolOf(from), to_chain: chainOf(to), to_token: symbolOf(to),
+    amount_usd: "__AMOUNT__",
+  }).replace('"__AMOUNT__"', jsonNumber ? amountText : JSON.stringify(amountText));
+}
+
+const requestQuote = (from, to) => call("POST", "/v2/quote", quoteBody(from, to, state.amountText));
+
+// ---- overview: capabilities, status, prepare and session readiness ---------------------------------
+
+function groupByReason(entries) {
+  const groups = new Map();
+  for (const entry of entries) {
+    const why = (entry.details && entry.details[0]) || entry.reason || "unknown reason";
+    if (!groups.has(why)) groups.set(why, []);
+    groups.get(why).push(entry.route);
+  }
+  return groups;
+}
+
+function reasonList(title, entries) {
+  if (!entries.length) return null;
+  const items = [...groupByReason(entries)].map(([why, routes]) =>
+    h("li", {}, h("p", { class: "why", text: why }), h("p", { class: "routes", text: routes.join(", ") })));
+  return h("details", { class: "reasons" }, h("summary", { text: title }), h("ul", {}, items));
+}
+
+function renderOverview() {
+  const { caps, status } = state;
+  const total = caps.directed_conversion_routes;
+  const market = status.market || {};
+  const health = status.route_health || {};
+  const prepareBlocked = caps.temporarily_unavailable_routes || [];
+  const sessions = caps.sessions || {};
+  const sessionBlocked = sessions.unavailable_routes || [];
+  const fact = (term, ...value) => [h("dt", { text: term }), h("dd", {}, ...value)];
+  const sources = (market.sources || []).map((s) =>
+    h("li", { class: s.ok ? "ok" : "bad" },
+      `${s.name}: ${s.ok ? "ok" : "failing"}${s.reason ? ` (${s.reason})` : ""}${s.checked_at ? `, checked ${s.checked_at}` : ""}`));
+  const overview = document.getElementById("overview");
+  setChildren(overview,
+    h("dl", { class: "facts" },
+      fact("Service", `${caps.status} · API ${caps.version}`),
+      fact("Signing", caps.server_signing === false && caps.server_submission === false
+        ? "never signs, never submits" : "UNEXPECTED: server flags not false"),
+      fact("Market", h("span", { class: `badge ${market.healthy ? "ok" : "bad"}`,
+        text: `${market.source || "?"} · ${market.healthy ? "healthy" : "unhealthy"}` }), h("ul", { class: "sources" }, sources)),
+      fact("Quotable", `${health.quotable_routes ?? "?"} / ${total} routes`),
+      fact("Prepare-ready", `${caps.currently_prepare_ready_routes} / ${total} routes now`),
+      fact("Session-ready", `${sessions.session_ready_routes ?? 0} / ${total} routes`),
+      fact("Amounts", `USD ${caps.amount_usd.minimum}–${caps.amount_usd.maximum}; service fee ${caps.service_fee.bps} bp;` +
+        ` quotes live ${caps.action_lifetime.quote_ttl_seconds} s`),
+    ),
+    reasonList(`${prepareBlocked.length} routes cannot be prepared now: why`, prepareBlocked),
+    reasonList(`${sessionBlocked.length} routes cannot run as a session: why`, sessionBlocked),
+  );
+}
+
+// ---- the matrix ----------------------------------------------------------------------------------
+
+const cellOf = (route) => document.querySelector(`#matrix button[data-route="${CSS.escape(route)}"]`);
+
+function buildMatrix() {
+  const table = document.getElementById("matrix");
+  const heading = (endpoint, scope) => h("th", { scope },
+    h("span", { class: "chain", text: chainOf(endpoint) }), h("span", { class: "token", text: symbolOf(endpoint) }));
+  const head = h("thead", {}, h("tr", {}, h("th", { scope: "col", class: "corner", text: "from \\ to" }),
+    state.endpoints.map((to) => heading(to, "col"))));
+  const rows = state.endpoints.map((from, r) => h("tr", {}, heading(from, "row"),
+    state.endpoints.map((to, c) => {
+      const same = from === to;
+      const route = routeKey(from, to);
+      return h("td", {}, h("button", {
+        type: "button", class: same ? "cell diagonal" : "cell", "data-route": same ? null : route,
+        "data-r": r, "data-c": c, tabindex: r === 0 && c === 1 ? "0" : "-1",
+        "aria-disabled": same ? "true" : null, "aria-label": same ? `${from} to itself: not a route` : null,
+      }, same ? h("span", { class: "cost", text: "n/a" }) : []));
+    })));
+  table.append(head, h("tbody", {}, rows));
+  table.addEventListener("click", (event) => {
+    const cell = event.target.closest("button.cell");
+    if (cell && cell.dataset.route) select(cell.dataset.route, cell);
+  });
+  table.addEventListener("keydown", onMatrixKey);
+}
+
+function onMatrixKey(event) {
+  const cell = event.target.closest("button.cell");
+  if (!cell) return;
+  const n = state.endpoints.length;
+  let r = Number(cell.dataset.r);
+  let c = Number(cell.dataset.c);
+  const moves = { ArrowUp: [-1, 0], ArrowDown: [1, 0], ArrowLeft: [0, -1], ArrowRight: [0, 1] };
+  if (moves[event.key]) {
+    r = Math.min(n - 1, Math.max(0, r + moves[event.key][0]));
+    c = Math.min(n - 1, Math.max(0, c + moves[event.key][1]));
+  } else if (event.key === "Home") c = 0;
+  else if (event.key === "End") c = n - 1;
+  else return;
+  event.preventDefault();
+  focusCell(document.querySelector(`#matrix button[data-r="${r}"][data-c="${c}"]`));
+}
+
+function focusCell(cell) {
+  for (const other of document.querySelectorAll("#matrix button.cell[tabindex='0']")) other.tabIndex = -1;
+  cell.tabIndex = 0;
+  cell.focus();
+}
+
+function paintCell(route) {
+  const cell = cellOf(route);
+  const result = state.results.get(route);
+  cell.className = "cell";
+  if (state.prepareWhy.has(route)) cell.classList.add("no-prepare");
+  if (route === state.selected) cell.classList.add("selected");
+  const label = route.replace("->", " to ");
+  if (!result) {
+    setChildren(cell, h("span", { class: "pending", text: "…" }));
+    cell.setAttribute("aria-label", `${label}: not quoted yet`);
+    return;
+  }
+  if (!result.ok) {
+    cell.classList.add("failed");
+    const message = (result.data && (result.data.message || result.data.reason_class)) || `HTTP ${result.status}`;
+    setChildren(cell, h("span", { class: "cost", text: result.status ? String(result.status) : "error" }),
+      h("span", { class: "eta", text: "no quote" }));
+    cell.title = message;
+    cell.setAttribute("aria-label", `${label}: no quote (${message})`);
+    return;
+  }
+  const quote = result.data;
+  const bps = costBps(quote);
+  const eta = duration(quote.offer && quote.offer.estimated_time_seconds);
+  cell.classList.add(bps === null ? "failed" : heat(bps));
+  const costText = bps === null ? "? bps" : `${bps.toFixed(1)} bps`;
+  setChildren(cell, h("span", { class: "cost", text: costText }), h("span", { class: "eta", text: eta }));
+  if (state.prepareWhy.has(route)) cell.append(h("span", { class: "mark-noprep", "aria-hidden": "true", text: "⊘" }));
+  cell.title = `${label}: ${costText}, ${eta}`;
+  cell.setAttribute("aria-label", `${label}: expected cost ${costText}, ETA ${eta}` +
+    (state.prepareWhy.has(route) ? ", cannot be prepared now" : ""));
+}
+
+function progress(done, failed, note) {
+  document.getElementById("progress").value = done;
+  const total = state.caps.directed_conversion_routes;
+  const text = note || `${done} / ${total} routes quoted${failed ? ` (${failed} without a quote)` : ""}`;
+  document.getElementById("progress-text").textContent = text;
+}
+
+function showError(message) {
+  const box = document.getElementById("error");
+  box.textContent = message;
+  box.hidden = !message;
+}
+
+async function fill() {
+  const generation = ++state.fill;
+  const queue = [];
+  for (const from of state.endpoints) for (const to of state.endpoints) if (from !== to) queue.push([from, to]);
+  state.results.clear();
+  state.selected = null;
+  const panel = document.getElementById("quote");
+  delete panel.dataset.expiresAt;
+  panel.classList.remove("expired");
+  setChildren(panel, h("h2", { id: "quote-title", text: "Quote" }),
+    h("p", { class: "muted", text: "Select a cell of the matrix to see its quote." }));
+  for (const [from, to] of queue) paintCell(routeKey(from, to));
+  showError("");
+  let done = 0;
+  let failed = 0;
+  progress(0, 0, `0 / ${queue.length} routes quoted`);
+  const worker = async () => {
+    while (queue.length && generation === state.fill) {
+      const [from, to] = queue.shift();
+      const result = await requestQuote(from, to);
+      if (generation !== state.fill) return;
+      if (result.status === 400) { // the request itself is refused (e.g. the amount): same for every route
+        state.fill += 1;
+        showError(`The server refused amount ${JSON.stringify(state.amountText)}: ` +
+          `${(result.data && result.data.message) || "invalid request"}` +
+          `${result.data && result.data.reason_class ? ` (${result.data.reason_class})` : ""}`);
+        progress(done, failed, `Stopped at ${done} / ${state.caps.directed_conversion_routes}: the amount was refused.`);
+        return;
+      }
+      const route = routeKey(from, to);
+      state.results.set(route, result);
+      done += 1;
+      if (!result.ok) failed += 1;
+      paintCell(route);
+      progress(done, failed);
+    }
+  };
+  await Promise.all(Array.from({ length: CONCURRENCY }, worker));
+  if (generation === state.fill) document.getElementById("matrix").dataset.filled = String(done);
+}
+
+// ---- the quote panel -----------------------------------------------------------------------------
+
+function select(route, cell) {
+  const previous = state.selected;
+  state.selected = route;
+  if (previous && previous !== route) paintCell(previous);
+  paintCell(route);
+  if (cell) focusCell(cell);
+  renderQuote();
+}
+
+async function refreshSelected() {
+  const route = state.selected;
+  const [from, to] = route.split("->");
+  document.getElementById("ttl").textContent = "fetching a fresh quote…";
+  const result = await requestQuote(from, to);
+  if (result.status === 400) {
+    showError(`The server refused amount ${JSON.stringify(state.amountText)}: ${result.data && result.data.message}`);
+    return;
+  }
+  state.results.set(route, result);
+  paintCell(route);
+  if (state.selected === route) renderQuote();
+}
+
+function readiness(route, quote) {
+  const prepare = state.prepareWhy.get(route);
+  const session = state.sessionWhy.get(route);
+  const modes = quote && quote.continuation_v3 ? quote.continuation_v3.allowed_modes.join(", ") : "?";
+  const line = (label, why, yes) => h("li", { class: why ? "bad" : "ok" },
+    h("strong", { text: `${label}: ` }), why ? `not available: ${why}` : yes);
+  return h("ul", { class: "readiness" },
+    line("Prepare", prepare, `ready (allowed modes: ${modes})`),
+    line("Session", session, "ready"));
+}
+
+function stepPath(quote) {
+  const summary = quote.direct_route_summary;
+  const perStep = (quote.eta && quote.eta.per_step_seconds) || [];
+  const fee = quote.cost_summary.service_fee || {};
+  const boxes = summary.steps.map((step, i) => {
+    const isFee = step.index === summary.fee_collection_step_index;
+    const chains = chainOf(step.from) === chainOf(step.to) ? chainOf(step.from) : `${chainOf(step.from)} → ${chainOf(step.to)}`;
+    return [
+      i ? h("li", { class: "arrow", "aria-hidden": "true", text: "→" }) : null,
+      h("li", { class: isFee ? "step fee-step" : "step", "data-step": step.index },
+        h("p", { class: "step-head" }, h("span", { class: "step-no", text: `${step.index + 1}` }),
+          ` ${step.action} · `, h("strong", { text: step.provider })),
+        h("p", { class: "step-chain", text: chains }),
+        h("p", {}, h("span", { class: "k", text: "in " }), amount(step.expected_input_base, step.from)),
+        h("p", {}, h("span", { class: "k", text: "out " }), amount(step.expected_output_base, step.to)),
+        h("p", { class: "muted" }, h("span", { class: "k", text: "min " }), amount(step.minimum_output_base, step.to)),
+        h("p", { class: "muted", text: typeof perStep[i] === "number" ? `~${duration(perStep[i])}` : "time not modelled" }),
+        isFee ? h("p", { class: "fee-badge", text: `fee step · ${fee.bps} bp = ${amount(fee.amount_base, fee.token)}` }) : null),
+    ];
+  });
+  return h("ol", { class: "path", "aria-label": "Step path, left to right" }, boxes);
+}
+
+function feeBar(quote) {
+  const cost = quote.cost_summary;
+  const parts = cost.provider_fee_components.map((c) => ({
+    label: `${c.provider} ${c.kind.replaceAll("_", " ")}`, usd: c.expected_usd,
+    text: `${amount(c.amount_base, c.token)} (max ${amount(c.maximum_amount_base, c.token)})`,
+  }));
+  const fee = cost.service_fee;
+  parts.push({ label: `routequote service fee (${fee.bps} bp)`, usd: fee.estimated_usd, text: amount(fee.amount_base, fee.token), service: true });
+  const listed = parts.reduce((sum, p) => sum + p.usd, 0);
+  const rest = cost.expected_total_cost_usd - listed;
+  if (rest > 0.000001) parts.push({ label: "price impact and rounding", usd: rest, text: "not a fee" });
+  const total = parts.reduce((sum, p) => sum + p.usd, 0) || 1;
+  const bar = h("div", { class: "bar", role: "img", "aria-label": "Fee components as shares of the expected cost" });
+  const legend = h("ol", { class: "bar-legend" });
+  parts.forEach((p, i) => {
+    const segment = h("span", { class: `seg seg-${i % 6}${p.service ? " seg-service" : ""}` });
+    segment.style.width = `${(100 * p.usd) / total}%`; // CSSOM, allowed by the page's CSP
+    bar.append(segment);
+    legend.append(h("li", {}, h("span", { class: `swatch seg-${i % 6}` }), h("strong", { text: p.label }), `: ${p.text} ${usd(p.usd)}`));
+  });
+  return [h("p", {}, `Expected cost ${usd(cost.expected_total_cost_usd)} (${(cost.expected_total_cost_percent * 100).toFixed(1)} bps),` +
+    ` at most ${usd(cost.maximum_total_cost_usd)} (${(cost.maximum_total_cost_percent * 100).toFixed(1)} bps).`), bar, legend];
+}
+
+function unpriced(quote) {
+  const cost = quote.cost_summary;
+  const gas = (cost.network_gas || []).filter((g) => g.priced === false).map((g) =>
+    h("li", {}, h("strong", { text: g.chain }), `: ${g.estimated_units.toLocaleString("en-US")} ${g.unit.replaceAll("_", " ")}`,
+      ` (${g.actions.join(", ")}) — `, h("em", { text: "unpriced" })));
+  const others = (cost.unpriced_costs || []).filter((c) => !c.startsWith("network_gas:")).map((c) =>
+    h("li", {}, h("strong", { text: c.replaceAll("_", " ") }), " — ", h("em", { text: "unpriced" })));
+  if (!gas.length && !others.length) return h("p", { text: "Every cost is priced." });
+  return h("ul", { class: "unpriced" }, gas, others);
+}
+
+function sourceLabel(quote) {
+  const market = quote.market || {};
+  const kind = market.live ? "live" : "embedded snapshot";
+  return h("p", { class: `source ${market.live ? "live" : "snapshot"}`, id: "data-source" },
+    h("span", { class: "badge", text: `${kind}${market.data_as_of ? ` · ${market.data_as_of}` : ""}` }), " ",
+    market.label || "no data-source label in this quote");
+}
+
+function renderQuote() {
+  const panel = document.getElementById("quote");
+  const route = state.selected;
+  const result = state.results.get(route);
+  const title = h("h2", { id: "quote-title", text: route.replace("->", " → ") });
+  panel.classList.remove("expired");
+  panel.dataset.route = route;
+  if (!result) {
+    setChildren(panel, title, h("p", { class: "muted", text: "Not quoted yet." }), readiness(route, null));
+    return;
+  }
+  if (!result.ok) {
+    const data = result.data || {};
+    setChildren(panel, title, h("p", { class: "error", text: `No quote (HTTP ${result.status}): ${data.message || data.reason_class || ""}` }),
+      h("button", { type: "button", onclick: refreshSelected, text: "Try again" }), readiness(route, null));
+    return;
+  }
+  const quote = result.data;
+  const offer = quote.offer;
+  const ttlMs = Date.parse(quote.expires_at) - Date.parse(quote.as_of); // server's own TTL; local clock only counts
+  panel.dataset.expiresAt = String(result.receivedAt + ttlMs);
+  const to = quote.intent.to;
+  setChildren(panel,
+    title,
+    sourceLabel(quote),
+    h("p", { class: "ttl-line" }, h("span", { id: "ttl", class: "ttl" }), " ",
+      h("button", { type: "button", id: "fresh-quote", onclick: refreshSelected, text: "Fresh quote" })),
+    h("p", { class: "muted", text: `quote ${quote.quote_id} · ${quote.selection_status.replaceAll("_", " ")} — compare; never auto-select` }),
+    h("h3", { text: "Steps" }),
+    stepPath(quote),
+    h("h3", { text: "Receive" }),
+    h("dl", { class: "receive" },
+      h("dt", { text: "Expected" }), h("dd", { id: "expected-receive" }, amount(offer.expected_output_base, to), ` ${usd(offer.expected_receive_usd)}`),
+      h("dt", { text: "Minimum" }), h("dd", { id: "minimum-receive" }, amount(offer.minimum_output_base, to), ` ${usd(offer.estimated_min_receive_usd)}`),
+      h("dt", { text: "ETA" }), h("dd", { text: quote.eta && !quote.eta.complete_route_estimate && quote.eta.note
+        ? `none: ${quote.eta.note}` : duration(offer.estimated_time_seconds) })),
+    h("h3", { text: "Fees" }),
+    ...feeBar(quote),
+    h("h3", { text: "Not priced" }),
+    unpriced(quote),
+    quote.cost_summary.warning ? h("p", { class: "warning", text: quote.cost_summary.warning }) : null,
+    h("h3", { text: "Readiness" }),
+    readiness(route, quote),
+  );
+  tick();
+}
+
+// ---- one ticker: TTL countdown and the rate-limit notice ---------------------------------------------
+
+function tick() {
+  const now = Date.now();
+  const notice = document.getElementById("notice");
+  const paused = now < state.pausedUntil;
+  notice.hidden = !paused;
+  if (paused) {
+    notice.textContent = `Rate limited by the server (${state.pauseMessage}); retrying in ${Math.ceil((state.pausedUntil - now) / 1000)} s.`;
+  }
+  const panel = document.getElementById("quote");
+  const ttl = document.getElementById("ttl");
+  if (!ttl || !panel.dataset.expiresAt) return;
+  const left = Math.ceil((Number(panel.dataset.expiresAt) - now) / 1000);
+  const text = left > 0 ? `expires in ${left} s` : "expired — fetch a fresh quote before using it";
+  if (ttl.textContent !== text) ttl.textContent = text;
+  panel.classList.toggle("expired", left <= 0);
+}
+
+// ---- start ---------------------------------------------------------------------------------------
+
+async function start() {
+  const [caps, status] = await Promise.all([call("GET", "/v2/capabilities"), call("GET", "/v2/status")]);
+  if (!caps.ok || !status.ok) {
+    const failed = caps.ok ? status : caps;
+    showError(`Could not read the service (HTTP ${failed.status}): ${(failed.data && failed.data.message) || ""}`);
+    return;
+  }
+  state.caps = caps.data;
+  state.status = status.data;
+  state.endpoints = caps.data.asset_endpoints.map((e) => `${e.chain}:${e.token}`);
+  for (const detail of caps.data.asset_details) state.decimals.set(detail.endpoint, detail.decimals);
+  for (const [route, why] of groupByRoute(caps.data.temporarily_unavailable_routes || [])) state.prepareWhy.set(route, why);
+  for (const [route, why] of groupByRoute((caps.data.sessions || {}).unavailable_routes || [])) state.sessionWhy.set(route, why);
+  document.getElementById("progress").max = caps.data.directed_conversion_routes;
+  renderOverview();
+  buildMatrix();
+  const form = document.getElementById("amount-form");
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    state.amountText = document.getElementById("amount").value.trim();
+    fill();
+  });
+  setInterval(tick, 250);
+  state.amountText = document.getElementById("amount").value.trim();
+  fill();
+}
+
+function groupByRoute(entries) {
+  return entries.map((e) => [e.route, (e.details && e.details[0]) || e.reason || "unavailable"]);
+}
+
+document.addEventListener("DOMContentLoaded", start);
