@@ -22,15 +22,18 @@ from routequote.discovery import Discovery, load_signing_key
 from routequote.logging import configure_logging
 from routequote.market.snapshot import EmbeddedSnapshot
 from routequote.metrics import Metrics, MetricsMiddleware
+from routequote.observability import RequestContextMiddleware, setup_tracing
 from routequote.ports import Clock, IdempotencyStore, IdFactory, MarketData, QuoteStore, SessionStore
 from routequote.prepare import PrepareService
 from routequote.ratelimit import RateLimiter
 from routequote.service import RouteQuoteService, ServiceConfig
 from routequote.sessions import SessionConfig, SessionService
 from routequote.storage.quotes import MemoryIdempotencyStore, MemoryQuoteStore
-from routequote.surfaces import rest_prepare, rest_session, rest_v1, rest_v2, web, well_known
+from routequote.surfaces import rest_prepare, rest_session, rest_v1, rest_v2, well_known
 from routequote.surfaces.a2a_agent import mount_a2a
 from routequote.surfaces.errors import json_response
+from routequote.surfaces.health import Probes
+from routequote.surfaces.health import router as health_router
 from routequote.surfaces.input_guard import InputGuard, TransportLimits
 from routequote.surfaces.mcp_tools import mount_mcp
 
@@ -114,6 +117,13 @@ def build_sessions(settings: Settings, prepare: PrepareService, store: SessionSt
     return sessions
 
 
+def _async(close: Callable[[], Any]) -> Callable[[], Any]:
+    async def run() -> None:
+        close()
+
+    return run
+
+
 @contextlib.asynccontextmanager
 async def _closing(close: Callable[[], Any]) -> AsyncIterator[None]:
     try:
@@ -133,7 +143,13 @@ def create_app(
 ) -> FastAPI:
     """`deployments` overrides contract addresses per chain (tests point the builders at local chains)."""
     settings = settings or Settings()
+    from routequote.config_check import ConfigurationError, problems
+
+    found = problems(settings)
+    if found:  # every bad setting at once, one line each (`routequote serve` prints them and exits 2)
+        raise ConfigurationError(found)
     configure_logging(settings.log_level)
+    tracing = setup_tracing(settings.otel_exporter, settings.otel_service_name, __version__)  # None when off
     clock = clock or SystemClock()
     stores = build_stores(settings)
     service = RouteQuoteService(
@@ -199,11 +215,23 @@ def create_app(
         hooks.append(market_lifespan)
     app.state.prepare = prepare
     app.state.sessions = sessions
-    metrics = Metrics(service.market)
+    probes = Probes(service.market, sessions.store, settings.redis_url, settings.market_fallback)
+    metrics = Metrics(service.market, quotes=stores.quotes, idempotency=stores.idempotency, sessions=sessions.store,
+                      probes=probes)  # fmt: skip
+    metrics.count_rate_limits(limiter)
+    metrics.time_quotes(service, tracing)
+    sessions.on_transition = metrics.on_transition
+    hooks.append(lambda: _closing(probes.aclose))
+    if tracing is not None:
+        hooks.append(lambda: _closing(_async(tracing.shutdown)))  # flush the last spans
     app.state.metrics = metrics
+    app.state.probes = probes
+    app.state.tracing = tracing
     app.add_middleware(InputGuard, limits=TransportLimits.from_settings(settings))  # inside metrics: 499s counted
     app.add_middleware(MetricsMiddleware, metrics=metrics)
+    app.add_middleware(RequestContextMiddleware, tracing=tracing)  # outermost: every line and answer has the id
     app.add_route("/metrics", metrics.endpoint, methods=["GET"], include_in_schema=False)
+    app.include_router(health_router(probes))  # /livez, /readyz: not rate limited, not in the OpenAPI
     app.include_router(rest_v2.router(service, limiter))
     app.include_router(rest_prepare.router(prepare, limiter))  # POST /v2/prepare
     app.include_router(rest_session.router(sessions, limiter))  # /v2/session...
@@ -218,7 +246,6 @@ def create_app(
     )
     app.state.discovery = discovery
     app.include_router(well_known.router(discovery))  # manifest, safety, index, pages, route economics
-    app.include_router(web.router())  # route explorer: `/` and /explorer/* (static, strict CSP)
     _install_error_handlers(app)
     _install_openapi(app)
     # agent surfaces last: they read the capabilities mounted on app.state above

@@ -70,6 +70,14 @@ class Settings(BaseSettings):
     keep_alive_timeout_seconds: int = Field(5, ge=1, le=300, description="Idle keep-alive connection lifetime")
     max_inflight_quotes: int = Field(256, ge=1, description="Quotes computed at once before answering 503")
     log_level: str = Field("info", description="Log level")
+    graceful_shutdown_seconds: float = Field(
+        20.0, ge=0, le=600, description="On SIGTERM, how long in-flight requests may take to finish before exit"
+    )
+    otel_exporter: str = Field(
+        "", description="OpenTelemetry traces: empty/`none` (default, nothing imported), `console` (stderr) or "
+        "`otlp` (OTEL_EXPORTER_OTLP_* variables); needs the `otel` extra"
+    )
+    otel_service_name: str = Field("routequote", description="service.name of the exported spans")
     # Development placeholders: operators MUST set their own recipients (see docs/prepare.md).
     fee_recipient_evm: str = Field(
         "0x00000000000000000000000000000000dEAdfeE1",

@@ -1,10 +1,17 @@
-"""Prometheus metrics: every HTTP answer by route template and status, its latency, and market source
-health. Served at GET /metrics (text exposition format); one registry per app, so tests stay apart."""
+"""Prometheus metrics: every HTTP answer by route template and status, its latency, market source health,
+quote latency by route class, sessions by status and their transitions, rate-limit rejections, the issued-quote
+store's size, and database / Redis health. Served at GET /metrics (text exposition format); one registry per
+app, so tests stay apart. Values that cost a query (sessions by status, dependency pings) are refreshed when
+scraped, at most every few seconds."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import functools
 import time
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -18,12 +25,43 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from routequote.ports import MarketData
+from routequote.core.routes import Mode
+from routequote.core.sessions.machine import Status as SessionStatus
+from routequote.errors import RateLimited
+from routequote.ports import IdempotencyStore, MarketData, QuoteStore, SessionStore
+
+if TYPE_CHECKING:
+    from routequote.observability import Tracing
+    from routequote.ratelimit import RateLimiter
+    from routequote.service import RouteQuoteService
+    from routequote.surfaces.health import Probes
+
+ROUTE_CLASS = {
+    Mode.SAME_CHAIN_DIRECT: "same_chain",
+    Mode.SAME_CHAIN_COMPOSITION: "same_chain",
+    Mode.CCTP_COMPOSITION: "cctp",
+    Mode.ROBINHOOD_INGRESS: "robinhood_ingress",
+    Mode.ROBINHOOD_EGRESS: "robinhood_egress",
+}
+SESSION_COUNT_CACHE_SECONDS = 5.0
 
 
 class Metrics:
-    def __init__(self, market: MarketData) -> None:
+    def __init__(
+        self,
+        market: MarketData,
+        *,
+        quotes: QuoteStore | None = None,
+        idempotency: IdempotencyStore | None = None,
+        sessions: SessionStore | None = None,
+        probes: Probes | None = None,
+    ) -> None:
         self.market = market
+        self.quotes = quotes
+        self.idempotency = idempotency
+        self.sessions = sessions
+        self.probes = probes
+        self._sessions_counted_at = -1e9
         self.registry = CollectorRegistry()
         self.requests = Counter(
             "routequote_http_requests", "HTTP answers by route template and status",
@@ -38,12 +76,106 @@ class Metrics:
             "routequote_market_source_up", "1 when a market source is healthy", ["source"], registry=self.registry
         )
 
+        self.quote_latency = Histogram(
+            "routequote_quote_seconds", "Time to price and issue one quote, by route class",
+            ["route_class"], registry=self.registry,
+            buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5),
+        )  # fmt: skip
+        self.sessions_by_status = Gauge(
+            "routequote_sessions", "Sessions in the session database by status", ["status"], registry=self.registry
+        )
+        self.session_transitions = Counter(
+            "routequote_session_transitions", "Committed session transitions by event and resulting status",
+            ["event", "to_status"], registry=self.registry,
+        )  # fmt: skip
+        self.rate_limited = Counter(
+            "routequote_rate_limit_rejections", "Requests refused by the per-client rate limit, by operation group",
+            ["group"], registry=self.registry,
+        )  # fmt: skip
+        self.quote_store_records = Gauge(
+            "routequote_issued_quote_store_records", "Issued quotes held by this process (in-memory store only)",
+            registry=self.registry,
+        )  # fmt: skip
+        self.idempotency_store_records = Gauge(
+            "routequote_prepare_idempotency_records", "Prepare idempotency records held (in-memory store only)",
+            registry=self.registry,
+        )  # fmt: skip
+        self.dependency_up = Gauge(
+            "routequote_dependency_up", "1 when a dependency answers its health check (database, redis)",
+            ["component"], registry=self.registry,
+        )  # fmt: skip
+
+    # ---- hooks the composition root wires ------------------------------------------------------------
+
+    def on_transition(self, event: str, from_status: str | None, to_status: str) -> None:
+        """SessionService's `on_transition` callback: one committed transition."""
+        self.session_transitions.labels(event, to_status).inc()
+
+    def count_rate_limits(self, limiter: RateLimiter) -> None:
+        """Count every RateLimited the limiter raises (every surface calls `limiter.check`)."""
+        check = limiter.check
+
+        @functools.wraps(check)
+        async def counted(client: str, group: str = "quote_api") -> dict[str, str]:
+            try:
+                return await check(client, group)
+            except RateLimited:
+                self.rate_limited.labels(group).inc()
+                raise
+
+        limiter.check = counted  # type: ignore[method-assign]
+
+    def time_quotes(self, service: RouteQuoteService, tracing: Tracing | None = None) -> None:
+        """Observe every issued quote's latency by route class (REST, MCP, A2A, v1 and session re-quotes all
+        go through `service.quote`), inside a span when tracing is on."""
+        quote: Callable[[Any], Awaitable[Any]] = service.quote
+
+        @functools.wraps(quote)
+        async def timed(intent: Any) -> Any:
+            started = time.perf_counter()
+            span = tracing.span("routequote.quote") if tracing is not None else contextlib.nullcontext()
+            with span as current:
+                issued = await quote(intent)
+                route_class = ROUTE_CLASS.get(issued.route.mode, "other")
+                if current is not None:
+                    current.set_attribute("routequote.route_class", route_class)
+                    current.set_attribute("routequote.route", issued.route.key)
+            self.quote_latency.labels(route_class).observe(time.perf_counter() - started)
+            return issued
+
+        service.quote = timed  # type: ignore[method-assign]
+
+    # ---- scrape --------------------------------------------------------------------------------------
+
+    async def refresh(self) -> None:
+        """What costs a query, at most every SESSION_COUNT_CACHE_SECONDS (probes cache themselves)."""
+        for store, gauge in ((self.quotes, self.quote_store_records), (self.idempotency, self.idempotency_store_records)):
+            retained = getattr(store, "retained", None)
+            count = retained() if retained is not None else None
+            if count is not None:
+                gauge.set(count)
+        if self.probes is not None:
+            report = await self.probes.check()
+            for name in ("database", "redis"):
+                component = report.components.get(name)
+                if component is not None:
+                    self.dependency_up.labels(name).set(1 if component.ok else 0)
+        now = time.monotonic()
+        if self.sessions is not None and now - self._sessions_counted_at >= SESSION_COUNT_CACHE_SECONDS:
+            self._sessions_counted_at = now
+            with contextlib.suppress(Exception):  # the database gauge says why; the counts keep their last value
+                async with asyncio.timeout(2.0):
+                    counts = await self.sessions.count_by_status()
+                for status in {*counts, *(s.value for s in SessionStatus)}:  # every status, 0 when none
+                    self.sessions_by_status.labels(status).set(counts.get(status, 0))
+
     def exposition(self) -> bytes:
         for h in self.market.health():
             self.source_up.labels(h.name).set(1 if h.ok else 0)
         return generate_latest(self.registry)
 
     async def endpoint(self, _: Request) -> Response:
+        await self.refresh()
         return Response(self.exposition(), media_type=CONTENT_TYPE_LATEST)
 
 

@@ -1,0 +1,152 @@
+"""GET /livez and GET /readyz: probes for an orchestrator (not rate limited, not in the v2 OpenAPI).
+
+- /livez: the process answers; it looks at no dependency (a database outage must not get a replica
+  restarted).
+- /readyz: can this replica serve? The market source (at least one healthy source, or the embedded
+  fallback configured), the session database (a `SELECT 1`), and Redis when ROUTEQUOTE_REDIS_URL is set
+  (PING). 200 when all are, else 503 naming the failing components. Reasons are driver error classes only:
+  never a URL, a host name or a password. One check serves every probe for a second (a probe flood never
+  becomes a database flood).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from fastapi import APIRouter
+from starlette.requests import Request
+from starlette.responses import Response
+
+from routequote.ports import MarketData, SessionStore, StoreUnavailable
+from routequote.surfaces.errors import json_response
+
+CHECK_TIMEOUT_SECONDS = 2.0
+CACHE_SECONDS = 1.0
+
+
+@dataclass(frozen=True)
+class Component:
+    ok: bool
+    reason: str | None = None
+    detail: dict[str, Any] = field(default_factory=dict)
+
+    def as_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"ok": self.ok}
+        if self.reason:
+            out["reason"] = self.reason
+        out.update(self.detail)
+        return out
+
+
+@dataclass(frozen=True)
+class Readiness:
+    components: dict[str, Component]
+
+    @property
+    def ready(self) -> bool:
+        return all(c.ok for c in self.components.values())
+
+    @property
+    def failing(self) -> list[str]:
+        return sorted(name for name, c in self.components.items() if not c.ok)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "status": "ready" if self.ready else "not_ready",
+            "failing": self.failing,
+            "checks": {name: c.as_json() for name, c in sorted(self.components.items())},
+        }
+
+
+class Probes:
+    """The dependency checks behind /readyz and the health gauges of /metrics."""
+
+    def __init__(
+        self, market: MarketData, sessions: SessionStore | None, redis_url: str = "", market_fallback: str = "none"
+    ) -> None:
+        self.market = market
+        self.sessions = sessions
+        self.redis_url = redis_url
+        self.market_fallback = market_fallback
+        self._redis: Any = None
+        self._cached: tuple[float, Readiness] | None = None
+        self._lock = asyncio.Lock()
+
+    def market_component(self) -> Component:
+        health = [h for h in self.market.health() if not h.name.startswith("unconfigured:")]
+        down = sorted(h.name for h in health if not h.ok)
+        up = len(health) - len(down)
+        ok = up > 0 or self.market_fallback == "embedded"
+        return Component(ok, None if ok else "no market source is healthy",
+                         {"sources_up": up, "sources_down": down})  # fmt: skip
+
+    async def _database(self) -> Component:
+        if self.sessions is None:
+            return Component(True, None, {"configured": False})
+        try:
+            async with asyncio.timeout(CHECK_TIMEOUT_SECONDS):
+                await self.sessions.ping()
+            return Component(True)
+        except StoreUnavailable as exc:
+            return Component(False, str(exc)[:120])  # the store's own secret-free account (driver class)
+        except TimeoutError:
+            return Component(False, "session database timed out")
+        except Exception as exc:  # never the message: it may carry a DSN
+            return Component(False, f"session database unavailable ({type(exc).__name__})")
+
+    async def _redis_component(self) -> Component:
+        try:
+            if self._redis is None:
+                import redis.asyncio as aioredis
+
+                self._redis = aioredis.Redis.from_url(
+                    self.redis_url, socket_timeout=CHECK_TIMEOUT_SECONDS, socket_connect_timeout=CHECK_TIMEOUT_SECONDS
+                )
+            async with asyncio.timeout(CHECK_TIMEOUT_SECONDS):
+                await self._redis.ping()
+            return Component(True)
+        except TimeoutError:
+            return Component(False, "redis timed out")
+        except Exception as exc:
+            return Component(False, f"redis unavailable ({type(exc).__name__})")
+
+    async def check(self, *, fresh: bool = False) -> Readiness:
+        now = time.monotonic()
+        if not fresh and self._cached is not None and now - self._cached[0] < CACHE_SECONDS:
+            return self._cached[1]
+        async with self._lock:
+            if not fresh and self._cached is not None and time.monotonic() - self._cached[0] < CACHE_SECONDS:
+                return self._cached[1]
+            checks: list[Any] = [self._database()]
+            if self.redis_url:
+                checks.append(self._redis_component())
+            results = await asyncio.gather(*checks)
+            components = {"market": self.market_component(), "database": results[0]}
+            if self.redis_url:
+                components["redis"] = results[1]
+            report = Readiness(components)
+            self._cached = (time.monotonic(), report)
+            return report
+
+    async def aclose(self) -> None:
+        if self._redis is not None:
+            await self._redis.aclose()
+            self._redis = None
+
+
+def router(probes: Probes) -> APIRouter:
+    api = APIRouter(include_in_schema=False)
+
+    @api.get("/livez")
+    async def livez(_: Request) -> Response:
+        return json_response({"status": "ok"}, headers={"cache-control": "no-store"})
+
+    @api.get("/readyz")
+    async def readyz(_: Request) -> Response:
+        report = await probes.check()
+        return json_response(report.as_json(), 200 if report.ready else 503, headers={"cache-control": "no-store"})
+
+    return api
