@@ -29,7 +29,7 @@ from routequote.ratelimit import RateLimiter
 from routequote.service import RouteQuoteService, ServiceConfig
 from routequote.sessions import SessionConfig, SessionService
 from routequote.storage.quotes import MemoryIdempotencyStore, MemoryQuoteStore
-from routequote.surfaces import rest_prepare, rest_session, rest_v1, rest_v2, well_known
+from routequote.surfaces import rest_prepare, rest_session, rest_v1, rest_v2, web, well_known
 from routequote.surfaces.a2a_agent import mount_a2a
 from routequote.surfaces.errors import json_response
 from routequote.surfaces.health import Probes
@@ -246,6 +246,7 @@ def create_app(
     )
     app.state.discovery = discovery
     app.include_router(well_known.router(discovery))  # manifest, safety, index, pages, route economics
+    app.include_router(web.router())  # route explorer: `/` and /explorer/* (static, strict CSP)
     _install_error_handlers(app)
     _install_openapi(app)
     # agent surfaces last: they read the capabilities mounted on app.state above
