@@ -121,6 +121,8 @@ def _surface(path: str) -> str:
         return "a2a"
     if path == "/metrics":
         return "operations"
+    if path == "/" or path.startswith("/explorer/"):
+        return "explorer"
     return "other"
 
 
@@ -665,6 +667,7 @@ class Discovery:
             "a2a": "Agent-to-agent",
             "rest_v1_legacy": "Optional: legacy v1 (solana SOL -> ETH on base or arbitrum only)",
             "operations": "Operations (Prometheus metrics)",
+            "explorer": "Route explorer (a web page for people)",
         }
         for surface, title in sections.items():
             entries = [e for e in self.endpoints() if e["surface"] == surface]
