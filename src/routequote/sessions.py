@@ -24,6 +24,7 @@ import copy
 import hashlib
 import hmac
 import re
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -69,12 +70,17 @@ from routequote.ports import (
 from routequote.prepare import PrepareService
 
 SESSION_VERSION = "routequote-session-v1"
+MODE_V2, MODE_V1 = "v2_session", "v1_corridor"  # one engine; a v1 corridor builds each action on request
 SESSION_BINDING_VERSION = "routequote-quote-bound-session-constraints-v1"
 TOKEN_RE = re.compile(r"[A-Za-z0-9_-]{43,128}")
 IDEMPOTENCY_RE = re.compile(r"[A-Za-z0-9._:-]{8,128}")
 UUID_RE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 EVM_TX_RE = re.compile(r"0x[0-9a-fA-F]{64}")
 SOLANA_SIG_RE = re.compile(r"[1-9A-HJ-NP-Za-km-z]{64,88}")
+EVM_ADDRESS_RE = re.compile(r"0x[0-9a-fA-F]{40}")
+V1_CORRIDORS = ("solana:SOL->base:ETH", "solana:SOL->arbitrum:ETH")
+V1_BINDING_VERSION = "routequote-v1-corridor-binding"
+V1_SESSION_NAMESPACE = uuid.UUID("6f0b7c1e-2a55-5b7e-9d0c-3e1f4a2b8c61")  # session id = uuid5(ns, quote_id)
 MAX_TX_IDS = 8
 VIEWS = ("session", "workflow", "receipt", "next_action")
 SERVER_FLAGS = {"server_signing": False, "server_submission": False}
@@ -84,6 +90,12 @@ log = structlog.get_logger("routequote.sessions")  # ids, statuses and events on
 
 def token_sha256(token: str) -> str:
     return hashlib.sha256(token.encode("ascii")).hexdigest()
+
+
+def v1_wallet_binding(wallet: str) -> str:
+    """The `token_sha256` of a v1 corridor session: bound to the wallet (any live access token of that wallet
+    reaches it). A v2 capability token is base64url without ':' so its hash can never be this value."""
+    return hashlib.sha256(f"routequote-v1-wallet:{wallet}".encode()).hexdigest()
 
 
 def _iso(t: datetime) -> str:
@@ -114,6 +126,10 @@ class _Outcome:
 class SessionConfig:
     confirmations: dict[str, int] = field(default_factory=lambda: dict(DEFAULT_CONFIRMATIONS))
     across_fill_search_blocks: int = 20_000
+    # v1 corridor settlement per EVM chain: optional `entry_point`, `factory`, `permit_name`, `permit_version`
+    # overriding the pinned EntryPoint v0.7 / SimpleAccountFactory / USDC EIP-712 domain (tests on local chains)
+    erc4337: dict[str, dict[str, Any]] = field(default_factory=dict)
+    cctp_mint_search_blocks: int = 20_000
 
 
 class SessionService:
@@ -697,6 +713,11 @@ class SessionService:
             return _Outcome(Event.STEP_VERIFIED_FINAL, state)
         state["funds"] = self._funds(step.target.key, str(output), wallet, "in_wallet",
                                      f"verified output of step {k}; input of step {k + 1}")  # fmt: skip
+        if state.get("mode") == MODE_V1:  # v1 corridor: the next action is built when the caller asks for it
+            state["current_step"] = k + 1
+            state["phase"] = "source"
+            state["steps"][k + 1]["status"] = "action_required"
+            return _Outcome(Event.STEP_VERIFIED_NEXT_REQUIRED, state)
         return await self._prepare_step(record, state, route, k + 1, output, Event.STEP_VERIFIED_NEXT_READY)
 
     async def _prepare_step(
@@ -729,11 +750,23 @@ class SessionService:
                 else f"the route's projected minimum {projected_min} is below the approved {approved_min}"
             )
             return self._reapproval(state, route, step, input_base, wallet, "session_requote_below_approved_bounds", why)
-        pool_tick, raydium_live = await self.prepare._solana_pool_tick(route, step)
         minimum = max(ps.minimum_output_base, quoted_min)
         if k == len(route.steps) - 1:
             minimum = max(minimum, approved_min)
         pool = view.pools.get(step.pool_id or "")
+        if state.get("mode") == MODE_V1 and CHAINS[step.source.chain].family is ChainFamily.EVM:
+            fee_pips = pool.clmm.fee_pips if pool is not None else 0
+            bundle = await self._settlement_action(state, route, k, input_base, minimum, fee_pips)
+            state["current_step"] = k
+            state["phase"] = "source"
+            state["current_action"] = bundle
+            state["actions"].append(self._action_entry(bundle, "source"))
+            entry["status"] = "action_ready"
+            entry["action_id"] = bundle["action_id"]
+            entry["minimum_output_base"] = str(minimum)
+            entry.pop("claimed_tx_ids", None)
+            return _Outcome(event, state)
+        pool_tick, raydium_live = await self.prepare._solana_pool_tick(route, step)
         bundle = self.prepare.build_step(
             route, ps, minimum_output_base=minimum, wallets=state["wallets"], signer=state["event_signer_public"],
             pool_fee_pips=pool.clmm.fee_pips if pool is not None and step.provider is Provider.UNISWAP_V3 else None,
@@ -779,6 +812,455 @@ class SessionService:
         error = ReapprovalRequired(reason, f"{why}; nothing was built. Your funds are {funds['amount_base']} base units "
                                    f"of {funds['endpoint']} in {wallet}", details=body)  # fmt: skip
         return _Outcome(Event.REQUOTE_BELOW_APPROVAL, state, error=error)
+
+    # ---- v1 corridor: the same engine, each action built only when the caller asks for it ------------
+    #
+    # solana SOL -> native ETH on base or arbitrum: step 0 raydium_clmm SOL->USDC (the 1 bp fee), step 1
+    # circle_cctp solana->EVM (the caller relays the mint: observed, not prepared), step 2 uniswap_v3 USDC->ETH
+    # settled as one ERC-4337 user operation from the wallet's smart account (core.actions.erc4337). The
+    # session is wallet-bound: its token hash is `v1_wallet_binding(wallet)`, reachable only with an access
+    # token of that wallet (auth.WalletAuth); create builds no transaction.
+
+    async def v1_create(self, wallet: str, body: Any) -> SessionAnswer:
+        fields = self._v1_fields(body, {"quote_id", "idempotency_key", "source_wallet", "destination_wallet"})
+        key = self._v1_key(fields)
+        if fields["source_wallet"] != wallet:
+            raise InvalidRequest("source_wallet_not_logged_in",
+                                 "source_wallet must be the wallet the access token was issued to")  # fmt: skip
+        destination = fields["destination_wallet"]
+        if not isinstance(destination, str) or not EVM_ADDRESS_RE.fullmatch(destination):
+            raise InvalidRequest("invalid_destination_wallet", "destination_wallet must be 0x followed by 40 hex")
+        quote_id = fields["quote_id"]
+        if not isinstance(quote_id, str) or not UUID_RE.fullmatch(quote_id.lower()):
+            raise InvalidRequest("invalid_quote_id", "quote_id must be the uuid of a fresh v1 quote")
+        quote_id = quote_id.lower()
+        binding_sha = v1_wallet_binding(wallet)
+        scope = f"v1create:{binding_sha}"
+        request_sha = canonical_sha256({"operation": "v1_create", **fields})
+        prior = await self._store(self.store.idempotent(scope, key))
+        if prior is not None:
+            return self._replay(prior, request_sha, None)
+        issued = await self.service.issued_quote(quote_id)
+        if issued is None:
+            raise InvalidRequest("quote_not_found_or_expired",
+                                 "no fresh quote with this id: quote the corridor again (POST /v1/quote)")  # fmt: skip
+        route = issued.route
+        if route.key not in V1_CORRIDORS:
+            raise InvalidRequest("quote_not_v1_corridor", f"v1 sessions carry only {' or '.join(V1_CORRIDORS)}")
+        for step in route.steps[:2]:  # the settlement (step 2) is checked when it is prepared
+            reason = self.step_reason(step)
+            if reason:
+                raise InvalidRequest("route_not_session_ready",
+                                     f"step {step.index} ({step.provider.value}) cannot be built here: {reason}",
+                                     details={"route": route.key, "unavailable_reason": reason})  # fmt: skip
+        from eth_utils.address import to_checksum_address
+
+        dst_chain = route.target.chain.value
+        wallets = {"solana": wallet, dst_chain: str(to_checksum_address(destination))}
+        quote = issued.payload
+        summary_steps = quote["direct_route_summary"]["steps"]
+        session_id = str(uuid.uuid5(V1_SESSION_NAMESPACE, quote_id))  # one session per quote: the lock
+        approval = {
+            "version": "routequote-v1-corridor-bounds",
+            "quote_id": quote_id,
+            "selected_mode": "session",
+            "idempotency_key": key,
+            "maximum_input_base": summary_steps[0]["expected_input_base"],
+            "minimum_output_base": summary_steps[-1]["minimum_output_base"],
+        }
+        binding = {
+            "version": V1_BINDING_VERSION,
+            "enforcement": "server_enforced_quote_binding",
+            "quote_id": quote_id,
+            "quote_fingerprint": quote["continuation_v3"]["quote_fingerprint"],
+            "direct_route_summary_sha256": quote["continuation_v3"]["direct_route_summary_sha256"],
+            "selected_mode": "session",
+            "idempotency_key": key,
+            "maximum_input_base": approval["maximum_input_base"],
+            "minimum_output_base": approval["minimum_output_base"],
+            "source_wallet": wallet,
+            "destination_wallet": wallets[dst_chain],
+            "session_version": SESSION_BINDING_VERSION,
+            "session_id": session_id,
+            "whole_route_path_and_bounds_enforced": True,
+            "future_actions_requote_and_enforce_original_step_minimums": True,
+            "only_verified_actual_output_advances": True,
+            "server_signing": False,
+            "server_submission": False,
+        }
+        now = self.service.clock.now()
+        state = {
+            "version": SESSION_VERSION,
+            "mode": MODE_V1,
+            "route": route.key,
+            "intent": issued.intent.as_request(),
+            "wallets": dict(sorted(wallets.items())),
+            "event_signer_public": None,
+            "approval": approval,
+            "binding": binding,
+            "quote": {
+                "quote_id": quote_id,
+                "quote_fingerprint": quote["continuation_v3"]["quote_fingerprint"],
+                "direct_route_summary_sha256": quote["continuation_v3"]["direct_route_summary_sha256"],
+                "as_of": quote["as_of"],
+                "expires_at": quote["expires_at"],
+                "market": quote.get("market"),
+                "input_base": summary_steps[0]["expected_input_base"],
+                "expected_output_base": summary_steps[-1]["expected_output_base"],
+                "minimum_output_base": summary_steps[-1]["minimum_output_base"],
+                "expected_total_cost_percent": quote["cost_summary"]["expected_total_cost_percent"],
+                "maximum_total_cost_percent": quote["cost_summary"]["maximum_total_cost_percent"],
+                "input_value_usd": quote["cost_summary"]["input_value_usd"],
+            },
+            "summary_steps": summary_steps,
+            "current_step": 0,
+            "phase": "source",
+            "current_action": None,
+            "actions": [],
+            "steps": [self._step_entry(s) for s in route.steps],
+            "funds": self._funds(route.source.key, summary_steps[0]["expected_input_base"], wallet, "in_wallet",
+                                 "nothing was built: ask for the source action (prepare_source_action)"),
+            "reapproval": None,
+            "cancelled": None,
+            "created_at": _iso(now),
+        }  # fmt: skip
+        state["steps"][0]["status"] = "action_required"
+        status = next_status(None, Event.CREATE_WITHOUT_ACTION)
+        record = SessionRecord(session_id, binding_sha, 1, status.value, route.key, now, now, state)
+        response = self._view(record, "session")
+        event = SessionEvent(session_id, 1, None, Event.CREATE_WITHOUT_ACTION.value, status.value, now)
+        try:
+            raced = await self._store(
+                self.store.create(record, event, scope, key, request_sha, {"http_status": 201, "body": response})
+            )
+        except ValueError:
+            raise Conflict("quote_already_in_session",
+                           "this quote is already locked into a session: read that session, or quote again") from None  # fmt: skip
+        if raced is not None:
+            return self._replay(raced, request_sha, None)
+        log.info("session_created", session_id=session_id, route=route.key, status=status.value, mode=MODE_V1)
+        return SessionAnswer(201, response)
+
+    async def v1_read(self, wallet: str, session_id: Any, view: Any = "session") -> dict[str, Any]:
+        view = view or "session"
+        if view not in VIEWS:
+            raise InvalidRequest("invalid_view", f"view must be one of {', '.join(VIEWS)}")
+        record = await self._v1_load(session_id, wallet)
+        record = await self._expire_if_due(record)
+        return self._view(record, view)
+
+    async def v1_prepare_source(self, wallet: str, session_id: Any, body: Any) -> SessionAnswer:
+        fields = self._v1_fields(body, set(), optional={"idempotency_key"})
+        return await self._v1_prepare(wallet, session_id, 0, fields, "v1_prepare_source_action")
+
+    async def v1_prepare_cctp(self, wallet: str, session_id: Any, body: Any) -> SessionAnswer:
+        fields = self._v1_fields(body, {"event_signer_public", "idempotency_key"})
+        signer = fields["event_signer_public"]
+        from routequote.core.auth import valid_wallet
+
+        if not valid_wallet(signer):
+            raise InvalidRequest("invalid_event_signer_public", "event_signer_public must be a base58 public key")
+        return await self._v1_prepare(wallet, session_id, 1, fields, "v1_prepare_cctp_action", signer=str(signer))
+
+    async def v1_prepare_destination(self, wallet: str, session_id: Any, body: Any) -> SessionAnswer:
+        fields = self._v1_fields(body, {"idempotency_key"})
+        return await self._v1_prepare(wallet, session_id, 2, fields, "v1_prepare_destination_action")
+
+    async def v1_verify_source(self, wallet: str, session_id: Any, body: Any) -> SessionAnswer:
+        fields = self._v1_fields(body, {"signature", "idempotency_key"})
+        sig = fields["signature"]
+        if not isinstance(sig, str) or not SOLANA_SIG_RE.fullmatch(sig):
+            raise InvalidRequest("transaction_hash_invalid", "signature must be a base58 Solana signature")
+        return await self._v1_observe(wallet, session_id, 0, fields, "v1_verify_source_receipt", sig)
+
+    async def v1_observe_cctp(self, wallet: str, session_id: Any, body: Any) -> SessionAnswer:
+        fields = self._v1_fields(body, {"burn_signature", "idempotency_key"})
+        sig = fields["burn_signature"]
+        if not isinstance(sig, str) or not SOLANA_SIG_RE.fullmatch(sig):
+            raise InvalidRequest("transaction_hash_invalid", "burn_signature must be a base58 Solana signature")
+        return await self._v1_observe(wallet, session_id, 1, fields, "v1_observe_cctp", sig)
+
+    async def v1_observe_destination(self, wallet: str, session_id: Any, body: Any) -> SessionAnswer:
+        fields = self._v1_fields(body, {"transaction_hash", "idempotency_key"})
+        tx = fields["transaction_hash"]
+        if not isinstance(tx, str) or not EVM_TX_RE.fullmatch(tx):
+            raise InvalidRequest("transaction_hash_invalid", "transaction_hash must be 0x followed by 64 hex")
+        return await self._v1_observe(wallet, session_id, 2, fields, "v1_observe_destination", tx.lower())
+
+    # the v1 helpers
+
+    @staticmethod
+    def _v1_fields(body: Any, required: set[str], optional: set[str] | None = None) -> dict[str, Any]:
+        if not isinstance(body, dict):
+            raise InvalidRequest("body_not_object", "the request body must be a JSON object")
+        allowed = required | (optional or set())
+        extra = sorted(set(body) - allowed)
+        if extra:
+            raise InvalidRequest("unknown_field", f"{len(extra)} properties not allowed (allowed: "
+                                 f"{', '.join(sorted(allowed)) or 'none'})")  # fmt: skip
+        missing = sorted(required - set(body))
+        if missing:
+            raise InvalidRequest("missing_field", f"required: {', '.join(missing)}")
+        return dict(body)
+
+    @staticmethod
+    def _v1_key(fields: dict[str, Any]) -> str:
+        key = fields.get("idempotency_key")
+        if not isinstance(key, str) or not IDEMPOTENCY_RE.fullmatch(key):
+            raise InvalidRequest("invalid_idempotency_key", "idempotency_key must match ^[A-Za-z0-9._:-]{8,128}$")
+        return key
+
+    async def _v1_load(self, session_id: Any, wallet: str) -> SessionRecord:
+        missing = NotFound("session_not_found", "no session with this id for this wallet")
+        if not isinstance(session_id, str) or not UUID_RE.fullmatch(session_id.lower()):
+            raise missing
+        record: SessionRecord | None = await self._store(self.store.get(session_id.lower()))
+        if record is None or not hmac.compare_digest(record.token_sha256, v1_wallet_binding(wallet)):
+            raise missing
+        if record.state.get("mode") != MODE_V1:  # pragma: no cover - a v2 token hash never equals a binding
+            raise missing
+        return record
+
+    @staticmethod
+    def _v1_step_check(record: SessionRecord, k: int, what: str) -> None:
+        """The operation belongs to step `k`: anything else is a skipped or repeated step (409, nothing read)."""
+        current = int(record.state["current_step"])
+        if record.status in (Status.COMPLETE, Status.CANCELLED, Status.FAILED, Status.REAPPROVAL_REQUIRED) or (
+            current != k
+        ):
+            raise Conflict(
+                "step_out_of_order",
+                f"{what} is step {k}; the session is at step {current} ({record.status}): steps run in order, "
+                "each only after the previous one is verified on chain",
+                details={"session_status": record.status, "current_step": current,
+                         "next_operation": NEXT_OPERATION[Status(record.status)].value},
+            )  # fmt: skip
+
+    async def _v1_prepare(
+        self, wallet: str, session_id: Any, k: int, fields: dict[str, Any], operation: str, signer: str | None = None
+    ) -> SessionAnswer:
+        record = await self._v1_load(session_id, wallet)
+        # prepare_source_action takes no key: it is idempotent by the session's own state
+        key = f"{operation}:v{record.version}" if "idempotency_key" not in fields else self._v1_key(fields)
+        request_sha = canonical_sha256({"operation": operation, **fields})
+        if (replayed := await self._replayed(record, key, request_sha)) is not None:
+            return replayed
+        record = await self._expire_if_due(record)
+        self._v1_step_check(record, k, operation)
+        route = ROUTES[record.route]
+        state = copy.deepcopy(record.state)
+        if record.status == Status.ACTION_READY and "idempotency_key" not in fields:
+            return SessionAnswer(200, {**self._view(record, "session"), "idempotent_replay": True})
+        entry = state["steps"][k]
+        input_base = int(state["summary_steps"][0]["expected_input_base"]) if k == 0 else int(
+            state["steps"][k - 1]["actual_output_base"])  # fmt: skip
+        if record.status == Status.ACTION_EXPIRED:
+            if entry.get("claimed_tx_ids") or entry.get("source"):
+                raise Conflict("refresh_not_allowed_after_observation",
+                               f"step {k} already has observed transactions; observe them instead")  # fmt: skip
+            event = Event.REFRESH
+            self._check_operation(record, "refresh")
+        else:
+            self._check_operation(record, "prepare")
+            event = Event.PREPARE_ACTION
+        if k == 1:
+            if signer in state["wallets"].values():
+                raise InvalidRequest("event_signer_public_not_fresh", "event_signer_public must be a fresh key")
+            state["event_signer_public"] = signer
+        try:
+            outcome = await self._prepare_step(record, state, route, k, input_base, event)
+        except ObservationUnavailable as exc:
+            raise DependencyUnavailable(exc.reason, exc.message, retry_after_seconds=5) from None
+        if outcome.event is event and event is Event.REFRESH:
+            state["actions"][-1]["refreshed"] = True
+        return await self._finish(record, outcome, key, request_sha)
+
+    async def _v1_observe(
+        self, wallet: str, session_id: Any, k: int, fields: dict[str, Any], operation: str, tx_id: str
+    ) -> SessionAnswer:
+        from routequote.core.sessions.evidence import ObservationRejected
+
+        record = await self._v1_load(session_id, wallet)
+        key = self._v1_key(fields)
+        request_sha = canonical_sha256({"operation": operation, **fields})
+        if (replayed := await self._replayed(record, key, request_sha)) is not None:
+            return replayed
+        record = await self._expire_if_due(record)
+        self._v1_step_check(record, k, operation)
+        self._check_operation(record, "observe")
+        route = ROUTES[record.route]
+        state = copy.deepcopy(record.state)
+        try:
+            if k == 2:
+                outcome = await self._observe_settlement(record, state, route, tx_id)
+            elif state["phase"] == "source":
+                outcome = await self._observe_source(record, state, route, [tx_id])
+            else:
+                bridge = state["steps"][k]["bridge"]
+                if tx_id != bridge.get("source_tx"):
+                    raise ObservationRejected("observation_not_prepared_action",
+                                              "burn_signature is not the burn this session verified")  # fmt: skip
+                outcome = await self._observe_cctp_relayed(record, state, route)
+        except ObservationUnavailable as exc:
+            raise DependencyUnavailable(exc.reason, exc.message, retry_after_seconds=5) from None
+        return await self._finish(record, outcome, key, request_sha)
+
+    async def _observe_cctp_relayed(self, record: SessionRecord, state: dict[str, Any], route: Route) -> _Outcome:
+        """v1: Iris attests the burn, anyone relays the mint; the service finds it on the destination and
+        verifies it (`verify_cctp_mint`), never preparing it."""
+        from routequote.core.sessions import evidence as ev
+
+        k = state["current_step"]
+        step = route.steps[k]
+        entry = state["steps"][k]
+        bridge = entry["bridge"]
+        dst = step.target.chain
+        wallet = state["wallets"][dst.value]
+        if not bridge.get("attestation"):
+            if self.attestations is None:
+                raise ObservationUnavailable("attestation_source_not_configured", "no Circle Iris reader is configured")
+            messages = await self.attestations.messages(int(bridge["source_domain"]), bridge["source_tx"])
+            match = next(
+                (m for m in messages if m.amount is not None and int(m.amount) == int(bridge["burn_amount"])
+                 and m.destination_domain == CHAINS[dst].cctp_domain),
+                None,
+            )  # fmt: skip
+            if match is None or match.status != "complete" or not match.message or not match.attestation:
+                entry["destination_status"] = "awaiting_attestation"
+                return _Outcome(Event.DESTINATION_PENDING, state, note="Circle has not attested the burn yet")
+            bridge["message"] = "0x" + match.message.hex()
+            bridge["attestation"] = "0x" + match.attestation.hex()
+            bridge["fee_executed"] = None if match.fee_executed is None else str(match.fee_executed)
+            # the attested message must be this session's burn (recipient, amount, domains): the receive
+            # builder's checks, its bundle unused (v1 does not prepare the mint)
+            self._receive_bundle(state, route, k)
+        reader = self._evm_reader()
+        dep = self.prepare.deployments[dst]
+        transmitter = dep.message_transmitter_v2 or ""
+        message = bytes.fromhex(bridge["message"][2:])
+        latest = await reader.block_number(dst.value)
+        start = bridge.get("mint_search_from_block")
+        if start is None:
+            start = max(0, latest - self.config.cctp_mint_search_blocks)
+            bridge["mint_search_from_block"] = start
+        logs = await reader.logs(dst.value, transmitter, ev.cctp_received_topics(message), int(start), latest)
+        if not logs:
+            entry["destination_status"] = "attested_awaiting_mint"
+            return _Outcome(Event.DESTINATION_PENDING, state,
+                            note="attested: the mint is relayed by anyone (receiveMessage); observe again after it")  # fmt: skip
+        tx = await reader.transaction(dst.value, logs[0].tx_hash)
+        if tx is None:
+            entry["destination_status"] = "attested_awaiting_mint"
+            return _Outcome(Event.DESTINATION_PENDING, state, note="the mint transaction is not final yet")
+        evidence = ev.verify_cctp_mint(
+            tx, message=message, attestation=bytes.fromhex(bridge["attestation"][2:]), usdc=dep.tokens["USDC"],
+            recipient=wallet, transmitter=transmitter, required_confirmations=self._confirmations(dst),
+        )  # fmt: skip
+        if evidence.status == "pending":
+            entry["destination_status"] = "mint_awaiting_finality"
+            return _Outcome(Event.DESTINATION_PENDING, state, note="waiting for finality of the mint")
+        entry["destination"] = {**self._evidence_entry(evidence), "kind": "cctp_mint_relayed"}
+        assert evidence.actual_output_base is not None
+        self._check_step_minimum(state, k, evidence.actual_output_base)
+        state["current_action"] = None
+        return await self._step_done(record, state, route, k, evidence.actual_output_base)
+
+    async def _observe_settlement(
+        self, record: SessionRecord, state: dict[str, Any], route: Route, tx_hash: str
+    ) -> _Outcome:
+        """v1 step 2: the bundler's `handleOps` transaction carrying the prepared user operation."""
+        from routequote.core.sessions.evidence_4337 import verify_userop_settlement
+
+        k = state["current_step"]
+        entry = state["steps"][k]
+        action = state.get("current_action")
+        if not action or action.get("kind") != "erc4337_settlement":  # pragma: no cover - guarded by the status
+            raise Conflict("step_out_of_order", "no settlement plan was prepared for this step")
+        plan = action["plan"]
+        chain = route.steps[k].source.chain
+        tx = await self._evm_reader().transaction(chain.value, tx_hash)
+        if tx is None:
+            return self._pending_source(state, [tx_hash], "the transaction is not mined yet")
+        evidence = verify_userop_settlement(
+            tx, plan=plan, entry_point=plan["entryPoint"], account=plan["smartAccount"], wallet=plan["wallet"],
+            weth=plan["bounds"]["weth"], minimum_eth_out=int(plan["bounds"]["minimumEthOut"]),
+            required_confirmations=self._confirmations(chain),
+        )  # fmt: skip
+        if evidence.status == "pending":
+            return self._pending_source(state, [tx_hash], "waiting for finality")
+        entry["claimed_tx_ids"] = [tx_hash]
+        entry["source"] = self._evidence_entry(evidence)
+        entry["settlement"] = evidence.bridge
+        assert evidence.actual_output_base is not None
+        self._check_step_minimum(state, k, evidence.actual_output_base)
+        return await self._step_done(record, state, route, k, evidence.actual_output_base)
+
+    async def _settlement_action(
+        self, state: dict[str, Any], route: Route, k: int, amount_in: int, minimum: int, fee_pips: int
+    ) -> dict[str, Any]:
+        """The ERC-4337 settlement plan of step k (USDC -> native ETH on the destination), from chain reads."""
+        from routequote.core.actions import erc4337 as aa
+        from routequote.core.actions.common import ActionUnavailable
+        from routequote.observe.evm_state import evm_state_for
+
+        step = route.steps[k]
+        chain = step.source.chain
+        dep = self.prepare.deployments[chain]
+        over = self.config.erc4337.get(chain.value, {})
+        entry_point = str(over.get("entry_point") or aa.ENTRY_POINT_V07)
+        factory = str(over.get("factory") or aa.SIMPLE_ACCOUNT_FACTORY_V07)
+        if dep.swap_router02 is None or "WETH" not in dep.tokens or "USDC" not in dep.tokens:
+            raise InvalidRequest("route_not_prepare_ready", f"no Uniswap router / WETH / USDC pinned on {chain.value}")
+        state_reader = evm_state_for(self.evm)
+        if state_reader is None or not getattr(self.evm, "configured", lambda _c: True)(chain.value):
+            raise ObservationUnavailable(f"chain_rpc_not_configured:{chain.value}",
+                                         f"{chain.value} cannot be read: its RPC URL is not set")  # fmt: skip
+        wallet = state["wallets"][chain.value]
+        usdc = dep.tokens["USDC"]
+
+        async def read(call: dict[str, str]) -> bytes:
+            return await state_reader.call(chain.value, call["to"], call["data"])
+
+        account = aa.decode_address(await read(aa.account_address_call(factory, wallet, 0)))
+        deployed = len(await state_reader.code(chain.value, account)) > 0
+        ep_nonce = aa.decode_uint(await read(aa.entry_point_nonce_call(entry_point, account))) if deployed else 0
+        permit_nonce = aa.decode_uint(await read(aa.permit_nonce_call(usdc, wallet)))
+        now = self.service.clock.now()
+        request = aa.SettlementRequest(
+            chain_id=int(CHAINS[chain].chain_id or 0), wallet=wallet, smart_account=account, account_deployed=deployed,
+            entry_point_nonce=ep_nonce, permit_nonce=permit_nonce, usdc=usdc, weth=dep.tokens["WETH"],
+            router=dep.swap_router02, pool_fee=fee_pips, amount_in=amount_in, minimum_eth_out=minimum,
+            now_unix=int(now.timestamp()), entry_point=entry_point, factory=factory,
+            permit_name=over.get("permit_name"), permit_version=over.get("permit_version"),
+        )  # fmt: skip
+        try:
+            plan = aa.build_settlement_plan(request)
+        except ActionUnavailable as exc:
+            raise InvalidRequest("route_not_prepare_ready", exc.detail, details={"unavailable_reason": exc.reason}) from None
+        deadline = int(plan["bounds"]["permitDeadline"])
+        return {
+            "version": "routequote-v1-settlement-action",
+            "kind": "erc4337_settlement",
+            "action_id": self.service.ids.new_id(),
+            "workflow_id": state["binding"]["session_id"],
+            "step_index": k,
+            "route": route.key,
+            "provider": step.provider.value,
+            "prepared_at": _iso(now),
+            "expires_at": _iso(datetime.fromtimestamp(deadline, UTC)),
+            "payload_sha256": canonical_sha256(plan),
+            "quote_binding": state["binding"],
+            "plan": plan,
+            "bounds": plan["bounds"],
+            "caller_steps": [
+                "verify the plan (routequote.verify.verify_settlement_plan) with your own values",
+                "sign permit.typedData with the wallet (EIP-712); attach it (erc4337.attach_permit_signature)",
+                "sign the resulting userOpHash with the wallet (EIP-191 personal_sign)",
+                "submit the PackedUserOperation with handleOps (any bundler), then observe_destination",
+            ],
+            "server_signing": False,
+            "server_submission": False,
+        }
 
     # ---- refresh and cancel -------------------------------------------------------------------------
 
@@ -936,6 +1418,7 @@ class SessionService:
             "step_count": len(state["steps"]),
             "current_step": state["current_step"],
             "phase": state["phase"],
+            "mode": state.get("mode", MODE_V2),
             "session_version": record.version,
             "created_at": state["created_at"],
             "updated_at": _iso(record.updated_at),
@@ -1028,6 +1511,8 @@ class SessionService:
 
 
 _INSTRUCTIONS = {
+    Status.ACTION_REQUIRED: "v1 corridor: ask for the next action (prepare_action: the tool of the current step); "
+    "nothing is built before you ask",
     Status.ACTION_READY: "verify the action (routequote verify-action), sign and submit it yourself, then observe "
     "with its transaction hashes",
     Status.AWAITING_SOURCE_RECEIPT: "observe again once the named transactions are final",

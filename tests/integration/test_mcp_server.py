@@ -50,7 +50,38 @@ SPEC_TOOLS: dict[str, dict[str, Any]] = {
         "required": ["amount_usd"],
     },
 }
-READ_ONLY_IDEMPOTENT = {"service_status", "service_manifest", "service_v2_capabilities"}
+UUID = {"type": "string", "pattern": "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"}
+WALLET = {"type": "string", "minLength": 32, "maxLength": 64}
+SIG = {"type": "string", "minLength": 64, "maxLength": 128}
+KEY = {"type": "string", "minLength": 8, "maxLength": 128}
+TOKEN = {"type": "string", "minLength": 20, "maxLength": 512}
+
+
+def _tool(required: dict[str, Any], optional: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {"properties": {**required, **(optional or {})}, "required": list(required)}
+
+
+SESSION = {"access_token": TOKEN, "session_id": UUID}
+# the spec's session tools (table rows service_start_wallet_auth .. service_observe_destination)
+SPEC_TOOLS.update({
+    "service_start_wallet_auth": _tool({"source_wallet": WALLET}),
+    "service_finish_wallet_auth": _tool({"challenge_id": UUID, "source_wallet": WALLET, "signature": SIG,
+                                         "terms_version": {"type": "string", "minLength": 1, "maxLength": 160}}),
+    "service_create_session": _tool({"access_token": TOKEN, "quote_id": UUID, "idempotency_key": KEY,
+                                     "source_wallet": WALLET,
+                                     "destination_wallet": {"type": "string", "pattern": "^0x[0-9a-fA-F]{40}$"}}),
+    "service_read_session": _tool(SESSION, {"view": {}}),
+    "service_prepare_source_action": _tool(SESSION),
+    "service_verify_source_receipt": _tool({**SESSION, "signature": SIG, "idempotency_key": KEY}),
+    "service_prepare_cctp_action": _tool({**SESSION, "event_signer_public": WALLET, "idempotency_key": KEY}),
+    "service_observe_cctp": _tool({**SESSION, "burn_signature": SIG, "idempotency_key": KEY}),
+    "service_prepare_destination_action": _tool({**SESSION, "idempotency_key": KEY}),
+    "service_observe_destination": _tool({**SESSION, "transaction_hash": {"type": "string",
+                                                                           "pattern": "^0x[0-9a-fA-F]{64}$"},
+                                          "idempotency_key": KEY}),
+})  # fmt: skip
+VIEWS = ["session", "workflow", "receipt", "next_action"]
+READ_ONLY_IDEMPOTENT = {"service_status", "service_manifest", "service_v2_capabilities", "service_read_session"}
 QUOTE_TOOLS = {"service_v2_quote", "service_quote"}
 QUOTE_ARGS = {"from_chain": "solana", "from_token": "SOL", "to_chain": "base", "to_token": "USDC", "amount_usd": 1000}
 SECRET = "sk-DO-NOT-ECHO-3f1c9a77e2b04d5e"
@@ -89,10 +120,9 @@ async def test_list_tools_match_spec_table(server: str) -> None:
         caps = c.server_capabilities
         assert caps.tools is not None and caps.resources is None and caps.prompts is None
         listed = (await c.list_tools()).tools
-    names = {t.name for t in listed}
-    assert set(SPEC_TOOLS) <= names
-    # only tools whose capability this build has; service_manifest joins with the signed manifest
-    assert names - set(SPEC_TOOLS) <= {"service_manifest"}
+    names = [t.name for t in listed]
+    # exactly the spec's 15 tools (service_manifest with the signed manifest)
+    assert sorted(names) == sorted([*SPEC_TOOLS, "service_manifest"]) and len(names) == 15
     for tool in listed:
         schema = tool.input_schema
         assert schema["type"] == "object" and schema["additionalProperties"] is False, tool.name
@@ -103,8 +133,17 @@ async def test_list_tools_match_spec_table(server: str) -> None:
             got = schema["properties"][prop]
             for key, value in want.items():
                 assert got.get(key) == value, (tool.name, prop, key)
+        if tool.name == "service_read_session":
+            view = schema["properties"]["view"]
+            assert VIEWS in [v.get("enum") for v in view.get("anyOf", [view])], view
+            assert "view" not in schema.get("required", [])
         ann = tool.annotations
-        assert ann is not None and ann.read_only_hint is True, tool.name
+        assert ann is not None
+        mutating = tool.name in SPEC_TOOLS and tool.name.startswith("service_") and tool.name not in (
+            READ_ONLY_IDEMPOTENT | QUOTE_TOOLS)
+        assert ann.read_only_hint is (not mutating), tool.name
+        if "idempotency_key" in expected["properties"]:
+            assert ann.idempotent_hint is True, tool.name
         if tool.name in READ_ONLY_IDEMPOTENT:
             assert ann.idempotent_hint is True, tool.name
         if tool.name in QUOTE_TOOLS:
@@ -206,7 +245,10 @@ async def test_contract_rules_beyond_the_schema_are_the_services(server: str, ar
 async def test_unknown_tool_is_a_protocol_error(server: str) -> None:
     async with Client(server + "/mcp") as c:
         with pytest.raises(MCPError):
-            await c.call_tool("service_prepare_source_action", {})
+            await c.call_tool("service_prepare_anything", {})
+        # a listed tool with missing arguments is a tool error naming the rule, never echoing input
+        err = error_of(await c.call_tool("service_prepare_source_action", {}))
+        assert err["error"] == "invalid_arguments"
 
 
 async def test_legacy_initialize_handshake_client(server: str) -> None:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
+from routequote.core.auth import AccessGrant, LoginChallenge
 from routequote.ports import IdempotencyConflict, IdempotentAnswer, SessionEvent, SessionRecord
 from routequote.storage.sessions_common import check_create, check_transition, json_dumps, json_loads, utc
 
@@ -30,6 +31,8 @@ class MemorySessionStore:
         self._sessions: dict[str, _Row] = {}
         self._events: dict[str, list[SessionEvent]] = {}
         self._idempotency: dict[tuple[str, str], tuple[str, str, datetime]] = {}
+        self._challenges: dict[str, LoginChallenge] = {}
+        self._grants: dict[str, AccessGrant] = {}
 
     async def start(self) -> None:
         return None
@@ -101,3 +104,33 @@ class MemorySessionStore:
             for row in self._sessions.values():
                 counts[row.record.status] = counts.get(row.record.status, 0) + 1
             return counts
+
+    # ---- v1 wallet login (same semantics as the SQL store) ---------------------------------------------
+
+    async def put_challenge(self, challenge: LoginChallenge) -> None:
+        async with self._lock:
+            if challenge.challenge_id in self._challenges:
+                raise ValueError("challenge_id already exists")
+            self._challenges[challenge.challenge_id] = replace(
+                challenge, issued_at=utc(challenge.issued_at), expires_at=utc(challenge.expires_at), used_at=None
+            )
+
+    async def get_challenge(self, challenge_id: str) -> LoginChallenge | None:
+        async with self._lock:
+            return self._challenges.get(challenge_id)
+
+    async def redeem_challenge(self, challenge_id: str, now: datetime, grant: AccessGrant) -> bool:
+        now = utc(now)
+        async with self._lock:
+            c = self._challenges.get(challenge_id)
+            if c is None or c.used_at is not None or c.expires_at <= now:
+                return False
+            self._challenges[challenge_id] = replace(c, used_at=now)
+            self._grants[grant.token_sha256] = replace(
+                grant, issued_at=utc(grant.issued_at), expires_at=utc(grant.expires_at)
+            )
+            return True
+
+    async def get_grant(self, token_sha256: str) -> AccessGrant | None:
+        async with self._lock:
+            return self._grants.get(token_sha256)

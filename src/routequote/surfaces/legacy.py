@@ -114,3 +114,55 @@ def legacy_status(service: RouteQuoteService) -> dict[str, Any]:
         },
         **SERVER_FLAGS,
     }
+
+
+# ---- v1 wallet login and corridor sessions (REST /v1/auth/*, /v1/session*; MCP session tools) -------------
+
+V1_SESSION_OPERATIONS = (
+    "start_wallet_auth",
+    "finish_wallet_auth",
+    "create_session",
+    "read_session",
+    "prepare_source_action",
+    "verify_source_receipt",
+    "prepare_cctp_action",
+    "observe_cctp",
+    "prepare_destination_action",
+    "observe_destination",
+)
+
+
+async def v1_session_operation(
+    state: Any, operation: str, args: dict[str, Any], *, token: Any = None, session_id: Any = None,
+    client: str = "unknown",
+) -> tuple[int, dict[str, Any]]:
+    """One v1 operation over the app's session engine and wallet login: (HTTP-style status, body).
+
+    `args` is the operation's body (for read_session: `{"view": ...}`); the access token and session id are
+    passed apart (REST: the Authorization header and the path; MCP: the tool arguments)."""
+    from routequote.auth import wallet_auth_for
+
+    auth = wallet_auth_for(state)
+    sessions = state.sessions
+    if operation == "start_wallet_auth":
+        return 200, await auth.start(args, client)
+    if operation == "finish_wallet_auth":
+        return 200, await auth.finish(args, client)
+    wallet = await auth.wallet_for(token)
+    if operation == "create_session":
+        answer = await sessions.v1_create(wallet, args)
+        return answer.status_code, answer.body
+    if operation == "read_session":
+        return 200, await sessions.v1_read(wallet, session_id, args.get("view"))
+    run = {
+        "prepare_source_action": sessions.v1_prepare_source,
+        "verify_source_receipt": sessions.v1_verify_source,
+        "prepare_cctp_action": sessions.v1_prepare_cctp,
+        "observe_cctp": sessions.v1_observe_cctp,
+        "prepare_destination_action": sessions.v1_prepare_destination,
+        "observe_destination": sessions.v1_observe_destination,
+    }.get(operation)
+    if run is None:
+        raise InvalidRequest("unknown_operation", "no such v1 operation")
+    answer = await run(wallet, session_id, args)
+    return answer.status_code, answer.body

@@ -15,6 +15,7 @@ the dispatch. Only tools that work are listed.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
@@ -40,7 +41,7 @@ from routequote.ratelimit import RateLimiter
 from routequote.service import RouteQuoteService
 from routequote.surfaces import guidance as g
 from routequote.surfaces.http import MAX_BODY_BYTES
-from routequote.surfaces.legacy import DEFAULT_DESTINATION, legacy_quote, legacy_status
+from routequote.surfaces.legacy import DEFAULT_DESTINATION, legacy_quote, legacy_status, v1_session_operation
 
 assert DEFAULT_DESTINATION == "base"  # the schema's default below is the legacy module's
 
@@ -54,6 +55,7 @@ INSTRUCTIONS = (
 )
 
 log = structlog.get_logger("routequote.mcp")
+_CLIENT: contextvars.ContextVar[str] = contextvars.ContextVar("routequote_mcp_client", default="local")
 
 
 # ---- input models (each publishes its JSON schema; additionalProperties: false) ------------------------
@@ -84,8 +86,7 @@ class LegacyQuoteArguments(ToolInput):
     destination_chain: Literal["base", "arbitrum"] = Field("base", description="Default base")
 
 
-# The session tools of the spec's table. Their inputs are defined here so each drops in as a `ToolDef`
-# (`session_tool_def`) once its capability exists; none is listed before then (only what works is listed).
+# The session tools of the spec's table (served by `v1_session_tools` over the v1 corridor engine).
 UUID_PATTERN = r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
 Uuid = Annotated[str, Field(pattern=UUID_PATTERN, json_schema_extra={"format": "uuid"})]
 SourceWallet = Annotated[str, Field(min_length=32, max_length=64)]
@@ -292,6 +293,84 @@ def core_tools(service: RouteQuoteService, manifest: ManifestSource | None = Non
     return tools
 
 
+V1_TOOL_TEXT: dict[str, tuple[str, str]] = {
+    "service_start_wallet_auth": (
+        "Wallet login: start",
+        "Legacy v1 wallet login, step 1: a sign-message-only challenge for source_wallet (a Solana public key). "
+        "Its message names the domain, wallet, nonce, issue and expiry times and the terms version; signing it "
+        "cannot authorize a transaction. Sign the exact message bytes with the wallet's signMessage.",
+    ),
+    "service_finish_wallet_auth": (
+        "Wallet login: finish",
+        "Legacy v1 wallet login, step 2: the base58 Ed25519 signature of the challenge message -> a wallet-bound "
+        "access token, returned once. The token is SENSITIVE: never log or share it. Challenges are single use.",
+    ),
+    "service_create_session": (
+        "Create corridor session",
+        "Lock a fresh v1 quote (service_quote) into one wallet-bound corridor session (solana SOL -> ETH on base "
+        "or arbitrum). Creates no blockchain transaction; the session then waits for prepare_source_action.",
+    ),
+    "service_read_session": (
+        "Read corridor session",
+        "Read a corridor session: view session (default), workflow, receipt or next_action. Read-only.",
+    ),
+    "service_prepare_source_action": (
+        "Prepare source action",
+        "Step 1: the bounded unsigned Solana action (Raydium SOL->USDC swap with the 1 bp fee), re-quoted now "
+        "and held to the quote's bounds. The service never signs or submits: verify, sign and submit it yourself.",
+    ),
+    "service_verify_source_receipt": (
+        "Verify source receipt",
+        "Step 1 done: name the finalized signature of the source action; the service reads it from the chain "
+        "and takes the actual USDC from its token balance deltas.",
+    ),
+    "service_prepare_cctp_action": (
+        "Prepare CCTP burn",
+        "Step 2: an unsigned CCTP v2 deposit_for_burn of the ACTUAL USDC (fast finality, bounded max_fee), "
+        "co-signed by event_signer_public (a fresh keypair you generate).",
+    ),
+    "service_observe_cctp": (
+        "Observe CCTP",
+        "Step 2 done: observe the submitted burn (burn_signature), then Circle's attestation and the mint on the "
+        "destination (relayed by anyone). Call again until the mint is verified.",
+    ),
+    "service_prepare_destination_action": (
+        "Prepare destination settlement",
+        "Step 3: an unsigned ERC-4337 settlement plan (EntryPoint v0.7 PackedUserOperation from your smart "
+        "account): an EIP-2612 USDC permit with a deadline, the swap to native ETH with a minimum, its bounds.",
+    ),
+    "service_observe_destination": (
+        "Observe destination settlement",
+        "Step 3 done: name the handleOps transaction that carried the user operation; its receipt and the ETH "
+        "received are verified and the session completes.",
+    ),
+}
+
+
+def v1_session_tools(state: Any) -> list[ToolDef]:
+    """The ten v1 session tools over the app's session engine and wallet login (`legacy.v1_session_operation`)."""
+
+    def make(name: str) -> ToolRun:
+        operation = name.removeprefix("service_")
+
+        async def run(args: dict[str, Any]) -> dict[str, Any]:
+            rest = {k: v for k, v in args.items() if k not in ("access_token", "session_id")}
+            _status, body = await v1_session_operation(
+                state, operation, rest, token=args.get("access_token"), session_id=args.get("session_id"),
+                client=_CLIENT.get(),
+            )  # fmt: skip
+            if operation == "start_wallet_auth":
+                return {"challenge": body, "guidance": {"sign_message_only": True, "can_authorize_transaction": False}}
+            if operation == "finish_wallet_auth":
+                return {"auth": body, "guidance": {"sensitive": True, "never_log_access_token": True}}
+            return {"session": body, "guidance": {"next_operation": body.get("next_operation"),
+                                                  "server_signing": False, "server_submission": False}}  # fmt: skip
+
+        return run
+
+    return [session_tool_def(name, *V1_TOOL_TEXT[name], make(name)) for name in SESSION_TOOL_INPUTS]
+
+
 # ---- results ------------------------------------------------------------------------------------------
 
 
@@ -353,6 +432,7 @@ def build_server(
         if tool is None:
             raise MCPError(code=mt.INVALID_PARAMS, message="unknown tool")
         args = params.arguments or {}
+        _CLIENT.set(_client_key(ctx))
         try:
             if limiter is not None:
                 await limiter.check(_client_key(ctx))
@@ -465,7 +545,7 @@ async def run_stdio(app: Any) -> None:
     from mcp.server.stdio import stdio_server
 
     state = app.state
-    server = build_server(core_tools(state.service, manifest_provider(state)))
+    server = build_server([*core_tools(state.service, manifest_provider(state)), *v1_session_tools(state)])
     async with contextlib.AsyncExitStack() as stack:
         for hook in state.lifespan_hooks:
             await stack.enter_async_context(hook())
@@ -477,7 +557,8 @@ def mount_mcp(app: Any) -> McpSurface:
     """Mount /mcp on the composition root's app (call last: reads the capabilities set on app.state)."""
     state = app.state
     surface = build_mcp(
-        state.service, state.settings, limiter=state.limiter, manifest=manifest_provider(state)
+        state.service, state.settings, limiter=state.limiter, manifest=manifest_provider(state),
+        extra_tools=v1_session_tools(state),
     )
     app.router.routes.extend(surface.routes)
     state.lifespan_hooks.append(surface.lifespan)

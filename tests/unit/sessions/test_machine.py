@@ -76,7 +76,9 @@ def test_refresh_only_for_expired_and_only_verified_output_moves_forward() -> No
     into_complete = {e for (s, e), d in TRANSITIONS.items() if d is Status.COMPLETE}
     assert into_complete == {Event.STEP_VERIFIED_FINAL}
     next_action = {e for (s, e), d in TRANSITIONS.items() if d is Status.ACTION_READY and s is not None}
-    assert next_action == {Event.STEP_VERIFIED_NEXT_READY, Event.DESTINATION_ACTION_READY, Event.REFRESH}
+    # v1 corridor: an action is also built when the caller asks for it after a verified step (prepare_action)
+    assert next_action == {Event.STEP_VERIFIED_NEXT_READY, Event.DESTINATION_ACTION_READY, Event.REFRESH,
+                           Event.PREPARE_ACTION}
 
 
 def test_docs_draw_exactly_the_table() -> None:

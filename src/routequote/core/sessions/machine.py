@@ -12,6 +12,7 @@ from enum import StrEnum
 
 
 class Status(StrEnum):
+    ACTION_REQUIRED = "action_required"  # v1 corridor: the next action is built only when the caller asks for it
     ACTION_READY = "action_ready"  # an unsigned action is waiting for the caller to sign and submit
     AWAITING_SOURCE_RECEIPT = "awaiting_source_receipt"  # named transactions are not yet final on chain
     AWAITING_DESTINATION = "awaiting_destination"  # a bridge message is in flight (attestation, fill, delivery)
@@ -24,8 +25,10 @@ class Status(StrEnum):
 
 class Event(StrEnum):
     CREATE = "create"  # session created with its first action
+    CREATE_WITHOUT_ACTION = "create_without_action"  # v1 corridor: the quote is locked, no transaction is built
     SUBMITTED_PENDING = "submitted_pending"  # the caller named transactions; not final yet
     STEP_VERIFIED_NEXT_READY = "step_verified_next_ready"  # step output verified; next step re-quoted and built
+    STEP_VERIFIED_NEXT_REQUIRED = "step_verified_next_required"  # v1: step output verified; next step not built yet
     STEP_VERIFIED_BRIDGE_IN_FLIGHT = "step_verified_bridge_in_flight"  # source side of a bridge verified
     STEP_VERIFIED_FINAL = "step_verified_final"  # the last step's output verified
     DESTINATION_PENDING = "destination_pending"  # the bridge has not delivered yet
@@ -33,6 +36,7 @@ class Event(StrEnum):
     REQUOTE_BELOW_APPROVAL = "requote_below_approval"  # fresh pricing breaks the approved bounds: stop, say where funds are
     EXPIRE = "expire"  # the current action's bundle expired with nothing observed
     REFRESH = "refresh"  # a new action for the same step, inside the approved bounds
+    PREPARE_ACTION = "prepare_action"  # v1: the caller asked for the next step's action; re-quoted and built
     BRIDGE_FAILED = "bridge_failed"  # the bridge refunded or the message can never be delivered
     CANCEL = "cancel"
 
@@ -41,12 +45,14 @@ class NextOperation(StrEnum):
     SUBMIT_CURRENT_ACTION = "submit_current_action"
     OBSERVE = "observe"
     REFRESH_ACTION = "refresh_action"
+    PREPARE_ACTION = "prepare_action"
     NONE = "none"
 
 
 S, E = Status, Event
 _VERIFIED = {
     E.STEP_VERIFIED_NEXT_READY: S.ACTION_READY,
+    E.STEP_VERIFIED_NEXT_REQUIRED: S.ACTION_REQUIRED,
     E.STEP_VERIFIED_BRIDGE_IN_FLIGHT: S.AWAITING_DESTINATION,
     E.STEP_VERIFIED_FINAL: S.COMPLETE,
     E.REQUOTE_BELOW_APPROVAL: S.REAPPROVAL_REQUIRED,
@@ -55,6 +61,7 @@ _DELIVERED = {
     E.DESTINATION_PENDING: S.AWAITING_DESTINATION,
     E.DESTINATION_ACTION_READY: S.ACTION_READY,
     E.STEP_VERIFIED_NEXT_READY: S.ACTION_READY,
+    E.STEP_VERIFIED_NEXT_REQUIRED: S.ACTION_REQUIRED,
     E.STEP_VERIFIED_FINAL: S.COMPLETE,
     E.REQUOTE_BELOW_APPROVAL: S.REAPPROVAL_REQUIRED,
     E.BRIDGE_FAILED: S.FAILED,
@@ -63,6 +70,11 @@ _DELIVERED = {
 # (status, event) -> next status. `None` is the status before a session exists.
 TRANSITIONS: dict[tuple[Status | None, Event], Status] = {
     (None, E.CREATE): S.ACTION_READY,
+    # v1 corridor: create locks the quote and builds nothing; each action is built when the caller asks
+    (None, E.CREATE_WITHOUT_ACTION): S.ACTION_REQUIRED,
+    (S.ACTION_REQUIRED, E.PREPARE_ACTION): S.ACTION_READY,
+    (S.ACTION_REQUIRED, E.REQUOTE_BELOW_APPROVAL): S.REAPPROVAL_REQUIRED,
+    (S.ACTION_REQUIRED, E.CANCEL): S.CANCELLED,
     # the caller submitted the current action and names its transactions
     (S.ACTION_READY, E.SUBMITTED_PENDING): S.AWAITING_SOURCE_RECEIPT,
     **{(S.ACTION_READY, e): s for e, s in _VERIFIED.items()},
@@ -86,6 +98,7 @@ TRANSITIONS: dict[tuple[Status | None, Event], Status] = {
 }
 
 NEXT_OPERATION: dict[Status, NextOperation] = {
+    S.ACTION_REQUIRED: NextOperation.PREPARE_ACTION,
     S.ACTION_READY: NextOperation.SUBMIT_CURRENT_ACTION,
     S.AWAITING_SOURCE_RECEIPT: NextOperation.OBSERVE,
     S.AWAITING_DESTINATION: NextOperation.OBSERVE,
@@ -101,6 +114,7 @@ TERMINAL: frozenset[Status] = frozenset({S.COMPLETE, S.CANCELLED, S.FAILED})
 # What a caller may do in each status (read is always allowed). The service checks this first, so an
 # operation that cannot apply is refused before any chain or market is read; the table above then decides.
 OPERATIONS: dict[Status, frozenset[str]] = {
+    S.ACTION_REQUIRED: frozenset({"prepare", "cancel"}),
     S.ACTION_READY: frozenset({"observe", "cancel"}),
     S.AWAITING_SOURCE_RECEIPT: frozenset({"observe", "cancel"}),
     S.AWAITING_DESTINATION: frozenset({"observe", "cancel"}),
@@ -114,9 +128,11 @@ OPERATIONS: dict[Status, frozenset[str]] = {
 # the events each operation may raise; every (status, operation) pair above reaches at least one legal event
 OPERATION_EVENTS: dict[str, frozenset[Event]] = {
     "observe": frozenset(
-        {E.SUBMITTED_PENDING, E.STEP_VERIFIED_NEXT_READY, E.STEP_VERIFIED_BRIDGE_IN_FLIGHT, E.STEP_VERIFIED_FINAL,
-         E.DESTINATION_PENDING, E.DESTINATION_ACTION_READY, E.REQUOTE_BELOW_APPROVAL, E.BRIDGE_FAILED}
+        {E.SUBMITTED_PENDING, E.STEP_VERIFIED_NEXT_READY, E.STEP_VERIFIED_NEXT_REQUIRED,
+         E.STEP_VERIFIED_BRIDGE_IN_FLIGHT, E.STEP_VERIFIED_FINAL, E.DESTINATION_PENDING, E.DESTINATION_ACTION_READY,
+         E.REQUOTE_BELOW_APPROVAL, E.BRIDGE_FAILED}
     ),
+    "prepare": frozenset({E.PREPARE_ACTION, E.REQUOTE_BELOW_APPROVAL}),
     "refresh": frozenset({E.REFRESH, E.REQUOTE_BELOW_APPROVAL}),
     "cancel": frozenset({E.CANCEL}),
 }  # fmt: skip

@@ -1,0 +1,60 @@
+"""Contract state reads (`eth_call`, `eth_getCode`) over the session engine's EVM reader.
+
+The v1 corridor's destination settlement needs four reads before it can build the user operation: the
+wallet's smart-account address (`factory.getAddress`), whether that account is deployed, its EntryPoint
+nonce and the wallet's USDC permit nonce. They go through the same per-chain JSON-RPC clients and breakers
+as the observers (`JsonRpcEvmReader`), at the `latest` block; failures raise `ObservationUnavailable`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from eth_utils.address import to_checksum_address
+
+from routequote.observe._common import WireError, data_bytes
+from routequote.ports import ObservationUnavailable
+
+
+class EvmStateReader(Protocol):
+    async def call(self, chain: str, to: str, data: str) -> bytes: ...
+
+    async def code(self, chain: str, address: str) -> bytes: ...
+
+
+class JsonRpcEvmState:
+    """EvmStateReader over a `JsonRpcEvmReader` (its clients, chain-id pin and breakers)."""
+
+    def __init__(self, reader: Any) -> None:
+        self.reader = reader
+
+    async def _read(self, chain: str, method: str, params: list[Any]) -> bytes:
+        rpc, breaker = self.reader._rpc(chain)
+
+        async def read() -> bytes:
+            result, chain_raw = await rpc.batch([(method, params), ("eth_chainId", [])])
+            self.reader._check_chain_id(chain, chain_raw)
+            return data_bytes(result, method)
+
+        out: bytes = await self.reader._guard(chain, breaker, read())
+        return out
+
+    async def call(self, chain: str, to: str, data: str) -> bytes:
+        return await self._read(chain, "eth_call", [{"to": str(to_checksum_address(to)), "data": data}, "latest"])
+
+    async def code(self, chain: str, address: str) -> bytes:
+        return await self._read(chain, "eth_getCode", [str(to_checksum_address(address)), "latest"])
+
+
+def evm_state_for(reader: Any) -> EvmStateReader | None:
+    """The state reader over the engine's EVM reader, when it is the JSON-RPC one."""
+    if reader is None:
+        return None
+    if all(hasattr(reader, name) for name in ("call", "code")):
+        return reader  # type: ignore[no-any-return]
+    if all(hasattr(reader, name) for name in ("_rpc", "_guard", "_check_chain_id")):
+        return JsonRpcEvmState(reader)
+    return None
+
+
+__all__ = ["EvmStateReader", "JsonRpcEvmState", "ObservationUnavailable", "WireError", "evm_state_for"]
