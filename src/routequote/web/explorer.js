@@ -308,7 +308,6 @@ async function fill() {
     }
   };
   await Promise.all(Array.from({ length: CONCURRENCY }, worker));
-  if (generation === state.fill) document.getElementById("matrix").dataset.filled = String(done);
 }
 
 // ---- the quote panel -----------------------------------------------------------------------------
@@ -325,10 +324,12 @@ function select(route, cell) {
 async function refreshSelected() {
   const route = state.selected;
   const [from, to] = route.split("->");
-  document.getElementById("ttl").textContent = "fetching a fresh quote…";
+  const ttl = document.getElementById("ttl");
+  if (ttl) ttl.textContent = "fetching a fresh quote…";
   const result = await requestQuote(from, to);
   if (result.status === 400) {
-    showError(`The server refused amount ${JSON.stringify(state.amountText)}: ${result.data && result.data.message}`);
+    showError(`The server refused amount ${JSON.stringify(state.amountText)}: ` +
+      `${(result.data && result.data.message) || "invalid request"}`);
     return;
   }
   state.results.set(route, result);
@@ -482,6 +483,7 @@ function tick() {
 // ---- start ---------------------------------------------------------------------------------------
 
 async function start() {
+  setInterval(tick, 250);
   const [caps, status] = await Promise.all([call("GET", "/v2/capabilities"), call("GET", "/v2/status")]);
   if (!caps.ok || !status.ok) {
     const failed = caps.ok ? status : caps;
@@ -503,7 +505,6 @@ async function start() {
     state.amountText = document.getElementById("amount").value.trim();
     fill();
   });
-  setInterval(tick, 250);
   state.amountText = document.getElementById("amount").value.trim();
   fill();
 }
