@@ -200,3 +200,37 @@ def test_serve_lists_every_bad_setting_and_never_a_password() -> None:
         "ROUTEQUOTE_FEE_RECIPIENT_SOLANA",
     ]  # fmt: skip
     assert "hunter2" not in done.stderr and "internal" not in done.stderr
+
+
+def test_two_workers_serve_and_stop_on_sigterm_with_status_0(tmp_path: Path) -> None:
+    from tests.support.server import free_port
+
+    port = free_port()
+    env = {"ROUTEQUOTE_PORT": str(port), "ROUTEQUOTE_RATE_LIMIT": "off", "ROUTEQUOTE_DEV_SIGNING_KEY_PATH": "",
+           "ROUTEQUOTE_DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path / 's.sqlite3'}"}  # fmt: skip
+    exe = Path(sys.executable).with_name("routequote")
+    base = {k: v for k, v in os.environ.items() if not k.startswith("ROUTEQUOTE_")}
+    log = tmp_path / "two.log"
+    with log.open("wb") as out:
+        process = subprocess.Popen([str(exe), "serve", "--workers", "2"], env={**base, **env}, stdout=out, stderr=out)
+    try:
+        started: set[str] = set()
+        deadline = time.monotonic() + 60
+        while len(started) < 2 and time.monotonic() < deadline:  # both workers answer (one socket, two processes)
+            try:
+                r = httpx.get(f"http://127.0.0.1:{port}/livez", timeout=2, headers={"connection": "close"})
+                assert r.status_code == 200 and r.headers["x-request-id"]
+            except httpx.HTTPError:
+                time.sleep(0.2)
+                continue
+            started |= {line for line in log.read_text().splitlines() if "Application startup complete" in line}
+            time.sleep(0.1)
+        assert len(started) == 2, log.read_text()[-2000:]
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(30) == 0, log.read_text()[-2000:]
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(10)
+    lines = [json.loads(line) for line in log.read_text().splitlines() if line.startswith("{")]
+    assert sum(line["event"].startswith("Finished server process") for line in lines) == 2
