@@ -1226,11 +1226,13 @@ class SessionService:
         ep_nonce = aa.decode_uint(await read(aa.entry_point_nonce_call(entry_point, account))) if deployed else 0
         permit_nonce = aa.decode_uint(await read(aa.permit_nonce_call(usdc, wallet)))
         now = self.service.clock.now()
+        # deadlines are judged by the chain's clock: never build one already behind the destination's time
+        now_unix = max(int(now.timestamp()), await state_reader.timestamp(chain.value))
         request = aa.SettlementRequest(
             chain_id=int(CHAINS[chain].chain_id or 0), wallet=wallet, smart_account=account, account_deployed=deployed,
             entry_point_nonce=ep_nonce, permit_nonce=permit_nonce, usdc=usdc, weth=dep.tokens["WETH"],
             router=dep.swap_router02, pool_fee=fee_pips, amount_in=amount_in, minimum_eth_out=minimum,
-            now_unix=int(now.timestamp()), entry_point=entry_point, factory=factory,
+            now_unix=now_unix, entry_point=entry_point, factory=factory,
             permit_name=over.get("permit_name"), permit_version=over.get("permit_version"),
         )  # fmt: skip
         try:

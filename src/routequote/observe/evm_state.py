@@ -12,7 +12,7 @@ from typing import Any, Protocol
 
 from eth_utils.address import to_checksum_address
 
-from routequote.observe._common import WireError, data_bytes
+from routequote.observe._common import WireError, data_bytes, quantity
 from routequote.ports import ObservationUnavailable
 
 
@@ -20,6 +20,8 @@ class EvmStateReader(Protocol):
     async def call(self, chain: str, to: str, data: str) -> bytes: ...
 
     async def code(self, chain: str, address: str) -> bytes: ...
+
+    async def timestamp(self, chain: str) -> int: ...
 
 
 class JsonRpcEvmState:
@@ -45,12 +47,25 @@ class JsonRpcEvmState:
     async def code(self, chain: str, address: str) -> bytes:
         return await self._read(chain, "eth_getCode", [str(to_checksum_address(address)), "latest"])
 
+    async def timestamp(self, chain: str) -> int:
+        """The latest block's timestamp (what a permit or swap deadline is judged against)."""
+        rpc, breaker = self.reader._rpc(chain)
+
+        async def read() -> int:
+            block = await rpc.call("eth_getBlockByNumber", ["latest", False])
+            if not isinstance(block, dict):
+                raise WireError("eth_getBlockByNumber: not an object")
+            return quantity(block.get("timestamp"), "block.timestamp")
+
+        out: int = await self.reader._guard(chain, breaker, read())
+        return out
+
 
 def evm_state_for(reader: Any) -> EvmStateReader | None:
     """The state reader over the engine's EVM reader, when it is the JSON-RPC one."""
     if reader is None:
         return None
-    if all(hasattr(reader, name) for name in ("call", "code")):
+    if all(hasattr(reader, name) for name in ("call", "code", "timestamp")):
         return reader  # type: ignore[no-any-return]
     if all(hasattr(reader, name) for name in ("_rpc", "_guard", "_check_chain_id")):
         return JsonRpcEvmState(reader)
