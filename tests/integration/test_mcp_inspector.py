@@ -64,7 +64,13 @@ def run(inspector: Path, url: str, *args: str) -> dict:  # type: ignore[type-arg
 def test_inspector_lists_tools_and_calls_quote(inspector: Path, mcp_url: str) -> None:
     listed = run(inspector, mcp_url, "--method", "tools/list")["tools"]
     names = {t["name"] for t in listed}
-    assert {"service_status", "service_v2_capabilities", "service_v2_quote", "service_quote"} <= names
+    assert names == {
+        "service_status", "service_manifest", "service_v2_capabilities", "service_v2_quote", "service_quote",
+        "service_start_wallet_auth", "service_finish_wallet_auth", "service_create_session", "service_read_session",
+        "service_prepare_source_action", "service_verify_source_receipt", "service_prepare_cctp_action",
+        "service_observe_cctp", "service_prepare_destination_action", "service_observe_destination",
+    }  # fmt: skip
+    assert len(listed) == 15 and all(t["inputSchema"]["additionalProperties"] is False for t in listed)
     quote_tool = next(t for t in listed if t["name"] == "service_v2_quote")
     assert quote_tool["inputSchema"]["additionalProperties"] is False
     assert quote_tool["annotations"]["readOnlyHint"] is True and quote_tool["annotations"]["idempotentHint"] is False

@@ -1,0 +1,107 @@
+"""The v1 wallet login and corridor session over REST (the real composition root in-process): Bearer tokens,
+401 with WWW-Authenticate, wallet binding, quote locking, idempotency and step order. The whole corridor with
+chain observations runs in tests/e2e/test_v1_corridor.py (the same engine through the MCP tools)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import httpx
+import pytest
+from solders.keypair import Keypair
+from tests.support.server import free_port, running_server
+
+from routequote.app import create_app
+from routequote.config import Settings
+
+DEST = "0x" + "ab" * 20
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    db = tmp_path_factory.mktemp("v1-api") / "s.sqlite3"
+    port = free_port()
+    app = create_app(Settings(rate_limit="off", port=port, database_url=f"sqlite+aiosqlite:///{db}"))
+    with running_server(app, port) as url:
+        yield url
+
+
+@pytest.fixture
+async def client(server: str) -> AsyncIterator[httpx.AsyncClient]:
+    async with httpx.AsyncClient(base_url=server) as c:
+        yield c
+
+
+async def login(c: httpx.AsyncClient, wallet: Keypair) -> str:
+    r = await c.post("/v1/auth/challenge", json={"source_wallet": str(wallet.pubkey())})
+    assert r.status_code == 200, r.text
+    ch = r.json()
+    assert ch["can_authorize_transaction"] is False and "cannot authorize a transaction" in ch["message"]
+    body = {"challenge_id": ch["challenge_id"], "source_wallet": str(wallet.pubkey()),
+            "signature": str(wallet.sign_message(ch["message"].encode())), "terms_version": ch["terms_version"]}
+    r = await c.post("/v1/auth/verify", json=body)
+    assert r.status_code == 200, r.text
+    token: str = r.json()["access_token"]
+    replay = await c.post("/v1/auth/verify", json=body)
+    assert replay.status_code == 400 and replay.json()["reason_class"] == "challenge_already_used"
+    assert body["signature"] not in replay.text and token not in replay.text
+    return token
+
+
+async def quote(c: httpx.AsyncClient) -> str:
+    r = await c.post("/v1/quote", json={"amount_usd": 100, "destination_chain": "base"})
+    assert r.status_code == 200, r.text
+    qid: str = r.json()["quote"]["quote_id"]
+    return qid
+
+
+def bearer(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+async def test_login_session_binding_and_idempotency(client: httpx.AsyncClient) -> None:
+    c = client
+    wallet, other = Keypair(), Keypair()
+    token, stranger = await login(c, wallet), await login(c, other)
+    qid = await quote(c)
+    body: dict[str, Any] = {"quote_id": qid, "idempotency_key": "create-0001", "source_wallet": str(wallet.pubkey()),
+                            "destination_wallet": DEST}
+    for headers in ({}, {"Authorization": "Bearer nope-not-a-token-000000"}, {"Authorization": "Basic abc"}):
+        r = await c.post("/v1/session", json=body, headers=headers)
+        assert r.status_code == 401 and r.headers["www-authenticate"].startswith("Bearer"), r.text
+    # a token of another wallet cannot open a session for this wallet
+    r = await c.post("/v1/session", json=body, headers=bearer(stranger))
+    assert r.status_code == 400 and r.json()["reason_class"] == "source_wallet_not_logged_in"
+    # the embedded market cannot build the Raydium swap: a corridor session is refused, nothing created
+    r = await c.post("/v1/session", json=body, headers=bearer(token))
+    assert r.status_code == 400 and r.json()["reason_class"] == "route_not_session_ready", r.text
+    assert "solana_swap_needs_live_pool_state" in r.text
+    # an unknown or expired quote
+    r = await c.post("/v1/session", json={**body, "quote_id": "00000000-0000-4000-8000-00000000abcd"},
+                     headers=bearer(token))
+    assert r.status_code == 400 and r.json()["reason_class"] == "quote_not_found_or_expired"
+    # a v2 quote of another route is not a corridor
+    r = await c.post("/v2/quote", json={"from_chain": "solana", "from_token": "SOL", "to_chain": "base",
+                                        "to_token": "USDC", "amount_usd": 50})
+    r = await c.post("/v1/session", json={**body, "quote_id": r.json()["quote_id"]}, headers=bearer(token))
+    assert r.status_code == 400 and r.json()["reason_class"] == "quote_not_v1_corridor"
+    # reads of unknown sessions: 404 whatever the wallet
+    r = await c.get("/v1/session/00000000-0000-4000-8000-00000000abcd", headers=bearer(token))
+    assert r.status_code == 404 and r.json()["reason_class"] == "session_not_found"
+    r = await c.post("/v1/session/00000000-0000-4000-8000-00000000abcd/prepare-destination-action",
+                     json={"idempotency_key": "k-00000001", "extra": 1}, headers=bearer(token))
+    assert r.status_code == 400 and r.json()["reason_class"] == "unknown_field"
+
+
+async def test_openapi_documents_the_v1_session_shapes(client: httpx.AsyncClient) -> None:
+    doc = (await client.get("/openapi.json")).json()
+    paths = doc["paths"]
+    assert "/v1/auth/challenge" in paths and "/v1/session/{session_id}/observe-destination" in paths
+    create = paths["/v1/session"]["post"]
+    assert create["security"] == [{"bearerAuth": []}] and "401" in create["responses"]
+    schemas = doc["components"]["schemas"]
+    assert schemas["V1SessionCreateRequest"]["required"] == ["quote_id", "idempotency_key", "source_wallet",
+                                                             "destination_wallet"]
+    assert schemas["WalletAuthFinishRequest"]["properties"]["signature"]["maxLength"] == 128
+    assert "action_required" in str(schemas["V1Session"])
