@@ -105,3 +105,47 @@ async def test_openapi_documents_the_v1_session_shapes(client: httpx.AsyncClient
                                                              "destination_wallet"]
     assert schemas["WalletAuthFinishRequest"]["properties"]["signature"]["maxLength"] == 128
     assert "action_required" in str(schemas["V1Session"])
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+async def test_login_records_in_the_session_database(backend: str, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Challenges are redeemed exactly once (two concurrent finishes: one grant), only the token's SHA-256 is
+    kept, on SQLite and on PostgreSQL (migration 0002)."""
+    import asyncio
+    import contextlib
+    from datetime import UTC, datetime, timedelta
+
+    from tests.support.postgres import require_postgres, temporary_database
+
+    from routequote.core.auth import AccessGrant, LoginChallenge
+    from routequote.storage.sessions_sql import SqlSessionStore
+
+    with contextlib.ExitStack() as stack:
+        if backend == "postgresql":
+            require_postgres()
+            url = stack.enter_context(temporary_database())
+        else:
+            url = f"sqlite+aiosqlite:///{tmp_path_factory.mktemp('login')}/s.sqlite3"
+        store = SqlSessionStore(url)
+        await store.start()
+        try:
+            now = datetime(2026, 11, 20, 12, tzinfo=UTC)
+            ch = LoginChallenge("00000000-0000-4000-8000-000000000001", "W" * 44, "message", "t", now,
+                                now + timedelta(minutes=5))  # fmt: skip
+            await store.put_challenge(ch)
+            got = await store.get_challenge(ch.challenge_id)
+            assert got is not None and got.message == "message" and got.used_at is None
+            grants = [AccessGrant(f"{i:064x}", ch.wallet, ch.challenge_id, now, now + timedelta(hours=1)) for i in (1, 2)]
+            results = await asyncio.gather(*(store.redeem_challenge(ch.challenge_id, now, g) for g in grants))
+            assert sorted(results) == [False, True]
+            kept = [await store.get_grant(g.token_sha256) for g in grants]
+            assert sum(k is not None for k in kept) == 1
+            used = await store.get_challenge(ch.challenge_id)
+            assert used is not None and used.used_at == now
+            late = LoginChallenge("00000000-0000-4000-8000-000000000002", ch.wallet, "m", "t", now, now)
+            await store.put_challenge(late)
+            assert await store.redeem_challenge(late.challenge_id, now, AccessGrant(
+                "f" * 64, ch.wallet, late.challenge_id, now, now)) is False  # expired: nothing written
+            assert await store.get_grant("f" * 64) is None
+        finally:
+            await store.aclose()
