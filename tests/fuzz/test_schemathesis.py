@@ -1,0 +1,147 @@
+"""schemathesis against both served OpenAPI documents (/v2/openapi.json and /openapi.json) of a real
+`routequote serve` process: every operation, every check (`-c all`), the coverage, fuzzing and stateful
+phases, `--continue-on-failure` (an operation is not abandoned at its first finding).
+
+`make test` runs the short version (RQ_FUZZ_EXAMPLES unset: 25 examples per operation, a fixed seed, about a
+thousand cases); `make fuzz` the long one (RQ_FUZZ_EXAMPLES=1200: at least 10,000 generated cases in total
+is asserted). tests/fuzz/hooks.py binds part of the positive prepare / session bodies to real quotes and part
+of the session-path cases to real sessions, and logs every answer (operation, mode, status, reason_class).
+
+What must hold: no 5xx, no response that breaks its documented schema, status, content type or headers, every
+schema-invalid request refused, and every schema-valid request accepted except:
+
+* PENDING_DOC_RULES: prepare / session-create bodies the served document does not (yet) rule out but the
+  server refuses (identity routes, a token not on its chain, wallets not exactly the route's chains, ...).
+  The issue asks that the prepare schema carry the quote schema's endpoint-pair rules; until the document
+  states them the test is an xfail naming each reason seen. When none is seen it passes.
+* STATE_DEPENDENT: observe bodies that are schema-valid but wrong for the session's current step (an EVM
+  step named with Solana signatures; nothing named yet). No static schema can state them; refused with 400.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.support.server_process import ServerProcess, start_server
+
+ROOT = Path(__file__).resolve().parents[2]
+LONG = bool(os.environ.get("RQ_FUZZ_EXAMPLES"))
+EXAMPLES = int(os.environ.get("RQ_FUZZ_EXAMPLES") or 25)
+SEED = os.environ.get("RQ_FUZZ_SEED") or "20261123"
+LONG_MINIMUM_CASES = 10_000
+
+DOCUMENTS = {"v2": "/v2/openapi.json", "v1": "/openapi.json"}
+BODY_OPS = ("POST /v2/prepare", "POST /v2/session")
+PENDING_DOC_RULES = frozenset({
+    "identity_route", "token_not_on_chain", "route_specific_chain_wallets_required", "invalid_wallet_address",
+    "event_signer_public_required", "invalid_event_signer_public", "event_signer_public_not_fresh",
+    "event_signer_public_not_accepted_for_this_route", "route_not_prepare_ready",
+})  # fmt: skip
+STATE_DEPENDENT = {"POST /v2/session/{session_id}/observe": {"transaction_hashes_required", "observation_wrong_chain"}}
+# The fuzzed server has no chain RPC configured: an observe that gets past validation answers the documented
+# 503 chain_rpc_not_configured (a dependency this deployment lacks, not a fault). Observing real chains is
+# tests/e2e (anvil, LiteSVM). Any other 5xx fails.
+EXPECTED_503 = {("POST /v2/session/{session_id}/observe", "chain_rpc_not_configured")}
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    tmp = tmp_path_factory.mktemp("fuzz")
+    s = start_server(tmp, "fuzz", {"database_url": f"sqlite+aiosqlite:///{tmp}/sessions.sqlite3"})
+    try:
+        yield s
+    finally:
+        s.stop()
+
+
+def run_schemathesis(base_url: str, document: str, work: Path) -> tuple[dict[str, Any], list[dict[str, Any]], str]:
+    """(the JSON report, one record per answer, the CLI's output tail)."""
+    report, log = work / "report.json", work / "answers.jsonl"
+    exe = Path(sys.executable).with_name("schemathesis")
+    env = {**os.environ, "SCHEMATHESIS_HOOKS": str(ROOT / "tests/fuzz/hooks.py"), "RQ_FUZZ_BASE_URL": base_url,
+           "RQ_FUZZ_LOG": str(log)}  # fmt: skip
+    cmd = [str(exe), "run", f"{base_url}{document}", "-c", "all", "--continue-on-failure",
+           "--max-examples", str(EXAMPLES), "--seed", SEED, "--workers", "1", "--request-timeout", "30",
+           "--report", "json", "--report-json-path", str(report), "--output-truncate", "true"]  # fmt: skip
+    run = subprocess.run(cmd, capture_output=True, text=True, timeout=3600, cwd=ROOT, env=env)
+    if not report.exists():
+        raise AssertionError(f"schemathesis wrote no report (exit {run.returncode}):\n{run.stdout[-3000:]}{run.stderr[-2000:]}")
+    answers = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+    return json.loads(report.read_text()), answers, run.stdout[-6000:]
+
+
+def judge(report: dict[str, Any], answers: list[dict[str, Any]], output: str) -> set[str]:
+    """Assert everything but the pending document rules; return the pending reasons seen."""
+    assert report["complete"] is True and report["errors"] == [], output
+    assert report["operations"]["errored"] == 0 and report["test_cases"]["errored"] == 0, output
+    assert answers, "the hooks logged no answer"
+    server_errors = [a for a in answers if a["status"] >= 500]
+    unexpected = [a for a in server_errors if a["status"] != 503 or (a["op"], a["reason"]) not in EXPECTED_503]
+    assert unexpected == [], unexpected[:5]
+    positive_refused: dict[str, set[str]] = {}
+    for a in answers:
+        if a["mode"] == "positive" and a["status"] == 400:
+            positive_refused.setdefault(a["op"], set()).add(a["reason"])
+    pending: set[str] = set()
+    for failure in report["failures"]:
+        ops = set(failure["operations"])
+        if failure["type"] == "ServerError" and server_errors and ops <= {op for op, _ in EXPECTED_503}:
+            continue  # every 5xx of these operations was the expected 503 (checked above)
+        if failure["code"] != "ST202":  # any other finding (5xx, schema violation, accepted invalid data...)
+            raise AssertionError(f"{failure['code']} {failure['title']} on {sorted(ops)}\n{output}")
+        for op in ops:
+            reasons = positive_refused.get(op, set())
+            allowed = PENDING_DOC_RULES if op in BODY_OPS else STATE_DEPENDENT.get(op, set())
+            assert reasons and reasons <= allowed, (op, reasons - allowed, output)
+            if op in BODY_OPS:
+                pending |= reasons
+    return pending
+
+
+@pytest.mark.parametrize("doc", DOCUMENTS)
+def test_schemathesis_every_operation_every_check(server: ServerProcess, doc: str, tmp_path: Path) -> None:
+    report, answers, output = run_schemathesis(server.url, DOCUMENTS[doc], tmp_path)
+    seen = Counter((a["op"], a["status"]) for a in answers)
+    ops = {a["op"] for a in answers}
+    tested = report["operations"]["tested"]
+    assert tested == report["operations"]["total"] and tested >= (9 if doc == "v2" else 2), output
+    generated = report["test_cases"]["generated"]
+    assert generated >= (300 if doc == "v2" else 50), output
+    if doc == "v2":
+        # the hooks reached the deep paths: issued prepares and sessions, session reads and operations
+        assert seen[("POST /v2/prepare", 200)] and seen[("POST /v2/session", 201)], seen
+        assert seen[("GET /v2/session/{session_id}", 200)] and seen[("POST /v2/session/{session_id}/cancel", 200)], seen
+        assert {"POST /v2/session/{session_id}/observe", "POST /v2/session/{session_id}/refresh"} <= ops
+    else:
+        assert seen[("POST /v1/quote", 200)] and seen[("GET /v1/status", 200)], seen
+    counts = (ROOT / ".pytest_cache" / "fuzz-counts.json")
+    counts.parent.mkdir(exist_ok=True)
+    previous = json.loads(counts.read_text()) if counts.exists() else {}
+    previous[doc] = {"generated": generated, "answers": len(answers), "examples": EXAMPLES, "seed": SEED}
+    counts.write_text(json.dumps(previous, indent=1))
+    print(f"\nschemathesis {doc}: {generated} generated cases, {len(answers)} answers logged, "
+          f"statuses {dict(Counter(a['status'] for a in answers))}")
+    pending = judge(report, answers, output)
+    if pending:
+        pytest.xfail(f"{doc}: all checks pass except schema-valid prepare/session bodies refused for rules the "
+                     f"served document does not state yet (issue 13: prepare schema endpoint-pair rules): "
+                     f"{sorted(pending)}")
+
+
+def test_long_run_reached_ten_thousand_cases() -> None:
+    """`make fuzz` only: the two documents together generated at least 10,000 cases."""
+    if not LONG:
+        pytest.skip("the long run is `make fuzz` (RQ_FUZZ_EXAMPLES set)")
+    counts = json.loads((ROOT / ".pytest_cache" / "fuzz-counts.json").read_text())
+    assert set(counts) == set(DOCUMENTS) and all(c["examples"] == EXAMPLES for c in counts.values()), counts
+    total = sum(c["generated"] for c in counts.values())
+    print(f"\nschemathesis total: {total} generated cases ({counts})")
+    assert total >= LONG_MINIMUM_CASES, counts
