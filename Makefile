@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 RUNTIME_STAMP := $(VENV)/.runtime-installed
 DEV_STAMP := $(VENV)/.dev-installed
 
-.PHONY: serve test install dev lint typecheck bench clean
+.PHONY: serve test install dev lint typecheck bench fuzz clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -40,6 +40,11 @@ typecheck: $(DEV_STAMP)
 
 bench: $(DEV_STAMP)
 	$(BIN)/python bench/quote_bench.py
+
+# The long schemathesis run (>= 10,000 generated cases over both OpenAPI documents; ~10 min). `make test` runs
+# the short one. RQ_FUZZ_SEED=<n> explores another seed.
+fuzz: $(DEV_STAMP)
+	RQ_FUZZ_EXAMPLES=$${RQ_FUZZ_EXAMPLES:-1200} $(BIN)/pytest tests/fuzz -q -rA
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
