@@ -19,6 +19,7 @@ import httpx
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
 from tests.support.hostile import JSONRPC_HEADERS, LEAK_MARKERS
 from tests.support.server_process import ServerProcess, start_server
 

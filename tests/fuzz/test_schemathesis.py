@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from tests.support.server_process import ServerProcess, start_server
 
 ROOT = Path(__file__).resolve().parents[2]
