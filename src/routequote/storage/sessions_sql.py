@@ -40,6 +40,7 @@ from sqlalchemy import (
     String,
     Table,
     Text,
+    bindparam,
     event,
     func,
     select,
@@ -148,6 +149,26 @@ access_tokens = Table(
     Column("issued_at", UtcDateTime, nullable=False),
     Column("expires_at", UtcDateTime, nullable=False, index=True),
 )
+
+
+# The hot statements, built once and executed with parameter dicts: building a Core construct per call
+# (coercions, cache keys) cost more than SQLite's own work.
+_INSERT_SESSION = sessions.insert()
+_INSERT_EVENT = session_events.insert()
+_ADVANCE_SESSION = (
+    update(sessions)
+    .where(sessions.c.session_id == bindparam("b_session_id"), sessions.c.version == bindparam("b_expected"))
+    .values(version=sessions.c.version + 1, status=bindparam("b_status"), state=bindparam("b_state"),
+            updated_at=bindparam("b_at"))
+)  # fmt: skip
+_SELECT_SESSION = select(sessions).where(sessions.c.session_id == bindparam("b_session_id"))
+_SELECT_ANSWER = select(session_idempotency.c.request_sha256, session_idempotency.c.response).where(
+    session_idempotency.c.scope == bindparam("b_scope"), session_idempotency.c.key == bindparam("b_key")
+)
+_INSERT_ANSWER_IGNORED = {
+    "postgresql": pg.insert(session_idempotency).on_conflict_do_nothing(),
+    "sqlite": sqlite_dialect.insert(session_idempotency).on_conflict_do_nothing(),
+}
 
 
 def normalise_url(url: str) -> URL:
@@ -334,11 +355,10 @@ class SqlSessionStore:
 
         def operation(conn: Connection) -> IdempotentAnswer | None:
             inserted = conn.execute(
-                self._insert_ignore(session_idempotency).values(
-                    scope=idempotency_scope, key=idempotency_key, request_sha256=request_sha256,
-                    response=response_json, created_at=event.at,
-                )
-            )
+                _INSERT_ANSWER_IGNORED[self.scope],
+                {"scope": idempotency_scope, "key": idempotency_key, "request_sha256": request_sha256,
+                 "response": response_json, "created_at": event.at},
+            )  # fmt: skip
             if inserted.rowcount == 0:
                 # the key is taken (perhaps by a concurrent create that just committed): its answer
                 answer = self._idempotent(conn, idempotency_scope, idempotency_key)
@@ -348,16 +368,15 @@ class SqlSessionStore:
                 return answer
             try:
                 conn.execute(
-                    sessions.insert().values(
-                        session_id=record.session_id, token_sha256=record.token_sha256, version=record.version,
-                        status=record.status, route=record.route, created_at=record.created_at,
-                        updated_at=record.updated_at, state=state_json,
-                    )
-                )
+                    _INSERT_SESSION,
+                    {"session_id": record.session_id, "token_sha256": record.token_sha256, "version": record.version,
+                     "status": record.status, "route": record.route, "created_at": record.created_at,
+                     "updated_at": record.updated_at, "state": state_json},
+                )  # fmt: skip
             except IntegrityError:
                 conn.rollback()
                 raise ValueError("session_id already exists") from None
-            conn.execute(session_events.insert().values(**self._event_row(event)))
+            conn.execute(_INSERT_EVENT, self._event_row(event))
             conn.commit()
             return None
 
@@ -373,22 +392,21 @@ class SqlSessionStore:
 
         def operation(conn: Connection) -> bool:
             updated = conn.execute(
-                update(sessions)
-                .where(sessions.c.session_id == session_id, sessions.c.version == expected_version)
-                .values(version=sessions.c.version + 1, status=status, state=state_json, updated_at=event.at)
-            )
+                _ADVANCE_SESSION,
+                {"b_session_id": session_id, "b_expected": expected_version, "b_status": status, "b_state": state_json,
+                 "b_at": event.at},
+            )  # fmt: skip
             if updated.rowcount != 1:
                 conn.rollback()
                 return False
-            conn.execute(session_events.insert().values(**self._event_row(event)))
+            conn.execute(_INSERT_EVENT, self._event_row(event))
             if idempotency is not None:
                 scope, key, request_sha256, _response = idempotency
                 inserted = conn.execute(
-                    self._insert_ignore(session_idempotency).values(
-                        scope=scope, key=key, request_sha256=request_sha256, response=response_json,
-                        created_at=event.at,
-                    )
-                )
+                    _INSERT_ANSWER_IGNORED[self.scope],
+                    {"scope": scope, "key": key, "request_sha256": request_sha256, "response": response_json,
+                     "created_at": event.at},
+                )  # fmt: skip
                 if inserted.rowcount == 0:
                     conn.rollback()
                     raise IdempotencyConflict("idempotency key already used in this scope")
@@ -401,7 +419,7 @@ class SqlSessionStore:
 
     async def get(self, session_id: str) -> SessionRecord | None:
         def operation(conn: Connection) -> Any:
-            row = conn.execute(select(sessions).where(sessions.c.session_id == session_id)).first()
+            row = conn.execute(_SELECT_SESSION, {"b_session_id": session_id}).first()
             conn.rollback()
             return row
 
@@ -520,18 +538,9 @@ class SqlSessionStore:
 
     # ---- helpers -------------------------------------------------------------------------------------
 
-    def _insert_ignore(self, table: Table) -> Any:
-        if self.scope == "postgresql":
-            return pg.insert(table).on_conflict_do_nothing()
-        return sqlite_dialect.insert(table).on_conflict_do_nothing()
-
     @staticmethod
     def _idempotent(conn: Connection, scope: str, key: str) -> IdempotentAnswer | None:
-        row = conn.execute(
-            select(session_idempotency.c.request_sha256, session_idempotency.c.response).where(
-                session_idempotency.c.scope == scope, session_idempotency.c.key == key
-            )
-        ).first()
+        row = conn.execute(_SELECT_ANSWER, {"b_scope": scope, "b_key": key}).first()
         return None if row is None else IdempotentAnswer(row.request_sha256, row.response)
 
     @staticmethod
