@@ -207,8 +207,10 @@ async def _refuse(
 async def _too_large(send: Send, jsonrpc: bool) -> None:
     if jsonrpc:
         await _refuse(send, jsonrpc, 413)
-    else:  # the REST contract: 400 body_too_large (an ErrorResponse naming the rule)
-        await _refuse(send, jsonrpc, 400, "body_too_large", f"body exceeds {MAX_BODY_BYTES} bytes")
+    else:  # the REST contract: 400 body_too_large (an ErrorResponse naming the rule); the rest of the body is
+        # not read: close, or the server would go on draining whatever the client still sends
+        payload = rest_error(400, "body_too_large", f"body exceeds {MAX_BODY_BYTES} bytes")
+        await _answer(send, 400, payload, [(b"connection", b"close")])
 
 
 async def _read_body(receive: Receive, limit: int) -> bytes:
