@@ -10,7 +10,7 @@ wrong-wallet, wrong-terms or badly signed attempt is refused with its own reason
 Attempts are rate limited per wallet and per client (`ratelimit.RateLimiter`, Redis-shared when
 configured). Challenges and grants live in the session database, so every replica sees them.
 
-Knobs (environment): ROUTEQUOTE_LOGIN_RATE_LIMIT (default 20/minute, per wallet and per client, or `off`),
+Settings: ROUTEQUOTE_LOGIN_RATE_LIMIT (default 20/minute, per wallet and per client, or `off`),
 ROUTEQUOTE_LOGIN_CHALLENGE_TTL_SECONDS (default 300), ROUTEQUOTE_ACCESS_TOKEN_TTL_SECONDS (default 3600).
 """
 
@@ -26,9 +26,8 @@ from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 import structlog
-from pydantic import Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from routequote.config import Settings
 from routequote.core.auth import (
     TERMS_VERSION,
     AccessGrant,
@@ -47,14 +46,6 @@ UUID_RE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{
 START_FIELDS = frozenset({"source_wallet"})
 FINISH_FIELDS = frozenset({"challenge_id", "source_wallet", "signature", "terms_version"})
 log = structlog.get_logger("routequote.auth")  # challenge ids and outcomes only: never a token or a signature
-
-
-class AuthSettings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="ROUTEQUOTE_", extra="ignore")
-
-    login_rate_limit: str = Field("20/minute", description="Wallet-login attempts per wallet and per client")
-    login_challenge_ttl_seconds: int = Field(300, ge=30, le=3600, description="Lifetime of a login challenge")
-    access_token_ttl_seconds: int = Field(3600, ge=60, le=86400, description="Lifetime of a v1 access token")
 
 
 class AccessTokenInvalid(InvalidRequest):
@@ -89,12 +80,10 @@ class WalletAuth:
     terms_version: str = TERMS_VERSION
 
     @classmethod
-    def from_environment(
-        cls, store: LoginStore, clock: Clock, ids: IdFactory, base_url: str, redis_url: str = ""
-    ) -> WalletAuth:
-        s = AuthSettings()
-        return cls(store, clock, ids, base_url, RateLimiter(s.login_rate_limit, redis_url),
-                   s.login_challenge_ttl_seconds, s.access_token_ttl_seconds)  # fmt: skip
+    def from_settings(cls, store: LoginStore, clock: Clock, ids: IdFactory, settings: Settings) -> WalletAuth:
+        return cls(store, clock, ids, settings.resolved_base_url(),
+                   RateLimiter(settings.login_rate_limit, settings.redis_url),
+                   settings.login_challenge_ttl_seconds, settings.access_token_ttl_seconds)  # fmt: skip
 
     @property
     def domain(self) -> str:
@@ -238,12 +227,9 @@ def wallet_auth_for(state: Any) -> WalletAuth:
     if auth is None:
         sessions = state.sessions
         settings = state.settings
-        auth = WalletAuth.from_environment(
-            sessions.store, sessions.service.clock, sessions.service.ids, settings.resolved_base_url(),
-            settings.redis_url,
-        )
+        auth = WalletAuth.from_settings(sessions.store, sessions.service.clock, sessions.service.ids, settings)
         state.wallet_auth = auth
     return auth
 
 
-__all__ = ["AccessTokenInvalid", "AuthSettings", "WalletAuth", "access_token_sha256", "wallet_auth_for"]
+__all__ = ["AccessTokenInvalid", "WalletAuth", "access_token_sha256", "wallet_auth_for"]

@@ -68,6 +68,11 @@ class Settings(BaseSettings):
     )
     body_timeout_seconds: float = Field(30.0, gt=0, le=600, description="Time for a request body to arrive (408)")
     keep_alive_timeout_seconds: int = Field(5, ge=1, le=300, description="Idle keep-alive connection lifetime")
+    login_rate_limit: str = Field(
+        "20/minute", description="v1 wallet-login attempts per wallet and per client, or `off`"
+    )
+    login_challenge_ttl_seconds: int = Field(300, ge=30, le=3600, description="Lifetime of a v1 login challenge")
+    access_token_ttl_seconds: int = Field(3600, ge=60, le=86400, description="Lifetime of a v1 access token")
     max_inflight_quotes: int = Field(256, ge=1, description="Quotes computed at once before answering 503")
     log_level: str = Field("info", description="Log level")
     graceful_shutdown_seconds: float = Field(
