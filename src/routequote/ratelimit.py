@@ -8,9 +8,11 @@ import time
 from limits import parse
 from limits.aio.storage import MemoryStorage, Storage
 from limits.aio.strategies import MovingWindowRateLimiter
+from limits.errors import StorageError
 from limits.storage import storage_from_string
+from redis.exceptions import RedisError
 
-from routequote.errors import RateLimited
+from routequote.errors import DependencyUnavailable, RateLimited
 
 
 class RateLimiter:
@@ -35,8 +37,13 @@ class RateLimiter:
         """Count one request; raise RateLimited when over. Returns RateLimit-* headers."""
         if not self.enabled:
             return {}
-        allowed = await self.limiter.hit(self.item, group, client)
-        stats = await self.limiter.get_window_stats(self.item, group, client)
+        try:
+            allowed = await self.limiter.hit(self.item, group, client)
+            stats = await self.limiter.get_window_stats(self.item, group, client)
+        except (RedisError, StorageError, OSError) as exc:  # the shared store is away: 503, never a 500
+            raise DependencyUnavailable(
+                "rate_limit_store_unavailable", "the rate-limit store is unreachable", retry_after_seconds=5
+            ) from exc
         reset = max(0, math.ceil(stats.reset_time - time.time()))
         headers = {
             "RateLimit-Limit": str(self.item.amount),

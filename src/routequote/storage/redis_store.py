@@ -12,12 +12,14 @@ from typing import Any
 
 import orjson
 import redis.asyncio as aioredis
+from redis.exceptions import RedisError
 
 from routequote.core.assets import ASSETS
 from routequote.core.intent import QuoteIntent
 from routequote.core.pricing import PricedStep, RoutePricing
 from routequote.core.quote import QuoteBody
 from routequote.core.routes import ROUTES
+from routequote.errors import DependencyUnavailable
 from routequote.ports import IssuedQuote
 
 _STEP_INTS = (
@@ -85,6 +87,12 @@ class _RedisClient:
             self._client = aioredis.Redis.from_url(self.url, socket_timeout=1.0, socket_connect_timeout=1.0)
         return self._client
 
+    def unavailable(self, exc: Exception) -> DependencyUnavailable:
+        """Redis is away: 503 quote_store_unavailable (fails closed, never a 500; the reason names no URL)."""
+        return DependencyUnavailable(
+            "quote_store_unavailable", "the shared quote store is unreachable", retry_after_seconds=5
+        )
+
     async def aclose(self) -> None:
         if self._client is not None:
             await self._client.aclose()
@@ -99,12 +107,18 @@ class RedisQuoteStore(_RedisClient):
 
     async def put(self, issued: IssuedQuote) -> None:
         ttl_ms = int(issued.payload["ttl_seconds"]) * 1000
-        await self.client.set(self.prefix + issued.payload["quote_id"], orjson.dumps(issued_to_record(issued)), px=ttl_ms)
+        try:
+            await self.client.set(self.prefix + issued.payload["quote_id"], orjson.dumps(issued_to_record(issued)), px=ttl_ms)
+        except (RedisError, OSError) as exc:
+            raise self.unavailable(exc) from exc
 
     async def get(self, quote_id: str, now_monotonic: float) -> IssuedQuote | None:
         key = self.prefix + quote_id
-        async with self.client.pipeline(transaction=False) as pipe:
-            raw, pttl = await pipe.get(key).pttl(key).execute()
+        try:
+            async with self.client.pipeline(transaction=False) as pipe:
+                raw, pttl = await pipe.get(key).pttl(key).execute()
+        except (RedisError, OSError) as exc:
+            raise self.unavailable(exc) from exc
         if raw is None or pttl is None or pttl <= 0:
             return None
         return issued_from_record(orjson.loads(raw), now_monotonic + pttl / 1000)
@@ -118,7 +132,10 @@ class RedisIdempotencyStore(_RedisClient):
         super().__init__(url, prefix)
 
     async def get(self, key: str, now_monotonic: float) -> tuple[str, dict[str, Any]] | None:
-        raw = await self.client.get(self.prefix + key)
+        try:
+            raw = await self.client.get(self.prefix + key)
+        except (RedisError, OSError) as exc:
+            raise self.unavailable(exc) from exc
         if raw is None:
             return None
         record = orjson.loads(raw)
@@ -129,7 +146,10 @@ class RedisIdempotencyStore(_RedisClient):
     ) -> None:
         # NX: when two workers race on one key, the first answer stays the answer
         body = orjson.dumps({"request_sha256": request_sha256, "response": response})
-        await self.client.set(self.prefix + key, body, px=max(1, int(ttl_seconds * 1000)), nx=True)
+        try:
+            await self.client.set(self.prefix + key, body, px=max(1, int(ttl_seconds * 1000)), nx=True)
+        except (RedisError, OSError) as exc:
+            raise self.unavailable(exc) from exc
 
     def retained(self) -> int | None:
         return None
