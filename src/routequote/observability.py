@@ -128,9 +128,15 @@ def redact_value(value: Any, field: object = None, depth: int = 0) -> Any:
     return value
 
 
+class _Redacted(dict[str, Any]):
+    """A structlog event dict that has been through `redact_event` (the stdlib path does not redo it)."""
+
+
 def redact_event(_: Any, __: str, event_dict: dict[str, Any]) -> dict[str, Any]:
     """The structlog processor: every key and value of a log line."""
-    out: dict[str, Any] = {}
+    if isinstance(event_dict, _Redacted):
+        return event_dict
+    out: dict[str, Any] = _Redacted()
     for key, value in event_dict.items():
         if key.startswith("_"):  # structlog's own (the stdlib record, the logger): never rendered
             out[key] = value
