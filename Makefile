@@ -16,7 +16,7 @@ $(RUNTIME_STAMP): pyproject.toml | $(BIN)/python
 	touch $@
 
 $(DEV_STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet -e '.[dev,otel]'
 	touch $(RUNTIME_STAMP) $@
 
 install: $(RUNTIME_STAMP)
