@@ -49,8 +49,8 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects import postgresql as pg
 from sqlalchemy.dialects import sqlite as sqlite_dialect
-from sqlalchemy.engine import URL, Connection, Dialect, create_engine, make_url
-from sqlalchemy.exc import ArgumentError, DBAPIError, IntegrityError, SQLAlchemyError
+from sqlalchemy.engine import URL, Connection, Dialect, Engine, create_engine, make_url
+from sqlalchemy.exc import ArgumentError, DBAPIError, IntegrityError, OperationalError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import create_async_engine
 from sqlalchemy.types import TypeDecorator
 
@@ -171,6 +171,46 @@ _INSERT_ANSWER_IGNORED = {
 }
 
 
+def _sqlite_engine(url: URL, pool_size: int, busy_timeout: float) -> Engine:
+    """A pysqlite engine on the file: WAL, busy timeout, and BEGIN IMMEDIATE for the writers."""
+    busy_ms = int(busy_timeout * 1000)
+    engine = create_engine(
+        url.set(drivername="sqlite+pysqlite"),
+        pool_pre_ping=False,  # a local file has no connection to lose
+        pool_size=pool_size,
+        max_overflow=pool_size,
+        pool_timeout=max(busy_timeout, 1.0),
+        json_serializer=_serialize,
+        json_deserializer=json_loads,
+        connect_args={"timeout": busy_timeout, "check_same_thread": False},
+    )
+
+    @event.listens_for(engine, "connect")
+    def _sqlite_connect(dbapi_connection: Any, _record: Any) -> None:
+        # SQLAlchemy, not the sqlite3 module, emits BEGIN (see _sqlite_begin)
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        cursor.execute(f"PRAGMA busy_timeout={busy_ms}")
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA synchronous=NORMAL")  # WAL: durable across a process kill
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _sqlite_begin(conn: Connection) -> None:
+        # a writer takes the write lock up front: two processes serialise here, not at COMMIT
+        immediate = conn.get_execution_options().get(_WRITE, False)
+        conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+
+    return engine
+
+
+def _sqlite_busy(exc: OperationalError) -> bool:
+    """SQLite refused at once because another connection holds the lock (`database is locked`/`busy`)."""
+    text = str(getattr(exc, "orig", exc)).lower()
+    return "locked" in text or "busy" in text
+
+
 def normalise_url(url: str) -> URL:
     """`postgresql://` / `postgres://` / `postgresql+<any>://` -> asyncpg; `sqlite://` -> aiosqlite.
 
@@ -250,35 +290,11 @@ class SqlSessionStore:
                 },
             )
         else:
-            busy_ms = int(sqlite_busy_timeout * 1000)
-            self._sync = create_engine(
-                self._url.set(drivername="sqlite+pysqlite"),
-                pool_pre_ping=False,  # a local file has no connection to lose
-                pool_size=pool_size,
-                max_overflow=pool_size,
-                pool_timeout=sqlite_busy_timeout,
-                json_serializer=_serialize,
-                json_deserializer=json_loads,
-                connect_args={"timeout": sqlite_busy_timeout, "check_same_thread": False},
-            )
-
-            @event.listens_for(self._sync, "connect")
-            def _sqlite_connect(dbapi_connection: Any, _record: Any) -> None:
-                # SQLAlchemy, not the sqlite3 module, emits BEGIN (see _sqlite_begin)
-                dbapi_connection.isolation_level = None
-                cursor = dbapi_connection.cursor()
-                cursor.execute(f"PRAGMA busy_timeout={busy_ms}")
-                cursor.execute("PRAGMA journal_mode=WAL")
-                cursor.execute("PRAGMA synchronous=NORMAL")  # WAL: durable across a process kill
-                cursor.execute("PRAGMA foreign_keys=ON")
-                cursor.close()
-
-            @event.listens_for(self._sync, "begin")
-            def _sqlite_begin(conn: Connection) -> None:
-                # a writer takes the write lock up front: two processes serialise here, not at COMMIT
-                immediate = conn.get_execution_options().get(_WRITE, False)
-                conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
-
+            # two pools on one file: `_prompt` answers on the event loop and never waits for a lock (busy
+            # timeout 0); `_sync` waits up to `sqlite_busy_timeout` for another process, in a worker thread
+            self._sync = _sqlite_engine(self._url, pool_size, sqlite_busy_timeout)
+            self._prompt = _sqlite_engine(self._url, pool_size, 0.0)
+            self._prompt_writer = self._prompt.execution_options(**{_WRITE: True})
             self._sync_writer = self._sync.execution_options(**{_WRITE: True})
         if self.scope == "postgresql":
             self._writer = self._engine.execution_options(**{_WRITE: True})
@@ -310,6 +326,7 @@ class SqlSessionStore:
 
     async def aclose(self) -> None:
         if self.scope == "sqlite":
+            self._prompt.dispose()
             await asyncio.to_thread(self._sync.dispose)
         else:
             await self._engine.dispose()
@@ -323,6 +340,15 @@ class SqlSessionStore:
         on a lock first), `run_sync` over asyncpg on PostgreSQL. Database failures become StoreUnavailable."""
         async with self._guard():
             if self.scope == "sqlite":
+                # A local file answers in well under a millisecond: run on the event loop, where a worker thread
+                # would wait for the GIL behind the loop at every statement. Only when another process holds
+                # the write lock does the operation wait for it, off the loop.
+                try:
+                    with (self._prompt_writer if write else self._prompt).connect() as conn:
+                        return operation(conn)
+                except OperationalError as exc:
+                    if not _sqlite_busy(exc):
+                        raise
                 engine = self._sync_writer if write else self._sync
 
                 def work() -> T:
