@@ -119,7 +119,7 @@ def _surface(path: str) -> str:
         return "mcp"
     if path.startswith("/a2a") or path.startswith("/.well-known/agent"):
         return "a2a"
-    if path == "/metrics":
+    if path in ("/metrics", "/livez", "/readyz"):
         return "operations"
     if path == "/" or path.startswith("/explorer/"):
         return "explorer"
@@ -666,7 +666,7 @@ class Discovery:
             "mcp": "Tool protocol (MCP)",
             "a2a": "Agent-to-agent",
             "rest_v1_legacy": "Optional: legacy v1 (solana SOL -> ETH on base or arbitrum only)",
-            "operations": "Operations (Prometheus metrics)",
+            "operations": "Operations (Prometheus metrics, liveness and readiness probes)",
             "explorer": "Route explorer (a web page for people)",
         }
         for surface, title in sections.items():
