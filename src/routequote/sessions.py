@@ -276,13 +276,28 @@ class SessionService:
             workflow_id=session_id, quote_expiry_unix=int(_ts(quote["expires_at"]).timestamp()),
         )  # fmt: skip
         now = clock.now()
-        state = {
+        state = self._new_state(
+            MODE_V2, route, intent.as_request(), wallets, signer, dict(approval), binding, quote, bundle, now,
+            "spent only when the current action is signed and submitted",
+        )
+        return await self._insert_new(state, sha, Event.CREATE, now, scope, key, request_sha, route)
+
+    def _new_state(
+        self, mode: str, route: Route, intent: dict[str, Any], wallets: dict[str, str], signer: str | None,
+        approval: dict[str, Any], binding: dict[str, Any], quote: dict[str, Any], bundle: dict[str, Any] | None,
+        now: datetime, funds_note: str,
+    ) -> dict[str, Any]:
+        """A session's first document: what was quoted and approved, its steps, and the first action (if built)."""
+        summary_steps = quote["direct_route_summary"]["steps"]
+        cost = quote["cost_summary"]
+        state: dict[str, Any] = {
             "version": SESSION_VERSION,
+            "mode": mode,
             "route": route.key,
-            "intent": intent.as_request(),
+            "intent": intent,
             "wallets": dict(sorted(wallets.items())),
             "event_signer_public": signer,
-            "approval": dict(approval),
+            "approval": approval,
             "binding": binding,
             "quote": {
                 "quote_id": quote["quote_id"],
@@ -294,37 +309,46 @@ class SessionService:
                 "input_base": summary_steps[0]["expected_input_base"],
                 "expected_output_base": summary_steps[-1]["expected_output_base"],
                 "minimum_output_base": summary_steps[-1]["minimum_output_base"],
-                "expected_total_cost_percent": quote["cost_summary"]["expected_total_cost_percent"],
-                "maximum_total_cost_percent": quote["cost_summary"]["maximum_total_cost_percent"],
-                "input_value_usd": quote["cost_summary"]["input_value_usd"],
+                "expected_total_cost_percent": cost["expected_total_cost_percent"],
+                "maximum_total_cost_percent": cost["maximum_total_cost_percent"],
+                "input_value_usd": cost["input_value_usd"],
             },
             "summary_steps": summary_steps,
             "current_step": 0,
             "phase": "source",
             "current_action": bundle,
-            "actions": [self._action_entry(bundle, "source")],
+            "actions": [self._action_entry(bundle, "source")] if bundle is not None else [],
             "steps": [self._step_entry(s) for s in route.steps],
-            "funds": self._funds(route.source.key, summary_steps[0]["expected_input_base"], wallets[route.source.chain.value],
-                                 "in_wallet", "spent only when the current action is signed and submitted"),
+            "funds": self._funds(route.source.key, summary_steps[0]["expected_input_base"],
+                                 wallets[route.source.chain.value], "in_wallet", funds_note),
             "reapproval": None,
             "cancelled": None,
             "created_at": _iso(now),
         }  # fmt: skip
-        state["steps"][0]["status"] = "action_ready"
-        state["steps"][0]["action_id"] = bundle["action_id"]
-        status = next_status(None, Event.CREATE)
-        record = SessionRecord(session_id, sha, 1, status.value, route.key, now, now, state)
+        first = state["steps"][0]
+        first["status"] = "action_ready" if bundle is not None else "action_required"
+        if bundle is not None:
+            first["action_id"] = bundle["action_id"]
+        return state
+
+    async def _insert_new(
+        self, state: dict[str, Any], owner_sha: str, event: Event, now: datetime, scope: str, key: str,
+        request_sha: str, route: Route | None,
+    ) -> SessionAnswer:
+        """Store a new session with its first event and its create answer; a raced key answers the winner's."""
+        session_id = state["binding"]["session_id"]
+        status = next_status(None, event)
+        record = SessionRecord(session_id, owner_sha, 1, status.value, state["route"], now, now, state)
         response = self._view(record, "session")
-        event = SessionEvent(session_id, 1, None, Event.CREATE.value, status.value, now)
         raced = await self._store(
-            self.store.create(record, event, scope, key, request_sha, {"http_status": 201, "body": response})
-        )
+            self.store.create(record, SessionEvent(session_id, 1, None, event.value, status.value, now), scope, key,
+                              request_sha, {"http_status": 201, "body": response})
+        )  # fmt: skip
         if raced is not None:
             return self._replay(raced, request_sha, route)
-        log.info("session_created", session_id=session_id, route=route.key, status=status.value,
-                 action_id=bundle["action_id"])  # fmt: skip
+        log.info("session_created", session_id=session_id, route=state["route"], status=status.value, mode=state["mode"])
         if self.on_transition is not None:
-            self.on_transition(Event.CREATE.value, None, status.value)
+            self.on_transition(event.value, None, status.value)
         return SessionAnswer(201, response)
 
     def _binding(self, quote: dict[str, Any], approval: dict[str, Any], session_id: str) -> dict[str, Any]:
@@ -889,57 +913,16 @@ class SessionService:
             "server_submission": False,
         }
         now = self.service.clock.now()
-        state = {
-            "version": SESSION_VERSION,
-            "mode": MODE_V1,
-            "route": route.key,
-            "intent": issued.intent.as_request(),
-            "wallets": dict(sorted(wallets.items())),
-            "event_signer_public": None,
-            "approval": approval,
-            "binding": binding,
-            "quote": {
-                "quote_id": quote_id,
-                "quote_fingerprint": quote["continuation_v3"]["quote_fingerprint"],
-                "direct_route_summary_sha256": quote["continuation_v3"]["direct_route_summary_sha256"],
-                "as_of": quote["as_of"],
-                "expires_at": quote["expires_at"],
-                "market": quote.get("market"),
-                "input_base": summary_steps[0]["expected_input_base"],
-                "expected_output_base": summary_steps[-1]["expected_output_base"],
-                "minimum_output_base": summary_steps[-1]["minimum_output_base"],
-                "expected_total_cost_percent": quote["cost_summary"]["expected_total_cost_percent"],
-                "maximum_total_cost_percent": quote["cost_summary"]["maximum_total_cost_percent"],
-                "input_value_usd": quote["cost_summary"]["input_value_usd"],
-            },
-            "summary_steps": summary_steps,
-            "current_step": 0,
-            "phase": "source",
-            "current_action": None,
-            "actions": [],
-            "steps": [self._step_entry(s) for s in route.steps],
-            "funds": self._funds(route.source.key, summary_steps[0]["expected_input_base"], wallet, "in_wallet",
-                                 "nothing was built: ask for the source action (prepare_source_action)"),
-            "reapproval": None,
-            "cancelled": None,
-            "created_at": _iso(now),
-        }  # fmt: skip
-        state["steps"][0]["status"] = "action_required"
-        status = next_status(None, Event.CREATE_WITHOUT_ACTION)
-        record = SessionRecord(session_id, binding_sha, 1, status.value, route.key, now, now, state)
-        response = self._view(record, "session")
-        event = SessionEvent(session_id, 1, None, Event.CREATE_WITHOUT_ACTION.value, status.value, now)
+        state = self._new_state(
+            MODE_V1, route, issued.intent.as_request(), wallets, None, approval, binding, quote, None, now,
+            "nothing was built: ask for the source action (prepare_source_action)",
+        )
         try:
-            raced = await self._store(
-                self.store.create(record, event, scope, key, request_sha, {"http_status": 201, "body": response})
-            )
+            return await self._insert_new(state, binding_sha, Event.CREATE_WITHOUT_ACTION, now, scope, key,
+                                          request_sha, None)  # fmt: skip
         except ValueError:
             raise Conflict("quote_already_in_session",
                            "this quote is already locked into a session: read that session, or quote again") from None  # fmt: skip
-        if raced is not None:
-            return self._replay(raced, request_sha, None)
-        log.info("session_created", session_id=session_id, route=route.key, status=status.value, mode=MODE_V1)
-        return SessionAnswer(201, response)
 
     async def v1_read(self, wallet: str, session_id: Any, view: Any = "session") -> dict[str, Any]:
         view = view or "session"
