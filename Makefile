@@ -44,7 +44,7 @@ bench: $(DEV_STAMP)
 # The long schemathesis run (>= 10,000 generated cases over both OpenAPI documents; ~10 min). `make test` runs
 # the short one. RQ_FUZZ_SEED=<n> explores another seed.
 fuzz: $(DEV_STAMP)
-	RQ_FUZZ_EXAMPLES=$${RQ_FUZZ_EXAMPLES:-1200} $(BIN)/pytest tests/fuzz -q -rA
+	RQ_FUZZ_EXAMPLES=$${RQ_FUZZ_EXAMPLES:-600} $(BIN)/pytest tests/fuzz -q -rA
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

