@@ -388,7 +388,7 @@ class SessionService:
     # ---- read ---------------------------------------------------------------------------------------
 
     async def read(self, session_id: Any, token: str | None, view: Any = "session") -> dict[str, Any]:
-        view = view or "session"
+        view = "session" if view is None else view  # an empty view= is not a view
         if view not in VIEWS:
             raise InvalidRequest("invalid_view", f"view must be one of {', '.join(VIEWS)}")
         record = await self._load(session_id, token)
@@ -925,7 +925,7 @@ class SessionService:
                            "this quote is already locked into a session: read that session, or quote again") from None  # fmt: skip
 
     async def v1_read(self, wallet: str, session_id: Any, view: Any = "session") -> dict[str, Any]:
-        view = view or "session"
+        view = "session" if view is None else view  # an empty view= is not a view
         if view not in VIEWS:
             raise InvalidRequest("invalid_view", f"view must be one of {', '.join(VIEWS)}")
         record = await self._v1_load(session_id, wallet)

@@ -11,6 +11,7 @@ import httpx
 import jsonschema
 
 from routequote.core.quote import APPROVAL_VERSION
+from routequote.core.routes import ROUTES
 
 CHAINS = ("solana", "base", "arbitrum", "robinhood")
 TOKENS = ("SOL", "ETH", "USDC", "USDG")
@@ -29,7 +30,10 @@ def test_prepare_and_session_schemas_carry_the_quote_pair_rules(http: httpx.Clie
     accepted = 0
     for fc, ft, tc, tt in itertools.product(CHAINS, TOKENS, CHAINS, TOKENS):
         intent = {"from_chain": fc, "from_token": ft, "to_chain": tc, "to_token": tt, "amount_usd": 5}
-        body = {"caller_approved": True, **intent, "wallets": {"base": "0x" + "11" * 20}}
+        route = ROUTES.get(f"{fc}:{ft}->{tc}:{tt}")
+        body: dict[str, Any] = {"caller_approved": True, **intent, "wallets": _wallets(route)}
+        if route is not None and route.event_signer_required:
+            body["event_signer_public"] = SIGNER
         ok = quote.is_valid(intent)
         accepted += ok
         assert prepare.is_valid(body) is ok, intent
@@ -40,6 +44,38 @@ def test_prepare_and_session_schemas_carry_the_quote_pair_rules(http: httpx.Clie
     assert not prepare.is_valid(identity)
     r = http.post("/v2/prepare", json=identity)
     assert r.status_code == 400  # what the schema now says, the server does
+
+
+def test_prepare_schema_states_the_per_route_wallet_and_signer_rules(http: httpx.Client) -> None:
+    document = http.get("/v2/openapi.json").json()
+    prepare = jsonschema.Draft202012Validator(_schema(document, "/v2/prepare"))
+    for key, route in ROUTES.items():
+        fc, ft = route.source.key.split(":")
+        tc, tt = route.target.key.split(":")
+        body: dict[str, Any] = {"caller_approved": True, "from_chain": fc, "from_token": ft, "to_chain": tc,
+                                "to_token": tt, "amount_usd": 5, "wallets": _wallets(route)}  # fmt: skip
+        if route.event_signer_required:
+            assert not prepare.is_valid(body), key  # the signer is required
+            body["event_signer_public"] = SIGNER
+        else:
+            assert not prepare.is_valid({**body, "event_signer_public": SIGNER}), key  # and refused elsewhere
+        assert prepare.is_valid(body), key
+        extra = next(c for c in CHAINS if c not in route.required_wallet_chains) if len(
+            route.required_wallet_chains) < 4 else None
+        if extra is not None:
+            assert not prepare.is_valid({**body, "wallets": {**body["wallets"], **_wallets(None, [extra])}}), key
+        missing = dict(list(body["wallets"].items())[1:])
+        assert not prepare.is_valid({**body, "wallets": missing}), key
+        wrong_format = {c: ("0x" + "11" * 20 if c == "solana" else SIGNER) for c in body["wallets"]}
+        assert not prepare.is_valid({**body, "wallets": wrong_format}), key
+
+
+SIGNER = "9WzDXwBbmkg8ZTbNMqUxvQRAyrZzDsGYdLVL9zYtAWWM"
+
+
+def _wallets(route: Any, chains: list[str] | None = None) -> dict[str, str]:
+    names = chains if chains is not None else (list(route.required_wallet_chains) if route else ["base"])
+    return {c: "4Nd1mBQtrMJVYVfKf2PJy9NZUZdTAsp7D4xWLs4gDB4T" if c == "solana" else "0x" + "11" * 20 for c in names}
 
 
 def _approval() -> dict[str, str]:

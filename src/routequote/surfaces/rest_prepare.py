@@ -10,12 +10,52 @@ from starlette.responses import Response
 from routequote.contract.v2 import ErrorResponse, _endpoint_rules
 from routequote.core.assets import Chain, Token
 from routequote.core.quote import APPROVAL_FIELDS, APPROVAL_VERSION
+from routequote.core.routes import ROUTES
 from routequote.prepare import PrepareService
 from routequote.ratelimit import RateLimiter
 from routequote.surfaces.http import answer, read_json_body
 
 _ERR = {"model": ErrorResponse}
 _ADDRESS = {"type": "string", "description": "public address: EVM 0x + 40 hex, Solana base58 (32..44 chars)"}
+EVM_ADDRESS = {"type": "string", "pattern": "^0x[0-9a-fA-F]{40}$"}
+SOLANA_ADDRESS = {
+    "type": "string",
+    "pattern": "^[1-9A-HJ-NP-Za-km-z]{32,44}$",
+    "description": "base58 that must decode to a 32-byte public key (refused otherwise: invalid_wallet_address)",
+}
+# a key shaped like a secret (hex of a private key) is refused even though the pattern allows it
+IDEMPOTENCY_KEY = {
+    "type": "string",
+    "pattern": "^[A-Za-z0-9._:-]{8,128}$",
+    "not": {"pattern": "^(0[xX])?([0-9a-fA-F]{64}|[0-9a-fA-F]{128})$"},
+}
+_WALLET_SCHEMA = {c.value: SOLANA_ADDRESS if c is Chain.SOLANA else EVM_ADDRESS for c in Chain}
+
+
+def _route_rules() -> dict[str, Any]:
+    """One alternative per route, generated from the registry: its endpoints, wallets on exactly the chains
+    it touches, and the event signer exactly when it burns CCTP on Solana (this also rules out identity routes
+    and tokens not on their chain)."""
+    alternatives: list[dict[str, Any]] = []
+    for route in ROUTES.values():
+        chains = list(route.required_wallet_chains)
+        alternative: dict[str, Any] = {
+            "properties": {
+                "from_chain": {"const": route.source.chain.value},
+                "from_token": {"const": route.source.token.value},
+                "to_chain": {"const": route.target.chain.value},
+                "to_token": {"const": route.target.token.value},
+                "wallets": {"required": chains, "propertyNames": {"enum": chains}},
+            },
+        }
+        if route.event_signer_required:
+            alternative["required"] = ["event_signer_public"]
+        else:
+            alternative["not"] = {"required": ["event_signer_public"]}
+        alternatives.append(alternative)
+    return {"anyOf": alternatives}
+
+
 PREPARE_REQUEST_SCHEMA: dict[str, Any] = {
     "type": "object",
     "additionalProperties": False,
@@ -24,9 +64,14 @@ PREPARE_REQUEST_SCHEMA: dict[str, Any] = {
         "An approved quote's intent and the caller's public wallets. Secret-looking fields anywhere (private key, "
         "seed, mnemonic, signature, signed transaction) are refused with 400 secret_material_rejected. "
         "Each side must be one of the nine chain/token endpoints and the two sides must differ (the same "
-        "rules as QuoteRequest, generated from the asset registry)."
+        "rules as QuoteRequest, generated from the asset registry). Per route (generated from the route "
+        "registry): `wallets` names exactly the chains the route touches, and `event_signer_public` is sent exactly "
+        "when the route burns CCTP on Solana. Rules JSON Schema cannot state: a Solana address must decode to 32 "
+        "bytes (invalid_wallet_address / invalid_event_signer_public), the event signer must differ from every "
+        "wallet (event_signer_public_not_fresh), and the route's first step must be prepare-ready now "
+        "(route_not_prepare_ready; GET /v2/capabilities lists the routes that are not, with why)."
     ),
-    **_endpoint_rules(),  # allOf: from side, to side, not an identity route
+    "allOf": [*_endpoint_rules()["allOf"], _route_rules()],  # from side, to side, no identity route, per route
     "properties": {
         "caller_approved": {"type": "boolean", "const": True, "description": "advisory; not proof of human approval"},
         "from_chain": {"type": "string", "enum": [c.value for c in Chain]},
@@ -38,12 +83,13 @@ PREPARE_REQUEST_SCHEMA: dict[str, Any] = {
             "type": "object",
             "description": "exactly the route's required_wallet_chains -> public address",
             "propertyNames": {"enum": [c.value for c in Chain]},
+            "properties": _WALLET_SCHEMA,
             "additionalProperties": _ADDRESS,
             "minProperties": 1,
             "maxProperties": 4,
         },
         "event_signer_public": {
-            "type": "string",
+            **SOLANA_ADDRESS,
             "description": "required exactly when the route burns CCTP on Solana: a fresh keypair's public key",
         },
         "approval_v3": {
@@ -59,7 +105,8 @@ PREPARE_REQUEST_SCHEMA: dict[str, Any] = {
                 "direct_route_summary_sha256": {"type": "string", "pattern": "^[0-9a-f]{64}$"},
                 "maximum_input_base": {"type": "string", "pattern": "^[1-9][0-9]*$"},
                 "minimum_output_base": {"type": "string", "pattern": "^[1-9][0-9]*$"},
-                "idempotency_key": {"type": "string", "pattern": "^[A-Za-z0-9._:-]{8,128}$"},
+                "idempotency_key": IDEMPOTENCY_KEY,
+                "quote_id": {"type": "string", "minLength": 1, "maxLength": 128},
             },
         },
     },

@@ -16,7 +16,7 @@ from routequote.core.quote import SESSION_HEADER
 from routequote.ratelimit import RateLimiter
 from routequote.sessions import VIEWS, SessionService
 from routequote.surfaces.http import answer, read_json_body
-from routequote.surfaces.rest_prepare import PREPARE_REQUEST_SCHEMA
+from routequote.surfaces.rest_prepare import IDEMPOTENCY_KEY, PREPARE_REQUEST_SCHEMA
 
 _ERR = {"model": ErrorResponse}
 _KEY = {"type": "string", "pattern": "^[A-Za-z0-9._:-]{8,128}$"}
@@ -28,12 +28,22 @@ _TOKEN_PARAM = {
     "is stored; never logged or echoed. A wrong token is 404 session_not_found.",
     "schema": {"type": "string", "pattern": "^[A-Za-z0-9_-]{43,128}$"},
 }
+_APPROVAL = PREPARE_REQUEST_SCHEMA["properties"]["approval_v3"]
 CREATE_SCHEMA: dict[str, Any] = {
     **PREPARE_REQUEST_SCHEMA,
     "required": [*PREPARE_REQUEST_SCHEMA["required"], "approval_v3", "idempotency_key"],
-    "description": "The prepare body plus idempotency_key; approval_v3.selected_mode must be `session` and "
-    "approval_v3.idempotency_key must equal idempotency_key.",
-    "properties": {**PREPARE_REQUEST_SCHEMA["properties"], "idempotency_key": _KEY},
+    "description": PREPARE_REQUEST_SCHEMA["description"] + " Session create: the prepare body plus "
+    "idempotency_key; approval_v3.selected_mode is `session`, and approval_v3.idempotency_key must equal "
+    "idempotency_key (an equality JSON Schema cannot state: 400 idempotency_key_mismatch); every step of the route "
+    "must be buildable by this instance (400 route_not_session_ready; GET /v2/capabilities `sessions` lists why not).",
+    "properties": {
+        **PREPARE_REQUEST_SCHEMA["properties"],
+        "idempotency_key": IDEMPOTENCY_KEY,
+        "approval_v3": {
+            **_APPROVAL,
+            "properties": {**_APPROVAL["properties"], "selected_mode": {"type": "string", "const": "session"}},
+        },
+    },
 }
 OBSERVE_SCHEMA: dict[str, Any] = {
     "type": "object",

@@ -84,7 +84,10 @@ class _Strict(BaseModel):
 
 
 class WalletAuthStartRequest(_Strict):
-    source_wallet: str = Field(min_length=32, max_length=64, description="Solana public key (base58)")
+    source_wallet: str = Field(
+        min_length=32, max_length=44, pattern=r"^[1-9A-HJ-NP-Za-km-z]{32,44}$",
+        description="Solana public key: base58 that must decode to 32 bytes (else 400 invalid_source_wallet)",
+    )
 
 
 class WalletAuthChallenge(BaseModel):
@@ -104,7 +107,10 @@ class WalletAuthChallenge(BaseModel):
 
 class WalletAuthFinishRequest(_Strict):
     challenge_id: str = Field(pattern=_UUID)
-    source_wallet: str = Field(min_length=32, max_length=64)
+    source_wallet: str = Field(
+        min_length=32, max_length=44, pattern=r"^[1-9A-HJ-NP-Za-km-z]{32,44}$",
+        description="The wallet the challenge was issued for (base58, 32 bytes)",
+    )
     signature: str = Field(min_length=64, max_length=128, description="base58 Ed25519 signature of the message")
     terms_version: str = Field(min_length=1, max_length=160)
 
@@ -123,7 +129,7 @@ class WalletAuthToken(BaseModel):
 class V1SessionCreateRequest(_Strict):
     quote_id: str = Field(pattern=_UUID, description="A fresh quote from POST /v1/quote")
     idempotency_key: str = _KEY
-    source_wallet: str = Field(min_length=32, max_length=64, description="Must be the logged-in wallet")
+    source_wallet: str = Field(min_length=32, max_length=44, pattern=r"^[1-9A-HJ-NP-Za-km-z]{32,44}$", description="Must be the logged-in wallet")
     destination_wallet: str = Field(pattern=r"^0x[0-9a-fA-F]{40}$")
 
 
