@@ -257,9 +257,22 @@ def pct(xs: list[float], p: float) -> float:
     return xs[min(len(xs) - 1, int(p * len(xs)))] * 1e3 if xs else float("nan")
 
 
-async def drive(port: int, seconds: float, connections: int, sessions: list[tuple[str, str]], stats: Stats) -> float:
+async def drive(
+    port: int, seconds: float, connections: int, sessions: list[tuple[str, str]], stats: Stats,
+    rss_of: int | None = None, timeline: list[float] | None = None,
+) -> float:
     start = time.monotonic()
-    await asyncio.gather(*(worker(port, i, start + seconds, sessions, stats) for i in range(connections)))
+
+    async def sample() -> None:  # total RSS of the server's processes, ten times over the run
+        assert rss_of is not None and timeline is not None
+        for _ in range(10):
+            await asyncio.sleep(seconds / 10)
+            timeline.append(sum(rss_mib(rss_of).values()))
+
+    tasks = [worker(port, i, start + seconds, sessions, stats) for i in range(connections)]
+    if rss_of is not None:
+        tasks.append(sample())
+    await asyncio.gather(*tasks)
     return time.monotonic() - start
 
 
@@ -270,7 +283,8 @@ def run(workers: int, seconds: float, connections: int) -> dict[str, Any]:
         asyncio.run(drive(port, 3, connections, sessions, warm))  # warm-up, not counted
         before = rss_mib(proc.pid)
         stats = Stats()
-        elapsed = asyncio.run(drive(port, seconds, connections, sessions, stats))
+        timeline: list[float] = []
+        elapsed = asyncio.run(drive(port, seconds, connections, sessions, stats, proc.pid, timeline))
         after = rss_mib(proc.pid)
     total = sum(len(v) for v in stats.latencies.values())
     every = [x for v in stats.latencies.values() for x in v]
@@ -278,7 +292,8 @@ def run(workers: int, seconds: float, connections: int) -> dict[str, Any]:
             "p50": pct(every, 0.5), "p99": pct(every, 0.99), "errors": sum(stats.errors.values()),
             "by_kind": {k: (len(v), pct(v, 0.5), pct(v, 0.99)) for k, v in sorted(stats.latencies.items())},
             "error_samples": stats.error_samples, "rss_before": before, "rss_after": after,
-            "max_retained": stats.max_retained, "retained_samples": stats.retained_samples}  # fmt: skip
+            "max_retained": stats.max_retained, "retained_samples": stats.retained_samples,
+            "rss_timeline": timeline}  # fmt: skip
 
 
 def main() -> None:
@@ -299,6 +314,11 @@ def main() -> None:
         print(f"\nworkers={r['workers']}: per process RSS before/after (MiB): "
               + ", ".join(f"{pid}: {r['rss_before'].get(pid, 0):.0f}/{r['rss_after'].get(pid, 0):.0f}"
                           for pid in sorted(set(r["rss_before"]) | set(r["rss_after"]))))  # fmt: skip
+        line = r["rss_timeline"]
+        if line:
+            half = line[len(line) // 2 :]
+            print(f"  RSS over the run (MiB, {len(line)} samples): {', '.join(f'{x:.0f}' for x in line)}; "
+                  f"second half moved {max(half) - min(half):.1f} MiB")
         for kind, (n, p50, p99) in r["by_kind"].items():
             print(f"  {kind:<13} {n:>7} requests  p50 {p50:6.1f} ms  p99 {p99:6.1f} ms")
         print(f"  issued_quotes_retained: max {r['max_retained']} over {r['retained_samples']} samples (cap {STORE_CAP})")
