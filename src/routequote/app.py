@@ -98,7 +98,7 @@ def build_sessions(settings: Settings, prepare: PrepareService, store: SessionSt
     if store is None:
         from routequote.storage.sessions_sql import SqlSessionStore
 
-        store = SqlSessionStore(settings.database_url)
+        store = SqlSessionStore(settings.database_url, pool_size=settings.database_pool_size)
     client = httpx.AsyncClient(limits=httpx.Limits(max_connections=32))
     timeout = settings.market_timeout_seconds
     evm_urls = {"base": settings.rpc_url_base, "arbitrum": settings.rpc_url_arbitrum,

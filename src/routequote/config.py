@@ -52,6 +52,11 @@ class Settings(BaseSettings):
         description="Session database: an SQLite file (default, embedded; the directory is created) or "
         "`postgresql://...` shared by several replicas (drivers aiosqlite / asyncpg; migrations run at start)",
     )
+    database_pool_size: int = Field(
+        20, ge=1, le=200,
+        description="Session database connections kept open per process (as many again may open under bursts); "
+        "size it to the concurrent session requests a process serves, so connections are not opened per request",
+    )
     finality_confirmations: str = Field(
         "base=10,arbitrum=10,robinhood=10",
         description="Confirmations an EVM transaction needs before a session treats it as final: `chain=N,...`",

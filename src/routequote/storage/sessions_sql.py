@@ -262,7 +262,7 @@ class SqlSessionStore:
 
     def __init__(
         self, url: str, *, connect_timeout: float = 3.0, statement_timeout: float = 10.0,
-        sqlite_busy_timeout: float = 15.0, pool_size: int = 10,
+        sqlite_busy_timeout: float = 15.0, pool_size: int = 20,
     ) -> None:
         self._url = normalise_url(url)
         self.scope = "postgresql" if self._url.get_backend_name() == "postgresql" else "sqlite"
