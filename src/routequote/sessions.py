@@ -241,7 +241,7 @@ class SessionService:
             # looked for here, because the store's insert already returns it on the normal path (one round trip)
             prior = await self._store(self.store.idempotent(scope, key))
             if prior is not None:
-                return self._replay(prior, request_sha, route)
+                return await self._create_replay(prior, request_sha, route)
             raise
         return answer
 
@@ -340,12 +340,14 @@ class SessionService:
         status = next_status(None, event)
         record = SessionRecord(session_id, owner_sha, 1, status.value, state["route"], now, now, state)
         response = self._view(record, "session")
+        # the create's idempotency record names the session it made: a replay answers that session as it is
+        # then (not a second copy of the whole first document)
         raced = await self._store(
             self.store.create(record, SessionEvent(session_id, 1, None, event.value, status.value, now), scope, key,
-                              request_sha, {"http_status": 201, "body": response})
+                              request_sha, {"http_status": 201, "session_id": session_id})
         )  # fmt: skip
         if raced is not None:
-            return self._replay(raced, request_sha, route)
+            return await self._create_replay(raced, request_sha, route)
         log.info("session_created", session_id=session_id, route=state["route"], status=status.value, mode=state["mode"])
         if self.on_transition is not None:
             self.on_transition(event.value, None, status.value)
@@ -369,6 +371,17 @@ class SessionService:
             if f["step_index"] == step.index and "fee_pips" in f:
                 return int(f["fee_pips"])
         return None
+
+    async def _create_replay(self, prior: IdempotentAnswer, request_sha: str, route: Route | None) -> SessionAnswer:
+        """A create replayed: 201 with the session it made, as it is now (another body under the key: 409)."""
+        session_id = prior.response.get("session_id")
+        if prior.request_sha256 != request_sha or not isinstance(session_id, str):
+            return self._replay(prior, request_sha, route)
+        record: SessionRecord | None = await self._store(self.store.get(session_id))
+        if record is None:  # pragma: no cover - a session is never deleted while its create record exists
+            raise NotFound("session_not_found", "no session with this id for this token")
+        record = await self._expire_if_due(record)
+        return SessionAnswer(201, {**self._view(record, "session"), "idempotent_replay": True})
 
     @staticmethod
     def _replay(prior: IdempotentAnswer, request_sha: str, route: Route | None) -> SessionAnswer:
@@ -863,7 +876,7 @@ class SessionService:
         request_sha = canonical_sha256({"operation": "v1_create", **fields})
         prior = await self._store(self.store.idempotent(scope, key))
         if prior is not None:
-            return self._replay(prior, request_sha, None)
+            return await self._create_replay(prior, request_sha, None)
         issued = await self.service.issued_quote(quote_id)
         if issued is None:
             raise InvalidRequest("quote_not_found_or_expired",
