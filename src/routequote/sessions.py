@@ -613,20 +613,8 @@ class SessionService:
             return await self._step_done(record, state, route, k, evidence.actual_output_base)
         if dst is Chain.SOLANA and hashes:  # no Solana receive is built here: the caller relays the mint
             return await self._observe_solana_delivery(record, state, route, hashes, "USDC")
-        if self.attestations is None:
-            raise ObservationUnavailable("attestation_source_not_configured", "no Circle Iris reader is configured")
-        messages = await self.attestations.messages(int(bridge["source_domain"]), bridge["source_tx"])
-        match = next(
-            (m for m in messages if m.amount is not None and int(m.amount) == int(bridge["burn_amount"])
-             and m.destination_domain == CHAINS[dst].cctp_domain),
-            None,
-        )  # fmt: skip
-        if match is None or match.status != "complete" or not match.message or not match.attestation:
-            entry["destination_status"] = "awaiting_attestation"
+        if not await self._attested(entry, bridge, dst):
             return _Outcome(Event.DESTINATION_PENDING, state, note="Circle has not attested the burn yet")
-        bridge["message"] = "0x" + match.message.hex()
-        bridge["attestation"] = "0x" + match.attestation.hex()
-        bridge["fee_executed"] = None if match.fee_executed is None else str(match.fee_executed)
         if dst is Chain.SOLANA:
             entry["destination_status"] = "attested_caller_relays_mint"
             return _Outcome(Event.DESTINATION_PENDING, state,
@@ -638,6 +626,25 @@ class SessionService:
         state["funds"] = self._funds(step.target.key, None, wallet, "in_flight",
                                      "attested; minted when your receiveMessage transaction lands")  # fmt: skip
         return _Outcome(Event.DESTINATION_ACTION_READY, state)
+
+    async def _attested(self, entry: dict[str, Any], bridge: dict[str, Any], dst: Chain) -> bool:
+        """Ask Circle Iris for this burn's message; when attested, keep the message and attestation in the
+        bridge record and answer True (the caller then checks the message is this session's burn)."""
+        if self.attestations is None:
+            raise ObservationUnavailable("attestation_source_not_configured", "no Circle Iris reader is configured")
+        messages = await self.attestations.messages(int(bridge["source_domain"]), bridge["source_tx"])
+        match = next(
+            (m for m in messages if m.amount is not None and int(m.amount) == int(bridge["burn_amount"])
+             and m.destination_domain == CHAINS[dst].cctp_domain),
+            None,
+        )  # fmt: skip
+        if match is None or match.status != "complete" or not match.message or not match.attestation:
+            entry["destination_status"] = "awaiting_attestation"
+            return False
+        bridge["message"] = "0x" + match.message.hex()
+        bridge["attestation"] = "0x" + match.attestation.hex()
+        bridge["fee_executed"] = None if match.fee_executed is None else str(match.fee_executed)
+        return True
 
     def _receive_bundle(self, state: dict[str, Any], route: Route, k: int) -> dict[str, Any]:
         from routequote.core.actions.cctp_receive import assemble_receive_bundle
@@ -1113,20 +1120,8 @@ class SessionService:
         dst = step.target.chain
         wallet = state["wallets"][dst.value]
         if not bridge.get("attestation"):
-            if self.attestations is None:
-                raise ObservationUnavailable("attestation_source_not_configured", "no Circle Iris reader is configured")
-            messages = await self.attestations.messages(int(bridge["source_domain"]), bridge["source_tx"])
-            match = next(
-                (m for m in messages if m.amount is not None and int(m.amount) == int(bridge["burn_amount"])
-                 and m.destination_domain == CHAINS[dst].cctp_domain),
-                None,
-            )  # fmt: skip
-            if match is None or match.status != "complete" or not match.message or not match.attestation:
-                entry["destination_status"] = "awaiting_attestation"
+            if not await self._attested(entry, bridge, dst):
                 return _Outcome(Event.DESTINATION_PENDING, state, note="Circle has not attested the burn yet")
-            bridge["message"] = "0x" + match.message.hex()
-            bridge["attestation"] = "0x" + match.attestation.hex()
-            bridge["fee_executed"] = None if match.fee_executed is None else str(match.fee_executed)
             # the attested message must be this session's burn (recipient, amount, domains): the receive
             # builder's checks, its bundle unused (v1 does not prepare the mint)
             self._receive_bundle(state, route, k)
