@@ -36,9 +36,10 @@ from routequote.core.auth import (
     signature_valid,
     valid_wallet,
 )
-from routequote.errors import DependencyUnavailable, InvalidRequest, RouteQuoteError
-from routequote.ports import Clock, IdFactory, StoreUnavailable
+from routequote.errors import InvalidRequest, RouteQuoteError
+from routequote.ports import Clock, IdFactory
 from routequote.ratelimit import RateLimiter
+from routequote.storage.sessions_common import stored
 
 ACCESS_TOKEN_PREFIX = "rqv1_"
 ACCESS_TOKEN_RE = re.compile(r"rqv1_[A-Za-z0-9_-]{43}")
@@ -89,13 +90,6 @@ class WalletAuth:
     def domain(self) -> str:
         return urlsplit(self.base_url).netloc or self.base_url
 
-    async def _store(self, awaitable: Any) -> Any:
-        try:
-            return await awaitable
-        except StoreUnavailable as exc:
-            raise DependencyUnavailable(
-                "session_store_unavailable", f"the session database is unavailable: {exc}", retry_after_seconds=2
-            ) from None
 
     async def _limit(self, wallet: str, client: str) -> None:
         await self.limiter.check(f"wallet:{wallet}", "wallet_login")
@@ -133,7 +127,7 @@ class WalletAuth:
             domain=self.domain, wallet=wallet, challenge_id=challenge_id, nonce=secrets.token_urlsafe(24),
             issued_at=now, expires_at=expires, terms_version=self.terms_version,
         )  # fmt: skip
-        await self._store(self.store.put_challenge(
+        await stored(self.store.put_challenge(
             LoginChallenge(challenge_id, wallet, message, self.terms_version, now, expires)
         ))  # fmt: skip
         log.info("wallet_login_challenge_issued", challenge_id=challenge_id)
@@ -168,7 +162,7 @@ class WalletAuth:
             raise InvalidRequest("invalid_terms_version", "terms_version must be 1..160 characters")
         await self._limit(wallet, client)
         challenge_id = challenge_id.lower()
-        found: LoginChallenge | None = await self._store(self.store.get_challenge(challenge_id))
+        found: LoginChallenge | None = await stored(self.store.get_challenge(challenge_id))
         now = self.clock.now()
         try:
             if found is None:
@@ -188,7 +182,7 @@ class WalletAuth:
             token = ACCESS_TOKEN_PREFIX + secrets.token_urlsafe(32)
             expires = now + timedelta(seconds=self.token_ttl_seconds)
             grant = AccessGrant(access_token_sha256(token), wallet, challenge_id, now, expires)
-            if not await self._store(self.store.redeem_challenge(challenge_id, now, grant)):
+            if not await stored(self.store.redeem_challenge(challenge_id, now, grant)):
                 raise InvalidRequest("challenge_already_used", "this challenge was already used: start again")
         except RouteQuoteError as exc:
             log.info("wallet_login_refused", challenge_id=challenge_id, reason=exc.reason_class)
@@ -213,7 +207,7 @@ class WalletAuth:
         """The wallet an access token is bound to; AccessTokenInvalid when it is missing, unknown or expired."""
         if not isinstance(token, str) or not ACCESS_TOKEN_RE.fullmatch(token):
             raise AccessTokenInvalid("access_token_invalid", "send the access token from the wallet login")
-        grant: AccessGrant | None = await self._store(self.store.get_grant(access_token_sha256(token)))
+        grant: AccessGrant | None = await stored(self.store.get_grant(access_token_sha256(token)))
         if grant is None or not hmac.compare_digest(grant.token_sha256, access_token_sha256(token)):
             raise AccessTokenInvalid("access_token_invalid", "unknown access token: log in with the wallet")
         if self.clock.now() >= grant.expires_at:

@@ -65,9 +65,9 @@ from routequote.ports import (
     SessionRecord,
     SessionStore,
     SolanaChainReader,
-    StoreUnavailable,
 )
 from routequote.prepare import PrepareService
+from routequote.storage.sessions_common import stored
 
 SESSION_VERSION = "routequote-session-v1"
 MODE_V2, MODE_V1 = "v2_session", "v1_corridor"  # one engine; a v1 corridor builds each action on request
@@ -197,18 +197,11 @@ class SessionService:
             raise missing
         if not TOKEN_RE.fullmatch(token):
             raise missing
-        record: SessionRecord | None = await self._store(self.store.get(session_id))
+        record: SessionRecord | None = await stored(self.store.get(session_id))
         if record is None or not hmac.compare_digest(record.token_sha256, token_sha256(token)):
             raise missing
         return record
 
-    async def _store(self, awaitable: Any) -> Any:
-        try:
-            return await awaitable
-        except StoreUnavailable as exc:
-            raise DependencyUnavailable(
-                "session_store_unavailable", f"the session database is unavailable: {exc}", retry_after_seconds=2
-            ) from None
 
     # ---- create -------------------------------------------------------------------------------------
 
@@ -239,7 +232,7 @@ class SessionService:
         except RouteQuoteError:
             # a replay is answered from its record even when the quote has expired since; the record is only
             # looked for here, because the store's insert already returns it on the normal path (one round trip)
-            prior = await self._store(self.store.idempotent(scope, key))
+            prior = await stored(self.store.idempotent(scope, key))
             if prior is not None:
                 return await self._create_replay(prior, request_sha, route)
             raise
@@ -342,7 +335,7 @@ class SessionService:
         response = self._view(record, "session")
         # the create's idempotency record names the session it made: a replay answers that session as it is
         # then (not a second copy of the whole first document)
-        raced = await self._store(
+        raced = await stored(
             self.store.create(record, SessionEvent(session_id, 1, None, event.value, status.value, now), scope, key,
                               request_sha, {"http_status": 201, "session_id": session_id})
         )  # fmt: skip
@@ -377,7 +370,7 @@ class SessionService:
         session_id = prior.response.get("session_id")
         if prior.request_sha256 != request_sha or not isinstance(session_id, str):
             return self._replay(prior, request_sha, route)
-        record: SessionRecord | None = await self._store(self.store.get(session_id))
+        record: SessionRecord | None = await stored(self.store.get(session_id))
         if record is None:  # pragma: no cover - a session is never deleted while its create record exists
             raise NotFound("session_not_found", "no session with this id for this token")
         record = await self._expire_if_due(record)
@@ -419,7 +412,7 @@ class SessionService:
         state["steps"][state["current_step"]]["status"] = "action_expired"
         committed = await self._commit(record, Event.EXPIRE, state)
         if committed is None:  # another request moved it first: read what it wrote
-            fresh = await self._store(self.store.get(record.session_id))
+            fresh = await stored(self.store.get(record.session_id))
             return fresh if fresh is not None else record
         return committed
 
@@ -446,7 +439,7 @@ class SessionService:
 
     async def _replayed(self, record: SessionRecord, key: str, request_sha: str) -> SessionAnswer | None:
         """The stored answer when this session already took `key` (or 409 for another body), else None."""
-        prior = await self._store(self.store.idempotent(f"session:{record.session_id}", key))
+        prior = await stored(self.store.idempotent(f"session:{record.session_id}", key))
         return None if prior is None else self._replay(prior, request_sha, ROUTES[record.route])
 
     @staticmethod
@@ -881,7 +874,7 @@ class SessionService:
         binding_sha = v1_wallet_binding(wallet)
         scope = f"v1create:{binding_sha}"
         request_sha = canonical_sha256({"operation": "v1_create", **fields})
-        prior = await self._store(self.store.idempotent(scope, key))
+        prior = await stored(self.store.idempotent(scope, key))
         if prior is not None:
             return await self._create_replay(prior, request_sha, None)
         issued = await self.service.issued_quote(quote_id)
@@ -1017,7 +1010,7 @@ class SessionService:
         missing = NotFound("session_not_found", "no session with this id for this wallet")
         if not isinstance(session_id, str) or not UUID_RE.fullmatch(session_id.lower()):
             raise missing
-        record: SessionRecord | None = await self._store(self.store.get(session_id.lower()))
+        record: SessionRecord | None = await stored(self.store.get(session_id.lower()))
         if record is None or not hmac.compare_digest(record.token_sha256, v1_wallet_binding(wallet)):
             raise missing
         if record.state.get("mode") != MODE_V1:  # pragma: no cover - a v2 token hash never equals a binding
@@ -1332,7 +1325,7 @@ class SessionService:
         now = self.service.clock.now()
         version = record.version + 1
         entry = SessionEvent(record.session_id, version, record.status, event.value, status.value, now)
-        ok = await self._store(self.store.transition(record.session_id, record.version, status.value, state, entry,
+        ok = await stored(self.store.transition(record.session_id, record.version, status.value, state, entry,
                                                      idempotency))  # fmt: skip
         if not ok:
             log.info("session_transition_lost_race", session_id=record.session_id, session_event=event.value,

@@ -9,10 +9,24 @@ NaN / Infinity are refused: PostgreSQL's JSONB has no such values, and the store
 from __future__ import annotations
 
 import json
+from collections.abc import Awaitable
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
-from routequote.ports import SessionEvent, SessionRecord
+from routequote.errors import DependencyUnavailable
+from routequote.ports import SessionEvent, SessionRecord, StoreUnavailable
+
+T = TypeVar("T")
+
+
+async def stored(awaitable: Awaitable[T]) -> T:
+    """The store's answer; an unavailable database becomes the callers' 503 `session_store_unavailable`."""
+    try:
+        return await awaitable
+    except StoreUnavailable as exc:
+        raise DependencyUnavailable(
+            "session_store_unavailable", f"the session database is unavailable: {exc}", retry_after_seconds=2
+        ) from None
 
 
 def json_dumps(value: Any) -> str:
