@@ -963,25 +963,25 @@ class SessionService:
         return await self._v1_prepare(wallet, session_id, 2, fields, "v1_prepare_destination_action")
 
     async def v1_verify_source(self, wallet: str, session_id: Any, body: Any) -> SessionAnswer:
-        fields = self._v1_fields(body, {"signature", "idempotency_key"})
-        sig = fields["signature"]
-        if not isinstance(sig, str) or not SOLANA_SIG_RE.fullmatch(sig):
-            raise InvalidRequest("transaction_hash_invalid", "signature must be a base58 Solana signature")
-        return await self._v1_observe(wallet, session_id, 0, fields, "v1_verify_source_receipt", sig)
+        return await self._v1_observe_named(wallet, session_id, body, "signature", 0, "v1_verify_source_receipt")
 
     async def v1_observe_cctp(self, wallet: str, session_id: Any, body: Any) -> SessionAnswer:
-        fields = self._v1_fields(body, {"burn_signature", "idempotency_key"})
-        sig = fields["burn_signature"]
-        if not isinstance(sig, str) or not SOLANA_SIG_RE.fullmatch(sig):
-            raise InvalidRequest("transaction_hash_invalid", "burn_signature must be a base58 Solana signature")
-        return await self._v1_observe(wallet, session_id, 1, fields, "v1_observe_cctp", sig)
+        return await self._v1_observe_named(wallet, session_id, body, "burn_signature", 1, "v1_observe_cctp")
 
     async def v1_observe_destination(self, wallet: str, session_id: Any, body: Any) -> SessionAnswer:
-        fields = self._v1_fields(body, {"transaction_hash", "idempotency_key"})
-        tx = fields["transaction_hash"]
-        if not isinstance(tx, str) or not EVM_TX_RE.fullmatch(tx):
-            raise InvalidRequest("transaction_hash_invalid", "transaction_hash must be 0x followed by 64 hex")
-        return await self._v1_observe(wallet, session_id, 2, fields, "v1_observe_destination", tx.lower())
+        return await self._v1_observe_named(wallet, session_id, body, "transaction_hash", 2, "v1_observe_destination")
+
+    async def _v1_observe_named(
+        self, wallet: str, session_id: Any, body: Any, field: str, step: int, operation: str
+    ) -> SessionAnswer:
+        """A v1 observe tool: the one transaction it names (Solana signature, or an EVM hash for the last step)."""
+        fields = self._v1_fields(body, {field, "idempotency_key"})
+        named = fields[field]
+        evm = field == "transaction_hash"
+        if not isinstance(named, str) or not (EVM_TX_RE if evm else SOLANA_SIG_RE).fullmatch(named):
+            shape = "0x followed by 64 hex" if evm else "a base58 Solana signature"
+            raise InvalidRequest("transaction_hash_invalid", f"{field} must be {shape}")
+        return await self._v1_observe(wallet, session_id, step, fields, operation, named.lower() if evm else named)
 
     # the v1 helpers
 
