@@ -27,13 +27,13 @@ serve: $(RUNTIME_STAMP)
 	$(BIN)/routequote serve
 
 test: $(DEV_STAMP)
-	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff check src tests bench examples
 	$(BIN)/mypy
 	$(BIN)/pytest
 
 lint: $(DEV_STAMP)
-	$(BIN)/ruff check src tests bench
-	$(BIN)/ruff format --check src tests bench
+	$(BIN)/ruff check src tests bench examples
+	$(BIN)/ruff format --check src tests bench examples
 
 typecheck: $(DEV_STAMP)
 	$(BIN)/mypy

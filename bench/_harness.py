@@ -45,11 +45,19 @@ def free_port() -> int:
 def served(workers: int = 1, **settings: str) -> Iterator[str]:
     """`routequote serve` in a subprocess with rate limits off (plus ROUTEQUOTE_<NAME> settings); yields its URL."""
     port = free_port()
-    env = {**os.environ, "ROUTEQUOTE_RATE_LIMIT": "off", "ROUTEQUOTE_PORT": str(port), "ROUTEQUOTE_LOG_LEVEL": "warning"}
+    env = {
+        **os.environ,
+        "ROUTEQUOTE_RATE_LIMIT": "off",
+        "ROUTEQUOTE_PORT": str(port),
+        "ROUTEQUOTE_LOG_LEVEL": "warning",
+    }
     env.update({f"ROUTEQUOTE_{k.upper()}": v for k, v in settings.items()})
     exe = Path(sys.executable).with_name("routequote")
     server = subprocess.Popen(
-        [str(exe), "serve", "--workers", str(workers)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        [str(exe), "serve", "--workers", str(workers)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     base = f"http://127.0.0.1:{port}"
     try:
@@ -70,14 +78,17 @@ def served(workers: int = 1, **settings: str) -> Iterator[str]:
 
 
 @contextlib.contextmanager
-def lua_script(make: Callable[[dict[str, Any], int], dict[str, Any]], headers: dict[str, str]) -> Iterator[str]:
+def lua_script(
+    make: Callable[[dict[str, Any], int], dict[str, Any]], headers: dict[str, str]
+) -> Iterator[str]:
     """A wrk script POSTing make(body, i) for every body in turn."""
     bodies = ",\n".join("[[" + json.dumps(make(b, i + 1)) + "]]" for i, b in enumerate(BODIES))
     extra = "".join(f"wrk.headers['{k}'] = '{v}'\n" for k, v in headers.items())
     lua = (
         "local bodies = {" + bodies + "}\nlocal i = 0\nwrk.method = 'POST'\n"
-        "wrk.headers['Content-Type'] = 'application/json'\n" + extra +
-        "request = function()\n  i = i % #bodies + 1\n  return wrk.format(nil, nil, nil, bodies[i])\nend\n"
+        "wrk.headers['Content-Type'] = 'application/json'\n"
+        + extra
+        + "request = function()\n  i = i % #bodies + 1\n  return wrk.format(nil, nil, nil, bodies[i])\nend\n"
     )
     with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as f:
         f.write(lua)
@@ -89,7 +100,15 @@ def lua_script(make: Callable[[dict[str, Any], int], dict[str, Any]], headers: d
 
 def wrk(url: str, duration: int, connections: int, script: str | None = None) -> tuple[float, str]:
     """req/s and latency percentiles; refuses a run that saw any non-2xx answer."""
-    cmd = ["wrk", "-t1", f"-c{connections}", f"-d{duration}s", "--latency", *(["-s", script] if script else []), url]
+    cmd = [
+        "wrk",
+        "-t1",
+        f"-c{connections}",
+        f"-d{duration}s",
+        "--latency",
+        *(["-s", script] if script else []),
+        url,
+    ]
     out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
     rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))  # type: ignore[union-attr]
     p50 = re.search(r"^\s+50%\s+(\S+)", out, re.M)

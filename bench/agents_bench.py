@@ -35,8 +35,13 @@ from routequote.market.snapshot import EmbeddedSnapshot  # noqa: E402
 from routequote.service import RouteQuoteService, ServiceConfig  # noqa: E402
 from routequote.storage.quotes import MemoryQuoteStore  # noqa: E402
 
-CAMEL = {"from_chain": "fromChain", "from_token": "fromToken", "to_chain": "toChain", "to_token": "toToken",
-         "amount_usd": "amountUsd"}
+CAMEL = {
+    "from_chain": "fromChain",
+    "from_token": "fromToken",
+    "to_chain": "toChain",
+    "to_token": "toToken",
+    "amount_usd": "amountUsd",
+}
 
 
 def rest_body(b: dict[str, Any], _: int) -> dict[str, Any]:
@@ -44,12 +49,21 @@ def rest_body(b: dict[str, Any], _: int) -> dict[str, Any]:
 
 
 def mcp_body(b: dict[str, Any], i: int) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {"name": "service_v2_quote", "arguments": b}}
+    return {
+        "jsonrpc": "2.0",
+        "id": i,
+        "method": "tools/call",
+        "params": {"name": "service_v2_quote", "arguments": b},
+    }
 
 
 def a2a_body(b: dict[str, Any], i: int) -> dict[str, Any]:
     data = {CAMEL[k]: v for k, v in b.items()}
-    message = {"role": "ROLE_USER", "messageId": f"bench-{i}", "parts": [{"data": data, "mediaType": "application/json"}]}
+    message = {
+        "role": "ROLE_USER",
+        "messageId": f"bench-{i}",
+        "parts": [{"data": data, "mediaType": "application/json"}],
+    }
     return {"jsonrpc": "2.0", "id": str(i), "method": "SendMessage", "params": {"message": message}}
 
 
@@ -66,7 +80,11 @@ def check_success(base: str) -> None:
     for name, (path, make, headers) in SURFACES.items():
         reply = httpx.post(base + path, json=make(b, 1), headers=headers, timeout=30).json()
         if path == "/mcp":
-            ok = "result" in reply and not reply["result"].get("isError") and "quote" in reply["result"]["structuredContent"]
+            ok = (
+                "result" in reply
+                and not reply["result"].get("isError")
+                and "quote" in reply["result"]["structuredContent"]
+            )
         elif path == "/a2a":
             ok = "quote" in reply.get("result", {}).get("message", {}).get("parts", [{}])[0].get("data", {})
         else:
@@ -78,7 +96,10 @@ def check_success(base: str) -> None:
 def over_http(duration: int, connections: int) -> dict[str, float]:
     with served() as base, contextlib.ExitStack() as stack:
         check_success(base)
-        scripts = {name: stack.enter_context(lua_script(make, headers)) for name, (_, make, headers) in SURFACES.items()}
+        scripts = {
+            name: stack.enter_context(lua_script(make, headers))
+            for name, (_, make, headers) in SURFACES.items()
+        }
         for name, (path, _, _) in SURFACES.items():  # warm-up
             wrk(base + path, 2, connections, scripts[name])
         rows = []
@@ -90,8 +111,10 @@ def over_http(duration: int, connections: int) -> dict[str, float]:
     for name, rps, lat in rows:
         print(f"  {name:22s} {rps:9.0f} req/s  {lat}")
     rest = best["rest /v2/quote"]
-    print(f"  ratio mcp/rest = {best['mcp service_v2_quote'] / rest:.3f}   "
-          f"ratio a2a/rest = {best['a2a quote skill'] / rest:.3f}")
+    print(
+        f"  ratio mcp/rest = {best['mcp service_v2_quote'] / rest:.3f}   "
+        f"ratio a2a/rest = {best['a2a quote skill'] / rest:.3f}"
+    )
     return best
 
 
@@ -113,7 +136,9 @@ def in_process(n: int) -> dict[str, float]:
     from routequote.surfaces.a2a_agent import RouteQuoteAgent, data_part, quote_operation
     from routequote.surfaces.mcp_tools import _result, core_tools
 
-    service = RouteQuoteService(EmbeddedSnapshot(), MemoryQuoteStore(), SystemClock(), UuidFactory(), ServiceConfig())
+    service = RouteQuoteService(
+        EmbeddedSnapshot(), MemoryQuoteStore(), SystemClock(), UuidFactory(), ServiceConfig()
+    )
     tool = next(t for t in core_tools(service) if t.name == "service_v2_quote")
     agent = RouteQuoteAgent({"quote": quote_operation(service)})
     camel = [{CAMEL[k]: float(v) if k == "amount_usd" else v for k, v in b.items()} for b in BODIES]
@@ -164,13 +189,17 @@ def main() -> None:
     best = over_http(args.duration, args.connections)
     print("where one request's time goes (1 worker: 1e6 / req/s is the server time per request):")
     rest_us = 1e6 / best["rest /v2/quote"]
-    for name, ours_key in (("mcp service_v2_quote", "mcp: ours (validate+run+envelope)"),
-                           ("a2a quote skill", "a2a: ours (dispatch+run+narrow)")):
+    for name, ours_key in (
+        ("mcp service_v2_quote", "mcp: ours (validate+run+envelope)"),
+        ("a2a quote skill", "a2a: ours (dispatch+run+narrow)"),
+    ):
         total = 1e6 / best[name]
         ours_extra = split[ours_key] - split["service.quote_request"]
-        print(f"  {name:22s} {total:7.0f} us/request: service {split['service.quote_request']:.0f} us, our adapter "
-              f"+{ours_extra:.0f} us, REST framing of the same quote {rest_us - split['service.quote_request']:.0f} us, "
-              f"left to the SDK stack ~{total - split[ours_key]:.0f} us")
+        print(
+            f"  {name:22s} {total:7.0f} us/request: service {split['service.quote_request']:.0f} us, our adapter "
+            f"+{ours_extra:.0f} us, REST framing of the same quote {rest_us - split['service.quote_request']:.0f} us, "
+            f"left to the SDK stack ~{total - split[ours_key]:.0f} us"
+        )
 
 
 if __name__ == "__main__":

@@ -45,8 +45,11 @@ from routequote.core.quote import SESSION_HEADER  # noqa: E402
 from routequote.core.routes import ROUTES  # noqa: E402
 
 PREPARE_ROUTES = ("base:ETH->base:USDC", "base:USDC->base:ETH", "arbitrum:ETH->arbitrum:USDC")
-WALLETS = {"base": "0x1111111111111111111111111111111111111111", "arbitrum": "0x2222222222222222222222222222222222222222",
-           "robinhood": "0x3333333333333333333333333333333333333333"}  # fmt: skip
+WALLETS = {
+    "base": "0x1111111111111111111111111111111111111111",
+    "arbitrum": "0x2222222222222222222222222222222222222222",
+    "robinhood": "0x3333333333333333333333333333333333333333",
+}
 MIX = ["quote"] * 10 + ["capabilities"] * 2 + ["status"] * 2 + ["prepare"] * 3 + ["session"] * 3
 STORE_CAP = 2048
 
@@ -58,10 +61,17 @@ def intent(route: str, usd: int) -> dict[str, Any]:
 
 def approval(q: dict[str, Any], key: str, mode: str) -> dict[str, Any]:
     c = q["continuation_v3"]
-    return {"version": c["approval_v3_version"], "quote_id": q["quote_id"], "quote_fingerprint": c["quote_fingerprint"],
-            "selection_status": "selected", "selected_mode": mode,
-            "maximum_input_base": c["input_base_bounds"]["maximum"], "minimum_output_base": c["minimum_output_base"],
-            "direct_route_summary_sha256": c["direct_route_summary_sha256"], "idempotency_key": key}  # fmt: skip
+    return {
+        "version": c["approval_v3_version"],
+        "quote_id": q["quote_id"],
+        "quote_fingerprint": c["quote_fingerprint"],
+        "selection_status": "selected",
+        "selected_mode": mode,
+        "maximum_input_base": c["input_base_bounds"]["maximum"],
+        "minimum_output_base": c["minimum_output_base"],
+        "direct_route_summary_sha256": c["direct_route_summary_sha256"],
+        "idempotency_key": key,
+    }
 
 
 def wallets(route: str) -> dict[str, str]:
@@ -112,12 +122,22 @@ def served(workers: int, db_dir: str) -> Iterator[tuple[str, int, subprocess.Pop
 
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("ROUTEQUOTE_")}
-    env.update({"ROUTEQUOTE_RATE_LIMIT": "off", "ROUTEQUOTE_PORT": str(port), "ROUTEQUOTE_LOG_LEVEL": "warning",
-                "ROUTEQUOTE_DATABASE_URL": f"sqlite+aiosqlite:///{db_dir}/sessions.sqlite3",
-                "ROUTEQUOTE_DEV_SIGNING_KEY_PATH": ""})  # fmt: skip
+    env.update(
+        {
+            "ROUTEQUOTE_RATE_LIMIT": "off",
+            "ROUTEQUOTE_PORT": str(port),
+            "ROUTEQUOTE_LOG_LEVEL": "warning",
+            "ROUTEQUOTE_DATABASE_URL": f"sqlite+aiosqlite:///{db_dir}/sessions.sqlite3",
+            "ROUTEQUOTE_DEV_SIGNING_KEY_PATH": "",
+        }
+    )
     exe = Path(sys.executable).with_name("routequote")
-    proc = subprocess.Popen([str(exe), "serve", "--workers", str(workers)], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    proc = subprocess.Popen(
+        [str(exe), "serve", "--workers", str(workers)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.time() + 60
@@ -147,8 +167,9 @@ class Conn:
         self.r, self.w = await asyncio.open_connection("127.0.0.1", self.port)
         return self
 
-    async def call(self, method: str, path: str, body: Any = None, headers: dict[str, str] | None = None
-                   ) -> tuple[int, bytes]:  # fmt: skip
+    async def call(
+        self, method: str, path: str, body: Any = None, headers: dict[str, str] | None = None
+    ) -> tuple[int, bytes]:
         lines = [f"{method} {path} HTTP/1.1", f"Host: 127.0.0.1:{self.port}"]
         lines += [f"{k}: {v}" for k, v in (headers or {}).items()]
         data = b"" if body is None else orjson.dumps(body)
@@ -190,9 +211,17 @@ async def create_sessions(port: int, n: int) -> list[tuple[str, str]]:
             route = PREPARE_ROUTES[i % len(PREPARE_ROUTES)]
             status, raw = await conn.call("POST", "/v2/quote", intent(route, 100))
             assert status == 200, raw
-            key, token = f"load-{secrets.token_hex(8)}", base64.urlsafe_b64encode(secrets.token_bytes(32)).rstrip(b"=").decode()
-            body = {"caller_approved": True, **intent(route, 100), "wallets": wallets(route),
-                    "approval_v3": approval(orjson.loads(raw), key, "session"), "idempotency_key": key}  # fmt: skip
+            key, token = (
+                f"load-{secrets.token_hex(8)}",
+                base64.urlsafe_b64encode(secrets.token_bytes(32)).rstrip(b"=").decode(),
+            )
+            body = {
+                "caller_approved": True,
+                **intent(route, 100),
+                "wallets": wallets(route),
+                "approval_v3": approval(orjson.loads(raw), key, "session"),
+                "idempotency_key": key,
+            }
             status, raw = await conn.call("POST", "/v2/session", body, {SESSION_HEADER: token})
             assert status == 201, raw
             out.append((orjson.loads(raw)["session_id"], token))
@@ -206,7 +235,7 @@ async def worker(port: int, idx: int, until: float, sessions: list[tuple[str, st
     routes = itertools.cycle([(r, usd) for usd in (1, 50, 1000) for r in ROUTES])
     for _ in range(idx * 7):
         next(routes)
-    mix = itertools.cycle(MIX[idx % len(MIX):] + MIX[: idx % len(MIX)])
+    mix = itertools.cycle(MIX[idx % len(MIX) :] + MIX[: idx % len(MIX)])
     n = idx
     try:
         while time.monotonic() < until:
@@ -234,8 +263,14 @@ async def worker(port: int, idx: int, until: float, sessions: list[tuple[str, st
                 if status != 200:
                     stats.error("prepare(quote)", status, raw)
                     continue
-                body = {"caller_approved": True, **intent(route, 100), "wallets": wallets(route),
-                        "approval_v3": approval(orjson.loads(raw), f"load-{idx}-{n}-{secrets.token_hex(4)}", "one_shot")}  # fmt: skip
+                body = {
+                    "caller_approved": True,
+                    **intent(route, 100),
+                    "wallets": wallets(route),
+                    "approval_v3": approval(
+                        orjson.loads(raw), f"load-{idx}-{n}-{secrets.token_hex(4)}", "one_shot"
+                    ),
+                }
                 t0 = time.perf_counter()
                 status, raw = await conn.call("POST", "/v2/prepare", body)
                 want = 200
@@ -258,8 +293,13 @@ def pct(xs: list[float], p: float) -> float:
 
 
 async def drive(
-    port: int, seconds: float, connections: int, sessions: list[tuple[str, str]], stats: Stats,
-    rss_of: int | None = None, timeline: list[float] | None = None,
+    port: int,
+    seconds: float,
+    connections: int,
+    sessions: list[tuple[str, str]],
+    stats: Stats,
+    rss_of: int | None = None,
+    timeline: list[float] | None = None,
 ) -> float:
     start = time.monotonic()
 
@@ -277,7 +317,10 @@ async def drive(
 
 
 def run(workers: int, seconds: float, connections: int) -> dict[str, Any]:
-    with tempfile.TemporaryDirectory(prefix="routequote-load-") as tmp, served(workers, tmp) as (base, port, proc):
+    with (
+        tempfile.TemporaryDirectory(prefix="routequote-load-") as tmp,
+        served(workers, tmp) as (base, port, proc),
+    ):
         sessions = asyncio.run(create_sessions(port, 16))
         warm = Stats()
         asyncio.run(drive(port, 3, connections, sessions, warm))  # warm-up, not counted
@@ -288,12 +331,22 @@ def run(workers: int, seconds: float, connections: int) -> dict[str, Any]:
         after = rss_mib(proc.pid)
     total = sum(len(v) for v in stats.latencies.values())
     every = [x for v in stats.latencies.values() for x in v]
-    return {"workers": workers, "requests": total, "seconds": elapsed, "rps": total / elapsed,
-            "p50": pct(every, 0.5), "p99": pct(every, 0.99), "errors": sum(stats.errors.values()),
-            "by_kind": {k: (len(v), pct(v, 0.5), pct(v, 0.99)) for k, v in sorted(stats.latencies.items())},
-            "error_samples": stats.error_samples, "rss_before": before, "rss_after": after,
-            "max_retained": stats.max_retained, "retained_samples": stats.retained_samples,
-            "rss_timeline": timeline}  # fmt: skip
+    return {
+        "workers": workers,
+        "requests": total,
+        "seconds": elapsed,
+        "rps": total / elapsed,
+        "p50": pct(every, 0.5),
+        "p99": pct(every, 0.99),
+        "errors": sum(stats.errors.values()),
+        "by_kind": {k: (len(v), pct(v, 0.5), pct(v, 0.99)) for k, v in sorted(stats.latencies.items())},
+        "error_samples": stats.error_samples,
+        "rss_before": before,
+        "rss_after": after,
+        "max_retained": stats.max_retained,
+        "retained_samples": stats.retained_samples,
+        "rss_timeline": timeline,
+    }
 
 
 def main() -> None:
@@ -303,25 +356,39 @@ def main() -> None:
     ap.add_argument("--workers", default="1,2")
     args = ap.parse_args()
     results = [run(int(w), args.seconds, args.connections) for w in args.workers.split(",")]
-    print(f"\nmixed load: {args.seconds:.0f} s, {args.connections} keep-alive connections, rate limits off, "
-          f"mix {dict((k, MIX.count(k)) for k in dict.fromkeys(MIX))} per {len(MIX)}")  # fmt: skip
-    print(f"{'workers':>7} {'requests':>9} {'req/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'errors':>6} "
-          f"{'RSS before MiB':>15} {'RSS after MiB':>14} {'max retained':>12}")  # fmt: skip
+    print(
+        f"\nmixed load: {args.seconds:.0f} s, {args.connections} keep-alive connections, rate limits off, "
+        f"mix {dict((k, MIX.count(k)) for k in dict.fromkeys(MIX))} per {len(MIX)}"
+    )
+    print(
+        f"{'workers':>7} {'requests':>9} {'req/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'errors':>6} "
+        f"{'RSS before MiB':>15} {'RSS after MiB':>14} {'max retained':>12}"
+    )
     for r in results:
-        print(f"{r['workers']:>7} {r['requests']:>9} {r['rps']:>8.0f} {r['p50']:>8.1f} {r['p99']:>8.1f} {r['errors']:>6} "
-              f"{sum(r['rss_before'].values()):>15.0f} {sum(r['rss_after'].values()):>14.0f} {r['max_retained']:>12}")  # fmt: skip
+        print(
+            f"{r['workers']:>7} {r['requests']:>9} {r['rps']:>8.0f} {r['p50']:>8.1f} {r['p99']:>8.1f} {r['errors']:>6} "
+            f"{sum(r['rss_before'].values()):>15.0f} {sum(r['rss_after'].values()):>14.0f} {r['max_retained']:>12}"
+        )
     for r in results:
-        print(f"\nworkers={r['workers']}: per process RSS before/after (MiB): "
-              + ", ".join(f"{pid}: {r['rss_before'].get(pid, 0):.0f}/{r['rss_after'].get(pid, 0):.0f}"
-                          for pid in sorted(set(r["rss_before"]) | set(r["rss_after"]))))  # fmt: skip
+        print(
+            f"\nworkers={r['workers']}: per process RSS before/after (MiB): "
+            + ", ".join(
+                f"{pid}: {r['rss_before'].get(pid, 0):.0f}/{r['rss_after'].get(pid, 0):.0f}"
+                for pid in sorted(set(r["rss_before"]) | set(r["rss_after"]))
+            )
+        )
         line = r["rss_timeline"]
         if line:
             half = line[len(line) // 2 :]
-            print(f"  RSS over the run (MiB, {len(line)} samples): {', '.join(f'{x:.0f}' for x in line)}; "
-                  f"second half moved {max(half) - min(half):.1f} MiB")
+            print(
+                f"  RSS over the run (MiB, {len(line)} samples): {', '.join(f'{x:.0f}' for x in line)}; "
+                f"second half moved {max(half) - min(half):.1f} MiB"
+            )
         for kind, (n, p50, p99) in r["by_kind"].items():
             print(f"  {kind:<13} {n:>7} requests  p50 {p50:6.1f} ms  p99 {p99:6.1f} ms")
-        print(f"  issued_quotes_retained: max {r['max_retained']} over {r['retained_samples']} samples (cap {STORE_CAP})")
+        print(
+            f"  issued_quotes_retained: max {r['max_retained']} over {r['retained_samples']} samples (cap {STORE_CAP})"
+        )
         for sample in r["error_samples"]:
             print(f"  error: {sample}")
     bad = [r for r in results if r["errors"] or r["max_retained"] > STORE_CAP]

@@ -28,7 +28,9 @@ from routequote.storage.quotes import MemoryQuoteStore  # noqa: E402
 
 
 def new_service() -> RouteQuoteService:
-    return RouteQuoteService(EmbeddedSnapshot(), MemoryQuoteStore(), SystemClock(), UuidFactory(), ServiceConfig())
+    return RouteQuoteService(
+        EmbeddedSnapshot(), MemoryQuoteStore(), SystemClock(), UuidFactory(), ServiceConfig()
+    )
 
 
 async def sweep(service: RouteQuoteService) -> float:
@@ -47,7 +49,9 @@ def in_process() -> None:
     warm = [asyncio.run(sweep(service)) for _ in range(5)]
     n = len(BODIES)
     print(f"in-process sweep of {n} quotes (72 routes x 3 amounts):")
-    print(f"  cold (nothing cached): best {min(cold):.3f} s  ({min(cold) / n * 1e6:.0f} us/quote)   target < 1 s")
+    print(
+        f"  cold (nothing cached): best {min(cold):.3f} s  ({min(cold) / n * 1e6:.0f} us/quote)   target < 1 s"
+    )
     print(f"  warm (pricing cached): best {min(warm):.3f} s  ({min(warm) / n * 1e6:.0f} us/quote)")
 
 

@@ -74,11 +74,16 @@ def intent() -> dict[str, Any]:
 def approval(quote: dict[str, Any], key: str, mode: str) -> dict[str, Any]:
     c = quote["continuation_v3"]
     return {
-        "version": c["approval_v3_version"], "quote_id": quote["quote_id"],
-        "quote_fingerprint": c["quote_fingerprint"], "selection_status": "selected", "selected_mode": mode,
-        "maximum_input_base": c["input_base_bounds"]["maximum"], "minimum_output_base": c["minimum_output_base"],
-        "direct_route_summary_sha256": c["direct_route_summary_sha256"], "idempotency_key": key,
-    }  # fmt: skip
+        "version": c["approval_v3_version"],
+        "quote_id": quote["quote_id"],
+        "quote_fingerprint": c["quote_fingerprint"],
+        "selection_status": "selected",
+        "selected_mode": mode,
+        "maximum_input_base": c["input_base_bounds"]["maximum"],
+        "minimum_output_base": c["minimum_output_base"],
+        "direct_route_summary_sha256": c["direct_route_summary_sha256"],
+        "idempotency_key": key,
+    }
 
 
 def wallets() -> dict[str, str]:
@@ -147,8 +152,16 @@ class Run:
         return xs[min(len(xs) - 1, int(p * len(xs)))] * 1e3 if xs else float("nan")
 
 
-async def load(client: Client, requests: list[bytes], expect: int, conns: int, limit_s: float, keep: bool = False,
-               name: str = "", backend: str = "") -> Run:  # fmt: skip
+async def load(
+    client: Client,
+    requests: list[bytes],
+    expect: int,
+    conns: int,
+    limit_s: float,
+    keep: bool = False,
+    name: str = "",
+    backend: str = "",
+) -> Run:
     """Send each request once over `conns` connections (connection w sends requests w, w+conns, ...), stopping
     new sends after limit_s; any status other than `expect` stops the run."""
     run = Run(name, backend)
@@ -190,10 +203,19 @@ class Phase:
     requests: int
     seconds: float
 
-    async def run(self, name: str, reqs: list[bytes], expect: int, keep: bool = False,
-                  seconds: float | None = None) -> Run:  # fmt: skip
-        return await load(self.client, reqs, expect, self.conns, self.seconds if seconds is None else seconds,
-                          keep, name, self.backend)  # fmt: skip
+    async def run(
+        self, name: str, reqs: list[bytes], expect: int, keep: bool = False, seconds: float | None = None
+    ) -> Run:
+        return await load(
+            self.client,
+            reqs,
+            expect,
+            self.conns,
+            self.seconds if seconds is None else seconds,
+            keep,
+            name,
+            self.backend,
+        )
 
     async def quotes(self, n: int) -> list[dict[str, Any]]:
         req = self.client.raw("POST", "/v2/quote", intent())
@@ -202,8 +224,19 @@ class Phase:
 
     async def prepare(self) -> Run:
         qs = await self.quotes(self.requests)
-        reqs = [self.client.raw("POST", "/v2/prepare", {"caller_approved": True, **intent(), "wallets": wallets(),
-                                "approval_v3": approval(q, new_key("prep"), "one_shot")}) for q in qs]  # fmt: skip
+        reqs = [
+            self.client.raw(
+                "POST",
+                "/v2/prepare",
+                {
+                    "caller_approved": True,
+                    **intent(),
+                    "wallets": wallets(),
+                    "approval_v3": approval(q, new_key("prep"), "one_shot"),
+                },
+            )
+            for q in qs
+        ]
         return await self.run("prepare", reqs, 200)
 
     async def create(self) -> tuple[Run, list[tuple[str, str]]]:
@@ -212,8 +245,13 @@ class Phase:
         reqs = []
         for q, tok in zip(qs, tokens, strict=True):
             key = new_key("sess")
-            body = {"caller_approved": True, **intent(), "wallets": wallets(),
-                    "approval_v3": approval(q, key, "session"), "idempotency_key": key}  # fmt: skip
+            body = {
+                "caller_approved": True,
+                **intent(),
+                "wallets": wallets(),
+                "approval_v3": approval(q, key, "session"),
+                "idempotency_key": key,
+            }
             reqs.append(self.client.raw("POST", "/v2/session", body, {SESSION_HEADER: tok}))
         run = await self.run("create", reqs, 201, keep=True)
         made = [(orjson.loads(b)["session_id"], tokens[i]) for i, b in sorted(run.bodies.items())]
@@ -222,8 +260,10 @@ class Phase:
 
     async def read(self, sessions: list[tuple[str, str]]) -> Run:
         n = self.requests * 2
-        reqs = [self.client.raw("GET", f"/v2/session/{sid}", None, {SESSION_HEADER: tok})
-                for sid, tok in (sessions[i % len(sessions)] for i in range(n))]  # fmt: skip
+        reqs = [
+            self.client.raw("GET", f"/v2/session/{sid}", None, {SESSION_HEADER: tok})
+            for sid, tok in (sessions[i % len(sessions)] for i in range(n))
+        ]
         return await self.run("read", reqs, 200)
 
     def observe_req(self, sid: str, tok: str) -> bytes:
@@ -235,16 +275,24 @@ class Phase:
         if len(sessions) < m:
             raise SystemExit(f"observe needs {m} sessions, created {len(sessions)}")
         pool = sessions[:m]
-        prime = await self.run("observe-prime", [self.observe_req(s, t) for s, t in pool], 200, keep=True,
-                               seconds=120)  # fmt: skip
+        prime = await self.run(
+            "observe-prime", [self.observe_req(s, t) for s, t in pool], 200, keep=True, seconds=120
+        )
         first = {pool[i][0]: orjson.loads(b) for i, b in prime.bodies.items()}
         if {b["status"] for b in first.values()} != {"awaiting_source_receipt"}:
-            raise SystemExit(f"observe-prime: unexpected statuses {sorted({b['status'] for b in first.values()})}")
+            raise SystemExit(
+                f"observe-prime: unexpected statuses {sorted({b['status'] for b in first.values()})}"
+            )
         reqs = [self.observe_req(*pool[i % m]) for i in range(self.requests * 2)]
         run = await self.run("observe", reqs, 200)
         # what was measured: the versions of the observed sessions rose by exactly the number of observes
-        reads = await self.run("observe-check", [self.client.raw("GET", f"/v2/session/{s}", None, {SESSION_HEADER: t})
-                                                 for s, t in pool], 200, keep=True, seconds=120)  # fmt: skip
+        reads = await self.run(
+            "observe-check",
+            [self.client.raw("GET", f"/v2/session/{s}", None, {SESSION_HEADER: t}) for s, t in pool],
+            200,
+            keep=True,
+            seconds=120,
+        )
         after = {pool[i][0]: orjson.loads(b) for i, b in reads.bodies.items()}
         rise = sum(after[s]["session_version"] - first[s]["session_version"] for s in after)
         statuses = sorted({b["status"] for b in after.values()})
@@ -266,7 +314,12 @@ async def measure(base: str, backend: str, args: argparse.Namespace, observe: bo
         run, made = await ph.create()
         creates.append(run)
         sessions += made
-    runs = [status, max(prepares, key=lambda r: r.rps), max(creates, key=lambda r: r.rps), await ph.read(sessions)]
+    runs = [
+        status,
+        max(prepares, key=lambda r: r.rps),
+        max(creates, key=lambda r: r.rps),
+        await ph.read(sessions),
+    ]
     check = "observe not measured"
     if observe:
         run, check = await ph.observe(sessions)
@@ -325,8 +378,12 @@ def main() -> None:
     with anvil_base() as (rpc, why_not), tempfile.TemporaryDirectory() as tmp:
         if rpc is None:
             notes.append(f"observe not measured: no anvil ({why_not})")
-        common = {"signing_key": signing, "dev_signing_key_path": "", "finality_confirmations": "base=1",
-                  **({"rpc_url_base": rpc} if rpc else {})}  # fmt: skip
+        common = {
+            "signing_key": signing,
+            "dev_signing_key_path": "",
+            "finality_confirmations": "base=1",
+            **({"rpc_url_base": rpc} if rpc else {}),
+        }
         with served(database_url=f"sqlite+aiosqlite:///{tmp}/sessions.sqlite3", **common) as base:
             runs, check = asyncio.run(measure(base, "sqlite", args, rpc is not None))
             rows += runs
@@ -343,12 +400,18 @@ def main() -> None:
 
 
 def report(rows: list[Run], notes: list[str], args: argparse.Namespace, total: float) -> None:
-    print(f"sessions over HTTP, 1 uvicorn worker, rate limits off, route {ROUTE} ${AMOUNT_USD}, "
-          f"{args.connections} connections, each phase <= {args.requests} requests or <= {args.seconds:g} s")  # fmt: skip
-    print("prepare/create: a fresh quote each, pre-issued just before the phase (not inside the measured time); "
-          "best of 2 interleaved rounds")  # fmt: skip
-    print("observe: an unknown tx hash on anvil 8453 = one JSON-RPC batch read + pending outcome + one committed "
-          "transition (awaiting_source_receipt -> same, version+1); not receipt/log verification")  # fmt: skip
+    print(
+        f"sessions over HTTP, 1 uvicorn worker, rate limits off, route {ROUTE} ${AMOUNT_USD}, "
+        f"{args.connections} connections, each phase <= {args.requests} requests or <= {args.seconds:g} s"
+    )
+    print(
+        "prepare/create: a fresh quote each, pre-issued just before the phase (not inside the measured time); "
+        "best of 2 interleaved rounds"
+    )
+    print(
+        "observe: an unknown tx hash on anvil 8453 = one JSON-RPC batch read + pending outcome + one committed "
+        "transition (awaiting_source_receipt -> same, version+1); not receipt/log verification"
+    )
     print("status: GET /v2/status with the same client (its ceiling on this machine)")
     print()
     print(f"{'operation':10s} {'backend':11s} {'req/s':>8s} {'p50 ms':>8s} {'p99 ms':>8s} {'requests':>9s}")
@@ -357,7 +420,9 @@ def report(rows: list[Run], notes: list[str], args: argparse.Namespace, total: f
     print()
     for backend in dict.fromkeys(r.backend for r in rows):
         by = {r.name: r for r in rows if r.backend == backend}
-        print(f"{backend:11s} ratio create/prepare = {by['create'].rps / by['prepare'].rps:.2f}   target >= 0.5")
+        print(
+            f"{backend:11s} ratio create/prepare = {by['create'].rps / by['prepare'].rps:.2f}   target >= 0.5"
+        )
     for n in notes:
         print(n)
     print(f"total run {total:.0f} s")

@@ -22,8 +22,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--url", default="http://127.0.0.1:8080")
     p.add_argument("--route", default="base:ETH->base:USDC")
     p.add_argument("--amounts", nargs=2, default=["100", "1000"], help="two USD notionals to compare")
-    p.add_argument("--wallet", action="append", default=[], help="chain=public address (once per required chain)")
-    p.add_argument("--tighten-bps", type=int, default=5, help="raise the quote's minimum output by this many bps")
+    p.add_argument(
+        "--wallet", action="append", default=[], help="chain=public address (once per required chain)"
+    )
+    p.add_argument(
+        "--tighten-bps", type=int, default=5, help="raise the quote's minimum output by this many bps"
+    )
     args = p.parse_args(argv)
     source, target = args.route.split("->")
     wallets = dict(w.split("=", 1) for w in args.wallet)
@@ -33,12 +37,19 @@ def main(argv: list[str] | None = None) -> int:
             # 1. quote the route at two amounts and compare what each returns per dollar
             quotes = [rq.quote(source, target, Decimal(a)) for a in args.amounts]
             for a, q in zip(args.amounts, quotes, strict=True):
-                print(f"${a}: spend {token_amount(q.input_base, source)}, receive "
-                      f"{token_amount(q.expected_output_base, target)} (min {token_amount(q.minimum_output_base, target)}), "
-                      f"expected cost {q.raw['cost_summary']['expected_total_cost_percent']}%")  # fmt: skip
+                print(
+                    f"${a}: spend {token_amount(q.input_base, source)}, receive "
+                    f"{token_amount(q.expected_output_base, target)} (min {token_amount(q.minimum_output_base, target)}), "
+                    f"expected cost {q.raw['cost_summary']['expected_total_cost_percent']}%"
+                )
             small, large = quotes
             # receive per input unit, compared exactly as a cross-multiplication of integers
-            better = "larger" if large.expected_output_base * small.input_base > small.expected_output_base * large.input_base else "smaller"
+            better = (
+                "larger"
+                if large.expected_output_base * small.input_base
+                > small.expected_output_base * large.input_base
+                else "smaller"
+            )
             print(f"the {better} amount gets the better rate")
             chosen = small
             # 2. approve the chosen quote with our own, stricter minimum (weaker bounds are refused locally)
@@ -56,8 +67,14 @@ def main(argv: list[str] | None = None) -> int:
             print(f"refused: {exc}")
             return 1
     # 4. verify again, explicitly, the way a wallet-side agent would just before signing
-    findings = verify_bundle(action.raw, intent=chosen.request_intent(), wallets=wallets, approval_v3=approval,
-                             direct_route_summary=chosen.raw["direct_route_summary"], now_unix=int(time.time()))  # fmt: skip
+    findings = verify_bundle(
+        action.raw,
+        intent=chosen.request_intent(),
+        wallets=wallets,
+        approval_v3=approval,
+        direct_route_summary=chosen.raw["direct_route_summary"],
+        now_unix=int(time.time()),
+    )
     errors = [f for f in findings if f.severity == "error"]
     print(f"verify_bundle: {len(errors)} error(s), {len(findings) - len(errors)} warning(s)")
     if errors:

@@ -86,7 +86,9 @@ def build_stores(settings: Settings) -> Stores:
     raise ValueError(f"unknown ROUTEQUOTE_QUOTE_STORE {settings.quote_store!r} (memory or redis)")
 
 
-def build_sessions(settings: Settings, prepare: PrepareService, store: SessionStore | None = None) -> SessionService:
+def build_sessions(
+    settings: Settings, prepare: PrepareService, store: SessionStore | None = None
+) -> SessionService:
     """The session engine: its store (SQLite by default, PostgreSQL by URL) and the chain readers, each
     configured only where an RPC URL is set (an unconfigured chain answers 503 when observed)."""
     import httpx
@@ -101,8 +103,11 @@ def build_sessions(settings: Settings, prepare: PrepareService, store: SessionSt
         store = SqlSessionStore(settings.database_url, pool_size=settings.database_pool_size)
     client = httpx.AsyncClient(limits=httpx.Limits(max_connections=32))
     timeout = settings.market_timeout_seconds
-    evm_urls = {"base": settings.rpc_url_base, "arbitrum": settings.rpc_url_arbitrum,
-                "robinhood": settings.rpc_url_robinhood}  # fmt: skip
+    evm_urls = {
+        "base": settings.rpc_url_base,
+        "arbitrum": settings.rpc_url_arbitrum,
+        "robinhood": settings.rpc_url_robinhood,
+    }
     sessions = SessionService(
         prepare,
         store,
@@ -110,7 +115,8 @@ def build_sessions(settings: Settings, prepare: PrepareService, store: SessionSt
         solana=JsonRpcSolanaReader(settings.rpc_url_solana or None, client, timeout=timeout),
         attestations=IrisAttestationReader(settings.iris_url or None, client, timeout=timeout),
         config=SessionConfig(
-            confirmations=settings.confirmations(), across_fill_search_blocks=settings.across_fill_search_blocks
+            confirmations=settings.confirmations(),
+            across_fill_search_blocks=settings.across_fill_search_blocks,
         ),
     )
     sessions.http_client = client  # closed with the app
@@ -216,8 +222,13 @@ def create_app(
     app.state.prepare = prepare
     app.state.sessions = sessions
     probes = Probes(service.market, sessions.store, settings.redis_url, settings.market_fallback)
-    metrics = Metrics(service.market, quotes=stores.quotes, idempotency=stores.idempotency, sessions=sessions.store,
-                      probes=probes)  # fmt: skip
+    metrics = Metrics(
+        service.market,
+        quotes=stores.quotes,
+        idempotency=stores.idempotency,
+        sessions=sessions.store,
+        probes=probes,
+    )
     metrics.count_rate_limits(limiter)
     metrics.time_quotes(service, tracing)
     sessions.on_transition = metrics.on_transition
@@ -227,9 +238,13 @@ def create_app(
     app.state.metrics = metrics
     app.state.probes = probes
     app.state.tracing = tracing
-    app.add_middleware(InputGuard, limits=TransportLimits.from_settings(settings))  # inside metrics: 499s counted
+    app.add_middleware(
+        InputGuard, limits=TransportLimits.from_settings(settings)
+    )  # inside metrics: 499s counted
     app.add_middleware(MetricsMiddleware, metrics=metrics)
-    app.add_middleware(RequestContextMiddleware, tracing=tracing)  # outermost: every line and answer has the id
+    app.add_middleware(
+        RequestContextMiddleware, tracing=tracing
+    )  # outermost: every line and answer has the id
     app.add_route("/metrics", metrics.endpoint, methods=["GET"], include_in_schema=False)
     app.include_router(health_router(probes))  # /livez, /readyz: not rate limited, not in the OpenAPI
     app.include_router(rest_v2.router(service, limiter))

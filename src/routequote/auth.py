@@ -82,14 +82,19 @@ class WalletAuth:
 
     @classmethod
     def from_settings(cls, store: LoginStore, clock: Clock, ids: IdFactory, settings: Settings) -> WalletAuth:
-        return cls(store, clock, ids, settings.resolved_base_url(),
-                   RateLimiter(settings.login_rate_limit, settings.redis_url),
-                   settings.login_challenge_ttl_seconds, settings.access_token_ttl_seconds)  # fmt: skip
+        return cls(
+            store,
+            clock,
+            ids,
+            settings.resolved_base_url(),
+            RateLimiter(settings.login_rate_limit, settings.redis_url),
+            settings.login_challenge_ttl_seconds,
+            settings.access_token_ttl_seconds,
+        )
 
     @property
     def domain(self) -> str:
         return urlsplit(self.base_url).netloc or self.base_url
-
 
     async def _limit(self, wallet: str, client: str) -> None:
         await self.limiter.check(f"wallet:{wallet}", "wallet_login")
@@ -101,8 +106,10 @@ class WalletAuth:
             raise InvalidRequest("body_not_object", "the request body must be a JSON object")
         extra = sorted(set(body) - allowed)
         if extra:
-            raise InvalidRequest("unknown_field", f"{len(extra)} properties not allowed (allowed: "
-                                 f"{', '.join(sorted(allowed))})")  # fmt: skip
+            raise InvalidRequest(
+                "unknown_field",
+                f"{len(extra)} properties not allowed (allowed: {', '.join(sorted(allowed))})",
+            )
         missing = sorted(allowed - set(body))
         if missing:
             raise InvalidRequest("missing_field", f"required: {', '.join(missing)}")
@@ -124,12 +131,19 @@ class WalletAuth:
         expires = now + timedelta(seconds=self.challenge_ttl_seconds)
         challenge_id = self.ids.new_id()
         message = login_message(
-            domain=self.domain, wallet=wallet, challenge_id=challenge_id, nonce=secrets.token_urlsafe(24),
-            issued_at=now, expires_at=expires, terms_version=self.terms_version,
-        )  # fmt: skip
-        await stored(self.store.put_challenge(
-            LoginChallenge(challenge_id, wallet, message, self.terms_version, now, expires)
-        ))  # fmt: skip
+            domain=self.domain,
+            wallet=wallet,
+            challenge_id=challenge_id,
+            nonce=secrets.token_urlsafe(24),
+            issued_at=now,
+            expires_at=expires,
+            terms_version=self.terms_version,
+        )
+        await stored(
+            self.store.put_challenge(
+                LoginChallenge(challenge_id, wallet, message, self.terms_version, now, expires)
+            )
+        )
         log.info("wallet_login_challenge_issued", challenge_id=challenge_id)
         return {
             "challenge_id": challenge_id,
@@ -168,17 +182,24 @@ class WalletAuth:
             if found is None:
                 raise InvalidRequest("challenge_not_found", "no such login challenge: start again")
             if not hmac.compare_digest(found.wallet, wallet):
-                raise InvalidRequest("challenge_wallet_mismatch", "this challenge was issued to another wallet")
+                raise InvalidRequest(
+                    "challenge_wallet_mismatch", "this challenge was issued to another wallet"
+                )
             if found.used_at is not None:
                 raise InvalidRequest("challenge_already_used", "this challenge was already used: start again")
             if now >= found.expires_at:
                 raise InvalidRequest("challenge_expired", "this challenge has expired: start again")
             if terms != found.terms_version:
-                raise InvalidRequest("terms_version_mismatch", f"accept the current terms: {found.terms_version}",
-                                     details={"terms_version": found.terms_version})  # fmt: skip
+                raise InvalidRequest(
+                    "terms_version_mismatch",
+                    f"accept the current terms: {found.terms_version}",
+                    details={"terms_version": found.terms_version},
+                )
             if not signature_valid(wallet=wallet, message=found.message, signature=signature):
-                raise InvalidRequest("signature_invalid", "the signature is not this wallet's Ed25519 signature of "
-                                     "the exact challenge message")  # fmt: skip
+                raise InvalidRequest(
+                    "signature_invalid",
+                    "the signature is not this wallet's Ed25519 signature of the exact challenge message",
+                )
             token = ACCESS_TOKEN_PREFIX + secrets.token_urlsafe(32)
             expires = now + timedelta(seconds=self.token_ttl_seconds)
             grant = AccessGrant(access_token_sha256(token), wallet, challenge_id, now, expires)
@@ -221,7 +242,9 @@ def wallet_auth_for(state: Any) -> WalletAuth:
     if auth is None:
         sessions = state.sessions
         settings = state.settings
-        auth = WalletAuth.from_settings(sessions.store, sessions.service.clock, sessions.service.ids, settings)
+        auth = WalletAuth.from_settings(
+            sessions.store, sessions.service.clock, sessions.service.ids, settings
+        )
         state.wallet_auth = auth
     return auth
 

@@ -126,8 +126,13 @@ def _intent(source: str, target: str, amount: str) -> dict[str, Any]:
     except ValueError:
         console.print("[red]endpoints are chain:TOKEN, e.g. solana:SOL base:USDC[/red]")
         raise typer.Exit(2) from None
-    return {"from_chain": fc.lower(), "from_token": ft.upper(), "to_chain": tc.lower(), "to_token": tt.upper(),
-            "amount_usd": _amount_usd(amount)}  # fmt: skip
+    return {
+        "from_chain": fc.lower(),
+        "from_token": ft.upper(),
+        "to_chain": tc.lower(),
+        "to_token": tt.upper(),
+        "amount_usd": _amount_usd(amount),
+    }
 
 
 def _client_error(exc: Exception) -> None:
@@ -137,8 +142,11 @@ def _client_error(exc: Exception) -> None:
     if isinstance(exc, ReapprovalRequired):
         console.print(f"[red]reapproval required[/red] ({exc.reason}): {exc.message}", overflow="fold")
         if exc.funds:
-            console.print(f"funds: {exc.funds.get('amount_base')} base units of {exc.funds.get('endpoint')} "
-                          f"in {exc.funds.get('wallet')} ({exc.funds.get('state')})", overflow="fold")  # fmt: skip
+            console.print(
+                f"funds: {exc.funds.get('amount_base')} base units of {exc.funds.get('endpoint')} "
+                f"in {exc.funds.get('wallet')} ({exc.funds.get('state')})",
+                overflow="fold",
+            )
         if exc.quote_from_here:
             console.print(f"quote from here: {json.dumps(exc.quote_from_here)}", overflow="fold")
     elif isinstance(exc, RateLimited):
@@ -157,10 +165,14 @@ def quote(
     source: str = typer.Argument(..., help="chain:TOKEN, e.g. solana:SOL"),
     target: str = typer.Argument(..., help="chain:TOKEN, e.g. base:USDC"),
     amount_usd: str = typer.Argument(..., help="USD notional, 1..1000"),
-    url: str = typer.Option(None, "--url", envvar="ROUTEQUOTE_URL", help="Quote a running server (default: in-process)"),
+    url: str = typer.Option(
+        None, "--url", envvar="ROUTEQUOTE_URL", help="Quote a running server (default: in-process)"
+    ),
     base_units: bool = typer.Option(False, "--base-units", help="Show amounts in integer base units"),
     json_out: bool = typer.Option(False, "--json", help="Print the full quote JSON"),
-    save: Path = typer.Option(None, "--save", help="Also write the quote JSON here (for `session create --quote`)"),
+    save: Path = typer.Option(
+        None, "--save", help="Also write the quote JSON here (for `session create --quote`)"
+    ),
 ) -> None:
     """Quote one route and show its steps, amounts (exact token units), fees and ETA."""
     from routequote.client import ClientError
@@ -200,7 +212,9 @@ def quote(
 @app.command()
 def matrix(
     amount: str = typer.Option("1000", "--amount", help="USD notional for every cell, 1..1000"),
-    url: str = typer.Option(None, "--url", envvar="ROUTEQUOTE_URL", help="Fill it from a running server (default: in-process)"),
+    url: str = typer.Option(
+        None, "--url", envvar="ROUTEQUOTE_URL", help="Fill it from a running server (default: in-process)"
+    ),
     concurrency: int = typer.Option(8, help="Quotes in flight at once against --url"),
     json_out: bool = typer.Option(False, "--json", help="Print the cells as JSON"),
 ) -> None:
@@ -231,8 +245,15 @@ def matrix(
                         assert service is not None
                         fc, ft = src.split(":")
                         tc, tt = dst.split(":")
-                        q = await service.quote_request({"from_chain": fc, "from_token": ft, "to_chain": tc,
-                                                         "to_token": tt, "amount_usd": value})  # fmt: skip
+                        q = await service.quote_request(
+                            {
+                                "from_chain": fc,
+                                "from_token": ft,
+                                "to_chain": tc,
+                                "to_token": tt,
+                                "amount_usd": value,
+                            }
+                        )
                     cells[key] = matrix_cell(q)
                 except ServerError as exc:
                     cells[key] = {"error": exc.reason_class or exc.error}
@@ -246,8 +267,15 @@ def matrix(
             if client is not None:
                 await client.aclose()
 
-    with Progress(TextColumn("quoting routes"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=console, transient=True, disable=json_out) as progress:  # fmt: skip
+    with Progress(
+        TextColumn("quoting routes"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+        disable=json_out,
+    ) as progress:
         task = progress.add_task("matrix", total=len(ROUTES))
         asyncio.run(fill(progress, task))
     if json_out:
@@ -274,7 +302,13 @@ def routes() -> None:
         table.add_column(col)
     for r in ROUTES.values():
         path = " > ".join(s.provider.value + ("*" if s.fee_step else "") for s in r.steps)
-        table.add_row(r.key, path, r.mode.value, ",".join(r.required_wallet_chains), "yes" if r.event_signer_required else "")
+        table.add_row(
+            r.key,
+            path,
+            r.mode.value,
+            ",".join(r.required_wallet_chains),
+            "yes" if r.event_signer_required else "",
+        )
     console.print(table)
 
 
@@ -317,9 +351,13 @@ def keys_generate(
 @app.command("verify-manifest")
 def verify_manifest_cmd(
     base_url: str = typer.Argument(..., help="Base URL of the instance, e.g. https://quotes.example.org"),
-    public_key: Path = typer.Option(None, "--public-key", help="Pinned public key (SPKI PEM); default: fetch it"),
+    public_key: Path = typer.Option(
+        None, "--public-key", help="Pinned public key (SPKI PEM); default: fetch it"
+    ),
     key_id: str = typer.Option(None, "--key-id", help="Pinned key id (routequote-<16 hex>)"),
-    max_age: int = typer.Option(None, "--max-age", help="Fail when the manifest is older than this many seconds"),
+    max_age: int = typer.Option(
+        None, "--max-age", help="Fail when the manifest is older than this many seconds"
+    ),
     allow_other_origin: bool = typer.Option(
         False, help="Accept manifest URLs on another origin than BASE_URL (e.g. behind a proxy)"
     ),
@@ -369,8 +407,12 @@ def verify_manifest_cmd(
 
 @market_app.command("refresh")
 def market_refresh_cmd(
-    out: Path = typer.Option(None, help="Output file (default: ROUTEQUOTE_SNAPSHOT_PATH, else the packaged snapshot)"),
-    allow_partial: bool = typer.Option(False, help="Write even when some sources failed (they keep old values)"),
+    out: Path = typer.Option(
+        None, help="Output file (default: ROUTEQUOTE_SNAPSHOT_PATH, else the packaged snapshot)"
+    ),
+    allow_partial: bool = typer.Option(
+        False, help="Write even when some sources failed (they keep old values)"
+    ),
     dry_run: bool = typer.Option(False, help="Print the diff summary only"),
 ) -> None:
     """Rebuild the embedded snapshot file from live sources (needs ROUTEQUOTE_RPC_URL_* and API bases)."""
@@ -386,13 +428,20 @@ def market_refresh_cmd(
 
     settings = Settings()
     old_doc = load_snapshot_document(settings.snapshot_path or None)
-    target = out or Path(settings.snapshot_path or str(resources.files("routequote.data") / "market_snapshot.json"))
+    target = out or Path(
+        settings.snapshot_path or str(resources.files("routequote.data") / "market_snapshot.json")
+    )
     config = live_config_from_settings(settings)
     market = LiveMarket(config, SystemClock(), snapshot_document=old_doc)
 
     async def run():  # type: ignore[no-untyped-def]
-        with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-                      TimeElapsedColumn(), console=console) as progress:
+        with Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            TextColumn("{task.completed}/{task.total}"),
+            TimeElapsedColumn(),
+            console=console,
+        ) as progress:
             try:
                 return await refresh_snapshot(market, old_doc, progress)
             finally:
@@ -411,10 +460,14 @@ def market_refresh_cmd(
     if dry_run:
         return
     if result.failed and not allow_partial:
-        console.print(f"not written: {len(result.failed)} source(s) failed (use --allow-partial to keep their old values)")
+        console.print(
+            f"not written: {len(result.failed)} source(s) failed (use --allow-partial to keep their old values)"
+        )
         raise typer.Exit(code=1)
     write_document(target, result.document)
-    console.print(f"wrote {target} (version {result.document['version']}, {len(result.refreshed)} sources refreshed)")
+    console.print(
+        f"wrote {target} (version {result.document['version']}, {len(result.refreshed)} sources refreshed)"
+    )
 
 
 def _json_arg(value: str | None, name: str) -> Any:
@@ -440,12 +493,20 @@ def verify_action_cmd(
     bundle_file: Path = typer.Argument(..., help="The POST /v2/prepare response (bundle JSON) to check"),
     intent: str = typer.Option(None, help="Your 5 quote fields: inline JSON or a file"),
     wallets: str = typer.Option(None, help="Your chain -> public address map: inline JSON or a file"),
-    context: str = typer.Option(None, help="Your verification context (intent, wallets, approval, summary): JSON/file"),
+    context: str = typer.Option(
+        None, help="Your verification context (intent, wallets, approval, summary): JSON/file"
+    ),
     approval: str = typer.Option(None, help="Your approval_v3: inline JSON or a file"),
-    quote_file: str = typer.Option(None, "--quote", help="The approved quote (its direct_route_summary is used)"),
-    event_signer: str = typer.Option(None, help="The public key of the event-data keypair you generated (Solana CCTP)"),
+    quote_file: str = typer.Option(
+        None, "--quote", help="The approved quote (its direct_route_summary is used)"
+    ),
+    event_signer: str = typer.Option(
+        None, help="The public key of the event-data keypair you generated (Solana CCTP)"
+    ),
     fee_recipient_evm: str = typer.Option(None, help="The operator's published EVM fee recipient to pin"),
-    fee_recipient_solana: str = typer.Option(None, help="The operator's published Solana fee recipient to pin"),
+    fee_recipient_solana: str = typer.Option(
+        None, help="The operator's published Solana fee recipient to pin"
+    ),
     now: int = typer.Option(None, help="Unix time to check deadlines against (default: now)"),
     json_out: bool = typer.Option(False, "--json", help="Print findings as JSON"),
 ) -> None:
@@ -475,11 +536,19 @@ def verify_action_cmd(
     pinned = None
     if fee_recipient_evm or fee_recipient_solana:
         pinned = {k: v for k, v in (("evm", fee_recipient_evm), ("solana", fee_recipient_solana)) if v}
-    findings = [f.as_dict() for f in verify_bundle(
-        bundle, intent=intent_v, wallets=wallets_v, now_unix=now if now is not None else int(time.time()),
-        approval_v3=approval_v, direct_route_summary=summary, event_signer_public=event_signer,
-        fee_recipients=pinned,
-    )]  # fmt: skip
+    findings = [
+        f.as_dict()
+        for f in verify_bundle(
+            bundle,
+            intent=intent_v,
+            wallets=wallets_v,
+            now_unix=now if now is not None else int(time.time()),
+            approval_v3=approval_v,
+            direct_route_summary=summary,
+            event_signer_public=event_signer,
+            fee_recipients=pinned,
+        )
+    ]
     findings += [{"code": p, "message": "verification context check", "severity": "error"} for p in problems]
     errors = [f for f in findings if f["severity"] == "error"]
     if json_out:
@@ -490,8 +559,10 @@ def verify_action_cmd(
             typer.echo(f"{tag} {f['code']}: {f['message']}", err=f["severity"] == "error")
         if not errors:
             payload = bundle.get("payload_sha256") if isinstance(bundle, dict) else None
-            typer.echo(f"OK {bundle.get('route')} step {bundle.get('step_index')}: payload_sha256 {payload}; "
-                       "safe to hand to your wallet for signing")  # fmt: skip
+            typer.echo(
+                f"OK {bundle.get('route')} step {bundle.get('step_index')}: payload_sha256 {payload}; "
+                "safe to hand to your wallet for signing"
+            )
     if errors:
         raise typer.Exit(1)
 

@@ -12,33 +12,52 @@ class Settings(BaseSettings):
     host: str = Field("127.0.0.1", description="Interface `routequote serve` binds to")
     port: int = Field(8080, description="Port `routequote serve` listens on")
     workers: int = Field(1, description="uvicorn worker processes")
-    base_url: str = Field("", description="Public base URL used in links (default: derived from host and port)")
+    base_url: str = Field(
+        "", description="Public base URL used in links (default: derived from host and port)"
+    )
     allowed_hosts: str = Field(
         "", description="Comma-separated Host header values the MCP endpoint accepts (besides localhost)"
     )
     market: str = Field("embedded", description="Market source: `embedded` (default) or `live`")
-    snapshot_path: str = Field("", description="Alternative embedded snapshot file (default: the packaged one)")
-    rpc_url_solana: str = Field("", description="Solana JSON-RPC URL (live market: Raydium / Orca pool accounts)")
-    rpc_url_base: str = Field("", description="Base JSON-RPC URL (live market: Uniswap v3 pool, Chainlink feeds)")
+    snapshot_path: str = Field(
+        "", description="Alternative embedded snapshot file (default: the packaged one)"
+    )
+    rpc_url_solana: str = Field(
+        "", description="Solana JSON-RPC URL (live market: Raydium / Orca pool accounts)"
+    )
+    rpc_url_base: str = Field(
+        "", description="Base JSON-RPC URL (live market: Uniswap v3 pool, Chainlink feeds)"
+    )
     rpc_url_arbitrum: str = Field("", description="Arbitrum One JSON-RPC URL (live market: Uniswap v3 pool)")
     rpc_url_robinhood: str = Field(
-        "", description="Robinhood Chain JSON-RPC URL (live market: Uniswap v3 pool, USDG OFT fee, USDG/USD feed)"
+        "",
+        description="Robinhood Chain JSON-RPC URL (live market: Uniswap v3 pool, USDG OFT fee, USDG/USD feed)",
     )
-    iris_url: str = Field("https://iris-api.circle.com", description="Circle Iris API base (CCTP fast-transfer fees)")
+    iris_url: str = Field(
+        "https://iris-api.circle.com", description="Circle Iris API base (CCTP fast-transfer fees)"
+    )
     across_url: str = Field("https://app.across.to/api", description="Across API base (suggested-fees)")
     hermes_url: str = Field("https://hermes.pyth.network", description="Pyth Hermes base (SOL/USD price)")
     live_solana_pools: str = Field(
-        "", description="Solana pool accounts for the live market: `pool_id=ADDRESS,...` (e.g. "
-        "`solana:raydium_clmm:SOL-USDC=...`); unset pools read the pinned mainnet accounts of the snapshot"
+        "",
+        description="Solana pool accounts for the live market: `pool_id=ADDRESS,...` (e.g. "
+        "`solana:raydium_clmm:SOL-USDC=...`); unset pools read the pinned mainnet accounts of the snapshot",
     )
     market_fallback: str = Field(
-        "none", description="`none` (default): a failing live source makes its routes unavailable; `embedded`: "
-        "price that component from the embedded snapshot, and label the quote as such"
+        "none",
+        description="`none` (default): a failing live source makes its routes unavailable; `embedded`: "
+        "price that component from the embedded snapshot, and label the quote as such",
     )
-    market_timeout_seconds: float = Field(1.5, gt=0, le=1.5, description="Per-source upstream timeout (live market)")
+    market_timeout_seconds: float = Field(
+        1.5, gt=0, le=1.5, description="Per-source upstream timeout (live market)"
+    )
     market_cache_ttl_seconds: float = Field(2.0, ge=0, le=60, description="How long a live reading is reused")
-    market_failure_threshold: int = Field(3, ge=1, description="Consecutive failures that open a source's breaker")
-    market_cooldown_seconds: float = Field(15.0, ge=0, description="How long an open breaker blocks upstream calls")
+    market_failure_threshold: int = Field(
+        3, ge=1, description="Consecutive failures that open a source's breaker"
+    )
+    market_cooldown_seconds: float = Field(
+        15.0, ge=0, description="How long an open breaker blocks upstream calls"
+    )
     quote_ttl_seconds: int = Field(60, ge=1, le=60, description="Quote time to live")
     rate_limit: str = Field("120/minute", description="Per-client limit on the quote operations, or `off`")
     redis_url: str = Field("", description="Redis URL for shared rate limits (default: in-process)")
@@ -53,7 +72,9 @@ class Settings(BaseSettings):
         "`postgresql://...` shared by several replicas (drivers aiosqlite / asyncpg; migrations run at start)",
     )
     database_pool_size: int = Field(
-        20, ge=1, le=200,
+        20,
+        ge=1,
+        le=200,
         description="Session database connections kept open per process (as many again may open under bursts); "
         "size it to the concurrent session requests a process serves, so connections are not opened per request",
     )
@@ -67,25 +88,40 @@ class Settings(BaseSettings):
     max_header_bytes: int = Field(
         16_384, ge=1024, description="Request line plus headers, in bytes, before answering 431 (then close)"
     )
-    max_header_count: int = Field(100, ge=8, description="Request header fields before answering 431 (then close)")
-    header_timeout_seconds: float = Field(
-        10.0, gt=0, le=300, description="Time for a request's headers to arrive (idle or trickling sockets close)"
+    max_header_count: int = Field(
+        100, ge=8, description="Request header fields before answering 431 (then close)"
     )
-    body_timeout_seconds: float = Field(30.0, gt=0, le=600, description="Time for a request body to arrive (408)")
-    keep_alive_timeout_seconds: int = Field(5, ge=1, le=300, description="Idle keep-alive connection lifetime")
+    header_timeout_seconds: float = Field(
+        10.0,
+        gt=0,
+        le=300,
+        description="Time for a request's headers to arrive (idle or trickling sockets close)",
+    )
+    body_timeout_seconds: float = Field(
+        30.0, gt=0, le=600, description="Time for a request body to arrive (408)"
+    )
+    keep_alive_timeout_seconds: int = Field(
+        5, ge=1, le=300, description="Idle keep-alive connection lifetime"
+    )
     login_rate_limit: str = Field(
         "20/minute", description="v1 wallet-login attempts per wallet and per client, or `off`"
     )
-    login_challenge_ttl_seconds: int = Field(300, ge=30, le=3600, description="Lifetime of a v1 login challenge")
+    login_challenge_ttl_seconds: int = Field(
+        300, ge=30, le=3600, description="Lifetime of a v1 login challenge"
+    )
     access_token_ttl_seconds: int = Field(3600, ge=60, le=86400, description="Lifetime of a v1 access token")
     max_inflight_quotes: int = Field(256, ge=1, description="Quotes computed at once before answering 503")
     log_level: str = Field("info", description="Log level")
     graceful_shutdown_seconds: float = Field(
-        20.0, ge=0, le=600, description="On SIGTERM, how long in-flight requests may take to finish before exit"
+        20.0,
+        ge=0,
+        le=600,
+        description="On SIGTERM, how long in-flight requests may take to finish before exit",
     )
     otel_exporter: str = Field(
-        "", description="OpenTelemetry traces: empty/`none` (default, nothing imported), `console` (stderr) or "
-        "`otlp` (OTEL_EXPORTER_OTLP_* variables); needs the `otel` extra"
+        "",
+        description="OpenTelemetry traces: empty/`none` (default, nothing imported), `console` (stderr) or "
+        "`otlp` (OTEL_EXPORTER_OTLP_* variables); needs the `otel` extra",
     )
     otel_service_name: str = Field("routequote", description="service.name of the exported spans")
     # Development placeholders: operators MUST set their own recipients (see docs/prepare.md).
@@ -97,15 +133,20 @@ class Settings(BaseSettings):
         "DevFeeRecipientP1aceho1der11111111111111111",
         description="Solana wallet receiving the 1 bp service fee (default: a development placeholder; set it)",
     )
-    signing_key_path: str = Field("", description="Ed25519 manifest signing key (PEM); dev key generated if unset")
+    signing_key_path: str = Field(
+        "", description="Ed25519 manifest signing key (PEM); dev key generated if unset"
+    )
     signing_key: str = Field(
-        "", description="Ed25519 manifest signing key in the environment: PKCS#8 PEM or base64 of the 32-byte seed"
+        "",
+        description="Ed25519 manifest signing key in the environment: PKCS#8 PEM or base64 of the 32-byte seed",
     )
     dev_signing_key_path: str = Field(
         "var/routequote-dev-signing-key.pem",
         description="Where a generated development signing key is kept (empty: memory only, new key each start)",
     )
-    manifest_valid_seconds: int = Field(86400, ge=60, le=30 * 86400, description="Validity window of a manifest")
+    manifest_valid_seconds: int = Field(
+        86400, ge=60, le=30 * 86400, description="Validity window of a manifest"
+    )
     security_contact: str = Field(
         "", description="RFC 9116 Contact URI for vulnerability reports (default: the /security page)"
     )
@@ -116,7 +157,11 @@ class Settings(BaseSettings):
         out: dict[str, int] = {}
         for part in filter(None, (p.strip() for p in self.finality_confirmations.split(","))):
             chain, sep, value = part.partition("=")
-            if not sep or not value.strip().isdigit() or chain.strip() not in ("base", "arbitrum", "robinhood"):
+            if (
+                not sep
+                or not value.strip().isdigit()
+                or chain.strip() not in ("base", "arbitrum", "robinhood")
+            ):
                 raise ValueError(f"ROUTEQUOTE_FINALITY_CONFIRMATIONS: bad entry {part[:40]!r} (want chain=N)")
             out[chain.strip()] = max(1, int(value))
         return out

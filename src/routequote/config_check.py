@@ -60,7 +60,9 @@ def problems(settings: Settings) -> list[str]:  # noqa: C901 - one flat list of 
     if s.market not in ("embedded", "live"):
         out.append(f"ROUTEQUOTE_MARKET: unknown market {s.market[:20]!r} (embedded or live)")
     if s.market_fallback not in ("none", "embedded"):
-        out.append(f"ROUTEQUOTE_MARKET_FALLBACK: unknown fallback {s.market_fallback[:20]!r} (none or embedded)")
+        out.append(
+            f"ROUTEQUOTE_MARKET_FALLBACK: unknown fallback {s.market_fallback[:20]!r} (none or embedded)"
+        )
     if s.market == "live":
         for item in filter(None, (x.strip() for x in s.live_solana_pools.split(","))):
             pool_id, sep, address = item.partition("=")
@@ -98,7 +100,9 @@ def problems(settings: Settings) -> list[str]:  # noqa: C901 - one flat list of 
     if s.log_level.lower() not in LOG_LEVELS:
         out.append(f"ROUTEQUOTE_LOG_LEVEL: unknown level {s.log_level[:20]!r} ({', '.join(LOG_LEVELS)})")
     out.extend(_rate_limit(s.rate_limit))
-    if s.release_commit and not (len(s.release_commit) == 40 and all(c in "0123456789abcdef" for c in s.release_commit)):
+    if s.release_commit and not (
+        len(s.release_commit) == 40 and all(c in "0123456789abcdef" for c in s.release_commit)
+    ):
         out.append("ROUTEQUOTE_RELEASE_COMMIT: must be 40 lower-case hex characters")
     from routequote.observability import otel_problem
 

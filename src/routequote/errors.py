@@ -1,15 +1,15 @@
 """One error tree for the whole service. No HTTP here: each surface maps these to its own channel.
 
-    RouteQuoteError
-    ├── InvalidRequest          the caller sent something the contract forbids (REST 400)
-    ├── ReapprovalRequired      an approval no longer binds the quote (REST 409)
-    ├── NotFound                an addressed record does not exist for this caller (REST 404)
-    ├── Conflict                the request cannot apply to the record's current state (REST 409)
-    ├── RateLimited             too many requests from one client (REST 429)
-    └── UpstreamError
-        ├── UpstreamUnavailable a market source needed by this request is failing (REST 502)
-        ├── CapacityBusy        too much work in flight; try again shortly (REST 503)
-        └── DependencyUnavailable  a database, chain RPC or attestation service cannot be read now (REST 503)
+RouteQuoteError
+├── InvalidRequest          the caller sent something the contract forbids (REST 400)
+├── ReapprovalRequired      an approval no longer binds the quote (REST 409)
+├── NotFound                an addressed record does not exist for this caller (REST 404)
+├── Conflict                the request cannot apply to the record's current state (REST 409)
+├── RateLimited             too many requests from one client (REST 429)
+└── UpstreamError
+    ├── UpstreamUnavailable a market source needed by this request is failing (REST 502)
+    ├── CapacityBusy        too much work in flight; try again shortly (REST 503)
+    └── DependencyUnavailable  a database, chain RPC or attestation service cannot be read now (REST 503)
 """
 
 from __future__ import annotations
@@ -39,7 +39,11 @@ class RouteQuoteError(Exception):
         self.headers = headers or {}  # transport hints (e.g. RateLimit-*), never part of the body
 
     def body(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"error": self.error, "reason_class": self.reason_class, "message": self.message}
+        out: dict[str, Any] = {
+            "error": self.error,
+            "reason_class": self.reason_class,
+            "message": self.message,
+        }
         if self.retry_after_seconds is not None:
             out["retry_after_seconds"] = max(0, min(3600, int(self.retry_after_seconds)))
         out.update(self.details)

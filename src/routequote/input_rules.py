@@ -30,9 +30,21 @@ MAX_NUMBER_CHARS = 400
 REDACTED = "<redacted-name>"
 
 SECRET_WORDS = (
-    "private", "secret", "seed", "mnemonic", "passphrase", "password", "keypair", "signature",
-    "signed_transaction", "signedtransaction", "signed_tx", "signedtx", "raw_tx", "rawtx",
-)  # fmt: skip
+    "private",
+    "secret",
+    "seed",
+    "mnemonic",
+    "passphrase",
+    "password",
+    "keypair",
+    "signature",
+    "signed_transaction",
+    "signedtransaction",
+    "signed_tx",
+    "signedtx",
+    "raw_tx",
+    "rawtx",
+)
 _HEX_KEY = re.compile(r"(?:0[xX])?(?:[0-9a-fA-F]{64}|[0-9a-fA-F]{128})")
 _HEX64 = re.compile(r"[0-9a-fA-F]{64}")
 _BASE58_LONG = re.compile(r"[1-9A-HJ-NP-Za-km-z]{80,90}")
@@ -93,7 +105,9 @@ def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 def _float(text: str) -> float:
     if len(text) > MAX_NUMBER_CHARS:
-        raise InvalidRequest("number_too_long", f"a number literal is longer than {MAX_NUMBER_CHARS} characters")
+        raise InvalidRequest(
+            "number_too_long", f"a number literal is longer than {MAX_NUMBER_CHARS} characters"
+        )
     value = float(text)
     try:
         exact = math.isfinite(value) and Decimal(repr(value)) == Decimal(text)
@@ -110,7 +124,9 @@ def _float(text: str) -> float:
 
 def _int(text: str) -> int:
     if len(text) > MAX_NUMBER_CHARS:
-        raise InvalidRequest("number_too_long", f"a number literal is longer than {MAX_NUMBER_CHARS} characters")
+        raise InvalidRequest(
+            "number_too_long", f"a number literal is longer than {MAX_NUMBER_CHARS} characters"
+        )
     return int(text)
 
 
@@ -118,7 +134,9 @@ def _constant(name: str) -> Any:
     raise InvalidRequest("non_finite_number", f"{name} is not a JSON number")
 
 
-_DECODER = json.JSONDecoder(object_pairs_hook=_object, parse_float=_float, parse_int=_int, parse_constant=_constant)
+_DECODER = json.JSONDecoder(
+    object_pairs_hook=_object, parse_float=_float, parse_int=_int, parse_constant=_constant
+)
 
 
 def check_tree(value: Any, *, strings: bool = True) -> None:
@@ -144,7 +162,9 @@ def check_tree(value: Any, *, strings: bool = True) -> None:
 
 
 def _not_unicode() -> InvalidRequest:
-    return InvalidRequest("invalid_unicode", "every string must be valid Unicode (a lone surrogate escape is not)")
+    return InvalidRequest(
+        "invalid_unicode", "every string must be valid Unicode (a lone surrogate escape is not)"
+    )
 
 
 def loads_strict(raw: bytes | str) -> Any:
@@ -163,7 +183,9 @@ def loads_strict(raw: bytes | str) -> Any:
     try:
         value = _DECODER.decode(text)
     except RecursionError:
-        raise InvalidRequest("nesting_too_deep", f"JSON nesting is limited to {MAX_JSON_DEPTH} levels") from None
+        raise InvalidRequest(
+            "nesting_too_deep", f"JSON nesting is limited to {MAX_JSON_DEPTH} levels"
+        ) from None
     except ValueError:  # JSONDecodeError and int() limits: never the parser's text (it quotes input)
         raise InvalidRequest("malformed_json", "request body is not valid JSON") from None
     check_tree(value, strings=_SURROGATE_ESCAPE.search(text) is not None)

@@ -16,8 +16,19 @@ import structlog
 
 from routequote.observability import RedactionFilter, install_record_factory, redact_event
 
-_NOISY = ("mcp", "mcp.server", "a2a", "httpx", "httpcore", "sse_starlette", "uvicorn.access", "aiosqlite",
-          "sqlalchemy", "asyncpg", "alembic")  # fmt: skip
+_NOISY = (
+    "mcp",
+    "mcp.server",
+    "a2a",
+    "httpx",
+    "httpcore",
+    "sse_starlette",
+    "uvicorn.access",
+    "aiosqlite",
+    "sqlalchemy",
+    "asyncpg",
+    "alembic",
+)
 
 
 class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
@@ -67,7 +78,9 @@ def configure_logging(level: str = "info") -> None:
     install_record_factory()
     root = logging.getLogger()
     if not any(h.get_name() == "routequote-json" for h in root.handlers):
-        for h in [h for h in root.handlers if type(h) is logging.StreamHandler]:  # a plain basicConfig handler
+        for h in [
+            h for h in root.handlers if type(h) is logging.StreamHandler
+        ]:  # a plain basicConfig handler
             root.removeHandler(h)
         root.addHandler(json_handler())
     root.setLevel(lvl)

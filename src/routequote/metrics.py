@@ -64,46 +64,66 @@ class Metrics:
         self._sessions_counted_at = -1e9
         self.registry = CollectorRegistry()
         self.requests = Counter(
-            "routequote_http_requests", "HTTP answers by route template and status",
-            ["method", "route", "status"], registry=self.registry,
-        )  # fmt: skip
+            "routequote_http_requests",
+            "HTTP answers by route template and status",
+            ["method", "route", "status"],
+            registry=self.registry,
+        )
         self.latency = Histogram(
-            "routequote_http_request_seconds", "Time from request to the end of the answer",
-            ["method", "route"], registry=self.registry,
+            "routequote_http_request_seconds",
+            "Time from request to the end of the answer",
+            ["method", "route"],
+            registry=self.registry,
             buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5),
-        )  # fmt: skip
+        )
         self.source_up = Gauge(
-            "routequote_market_source_up", "1 when a market source is healthy", ["source"], registry=self.registry
+            "routequote_market_source_up",
+            "1 when a market source is healthy",
+            ["source"],
+            registry=self.registry,
         )
 
         self.quote_latency = Histogram(
-            "routequote_quote_seconds", "Time to price and issue one quote, by route class",
-            ["route_class"], registry=self.registry,
+            "routequote_quote_seconds",
+            "Time to price and issue one quote, by route class",
+            ["route_class"],
+            registry=self.registry,
             buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5),
-        )  # fmt: skip
+        )
         self.sessions_by_status = Gauge(
-            "routequote_sessions", "Sessions in the session database by status", ["status"], registry=self.registry
+            "routequote_sessions",
+            "Sessions in the session database by status",
+            ["status"],
+            registry=self.registry,
         )
         self.session_transitions = Counter(
-            "routequote_session_transitions", "Committed session transitions by event and resulting status",
-            ["event", "to_status"], registry=self.registry,
-        )  # fmt: skip
+            "routequote_session_transitions",
+            "Committed session transitions by event and resulting status",
+            ["event", "to_status"],
+            registry=self.registry,
+        )
         self.rate_limited = Counter(
-            "routequote_rate_limit_rejections", "Requests refused by the per-client rate limit, by operation group",
-            ["group"], registry=self.registry,
-        )  # fmt: skip
+            "routequote_rate_limit_rejections",
+            "Requests refused by the per-client rate limit, by operation group",
+            ["group"],
+            registry=self.registry,
+        )
         self.quote_store_records = Gauge(
-            "routequote_issued_quote_store_records", "Issued quotes held by this process (in-memory store only)",
+            "routequote_issued_quote_store_records",
+            "Issued quotes held by this process (in-memory store only)",
             registry=self.registry,
-        )  # fmt: skip
+        )
         self.idempotency_store_records = Gauge(
-            "routequote_prepare_idempotency_records", "Prepare idempotency records held (in-memory store only)",
+            "routequote_prepare_idempotency_records",
+            "Prepare idempotency records held (in-memory store only)",
             registry=self.registry,
-        )  # fmt: skip
+        )
         self.dependency_up = Gauge(
-            "routequote_dependency_up", "1 when a dependency answers its health check (database, redis)",
-            ["component"], registry=self.registry,
-        )  # fmt: skip
+            "routequote_dependency_up",
+            "1 when a dependency answers its health check (database, redis)",
+            ["component"],
+            registry=self.registry,
+        )
 
     # ---- hooks the composition root wires ------------------------------------------------------------
 
@@ -149,7 +169,10 @@ class Metrics:
 
     async def refresh(self) -> None:
         """What costs a query, at most every SESSION_COUNT_CACHE_SECONDS (probes cache themselves)."""
-        for store, gauge in ((self.quotes, self.quote_store_records), (self.idempotency, self.idempotency_store_records)):
+        for store, gauge in (
+            (self.quotes, self.quote_store_records),
+            (self.idempotency, self.idempotency_store_records),
+        ):
             retained = getattr(store, "retained", None)
             count = retained() if retained is not None else None
             if count is not None:
@@ -163,7 +186,9 @@ class Metrics:
         now = time.monotonic()
         if self.sessions is not None and now - self._sessions_counted_at >= SESSION_COUNT_CACHE_SECONDS:
             self._sessions_counted_at = now
-            with contextlib.suppress(Exception):  # the database gauge says why; the counts keep their last value
+            with contextlib.suppress(
+                Exception
+            ):  # the database gauge says why; the counts keep their last value
                 async with asyncio.timeout(2.0):
                     counts = await self.sessions.count_by_status()
                 for status in {*counts, *(s.value for s in SessionStatus)}:  # every status, 0 when none
@@ -204,7 +229,9 @@ class MetricsMiddleware:
         finally:
             route: Any = scope.get("route")
             # FastAPI routes name their template; plain Starlette routes (MCP, A2A) have fixed paths
-            template = getattr(route, "path", None) or (scope["path"] if scope.get("endpoint") else "unmatched")
+            template = getattr(route, "path", None) or (
+                scope["path"] if scope.get("endpoint") else "unmatched"
+            )
             method = scope.get("method", "GET")
             self.metrics.requests.labels(method, template, str(status[0])).inc()
             self.metrics.latency.labels(method, template).observe(time.perf_counter() - started)

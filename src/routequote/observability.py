@@ -52,12 +52,39 @@ def current_request_id() -> str | None:
 # ---- redaction -----------------------------------------------------------------------------------------
 
 # field names (lower case, `-` and `_` removed) whose value is never logged
-_SECRET_FIELDS = frozenset({
-    "authorization", "proxyauthorization", "cookie", "setcookie", "xroutequotesessiontoken", "sessiontoken",
-    "token", "accesstoken", "refreshtoken", "idtoken", "authtoken", "bearertoken", "apitoken", "apikey",
-    "xapikey", "idempotencykey", "signature", "loginsignature", "signedmessage", "password", "passwd",
-    "secret", "clientsecret", "privatekey", "secretkey", "seed", "seedphrase", "mnemonic", "credentials",
-})  # fmt: skip
+_SECRET_FIELDS = frozenset(
+    {
+        "authorization",
+        "proxyauthorization",
+        "cookie",
+        "setcookie",
+        "xroutequotesessiontoken",
+        "sessiontoken",
+        "token",
+        "accesstoken",
+        "refreshtoken",
+        "idtoken",
+        "authtoken",
+        "bearertoken",
+        "apitoken",
+        "apikey",
+        "xapikey",
+        "idempotencykey",
+        "signature",
+        "loginsignature",
+        "signedmessage",
+        "password",
+        "passwd",
+        "secret",
+        "clientsecret",
+        "privatekey",
+        "secretkey",
+        "seed",
+        "seedphrase",
+        "mnemonic",
+        "credentials",
+    }
+)
 # fields whose 64-hex / long base58 values are hashes, ids or transaction signatures by contract
 _HASH_SUFFIXES = ("id", "ids", "hash", "hashes", "sha256", "fingerprint", "digest", "txid", "commit")
 
@@ -73,8 +100,12 @@ _FIELD_IN_TEXT = re.compile(
     r"((?:bearer|basic|token|digest)\s+)?(?!<redacted>)[^\s'\",;&)}\]]+"
 )
 _BEARER = re.compile(r"(?i)\b(bearer)\s+(?!<redacted>)[A-Za-z0-9._~+/=-]{8,}")
-_HEX_SECRET_IN_TEXT = re.compile(r"(?<![0-9A-Za-z])(?:0[xX])?(?:[0-9a-fA-F]{128}|[0-9a-fA-F]{64})(?![0-9A-Za-z])")
-_BASE58_SECRET_IN_TEXT = re.compile(r"(?<![1-9A-HJ-NP-Za-km-z])[1-9A-HJ-NP-Za-km-z]{80,90}(?![1-9A-HJ-NP-Za-km-z])")
+_HEX_SECRET_IN_TEXT = re.compile(
+    r"(?<![0-9A-Za-z])(?:0[xX])?(?:[0-9a-fA-F]{128}|[0-9a-fA-F]{64})(?![0-9A-Za-z])"
+)
+_BASE58_SECRET_IN_TEXT = re.compile(
+    r"(?<![1-9A-HJ-NP-Za-km-z])[1-9A-HJ-NP-Za-km-z]{80,90}(?![1-9A-HJ-NP-Za-km-z])"
+)
 _HEX_VALUE = re.compile(r"(?:0[xX])?[0-9a-fA-F]{64}")
 _B58_VALUE = re.compile(r"[1-9A-HJ-NP-Za-km-z]{64,90}")
 
@@ -88,8 +119,10 @@ def secret_field(name: object) -> bool:
     if not isinstance(name, str):
         return False
     n = _norm(name)
-    return n in _SECRET_FIELDS or n.endswith(("sessiontoken", "accesstoken", "idempotencykey")) or (
-        looks_secret_name(name) and not n.endswith(_HASH_SUFFIXES)
+    return (
+        n in _SECRET_FIELDS
+        or n.endswith(("sessiontoken", "accesstoken", "idempotencykey"))
+        or (looks_secret_name(name) and not n.endswith(_HASH_SUFFIXES))
     )
 
 
@@ -220,8 +253,10 @@ class RequestContextMiddleware:
         async def send_with_id(message: Message) -> None:
             if message["type"] == "http.response.start":
                 status[0] = message["status"]
-                message["headers"] = [*(h for h in message.get("headers", ()) if h[0].lower() != b"x-request-id"),
-                                      header]  # fmt: skip
+                message["headers"] = [
+                    *(h for h in message.get("headers", ()) if h[0].lower() != b"x-request-id"),
+                    header,
+                ]
             await send(message)
 
         token = request_id_var.set(rid)
@@ -251,18 +286,25 @@ class Tracing:
         from opentelemetry import propagate
         from opentelemetry.trace import SpanKind, Status, StatusCode
 
-        carrier = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope.get("headers", ())
-                   if k in (b"traceparent", b"tracestate")}  # fmt: skip
+        carrier = {
+            k.decode("latin-1"): v.decode("latin-1")
+            for k, v in scope.get("headers", ())
+            if k in (b"traceparent", b"tracestate")
+        }
         method = scope.get("method", "GET")
         with self.tracer.start_as_current_span(
-            f"{method}", context=propagate.extract(carrier), kind=SpanKind.SERVER,
+            f"{method}",
+            context=propagate.extract(carrier),
+            kind=SpanKind.SERVER,
             attributes={"http.request.method": method, "routequote.request_id": request_id},
-        ) as span:  # fmt: skip
+        ) as span:
             try:
                 yield
             finally:
                 route: Any = scope.get("route")
-                template = getattr(route, "path", None) or (scope["path"] if scope.get("endpoint") else "unmatched")
+                template = getattr(route, "path", None) or (
+                    scope["path"] if scope.get("endpoint") else "unmatched"
+                )
                 span.update_name(f"{method} {template}")
                 span.set_attribute("http.route", template)
                 span.set_attribute("http.response.status_code", status[0])
@@ -298,11 +340,15 @@ def otel_problem(exporter: str) -> str | None:
             return True
 
     if missing("opentelemetry.sdk"):
-        return ("ROUTEQUOTE_OTEL_EXPORTER: tracing needs the opentelemetry-sdk package, which is not installed "
-                "(pip install 'routequote[otel]'), or unset the setting")  # fmt: skip
+        return (
+            "ROUTEQUOTE_OTEL_EXPORTER: tracing needs the opentelemetry-sdk package, which is not installed "
+            "(pip install 'routequote[otel]'), or unset the setting"
+        )
     if value == "otlp" and missing("opentelemetry.exporter.otlp.proto.http"):
-        return ("ROUTEQUOTE_OTEL_EXPORTER=otlp needs the opentelemetry-exporter-otlp-proto-http package "
-                "(pip install 'routequote[otel]')")  # fmt: skip
+        return (
+            "ROUTEQUOTE_OTEL_EXPORTER=otlp needs the opentelemetry-exporter-otlp-proto-http package "
+            "(pip install 'routequote[otel]')"
+        )
     return None
 
 
@@ -325,6 +371,8 @@ def setup_tracing(exporter: str, service_name: str = "routequote", version: str 
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
         span_exporter = OTLPSpanExporter()
-    provider = TracerProvider(resource=Resource.create({"service.name": service_name, "service.version": version}))
+    provider = TracerProvider(
+        resource=Resource.create({"service.name": service_name, "service.version": version})
+    )
     provider.add_span_processor(BatchSpanProcessor(span_exporter))
     return Tracing(provider, provider.get_tracer("routequote", version))

@@ -75,7 +75,12 @@ class IdempotencyStore(Protocol):
     async def get(self, key: str, now_monotonic: float) -> tuple[str, dict[str, Any]] | None: ...
 
     async def put(
-        self, key: str, request_sha256: str, response: dict[str, Any], ttl_seconds: float, now_monotonic: float
+        self,
+        key: str,
+        request_sha256: str,
+        response: dict[str, Any],
+        ttl_seconds: float,
+        now_monotonic: float,
     ) -> None: ...
 
     def retained(self) -> int | None: ...
@@ -141,8 +146,13 @@ class SessionStore(Protocol):
     async def ping(self) -> None: ...  # raises StoreUnavailable
 
     async def create(
-        self, record: SessionRecord, event: SessionEvent, idempotency_scope: str, idempotency_key: str,
-        request_sha256: str, response: dict[str, Any],
+        self,
+        record: SessionRecord,
+        event: SessionEvent,
+        idempotency_scope: str,
+        idempotency_key: str,
+        request_sha256: str,
+        response: dict[str, Any],
     ) -> IdempotentAnswer | None:
         """Insert the session, its first event and the idempotency record atomically. When the key already
         exists in the scope, insert nothing and return the stored answer (the caller compares hashes)."""
@@ -151,7 +161,12 @@ class SessionStore(Protocol):
     async def get(self, session_id: str) -> SessionRecord | None: ...
 
     async def transition(
-        self, session_id: str, expected_version: int, status: str, state: dict[str, Any], event: SessionEvent,
+        self,
+        session_id: str,
+        expected_version: int,
+        status: str,
+        state: dict[str, Any],
+        event: SessionEvent,
         idempotency: tuple[str, str, str, dict[str, Any]] | None = None,
     ) -> bool:
         """Commit a new status/state iff the stored version is still `expected_version` (then version+1),

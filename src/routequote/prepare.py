@@ -71,7 +71,9 @@ def _secret_path(value: Any, path: str, allow_hex64: bool) -> str | None:
             if found:
                 return found
     elif isinstance(value, list):
-        if len(value) in (32, 64) and all(isinstance(b, int) and not isinstance(b, bool) and 0 <= b <= 255 for b in value):
+        if len(value) in (32, 64) and all(
+            isinstance(b, int) and not isinstance(b, bool) and 0 <= b <= 255 for b in value
+        ):
             return path  # a raw key byte array
         for i, v in enumerate(value):
             found = _secret_path(v, f"{path}[{i}]", False)
@@ -119,9 +121,10 @@ def live_pinned_solana_pools(market: Any) -> frozenset[str]:
         return frozenset()
     defaults = {p.pool_id: p.address for p in POOLS}
     return frozenset(
-        pid for pid, pinned in PINNED_SOLANA_POOLS.items()
+        pid
+        for pid, pinned in PINNED_SOLANA_POOLS.items()
         if (market.config.solana_pools.get(pid) or defaults.get(pid)) == pinned
-    )  # fmt: skip
+    )
 
 
 class PrepareService:
@@ -186,8 +189,12 @@ class PrepareService:
         acc = pool.accounts
         pinned = {"amm_config": rp.amm_config, "vault_0": rp.vault_0, "vault_1": rp.vault_1}
         ext = acc.get("tick_array_bitmap_extension")
-        if (any(acc.get(k) != v for k, v in pinned.items()) or not acc.get("observation")
-                or pool.clmm.tick_spacing != rp.tick_spacing or ext not in (None, rp.bitmap_extension)):  # fmt: skip
+        if (
+            any(acc.get(k) != v for k, v in pinned.items())
+            or not acc.get("observation")
+            or pool.clmm.tick_spacing != rp.tick_spacing
+            or ext not in (None, rp.bitmap_extension)
+        ):
             raise InvalidRequest(
                 "route_not_prepare_ready",
                 f"the first step of {route.key} cannot be prepared now: the live Raydium pool state does not carry "
@@ -201,7 +208,10 @@ class PrepareService:
                 "route_not_prepare_ready",
                 f"the first step of {route.key} cannot be prepared now: no initialized Raydium tick array was read "
                 f"at or past the current tick ({tick}) in the swap direction, so the program would refuse the swap",
-                details={"route": route.key, "unavailable_reason": "solana_no_initialized_tick_array_in_swap_direction"},
+                details={
+                    "route": route.key,
+                    "unavailable_reason": "solana_no_initialized_tick_array_in_swap_direction",
+                },
             )
         return tick, RaydiumLiveAccounts(acc["observation"], starts, ext)
 
@@ -248,9 +258,12 @@ class PrepareService:
                 raise InvalidRequest(
                     "invalid_wallet_address",
                     f"wallets.{chain_name} must be a public "
-                    + ("0x-prefixed 20-byte address" if CHAINS[Chain(chain_name)].family is ChainFamily.EVM
-                       else "base58 32-byte key (32..44 characters)"),
-                )  # fmt: skip
+                    + (
+                        "0x-prefixed 20-byte address"
+                        if CHAINS[Chain(chain_name)].family is ChainFamily.EVM
+                        else "base58 32-byte key (32..44 characters)"
+                    ),
+                )
         signer = body.get("event_signer_public")
         if route.event_signer_required:
             if signer is None:
@@ -260,9 +273,13 @@ class PrepareService:
                     "you generate to co-sign the burn",
                 )
             if not valid_address(Chain.SOLANA, signer):
-                raise InvalidRequest("invalid_event_signer_public", "event_signer_public must be a base58 public key")
+                raise InvalidRequest(
+                    "invalid_event_signer_public", "event_signer_public must be a base58 public key"
+                )
             if signer in wallets.values():
-                raise InvalidRequest("event_signer_public_not_fresh", "event_signer_public must be a fresh key")
+                raise InvalidRequest(
+                    "event_signer_public_not_fresh", "event_signer_public must be a fresh key"
+                )
         elif signer is not None:
             raise InvalidRequest(
                 "event_signer_public_not_accepted_for_this_route", "this route has no Solana CCTP burn"
@@ -274,8 +291,14 @@ class PrepareService:
                 details={"route": route.key, "unavailable_reason": self._reasons.get(route.key)},
             )
         # the bounds must fit the amount fields of the first step's chain (u64 on Solana, uint256 on EVM)
-        max_base = U64_MAX if CHAINS[route.steps[0].source.chain].family is ChainFamily.SOLANA else UINT256_MAX
-        approval = parse_approval(body["approval_v3"], max_base=max_base) if body.get("approval_v3") is not None else None
+        max_base = (
+            U64_MAX if CHAINS[route.steps[0].source.chain].family is ChainFamily.SOLANA else UINT256_MAX
+        )
+        approval = (
+            parse_approval(body["approval_v3"], max_base=max_base)
+            if body.get("approval_v3") is not None
+            else None
+        )
         return intent, route, dict(wallets), signer, approval
 
     # ---- the operation ------------------------------------------------------------------------------
@@ -298,16 +321,22 @@ class PrepareService:
                     )
                 return {**recorded_response, "idempotent_replay": True}
             issued = await self.service.issued_quote(approval["quote_id"])
-            check_approval(approval, issued.payload if issued else None, route, intent.as_request(), now=clock.now())
+            check_approval(
+                approval, issued.payload if issued else None, route, intent.as_request(), now=clock.now()
+            )
             assert issued is not None
             pool_tick, raydium_live = await self._solana_pool_tick(route)
         else:
-            pool_tick, raydium_live = await self._solana_pool_tick(route)  # refused before a fresh quote is issued
+            pool_tick, raydium_live = await self._solana_pool_tick(
+                route
+            )  # refused before a fresh quote is issued
             issued = await self.service.quote(intent)
         bundle = self._build(issued, route, wallets, signer, approval, pool_tick, raydium_live)
         response = {**bundle, "idempotent_replay": False}
         if approval is not None:
-            await self.idempotency.put(idempotency_scope(approval), body_sha, bundle, IDEMPOTENCY_TTL_SECONDS, now_mono)
+            await self.idempotency.put(
+                idempotency_scope(approval), body_sha, bundle, IDEMPOTENCY_TTL_SECONDS, now_mono
+            )
         return response
 
     def _build(
@@ -328,12 +357,17 @@ class PrepareService:
         pool_fee = None
         if ps.step.provider is Provider.UNISWAP_V3:
             pool_fee = next(
-                (f["fee_pips"] for f in quote["cost_summary"]["provider_fee_components"]
-                 if f["step_index"] == ps.step.index and "fee_pips" in f),
+                (
+                    f["fee_pips"]
+                    for f in quote["cost_summary"]["provider_fee_components"]
+                    if f["step_index"] == ps.step.index and "fee_pips" in f
+                ),
                 None,
-            )  # fmt: skip
+            )
         now = self.service.clock.now()
-        quote_expiry = unix(now + timedelta(seconds=max(0.0, issued.expires_at_monotonic - self.service.clock.monotonic())))
+        quote_expiry = unix(
+            now + timedelta(seconds=max(0.0, issued.expires_at_monotonic - self.service.clock.monotonic()))
+        )
         return self.build_step(
             route,
             ps,
@@ -427,7 +461,9 @@ class PrepareService:
                 else build_solana(plan)
             )
         except ActionUnavailable as exc:
-            raise InvalidRequest("route_not_prepare_ready", exc.detail, details={"unavailable_reason": exc.reason}) from None
+            raise InvalidRequest(
+                "route_not_prepare_ready", exc.detail, details={"unavailable_reason": exc.reason}
+            ) from None
         return assemble_bundle(
             plan,
             build,

@@ -26,7 +26,11 @@ class RateLimiter:
         self.item = parse(spec)
         storage: Storage
         if redis_url:
-            url = redis_url.replace("redis://", "async+redis://", 1) if redis_url.startswith("redis://") else redis_url
+            url = (
+                redis_url.replace("redis://", "async+redis://", 1)
+                if redis_url.startswith("redis://")
+                else redis_url
+            )
             storage = storage_from_string(url, implementation="redispy")  # type: ignore[assignment]
         else:
             storage = MemoryStorage()

@@ -118,20 +118,22 @@ class RouteQuoteService:
                     broken[comp] = reason
         out = []
         for route in ROUTES.values():
-            reasons = sorted(
-                {broken[c] for c in route_components(route) if c in broken}
-                | set(everything)
-            )
+            reasons = sorted({broken[c] for c in route_components(route) if c in broken} | set(everything))
             if reasons:
                 out.append({"route": route.key, "reason": "market_source_unavailable", "details": reasons})
             elif route.key not in self.config.prepare_ready_routes:
-                reason = self.config.prepare_unavailable_reasons.get(route.key, self.config.prepare_unavailable_reason)
+                reason = self.config.prepare_unavailable_reasons.get(
+                    route.key, self.config.prepare_unavailable_reason
+                )
                 out.append({"route": route.key, "reason": reason.split(":", 1)[0], "details": [reason]})
         return out
 
     def _availability(self) -> dict[str, Any]:
         health = self.market.health()
-        key = (tuple((h.name, h.ok, h.reason, h.components) for h in health), self.config.prepare_ready_routes)
+        key = (
+            tuple((h.name, h.ok, h.reason, h.components) for h in health),
+            self.config.prepare_ready_routes,
+        )
         if self._availability_cache is not None and self._availability_cache[0] == key:
             return self._availability_cache[1]
         unavailable = self.unavailable_routes()
@@ -193,7 +195,11 @@ class RouteQuoteService:
                 for r in ROUTES.values()
             ],
             "amount_usd": {"minimum": MIN_AMOUNT_USD, "maximum": MAX_AMOUNT_USD},
-            "service_fee": {"bps": SERVICE_FEE_BPS, "policy": "exact_one_bps_no_maximum", "collected_once": True},
+            "service_fee": {
+                "bps": SERVICE_FEE_BPS,
+                "policy": "exact_one_bps_no_maximum",
+                "collected_once": True,
+            },
             "evaluation_guidance": {
                 "reachability_smoke_test_usd": 1,
                 "native_usdc_evaluation_start_usd": 50,
@@ -246,7 +252,8 @@ class RouteQuoteService:
                 "views": ["session", "workflow", "receipt", "next_action"],
                 "session_ready_routes": len(ROUTES) - len(self.config.session_unavailable_reasons),
                 "unavailable_routes": [
-                    {"route": k, "reason": v} for k, v in sorted(self.config.session_unavailable_reasons.items())
+                    {"route": k, "reason": v}
+                    for k, v in sorted(self.config.session_unavailable_reasons.items())
                 ],
                 "only_verified_actual_output_advances": True,
                 "fresh_quote_each_step_within_approved_bounds": True,
@@ -276,15 +283,24 @@ class RouteQuoteService:
                 "source": self.market.label,
                 "healthy": market_ok,
                 "sources": [
-                    {"name": h.name, "ok": h.ok, "reason": h.reason, "checked_at": h.checked_at} for h in health
+                    {"name": h.name, "ok": h.ok, "reason": h.reason, "checked_at": h.checked_at}
+                    for h in health
                 ],
                 # live market: per-source circuit breaker, block/slot and latency (absent for the snapshot)
-                **({"breakers": stats()} if callable(stats := getattr(self.market, "source_stats", None)) else {}),
+                **(
+                    {"breakers": stats()}
+                    if callable(stats := getattr(self.market, "source_stats", None))
+                    else {}
+                ),
             },
             "route_health": {
                 "directed_conversion_routes": len(ROUTES),
-                "quotable_routes": len(ROUTES) if market_ok else len(ROUTES) - sum(
-                    1 for u in availability["temporarily_unavailable_routes"]
+                "quotable_routes": len(ROUTES)
+                if market_ok
+                else len(ROUTES)
+                - sum(
+                    1
+                    for u in availability["temporarily_unavailable_routes"]
                     if u["reason"] == "market_source_unavailable"
                 ),
                 **availability,

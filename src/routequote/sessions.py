@@ -153,7 +153,9 @@ class SessionService:
         self.attestations = attestations
         self.config = config or SessionConfig()
         self.http_client: Any = None  # the readers' shared HTTP client, when the composition root made one
-        self._reasons = self._session_reasons()  # fixed per process: deployments and pinned pools do not change
+        self._reasons = (
+            self._session_reasons()
+        )  # fixed per process: deployments and pinned pools do not change
 
     # ---- readiness ----------------------------------------------------------------------------------
 
@@ -171,7 +173,9 @@ class SessionService:
             for step in route.steps:
                 reason = self.step_reason(step)
                 if reason:
-                    out[key] = f"step {step.index} ({step.provider.value} on {step.source.chain.value}): {reason}"
+                    out[key] = (
+                        f"step {step.index} ({step.provider.value} on {step.source.chain.value}): {reason}"
+                    )
                     break
         return out
 
@@ -187,7 +191,8 @@ class SessionService:
             )
         if not TOKEN_RE.fullmatch(token):
             raise InvalidRequest(
-                "session_token_invalid", "the session token must be 43..128 base64url characters (>= 256 bits)"
+                "session_token_invalid",
+                "the session token must be 43..128 base64url characters (>= 256 bits)",
             )
         return token_sha256(token)
 
@@ -202,7 +207,6 @@ class SessionService:
             raise missing
         return record
 
-
     # ---- create -------------------------------------------------------------------------------------
 
     async def create(self, body: Any, token: str | None) -> SessionAnswer:
@@ -211,16 +215,21 @@ class SessionService:
             raise InvalidRequest("body_not_object", "the request body must be a JSON object")
         key = body.get("idempotency_key")
         if not isinstance(key, str) or not IDEMPOTENCY_RE.fullmatch(key):
-            raise InvalidRequest("invalid_idempotency_key", "idempotency_key must match ^[A-Za-z0-9._:-]{8,128}$")
+            raise InvalidRequest(
+                "invalid_idempotency_key", "idempotency_key must match ^[A-Za-z0-9._:-]{8,128}$"
+            )
         intent, route, wallets, signer, approval = self.prepare._parse(
             {k: v for k, v in body.items() if k != "idempotency_key"}
         )
         if approval is None:
             raise InvalidRequest(
-                "approval_v3_required", "a session binds an approval_v3 with selected_mode session; none was sent"
+                "approval_v3_required",
+                "a session binds an approval_v3 with selected_mode session; none was sent",
             )
         if approval["selected_mode"] != "session":
-            raise InvalidRequest("approval_v3_mode_not_session", "POST /v2/session takes approval_v3.selected_mode session")
+            raise InvalidRequest(
+                "approval_v3_mode_not_session", "POST /v2/session takes approval_v3.selected_mode session"
+            )
         if approval["idempotency_key"] != key:
             raise InvalidRequest(
                 "idempotency_key_mismatch", "idempotency_key must equal approval_v3.idempotency_key"
@@ -228,7 +237,9 @@ class SessionService:
         request_sha = canonical_sha256(body)
         scope = f"create:{sha}"
         try:
-            answer = await self._create(route, intent, wallets, signer, approval, sha, scope, key, request_sha)
+            answer = await self._create(
+                route, intent, wallets, signer, approval, sha, scope, key, request_sha
+            )
         except RouteQuoteError:
             # a replay is answered from its record even when the quote has expired since; the record is only
             # looked for here, because the store's insert already returns it on the normal path (one round trip)
@@ -239,8 +250,16 @@ class SessionService:
         return answer
 
     async def _create(
-        self, route: Route, intent: Any, wallets: dict[str, str], signer: str | None, approval: dict[str, Any],
-        sha: str, scope: str, key: str, request_sha: str,
+        self,
+        route: Route,
+        intent: Any,
+        wallets: dict[str, str],
+        signer: str | None,
+        approval: dict[str, Any],
+        sha: str,
+        scope: str,
+        key: str,
+        request_sha: str,
     ) -> SessionAnswer:
         reasons = self._reasons
         if route.key in reasons:
@@ -251,7 +270,9 @@ class SessionService:
             )
         clock = self.service.clock
         issued = await self.service.issued_quote(approval["quote_id"])
-        check_approval(approval, issued.payload if issued else None, route, intent.as_request(), now=clock.now())
+        check_approval(
+            approval, issued.payload if issued else None, route, intent.as_request(), now=clock.now()
+        )
         assert issued is not None
         quote = issued.payload
         pool_tick, raydium_live = await self.prepare._solana_pool_tick(route)
@@ -263,22 +284,48 @@ class SessionService:
             min0 = max(min0, int(approval["minimum_output_base"]))
         summary_steps = quote["direct_route_summary"]["steps"]
         bundle = self.prepare.build_step(
-            route, ps0, minimum_output_base=min0, wallets=wallets, signer=signer,
+            route,
+            ps0,
+            minimum_output_base=min0,
+            wallets=wallets,
+            signer=signer,
             pool_fee_pips=self._pool_fee(ps0.step, quote),
-            pool_tick=pool_tick, raydium_live=raydium_live, binding=binding, summary_steps=summary_steps,
-            workflow_id=session_id, quote_expiry_unix=int(_ts(quote["expires_at"]).timestamp()),
-        )  # fmt: skip
+            pool_tick=pool_tick,
+            raydium_live=raydium_live,
+            binding=binding,
+            summary_steps=summary_steps,
+            workflow_id=session_id,
+            quote_expiry_unix=int(_ts(quote["expires_at"]).timestamp()),
+        )
         now = clock.now()
         state = self._new_state(
-            MODE_V2, route, intent.as_request(), wallets, signer, dict(approval), binding, quote, bundle, now,
+            MODE_V2,
+            route,
+            intent.as_request(),
+            wallets,
+            signer,
+            dict(approval),
+            binding,
+            quote,
+            bundle,
+            now,
             "spent only when the current action is signed and submitted",
         )
         return await self._insert_new(state, sha, Event.CREATE, now, scope, key, request_sha, route)
 
     def _new_state(
-        self, mode: str, route: Route, intent: dict[str, Any], wallets: dict[str, str], signer: str | None,
-        approval: dict[str, Any], binding: dict[str, Any], quote: dict[str, Any], bundle: dict[str, Any] | None,
-        now: datetime, funds_note: str,
+        self,
+        mode: str,
+        route: Route,
+        intent: dict[str, Any],
+        wallets: dict[str, str],
+        signer: str | None,
+        approval: dict[str, Any],
+        binding: dict[str, Any],
+        quote: dict[str, Any],
+        bundle: dict[str, Any] | None,
+        now: datetime,
+        funds_note: str,
     ) -> dict[str, Any]:
         """A session's first document: what was quoted and approved, its steps, and the first action (if built)."""
         summary_steps = quote["direct_route_summary"]["steps"]
@@ -312,12 +359,17 @@ class SessionService:
             "current_action": bundle,
             "actions": [self._action_entry(bundle, "source")] if bundle is not None else [],
             "steps": [self._step_entry(s) for s in route.steps],
-            "funds": self._funds(route.source.key, summary_steps[0]["expected_input_base"],
-                                 wallets[route.source.chain.value], "in_wallet", funds_note),
+            "funds": self._funds(
+                route.source.key,
+                summary_steps[0]["expected_input_base"],
+                wallets[route.source.chain.value],
+                "in_wallet",
+                funds_note,
+            ),
             "reapproval": None,
             "cancelled": None,
             "created_at": _iso(now),
-        }  # fmt: skip
+        }
         first = state["steps"][0]
         first["status"] = "action_ready" if bundle is not None else "action_required"
         if bundle is not None:
@@ -325,8 +377,15 @@ class SessionService:
         return state
 
     async def _insert_new(
-        self, state: dict[str, Any], owner_sha: str, event: Event, now: datetime, scope: str, key: str,
-        request_sha: str, route: Route | None,
+        self,
+        state: dict[str, Any],
+        owner_sha: str,
+        event: Event,
+        now: datetime,
+        scope: str,
+        key: str,
+        request_sha: str,
+        route: Route | None,
     ) -> SessionAnswer:
         """Store a new session with its first event and its create answer; a raced key answers the winner's."""
         session_id = state["binding"]["session_id"]
@@ -336,12 +395,24 @@ class SessionService:
         # the create's idempotency record names the session it made: a replay answers that session as it is
         # then (not a second copy of the whole first document)
         raced = await stored(
-            self.store.create(record, SessionEvent(session_id, 1, None, event.value, status.value, now), scope, key,
-                              request_sha, {"http_status": 201, "session_id": session_id})
-        )  # fmt: skip
+            self.store.create(
+                record,
+                SessionEvent(session_id, 1, None, event.value, status.value, now),
+                scope,
+                key,
+                request_sha,
+                {"http_status": 201, "session_id": session_id},
+            )
+        )
         if raced is not None:
             return await self._create_replay(raced, request_sha, route)
-        log.info("session_created", session_id=session_id, route=state["route"], status=status.value, mode=state["mode"])
+        log.info(
+            "session_created",
+            session_id=session_id,
+            route=state["route"],
+            status=status.value,
+            mode=state["mode"],
+        )
         if self.on_transition is not None:
             self.on_transition(event.value, None, status.value)
         return SessionAnswer(201, response)
@@ -365,7 +436,9 @@ class SessionService:
                 return int(f["fee_pips"])
         return None
 
-    async def _create_replay(self, prior: IdempotentAnswer, request_sha: str, route: Route | None) -> SessionAnswer:
+    async def _create_replay(
+        self, prior: IdempotentAnswer, request_sha: str, route: Route | None
+    ) -> SessionAnswer:
         """A create replayed: 201 with the session it made, as it is now (another body under the key: 409)."""
         session_id = prior.response.get("session_id")
         if prior.request_sha256 != request_sha or not isinstance(session_id, str):
@@ -387,8 +460,11 @@ class SessionService:
         body = prior.response.get("body") or {}
         if code == 409:
             details = {k: v for k, v in body.items() if k not in ("error", "reason_class", "message")}
-            raise ReapprovalRequired(body.get("reason_class", "reapproval_required"), body.get("message", ""),
-                                     details={**details, "idempotent_replay": True})  # fmt: skip
+            raise ReapprovalRequired(
+                body.get("reason_class", "reapproval_required"),
+                body.get("message", ""),
+                details={**details, "idempotent_replay": True},
+            )
         return SessionAnswer(code, {**body, "idempotent_replay": True})
 
     # ---- read ---------------------------------------------------------------------------------------
@@ -448,14 +524,20 @@ class SessionService:
             raise InvalidRequest("body_not_object", "the request body must be a JSON object")
         extra = sorted(set(body) - {"idempotency_key", "transaction_hashes"})
         if extra:
-            raise InvalidRequest("unknown_field", f"{len(extra)} properties not allowed (allowed: idempotency_key, "
-                                 "transaction_hashes)")  # fmt: skip
+            raise InvalidRequest(
+                "unknown_field",
+                f"{len(extra)} properties not allowed (allowed: idempotency_key, transaction_hashes)",
+            )
         key = body.get("idempotency_key")
         if not isinstance(key, str) or not IDEMPOTENCY_RE.fullmatch(key):
-            raise InvalidRequest("invalid_idempotency_key", "idempotency_key must match ^[A-Za-z0-9._:-]{8,128}$")
+            raise InvalidRequest(
+                "invalid_idempotency_key", "idempotency_key must match ^[A-Za-z0-9._:-]{8,128}$"
+            )
         hashes = body.get("transaction_hashes", [])
         if not isinstance(hashes, list) or len(hashes) > MAX_TX_IDS:
-            raise InvalidRequest("transaction_hashes_invalid", f"transaction_hashes must be a list of at most {MAX_TX_IDS}")
+            raise InvalidRequest(
+                "transaction_hashes_invalid", f"transaction_hashes must be a list of at most {MAX_TX_IDS}"
+            )
         for h in hashes:
             if not isinstance(h, str) or not (EVM_TX_RE.fullmatch(h) or SOLANA_SIG_RE.fullmatch(h)):
                 raise InvalidRequest(
@@ -470,22 +552,30 @@ class SessionService:
         try:
             check_operation(Status(record.status), operation)
         except OperationNotAllowed as exc:
-            raise Conflict("operation_not_allowed_in_status", str(exc),
-                           details={"session_status": record.status,
-                                    "operations_allowed": operations_allowed(Status(record.status))}) from None  # fmt: skip
+            raise Conflict(
+                "operation_not_allowed_in_status",
+                str(exc),
+                details={
+                    "session_status": record.status,
+                    "operations_allowed": operations_allowed(Status(record.status)),
+                },
+            ) from None
 
     def _confirmations(self, chain: Chain) -> int:
         return int(self.config.confirmations.get(chain.value, DEFAULT_CONFIRMATIONS.get(chain.value, 10)))
 
     def _evm_reader(self) -> EvmChainReader:
         if self.evm is None:
-            raise ObservationUnavailable("chain_observation_not_configured", "no EVM chain reader is configured")
+            raise ObservationUnavailable(
+                "chain_observation_not_configured", "no EVM chain reader is configured"
+            )
         return self.evm
 
     def _solana_reader(self) -> SolanaChainReader:
         if self.solana is None:
             raise ObservationUnavailable(
-                "chain_rpc_not_configured:solana", "solana cannot be observed: ROUTEQUOTE_RPC_URL_SOLANA is not set"
+                "chain_rpc_not_configured:solana",
+                "solana cannot be observed: ROUTEQUOTE_RPC_URL_SOLANA is not set",
             )
         return self.solana
 
@@ -505,19 +595,24 @@ class SessionService:
             )
         if CHAINS[step.source.chain].family is ChainFamily.EVM:
             if not all(EVM_TX_RE.fullmatch(h) for h in named):
-                raise ev.ObservationRejected("observation_wrong_chain", f"step {k} runs on {step.source.chain.value}: "
-                                             "name its EVM transaction hashes")  # fmt: skip
+                raise ev.ObservationRejected(
+                    "observation_wrong_chain",
+                    f"step {k} runs on {step.source.chain.value}: name its EVM transaction hashes",
+                )
             reader = self._evm_reader()
             txs = [await reader.transaction(step.source.chain.value, h) for h in named]
             if any(t is None for t in txs):
                 return self._pending_source(state, named, "not every named transaction is mined yet")
             evidence = ev.verify_evm_action(
-                action, [t for t in txs if t is not None], required_confirmations=self._confirmations(step.source.chain)
+                action,
+                [t for t in txs if t is not None],
+                required_confirmations=self._confirmations(step.source.chain),
             )
         else:
             if len(named) != 1 or not SOLANA_SIG_RE.fullmatch(named[0]):
-                raise ev.ObservationRejected("observation_wrong_chain", "a Solana action is one transaction: name its "
-                                             "signature")  # fmt: skip
+                raise ev.ObservationRejected(
+                    "observation_wrong_chain", "a Solana action is one transaction: name its signature"
+                )
             stx = await self._solana_reader().transaction(named[0])
             if stx is None:
                 return self._pending_source(state, named, "the signature is not finalized yet")
@@ -531,8 +626,13 @@ class SessionService:
             entry["bridge"] = evidence.bridge
             state["phase"] = "destination"
             state["current_action"] = None
-            state["funds"] = self._funds(step.target.key, None, state["wallets"][step.target.chain.value], "in_flight",
-                                         f"{step.provider.value} message in flight to {step.target.chain.value}")  # fmt: skip
+            state["funds"] = self._funds(
+                step.target.key,
+                None,
+                state["wallets"][step.target.chain.value],
+                "in_flight",
+                f"{step.provider.value} message in flight to {step.target.chain.value}",
+            )
             return _Outcome(Event.STEP_VERIFIED_BRIDGE_IN_FLIGHT, state)
         assert evidence.actual_output_base is not None
         return await self._step_done(record, state, route, k, evidence.actual_output_base)
@@ -548,8 +648,12 @@ class SessionService:
     def _evidence_entry(evidence: Any) -> dict[str, Any]:
         return {
             "tx_ids": list(evidence.tx_ids),
-            "actual_input_base": None if evidence.actual_input_base is None else str(evidence.actual_input_base),
-            "actual_output_base": None if evidence.actual_output_base is None else str(evidence.actual_output_base),
+            "actual_input_base": None
+            if evidence.actual_input_base is None
+            else str(evidence.actual_input_base),
+            "actual_output_base": None
+            if evidence.actual_output_base is None
+            else str(evidence.actual_output_base),
             "service_fee_paid_base": str(evidence.service_fee_paid_base),
             "network_fee": {k: str(v) for k, v in evidence.network_fee.items()},
             "block_times": list(evidence.block_times),
@@ -580,22 +684,32 @@ class SessionService:
         bridge = entry["bridge"]
         dst = step.target.chain
         wallet = state["wallets"][dst.value]
-        if state.get("current_action") is not None:  # the caller's receiveMessage was prepared: verify the mint
+        if (
+            state.get("current_action") is not None
+        ):  # the caller's receiveMessage was prepared: verify the mint
             named = hashes or list(entry.get("destination_claimed_tx_ids") or [])
             if len(named) != 1 or not EVM_TX_RE.fullmatch(named[0]):
-                raise ev.ObservationRejected("observation_wrong_chain", f"name the one {dst.value} transaction that "
-                                             "submitted the prepared receiveMessage")  # fmt: skip
+                raise ev.ObservationRejected(
+                    "observation_wrong_chain",
+                    f"name the one {dst.value} transaction that submitted the prepared receiveMessage",
+                )
             tx = await self._evm_reader().transaction(dst.value, named[0])
             if tx is None:
                 entry["destination_claimed_tx_ids"] = named
-                return _Outcome(Event.DESTINATION_PENDING, state, note="the mint transaction is not mined yet")
+                return _Outcome(
+                    Event.DESTINATION_PENDING, state, note="the mint transaction is not mined yet"
+                )
             dep = self.prepare.deployments[dst]
             transmitter = dep.message_transmitter_v2
             evidence = ev.verify_cctp_mint(
-                tx, message=bytes.fromhex(bridge["message"][2:]), attestation=bytes.fromhex(bridge["attestation"][2:]),
-                usdc=dep.tokens["USDC"], recipient=wallet, transmitter=transmitter or "",
+                tx,
+                message=bytes.fromhex(bridge["message"][2:]),
+                attestation=bytes.fromhex(bridge["attestation"][2:]),
+                usdc=dep.tokens["USDC"],
+                recipient=wallet,
+                transmitter=transmitter or "",
                 required_confirmations=self._confirmations(dst),
-            )  # fmt: skip
+            )
             if evidence.status == "pending":
                 entry["destination_claimed_tx_ids"] = named
                 return _Outcome(Event.DESTINATION_PENDING, state, note="waiting for finality of the mint")
@@ -610,27 +724,42 @@ class SessionService:
             return _Outcome(Event.DESTINATION_PENDING, state, note="Circle has not attested the burn yet")
         if dst is Chain.SOLANA:
             entry["destination_status"] = "attested_caller_relays_mint"
-            return _Outcome(Event.DESTINATION_PENDING, state,
-                            note="attested: submit receive_message on Solana yourself, then observe its signature")  # fmt: skip
+            return _Outcome(
+                Event.DESTINATION_PENDING,
+                state,
+                note="attested: submit receive_message on Solana yourself, then observe its signature",
+            )
         bundle = self._receive_bundle(state, route, k)
         state["current_action"] = bundle
         state["actions"].append(self._action_entry(bundle, "destination"))
         entry["destination_status"] = "mint_action_ready"
-        state["funds"] = self._funds(step.target.key, None, wallet, "in_flight",
-                                     "attested; minted when your receiveMessage transaction lands")  # fmt: skip
+        state["funds"] = self._funds(
+            step.target.key,
+            None,
+            wallet,
+            "in_flight",
+            "attested; minted when your receiveMessage transaction lands",
+        )
         return _Outcome(Event.DESTINATION_ACTION_READY, state)
 
     async def _attested(self, entry: dict[str, Any], bridge: dict[str, Any], dst: Chain) -> bool:
         """Ask Circle Iris for this burn's message; when attested, keep the message and attestation in the
         bridge record and answer True (the caller then checks the message is this session's burn)."""
         if self.attestations is None:
-            raise ObservationUnavailable("attestation_source_not_configured", "no Circle Iris reader is configured")
+            raise ObservationUnavailable(
+                "attestation_source_not_configured", "no Circle Iris reader is configured"
+            )
         messages = await self.attestations.messages(int(bridge["source_domain"]), bridge["source_tx"])
         match = next(
-            (m for m in messages if m.amount is not None and int(m.amount) == int(bridge["burn_amount"])
-             and m.destination_domain == CHAINS[dst].cctp_domain),
+            (
+                m
+                for m in messages
+                if m.amount is not None
+                and int(m.amount) == int(bridge["burn_amount"])
+                and m.destination_domain == CHAINS[dst].cctp_domain
+            ),
             None,
-        )  # fmt: skip
+        )
         if match is None or match.status != "complete" or not match.message or not match.attestation:
             entry["destination_status"] = "awaiting_attestation"
             return False
@@ -678,7 +807,9 @@ class SessionService:
         reader = self._evm_reader()
         spoke = self.prepare.deployments[dst].across_spoke_pool
         if spoke is None:
-            raise ObservationUnavailable("across_spoke_pool_not_pinned", f"no Across SpokePool pinned on {dst.value}")
+            raise ObservationUnavailable(
+                "across_spoke_pool_not_pinned", f"no Across SpokePool pinned on {dst.value}"
+            )
         latest = await reader.block_number(dst.value)
         start = bridge.get("search_from_block")
         if start is None:
@@ -690,9 +821,13 @@ class SessionService:
             deadline = int(bridge.get("fill_deadline") or 0)
             if deadline and int(self.service.clock.now().timestamp()) > deadline:
                 entry["status"] = "refunded_on_origin"
-                state["funds"] = self._funds(step.source.key, bridge.get("input_amount"),
-                                             state["wallets"][step.source.chain.value], "refund_expected",
-                                             "unfilled after the fill deadline: Across refunds the deposit on origin")  # fmt: skip
+                state["funds"] = self._funds(
+                    step.source.key,
+                    bridge.get("input_amount"),
+                    state["wallets"][step.source.chain.value],
+                    "refund_expected",
+                    "unfilled after the fill deadline: Across refunds the deposit on origin",
+                )
                 return _Outcome(Event.BRIDGE_FAILED, state)
             entry["destination_status"] = "awaiting_fill"
             return _Outcome(Event.DESTINATION_PENDING, state, note="no relayer fill seen yet")
@@ -711,14 +846,23 @@ class SessionService:
         entry = state["steps"][k]
         if len(hashes) != 1 or not SOLANA_SIG_RE.fullmatch(hashes[0]):
             entry["destination_status"] = "awaiting_delivery_signature"
-            return _Outcome(Event.DESTINATION_PENDING, state,
-                            note="name the Solana signature that delivered the tokens to your wallet")  # fmt: skip
+            return _Outcome(
+                Event.DESTINATION_PENDING,
+                state,
+                note="name the Solana signature that delivered the tokens to your wallet",
+            )
         tx = await self._solana_reader().transaction(hashes[0])
         if tx is None:
-            return _Outcome(Event.DESTINATION_PENDING, state, note="the delivery signature is not finalized yet")
+            return _Outcome(
+                Event.DESTINATION_PENDING, state, note="the delivery signature is not finalized yet"
+            )
         mint = ASSETS[f"solana:{token}"].address or ""
         amount = ev.verify_solana_delivery(tx, owner=state["wallets"]["solana"], mint=mint)
-        entry["destination"] = {"tx_ids": [hashes[0]], "actual_output_base": str(amount), "kind": f"{token}_delivery"}
+        entry["destination"] = {
+            "tx_ids": [hashes[0]],
+            "actual_output_base": str(amount),
+            "kind": f"{token}_delivery",
+        }
         self._check_step_minimum(state, k, amount)
         return await self._step_done(record, state, route, k, amount)
 
@@ -726,7 +870,9 @@ class SessionService:
     def _check_step_minimum(state: dict[str, Any], k: int, amount: int) -> None:
         from routequote.core.sessions.evidence import ObservationRejected
 
-        minimum = int(state["steps"][k].get("minimum_output_base") or state["summary_steps"][k]["minimum_output_base"])
+        minimum = int(
+            state["steps"][k].get("minimum_output_base") or state["summary_steps"][k]["minimum_output_base"]
+        )
         if amount < minimum:
             raise ObservationRejected(
                 "observation_below_step_minimum",
@@ -745,11 +891,18 @@ class SessionService:
         wallet = state["wallets"][step.target.chain.value]
         state["current_action"] = None
         if k == len(route.steps) - 1:
-            state["funds"] = self._funds(step.target.key, str(output), wallet, "delivered", "the route is complete")
+            state["funds"] = self._funds(
+                step.target.key, str(output), wallet, "delivered", "the route is complete"
+            )
             state["phase"] = "done"
             return _Outcome(Event.STEP_VERIFIED_FINAL, state)
-        state["funds"] = self._funds(step.target.key, str(output), wallet, "in_wallet",
-                                     f"verified output of step {k}; input of step {k + 1}")  # fmt: skip
+        state["funds"] = self._funds(
+            step.target.key,
+            str(output),
+            wallet,
+            "in_wallet",
+            f"verified output of step {k}; input of step {k + 1}",
+        )
         if state.get("mode") == MODE_V1:  # v1 corridor: the next action is built when the caller asks for it
             state["current_step"] = k + 1
             state["phase"] = "source"
@@ -758,7 +911,13 @@ class SessionService:
         return await self._prepare_step(record, state, route, k + 1, output, Event.STEP_VERIFIED_NEXT_READY)
 
     async def _prepare_step(
-        self, record: SessionRecord, state: dict[str, Any], route: Route, k: int, input_base: int, event: Event
+        self,
+        record: SessionRecord,
+        state: dict[str, Any],
+        route: Route,
+        k: int,
+        input_base: int,
+        event: Event,
     ) -> _Outcome:
         """Price steps k.. fresh from `input_base`, hold them to the approval, build step k's action."""
         view = await self.service.market.view()
@@ -786,7 +945,9 @@ class SessionService:
                 if ps.minimum_output_base < quoted_min
                 else f"the route's projected minimum {projected_min} is below the approved {approved_min}"
             )
-            return self._reapproval(state, route, step, input_base, wallet, "session_requote_below_approved_bounds", why)
+            return self._reapproval(
+                state, route, step, input_base, wallet, "session_requote_below_approved_bounds", why
+            )
         minimum = max(ps.minimum_output_base, quoted_min)
         if k == len(route.steps) - 1:
             minimum = max(minimum, approved_min)
@@ -805,11 +966,21 @@ class SessionService:
             return _Outcome(event, state)
         pool_tick, raydium_live = await self.prepare._solana_pool_tick(route, step)
         bundle = self.prepare.build_step(
-            route, ps, minimum_output_base=minimum, wallets=state["wallets"], signer=state["event_signer_public"],
-            pool_fee_pips=pool.clmm.fee_pips if pool is not None and step.provider is Provider.UNISWAP_V3 else None,
-            pool_tick=pool_tick, raydium_live=raydium_live, binding=state["binding"],
-            summary_steps=state["summary_steps"], workflow_id=record.session_id, quote_expiry_unix=None,
-        )  # fmt: skip
+            route,
+            ps,
+            minimum_output_base=minimum,
+            wallets=state["wallets"],
+            signer=state["event_signer_public"],
+            pool_fee_pips=pool.clmm.fee_pips
+            if pool is not None and step.provider is Provider.UNISWAP_V3
+            else None,
+            pool_tick=pool_tick,
+            raydium_live=raydium_live,
+            binding=state["binding"],
+            summary_steps=state["summary_steps"],
+            workflow_id=record.session_id,
+            quote_expiry_unix=None,
+        )
         state["current_step"] = k
         state["phase"] = "source"
         state["current_action"] = bundle
@@ -824,7 +995,9 @@ class SessionService:
         self, state: dict[str, Any], route: Route, step: Step, amount: int, wallet: str, reason: str, why: str
     ) -> _Outcome:
         body = reapproval_body(reason, route)
-        funds = self._funds(step.source.key, str(amount), wallet, "in_wallet", "parked: nothing was built or moved")
+        funds = self._funds(
+            step.source.key, str(amount), wallet, "in_wallet", "parked: nothing was built or moved"
+        )
         chain, token = step.source.key.split(":")
         body.update(
             do_not_start_new_session=False,
@@ -842,12 +1015,21 @@ class SessionService:
             session_id=state["binding"]["session_id"],
             step_index=step.index,
         )
-        state["reapproval"] = {"reason": reason, "message": why, "funds": funds, "quote_from_here": body["quote_from_here"]}
+        state["reapproval"] = {
+            "reason": reason,
+            "message": why,
+            "funds": funds,
+            "quote_from_here": body["quote_from_here"],
+        }
         state["funds"] = funds
         state["current_action"] = None
         state["steps"][step.index]["status"] = "reapproval_required"
-        error = ReapprovalRequired(reason, f"{why}; nothing was built. Your funds are {funds['amount_base']} base units "
-                                   f"of {funds['endpoint']} in {wallet}", details=body)  # fmt: skip
+        error = ReapprovalRequired(
+            reason,
+            f"{why}; nothing was built. Your funds are {funds['amount_base']} base units "
+            f"of {funds['endpoint']} in {wallet}",
+            details=body,
+        )
         return _Outcome(Event.REQUOTE_BELOW_APPROVAL, state, error=error)
 
     # ---- v1 corridor: the same engine, each action built only when the caller asks for it ------------
@@ -862,11 +1044,15 @@ class SessionService:
         fields = self._v1_fields(body, {"quote_id", "idempotency_key", "source_wallet", "destination_wallet"})
         key = self._v1_key(fields)
         if fields["source_wallet"] != wallet:
-            raise InvalidRequest("source_wallet_not_logged_in",
-                                 "source_wallet must be the wallet the access token was issued to")  # fmt: skip
+            raise InvalidRequest(
+                "source_wallet_not_logged_in",
+                "source_wallet must be the wallet the access token was issued to",
+            )
         destination = fields["destination_wallet"]
         if not isinstance(destination, str) or not EVM_ADDRESS_RE.fullmatch(destination):
-            raise InvalidRequest("invalid_destination_wallet", "destination_wallet must be 0x followed by 40 hex")
+            raise InvalidRequest(
+                "invalid_destination_wallet", "destination_wallet must be 0x followed by 40 hex"
+            )
         quote_id = fields["quote_id"]
         if not isinstance(quote_id, str) or not UUID_RE.fullmatch(quote_id.lower()):
             raise InvalidRequest("invalid_quote_id", "quote_id must be the uuid of a fresh v1 quote")
@@ -879,17 +1065,23 @@ class SessionService:
             return await self._create_replay(prior, request_sha, None)
         issued = await self.service.issued_quote(quote_id)
         if issued is None:
-            raise InvalidRequest("quote_not_found_or_expired",
-                                 "no fresh quote with this id: quote the corridor again (POST /v1/quote)")  # fmt: skip
+            raise InvalidRequest(
+                "quote_not_found_or_expired",
+                "no fresh quote with this id: quote the corridor again (POST /v1/quote)",
+            )
         route = issued.route
         if route.key not in V1_CORRIDORS:
-            raise InvalidRequest("quote_not_v1_corridor", f"v1 sessions carry only {' or '.join(V1_CORRIDORS)}")
+            raise InvalidRequest(
+                "quote_not_v1_corridor", f"v1 sessions carry only {' or '.join(V1_CORRIDORS)}"
+            )
         for step in route.steps[:2]:  # the settlement (step 2) is checked when it is prepared
             reason = self.step_reason(step)
             if reason:
-                raise InvalidRequest("route_not_session_ready",
-                                     f"step {step.index} ({step.provider.value}) cannot be built here: {reason}",
-                                     details={"route": route.key, "unavailable_reason": reason})  # fmt: skip
+                raise InvalidRequest(
+                    "route_not_session_ready",
+                    f"step {step.index} ({step.provider.value}) cannot be built here: {reason}",
+                    details={"route": route.key, "unavailable_reason": reason},
+                )
         from eth_utils.address import to_checksum_address
 
         dst_chain = route.target.chain.value
@@ -927,15 +1119,27 @@ class SessionService:
         }
         now = self.service.clock.now()
         state = self._new_state(
-            MODE_V1, route, issued.intent.as_request(), wallets, None, approval, binding, quote, None, now,
+            MODE_V1,
+            route,
+            issued.intent.as_request(),
+            wallets,
+            None,
+            approval,
+            binding,
+            quote,
+            None,
+            now,
             "nothing was built: ask for the source action (prepare_source_action)",
         )
         try:
-            return await self._insert_new(state, binding_sha, Event.CREATE_WITHOUT_ACTION, now, scope, key,
-                                          request_sha, None)  # fmt: skip
+            return await self._insert_new(
+                state, binding_sha, Event.CREATE_WITHOUT_ACTION, now, scope, key, request_sha, None
+            )
         except ValueError:
-            raise Conflict("quote_already_in_session",
-                           "this quote is already locked into a session: read that session, or quote again") from None  # fmt: skip
+            raise Conflict(
+                "quote_already_in_session",
+                "this quote is already locked into a session: read that session, or quote again",
+            ) from None
 
     async def v1_read(self, wallet: str, session_id: Any, view: Any = "session") -> dict[str, Any]:
         view = "session" if view is None else view  # an empty view= is not a view
@@ -955,21 +1159,29 @@ class SessionService:
         from routequote.core.auth import valid_wallet
 
         if not valid_wallet(signer):
-            raise InvalidRequest("invalid_event_signer_public", "event_signer_public must be a base58 public key")
-        return await self._v1_prepare(wallet, session_id, 1, fields, "v1_prepare_cctp_action", signer=str(signer))
+            raise InvalidRequest(
+                "invalid_event_signer_public", "event_signer_public must be a base58 public key"
+            )
+        return await self._v1_prepare(
+            wallet, session_id, 1, fields, "v1_prepare_cctp_action", signer=str(signer)
+        )
 
     async def v1_prepare_destination(self, wallet: str, session_id: Any, body: Any) -> SessionAnswer:
         fields = self._v1_fields(body, {"idempotency_key"})
         return await self._v1_prepare(wallet, session_id, 2, fields, "v1_prepare_destination_action")
 
     async def v1_verify_source(self, wallet: str, session_id: Any, body: Any) -> SessionAnswer:
-        return await self._v1_observe_named(wallet, session_id, body, "signature", 0, "v1_verify_source_receipt")
+        return await self._v1_observe_named(
+            wallet, session_id, body, "signature", 0, "v1_verify_source_receipt"
+        )
 
     async def v1_observe_cctp(self, wallet: str, session_id: Any, body: Any) -> SessionAnswer:
         return await self._v1_observe_named(wallet, session_id, body, "burn_signature", 1, "v1_observe_cctp")
 
     async def v1_observe_destination(self, wallet: str, session_id: Any, body: Any) -> SessionAnswer:
-        return await self._v1_observe_named(wallet, session_id, body, "transaction_hash", 2, "v1_observe_destination")
+        return await self._v1_observe_named(
+            wallet, session_id, body, "transaction_hash", 2, "v1_observe_destination"
+        )
 
     async def _v1_observe_named(
         self, wallet: str, session_id: Any, body: Any, field: str, step: int, operation: str
@@ -981,7 +1193,9 @@ class SessionService:
         if not isinstance(named, str) or not (EVM_TX_RE if evm else SOLANA_SIG_RE).fullmatch(named):
             shape = "0x followed by 64 hex" if evm else "a base58 Solana signature"
             raise InvalidRequest("transaction_hash_invalid", f"{field} must be {shape}")
-        return await self._v1_observe(wallet, session_id, step, fields, operation, named.lower() if evm else named)
+        return await self._v1_observe(
+            wallet, session_id, step, fields, operation, named.lower() if evm else named
+        )
 
     # the v1 helpers
 
@@ -992,8 +1206,10 @@ class SessionService:
         allowed = required | (optional or set())
         extra = sorted(set(body) - allowed)
         if extra:
-            raise InvalidRequest("unknown_field", f"{len(extra)} properties not allowed (allowed: "
-                                 f"{', '.join(sorted(allowed)) or 'none'})")  # fmt: skip
+            raise InvalidRequest(
+                "unknown_field",
+                f"{len(extra)} properties not allowed (allowed: {', '.join(sorted(allowed)) or 'none'})",
+            )
         missing = sorted(required - set(body))
         if missing:
             raise InvalidRequest("missing_field", f"required: {', '.join(missing)}")
@@ -1003,7 +1219,9 @@ class SessionService:
     def _v1_key(fields: dict[str, Any]) -> str:
         key = fields.get("idempotency_key")
         if not isinstance(key, str) or not IDEMPOTENCY_RE.fullmatch(key):
-            raise InvalidRequest("invalid_idempotency_key", "idempotency_key must match ^[A-Za-z0-9._:-]{8,128}$")
+            raise InvalidRequest(
+                "invalid_idempotency_key", "idempotency_key must match ^[A-Za-z0-9._:-]{8,128}$"
+            )
         return key
 
     async def _v1_load(self, session_id: Any, wallet: str) -> SessionRecord:
@@ -1021,19 +1239,31 @@ class SessionService:
     def _v1_step_check(record: SessionRecord, k: int, what: str) -> None:
         """The operation belongs to step `k`: anything else is a skipped or repeated step (409, nothing read)."""
         current = int(record.state["current_step"])
-        if record.status in (Status.COMPLETE, Status.CANCELLED, Status.FAILED, Status.REAPPROVAL_REQUIRED) or (
-            current != k
-        ):
+        if record.status in (
+            Status.COMPLETE,
+            Status.CANCELLED,
+            Status.FAILED,
+            Status.REAPPROVAL_REQUIRED,
+        ) or (current != k):
             raise Conflict(
                 "step_out_of_order",
                 f"{what} is step {k}; the session is at step {current} ({record.status}): steps run in order, "
                 "each only after the previous one is verified on chain",
-                details={"session_status": record.status, "current_step": current,
-                         "next_operation": NEXT_OPERATION[Status(record.status)].value},
-            )  # fmt: skip
+                details={
+                    "session_status": record.status,
+                    "current_step": current,
+                    "next_operation": NEXT_OPERATION[Status(record.status)].value,
+                },
+            )
 
     async def _v1_prepare(
-        self, wallet: str, session_id: Any, k: int, fields: dict[str, Any], operation: str, signer: str | None = None
+        self,
+        wallet: str,
+        session_id: Any,
+        k: int,
+        fields: dict[str, Any],
+        operation: str,
+        signer: str | None = None,
     ) -> SessionAnswer:
         record = await self._v1_load(session_id, wallet)
         # prepare_source_action takes no key: it is idempotent by the session's own state
@@ -1048,12 +1278,17 @@ class SessionService:
         if record.status == Status.ACTION_READY and "idempotency_key" not in fields:
             return SessionAnswer(200, {**self._view(record, "session"), "idempotent_replay": True})
         entry = state["steps"][k]
-        input_base = int(state["summary_steps"][0]["expected_input_base"]) if k == 0 else int(
-            state["steps"][k - 1]["actual_output_base"])  # fmt: skip
+        input_base = (
+            int(state["summary_steps"][0]["expected_input_base"])
+            if k == 0
+            else int(state["steps"][k - 1]["actual_output_base"])
+        )
         if record.status == Status.ACTION_EXPIRED:
             if entry.get("claimed_tx_ids") or entry.get("source"):
-                raise Conflict("refresh_not_allowed_after_observation",
-                               f"step {k} already has observed transactions; observe them instead")  # fmt: skip
+                raise Conflict(
+                    "refresh_not_allowed_after_observation",
+                    f"step {k} already has observed transactions; observe them instead",
+                )
             event = Event.REFRESH
             self._check_operation(record, "refresh")
         else:
@@ -1061,7 +1296,9 @@ class SessionService:
             event = Event.PREPARE_ACTION
         if k == 1:
             if signer in state["wallets"].values():
-                raise InvalidRequest("event_signer_public_not_fresh", "event_signer_public must be a fresh key")
+                raise InvalidRequest(
+                    "event_signer_public_not_fresh", "event_signer_public must be a fresh key"
+                )
             state["event_signer_public"] = signer
         try:
             outcome = await self._prepare_step(record, state, route, k, input_base, event)
@@ -1094,14 +1331,18 @@ class SessionService:
             else:
                 bridge = state["steps"][k]["bridge"]
                 if tx_id != bridge.get("source_tx"):
-                    raise ObservationRejected("observation_not_prepared_action",
-                                              "burn_signature is not the burn this session verified")  # fmt: skip
+                    raise ObservationRejected(
+                        "observation_not_prepared_action",
+                        "burn_signature is not the burn this session verified",
+                    )
                 outcome = await self._observe_cctp_relayed(record, state, route)
         except ObservationUnavailable as exc:
             raise DependencyUnavailable(exc.reason, exc.message, retry_after_seconds=5) from None
         return await self._finish(record, outcome, key, request_sha)
 
-    async def _observe_cctp_relayed(self, record: SessionRecord, state: dict[str, Any], route: Route) -> _Outcome:
+    async def _observe_cctp_relayed(
+        self, record: SessionRecord, state: dict[str, Any], route: Route
+    ) -> _Outcome:
         """v1: Iris attests the burn, anyone relays the mint; the service finds it on the destination and
         verifies it (`verify_cctp_mint`), never preparing it."""
         from routequote.core.sessions import evidence as ev
@@ -1130,16 +1371,24 @@ class SessionService:
         logs = await reader.logs(dst.value, transmitter, ev.cctp_received_topics(message), int(start), latest)
         if not logs:
             entry["destination_status"] = "attested_awaiting_mint"
-            return _Outcome(Event.DESTINATION_PENDING, state,
-                            note="attested: the mint is relayed by anyone (receiveMessage); observe again after it")  # fmt: skip
+            return _Outcome(
+                Event.DESTINATION_PENDING,
+                state,
+                note="attested: the mint is relayed by anyone (receiveMessage); observe again after it",
+            )
         tx = await reader.transaction(dst.value, logs[0].tx_hash)
         if tx is None:
             entry["destination_status"] = "attested_awaiting_mint"
             return _Outcome(Event.DESTINATION_PENDING, state, note="the mint transaction is not final yet")
         evidence = ev.verify_cctp_mint(
-            tx, message=message, attestation=bytes.fromhex(bridge["attestation"][2:]), usdc=dep.tokens["USDC"],
-            recipient=wallet, transmitter=transmitter, required_confirmations=self._confirmations(dst),
-        )  # fmt: skip
+            tx,
+            message=message,
+            attestation=bytes.fromhex(bridge["attestation"][2:]),
+            usdc=dep.tokens["USDC"],
+            recipient=wallet,
+            transmitter=transmitter,
+            required_confirmations=self._confirmations(dst),
+        )
         if evidence.status == "pending":
             entry["destination_status"] = "mint_awaiting_finality"
             return _Outcome(Event.DESTINATION_PENDING, state, note="waiting for finality of the mint")
@@ -1158,7 +1407,9 @@ class SessionService:
         k = state["current_step"]
         entry = state["steps"][k]
         action = state.get("current_action")
-        if not action or action.get("kind") != "erc4337_settlement":  # pragma: no cover - guarded by the status
+        if (
+            not action or action.get("kind") != "erc4337_settlement"
+        ):  # pragma: no cover - guarded by the status
             raise Conflict("step_out_of_order", "no settlement plan was prepared for this step")
         plan = action["plan"]
         chain = route.steps[k].source.chain
@@ -1166,10 +1417,15 @@ class SessionService:
         if tx is None:
             return self._pending_source(state, [tx_hash], "the transaction is not mined yet")
         evidence = verify_userop_settlement(
-            tx, plan=plan, entry_point=plan["entryPoint"], account=plan["smartAccount"], wallet=plan["wallet"],
-            weth=plan["bounds"]["weth"], minimum_eth_out=int(plan["bounds"]["minimumEthOut"]),
+            tx,
+            plan=plan,
+            entry_point=plan["entryPoint"],
+            account=plan["smartAccount"],
+            wallet=plan["wallet"],
+            weth=plan["bounds"]["weth"],
+            minimum_eth_out=int(plan["bounds"]["minimumEthOut"]),
             required_confirmations=self._confirmations(chain),
-        )  # fmt: skip
+        )
         if evidence.status == "pending":
             return self._pending_source(state, [tx_hash], "waiting for finality")
         entry["claimed_tx_ids"] = [tx_hash]
@@ -1194,11 +1450,15 @@ class SessionService:
         entry_point = str(over.get("entry_point") or aa.ENTRY_POINT_V07)
         factory = str(over.get("factory") or aa.SIMPLE_ACCOUNT_FACTORY_V07)
         if dep.swap_router02 is None or "WETH" not in dep.tokens or "USDC" not in dep.tokens:
-            raise InvalidRequest("route_not_prepare_ready", f"no Uniswap router / WETH / USDC pinned on {chain.value}")
+            raise InvalidRequest(
+                "route_not_prepare_ready", f"no Uniswap router / WETH / USDC pinned on {chain.value}"
+            )
         state_reader = evm_state_for(self.evm)
         if state_reader is None or not getattr(self.evm, "configured", lambda _c: True)(chain.value):
-            raise ObservationUnavailable(f"chain_rpc_not_configured:{chain.value}",
-                                         f"{chain.value} cannot be read: its RPC URL is not set")  # fmt: skip
+            raise ObservationUnavailable(
+                f"chain_rpc_not_configured:{chain.value}",
+                f"{chain.value} cannot be read: its RPC URL is not set",
+            )
         wallet = state["wallets"][chain.value]
         usdc = dep.tokens["USDC"]
 
@@ -1207,22 +1467,38 @@ class SessionService:
 
         account = aa.decode_address(await read(aa.account_address_call(factory, wallet, 0)))
         deployed = len(await state_reader.code(chain.value, account)) > 0
-        ep_nonce = aa.decode_uint(await read(aa.entry_point_nonce_call(entry_point, account))) if deployed else 0
+        ep_nonce = (
+            aa.decode_uint(await read(aa.entry_point_nonce_call(entry_point, account))) if deployed else 0
+        )
         permit_nonce = aa.decode_uint(await read(aa.permit_nonce_call(usdc, wallet)))
         now = self.service.clock.now()
         # deadlines are judged by the chain's clock: never build one already behind the destination's time
         now_unix = max(int(now.timestamp()), await state_reader.timestamp(chain.value))
         request = aa.SettlementRequest(
-            chain_id=int(CHAINS[chain].chain_id or 0), wallet=wallet, smart_account=account, account_deployed=deployed,
-            entry_point_nonce=ep_nonce, permit_nonce=permit_nonce, usdc=usdc, weth=dep.tokens["WETH"],
-            router=dep.swap_router02, pool_fee=fee_pips, amount_in=amount_in, minimum_eth_out=minimum,
-            now_unix=now_unix, entry_point=entry_point, factory=factory,
-            permit_name=over.get("permit_name"), permit_version=over.get("permit_version"),
-        )  # fmt: skip
+            chain_id=int(CHAINS[chain].chain_id or 0),
+            wallet=wallet,
+            smart_account=account,
+            account_deployed=deployed,
+            entry_point_nonce=ep_nonce,
+            permit_nonce=permit_nonce,
+            usdc=usdc,
+            weth=dep.tokens["WETH"],
+            router=dep.swap_router02,
+            pool_fee=fee_pips,
+            amount_in=amount_in,
+            minimum_eth_out=minimum,
+            now_unix=now_unix,
+            entry_point=entry_point,
+            factory=factory,
+            permit_name=over.get("permit_name"),
+            permit_version=over.get("permit_version"),
+        )
         try:
             plan = aa.build_settlement_plan(request)
         except ActionUnavailable as exc:
-            raise InvalidRequest("route_not_prepare_ready", exc.detail, details={"unavailable_reason": exc.reason}) from None
+            raise InvalidRequest(
+                "route_not_prepare_ready", exc.detail, details={"unavailable_reason": exc.reason}
+            ) from None
         deadline = int(plan["bounds"]["permitDeadline"])
         return {
             "version": "routequote-v1-settlement-action",
@@ -1263,8 +1539,10 @@ class SessionService:
         k = state["current_step"]
         entry = state["steps"][k]
         if entry.get("claimed_tx_ids") or entry.get("destination_claimed_tx_ids") or entry.get("source"):
-            raise Conflict("refresh_not_allowed_after_observation",
-                           f"step {k} already has observed transactions; observe them instead of refreshing")  # fmt: skip
+            raise Conflict(
+                "refresh_not_allowed_after_observation",
+                f"step {k} already has observed transactions; observe them instead of refreshing",
+            )
         if state["phase"] == "destination":
             bundle = self._receive_bundle(state, route, k)
             state["current_action"] = bundle
@@ -1272,7 +1550,9 @@ class SessionService:
             outcome = _Outcome(Event.REFRESH, state)
         else:
             action = state["current_action"]["unsigned_action"]
-            outcome = await self._prepare_step(record, state, route, k, int(action["inputAmount"]), Event.REFRESH)
+            outcome = await self._prepare_step(
+                record, state, route, k, int(action["inputAmount"]), Event.REFRESH
+            )
             if outcome.event is Event.REFRESH:
                 state["actions"][-1]["refreshed"] = True
         return await self._finish(record, outcome, key, request_sha)
@@ -1289,12 +1569,20 @@ class SessionService:
         if record.status in (Status.ACTION_READY, Status.ACTION_EXPIRED):
             funds["note"] = "the current action was not observed: if you did not submit it, nothing moved"
         elif record.status == Status.AWAITING_SOURCE_RECEIPT:
-            funds["note"] = ("transactions you named may still land: check them on chain; the session will not "
-                             "follow them further")  # fmt: skip
+            funds["note"] = (
+                "transactions you named may still land: check them on chain; the session will not "
+                "follow them further"
+            )
         elif record.status == Status.AWAITING_DESTINATION:
-            funds["note"] = ("a bridge message is in flight; cancelling does not stop it: it arrives at "
-                             f"{funds['endpoint']} (or refunds on origin)")  # fmt: skip
-        state["cancelled"] = {"at": _iso(self.service.clock.now()), "from_status": record.status, "funds": funds}
+            funds["note"] = (
+                "a bridge message is in flight; cancelling does not stop it: it arrives at "
+                f"{funds['endpoint']} (or refunds on origin)"
+            )
+        state["cancelled"] = {
+            "at": _iso(self.service.clock.now()),
+            "from_status": record.status,
+            "funds": funds,
+        }
         state["funds"] = funds
         state["current_action"] = None
         return await self._finish(record, _Outcome(Event.CANCEL, state), key, request_sha)
@@ -1305,57 +1593,100 @@ class SessionService:
             raise InvalidRequest("body_not_object", "the request body must be a JSON object")
         extra = sorted(set(body) - {"idempotency_key"})
         if extra:
-            raise InvalidRequest("unknown_field", f"{len(extra)} properties not allowed (allowed: idempotency_key)")
+            raise InvalidRequest(
+                "unknown_field", f"{len(extra)} properties not allowed (allowed: idempotency_key)"
+            )
         key = body.get("idempotency_key")
         if not isinstance(key, str) or not IDEMPOTENCY_RE.fullmatch(key):
-            raise InvalidRequest("invalid_idempotency_key", "idempotency_key must match ^[A-Za-z0-9._:-]{8,128}$")
+            raise InvalidRequest(
+                "invalid_idempotency_key", "idempotency_key must match ^[A-Za-z0-9._:-]{8,128}$"
+            )
         return key
 
     # ---- committing ---------------------------------------------------------------------------------
 
     async def _commit(
-        self, record: SessionRecord, event: Event, state: dict[str, Any],
+        self,
+        record: SessionRecord,
+        event: Event,
+        state: dict[str, Any],
         idempotency: tuple[str, str, str, dict[str, Any]] | None = None,
     ) -> SessionRecord | None:
         """One transition, or None when another request moved the session first (nothing written)."""
         try:
             status = next_status(Status(record.status), event)
         except IllegalTransition as exc:
-            raise Conflict("illegal_transition", str(exc), details={"session_status": record.status}) from None
+            raise Conflict(
+                "illegal_transition", str(exc), details={"session_status": record.status}
+            ) from None
         now = self.service.clock.now()
         version = record.version + 1
         entry = SessionEvent(record.session_id, version, record.status, event.value, status.value, now)
-        ok = await stored(self.store.transition(record.session_id, record.version, status.value, state, entry,
-                                                     idempotency))  # fmt: skip
+        ok = await stored(
+            self.store.transition(record.session_id, record.version, status.value, state, entry, idempotency)
+        )
         if not ok:
-            log.info("session_transition_lost_race", session_id=record.session_id, session_event=event.value,
-                     expected_version=record.version)  # fmt: skip
+            log.info(
+                "session_transition_lost_race",
+                session_id=record.session_id,
+                session_event=event.value,
+                expected_version=record.version,
+            )
             return None
-        log.info("session_transition", session_id=record.session_id, route=record.route, from_status=record.status,
-                 session_event=event.value, to_status=status.value, version=version)  # fmt: skip
+        log.info(
+            "session_transition",
+            session_id=record.session_id,
+            route=record.route,
+            from_status=record.status,
+            session_event=event.value,
+            to_status=status.value,
+            version=version,
+        )
         if self.on_transition is not None:
             self.on_transition(event.value, record.status, status.value)
-        return SessionRecord(record.session_id, record.token_sha256, version, status.value, record.route,
-                             record.created_at, now, state)  # fmt: skip
+        return SessionRecord(
+            record.session_id,
+            record.token_sha256,
+            version,
+            status.value,
+            record.route,
+            record.created_at,
+            now,
+            state,
+        )
 
-    async def _finish(self, record: SessionRecord, outcome: _Outcome, key: str, request_sha: str) -> SessionAnswer:
+    async def _finish(
+        self, record: SessionRecord, outcome: _Outcome, key: str, request_sha: str
+    ) -> SessionAnswer:
         scope = f"session:{record.session_id}"
         status = next_status(Status(record.status), outcome.event)
-        provisional = SessionRecord(record.session_id, record.token_sha256, record.version + 1, status.value,
-                                    record.route, record.created_at, self.service.clock.now(), outcome.state)  # fmt: skip
+        provisional = SessionRecord(
+            record.session_id,
+            record.token_sha256,
+            record.version + 1,
+            status.value,
+            record.route,
+            record.created_at,
+            self.service.clock.now(),
+            outcome.state,
+        )
         stored: dict[str, Any]
         if outcome.error is not None:
             stored = {"http_status": 409, "body": outcome.error.body()}
         else:
             stored = {"http_status": 200, "body": self._view(provisional, "session", note=outcome.note)}
         try:
-            committed = await self._commit(record, outcome.event, outcome.state, (scope, key, request_sha, stored))
+            committed = await self._commit(
+                record, outcome.event, outcome.state, (scope, key, request_sha, stored)
+            )
         except Exception as exc:
             from routequote.ports import IdempotencyConflict
 
             if isinstance(exc, IdempotencyConflict):
-                raise Conflict("idempotency_key_reused_with_different_request",
-                               "this idempotency_key was already used on this session") from None  # fmt: skip
+                raise Conflict(
+                    "idempotency_key_reused_with_different_request",
+                    "this idempotency_key was already used on this session",
+                ) from None
             raise
         if committed is None:
             raise Conflict(
@@ -1375,8 +1706,13 @@ class SessionService:
 
     @staticmethod
     def _step_entry(step: Step) -> dict[str, Any]:
-        return {"index": step.index, "provider": step.provider.value, "from": step.source.key, "to": step.target.key,
-                "status": "pending"}  # fmt: skip
+        return {
+            "index": step.index,
+            "provider": step.provider.value,
+            "from": step.source.key,
+            "to": step.target.key,
+            "status": "pending",
+        }
 
     @staticmethod
     def _action_entry(bundle: dict[str, Any], phase: str, refreshed: bool = False) -> dict[str, Any]:
@@ -1425,12 +1761,22 @@ class SessionService:
             head.update(
                 wallets=state["wallets"],
                 steps=[
-                    {**s, "quoted": {k: state["summary_steps"][s["index"]][k] for k in (
-                        "expected_input_base", "minimum_input_base", "expected_output_base", "minimum_output_base")}}
+                    {
+                        **s,
+                        "quoted": {
+                            k: state["summary_steps"][s["index"]][k]
+                            for k in (
+                                "expected_input_base",
+                                "minimum_input_base",
+                                "expected_output_base",
+                                "minimum_output_base",
+                            )
+                        },
+                    }
                     for s in state["steps"]
                 ],
                 actions=state["actions"],
-            )  # fmt: skip
+            )
         elif view == "receipt":
             head.update(receipt=self._receipt(state))
         else:
@@ -1448,24 +1794,33 @@ class SessionService:
             q = state["summary_steps"][s["index"]]
             src = s.get("source") or {}
             dst = s.get("destination") or {}
-            steps.append({
-                "index": s["index"], "provider": s["provider"], "from": s["from"], "to": s["to"], "status": s["status"],
-                "quoted": {"expected_input_base": q["expected_input_base"], "minimum_input_base": q["minimum_input_base"],
-                           "expected_output_base": q["expected_output_base"],
-                           "minimum_output_base": q["minimum_output_base"]},
-                "requoted": s.get("requote"),
-                "action_minimum_output_base": s.get("minimum_output_base"),
-                "actual": {
-                    "input_base": src.get("actual_input_base"),
-                    "output_base": s.get("actual_output_base"),
-                    "service_fee_paid_base": src.get("service_fee_paid_base"),
-                    "network_fee": src.get("network_fee"),
-                    "source_tx_ids": src.get("tx_ids"),
-                    "destination_tx_ids": dst.get("tx_ids"),
-                    "block_times": src.get("block_times"),
-                    "bridge": s.get("bridge"),
-                },
-            })  # fmt: skip
+            steps.append(
+                {
+                    "index": s["index"],
+                    "provider": s["provider"],
+                    "from": s["from"],
+                    "to": s["to"],
+                    "status": s["status"],
+                    "quoted": {
+                        "expected_input_base": q["expected_input_base"],
+                        "minimum_input_base": q["minimum_input_base"],
+                        "expected_output_base": q["expected_output_base"],
+                        "minimum_output_base": q["minimum_output_base"],
+                    },
+                    "requoted": s.get("requote"),
+                    "action_minimum_output_base": s.get("minimum_output_base"),
+                    "actual": {
+                        "input_base": src.get("actual_input_base"),
+                        "output_base": s.get("actual_output_base"),
+                        "service_fee_paid_base": src.get("service_fee_paid_base"),
+                        "network_fee": src.get("network_fee"),
+                        "source_tx_ids": src.get("tx_ids"),
+                        "destination_tx_ids": dst.get("tx_ids"),
+                        "block_times": src.get("block_times"),
+                        "bridge": s.get("bridge"),
+                    },
+                }
+            )
         quote = state["quote"]
         final = state["steps"][-1].get("actual_output_base")
         realized: dict[str, Any] = {"complete": final is not None}

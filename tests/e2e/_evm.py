@@ -101,10 +101,20 @@ def ensure_toolchain(cache: Path = CACHE) -> tuple[Path, Path]:
     if not anvil.exists():
         (cache / "anvil").mkdir(exist_ok=True)
         _run(
-            [npm, "install", "--no-save", "--no-audit", "--no-fund", "--cache", str(cache / "npm"),
-             "--prefix", str(cache / "anvil"), ANVIL_PKG],
+            [
+                npm,
+                "install",
+                "--no-save",
+                "--no-audit",
+                "--no-fund",
+                "--cache",
+                str(cache / "npm"),
+                "--prefix",
+                str(cache / "anvil"),
+                ANVIL_PKG,
+            ],
             cache,
-        )  # fmt: skip
+        )
         if not anvil.exists():
             raise ToolchainUnavailable(f"{ANVIL_PKG} installed but has no bin/anvil")
     anvil.chmod(0o755)
@@ -260,11 +270,23 @@ class AnvilChain:
 def start_anvil(anvil: Path, artifacts: Path, chain_id: int) -> AnvilChain:
     port = free_port()
     proc = subprocess.Popen(
-        [str(anvil), "--host", "127.0.0.1", "--port", str(port), "--chain-id", str(chain_id), "--silent",
-         "--gas-limit", "100000000", "--code-size-limit", "50000"],
+        [
+            str(anvil),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--chain-id",
+            str(chain_id),
+            "--silent",
+            "--gas-limit",
+            "100000000",
+            "--code-size-limit",
+            "50000",
+        ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
-    )  # fmt: skip
+    )
     url = f"http://127.0.0.1:{port}"
     rpc = Rpc(url)
     deadline = time.monotonic() + 15
@@ -359,7 +381,14 @@ def deploy_all(chain: AnvilChain) -> dict[str, Any]:
     # price = token1 base units per token0 base unit
     num, den = (ETH_PRICE_USDC, 10**18) if t0 == weth else (10**18, ETH_PRICE_USDC)
     sqrt_price = isqrt(num * (1 << 192) // den)
-    chain.transact(a["npm"], "createAndInitializePoolIfNecessary(address,address,uint24,uint160)", t0, t1, FEE, sqrt_price)
+    chain.transact(
+        a["npm"],
+        "createAndInitializePoolIfNecessary(address,address,uint24,uint160)",
+        t0,
+        t1,
+        FEE,
+        sqrt_price,
+    )
     amt_weth, amt_usdc = 1000 * 10**18, 1000 * ETH_PRICE_USDC
     amounts = (amt_weth, amt_usdc) if t0 == weth else (amt_usdc, amt_weth)
     chain.transact(
@@ -369,13 +398,26 @@ def deploy_all(chain: AnvilChain) -> dict[str, Any]:
     )
     spoke_art = across_artifact("Arbitrum_SpokePool")
     impl = deploy_raw(
-        chain, spoke_art, ["address", "uint32", "uint32", "address", "address", "uint32", "uint256", "address"],
-        weth, 3600, 21600, ZERO_ADDRESS, ZERO_ADDRESS, 0, 0, ZERO_ADDRESS,
-    )  # fmt: skip
+        chain,
+        spoke_art,
+        ["address", "uint32", "uint32", "address", "address", "uint32", "uint256", "address"],
+        weth,
+        3600,
+        21600,
+        ZERO_ADDRESS,
+        ZERO_ADDRESS,
+        0,
+        0,
+        ZERO_ADDRESS,
+    )
     init = calldata("initialize(uint32,address,address,address)", 0, me, me, me)
-    a["local_spoke"] = deploy_raw(chain, across_artifact("ERC1967Proxy"), ["address", "bytes"], impl, bytes.fromhex(init[2:]))
+    a["local_spoke"] = deploy_raw(
+        chain, across_artifact("ERC1967Proxy"), ["address", "bytes"], impl, bytes.fromhex(init[2:])
+    )
     minter = deploy_raw(chain, across_artifact("MockCCTPMinter", "MockCCTP"), [])
-    a["mock_cctp"] = deploy_raw(chain, across_artifact("MockCCTPMessengerV2", "MockCCTP"), ["address", "address"], minter, me)
+    a["mock_cctp"] = deploy_raw(
+        chain, across_artifact("MockCCTPMessengerV2", "MockCCTP"), ["address", "address"], minter, me
+    )
     return a
 
 
@@ -389,10 +431,14 @@ def sign_and_send(
     for tx in txs:
         sender = tx["from"]
         full = {
-            "to": tx["to"], "value": int(tx["value"]), "data": tx["data"], "chainId": tx["chainId"], "type": 2,
+            "to": tx["to"],
+            "value": int(tx["value"]),
+            "data": tx["data"],
+            "chainId": tx["chainId"],
+            "type": 2,
             "nonce": int(chain.rpc.call("eth_getTransactionCount", sender, "pending"), 16),
             "maxPriorityFeePerGas": 10**6,
-        }  # fmt: skip
+        }
         base_fee = int(chain.rpc.call("eth_getBlockByNumber", "latest", False)["baseFeePerGas"], 16)
         full["maxFeePerGas"] = 2 * base_fee + 10**6
         if gas is None:

@@ -43,9 +43,12 @@ SOLC_PKG = "solc@0.8.26"
 STANDINS = Path(__file__).resolve().parent / "standins"
 SESSION_HEADER = "X-RouteQuote-Session-Token"
 CCTP_DOMAINS = {8453: 6, 42161: 3}
-FUNDS_DEPOSITED = "0x" + keccak(
-    text="FundsDeposited(bytes32,bytes32,uint256,uint256,uint256,uint256,uint32,uint32,uint32,bytes32,bytes32,bytes32,bytes)"
-).hex()
+FUNDS_DEPOSITED = (
+    "0x"
+    + keccak(
+        text="FundsDeposited(bytes32,bytes32,uint256,uint256,uint256,uint256,uint32,uint32,uint32,bytes32,bytes32,bytes32,bytes)"
+    ).hex()
+)
 MESSAGE_SENT = "0x" + keccak(text="MessageSent(bytes)").hex()
 FILL_RELAY = (
     "fillRelay((bytes32,bytes32,bytes32,bytes32,bytes32,uint256,uint256,uint256,uint256,uint32,uint32,bytes),"
@@ -77,12 +80,26 @@ def compile_standins(cache: Path = CACHE) -> dict[str, dict[str, Any]]:
     if not (module / "soljson.js").exists():
         prefix.mkdir(parents=True, exist_ok=True)
         proc = subprocess.run(
-            [npm, "install", "--no-save", "--no-audit", "--no-fund", "--cache", str(cache / "npm"),
-             "--prefix", str(prefix), SOLC_PKG],
-            capture_output=True, text=True, timeout=600,
-        )  # fmt: skip
+            [
+                npm,
+                "install",
+                "--no-save",
+                "--no-audit",
+                "--no-fund",
+                "--cache",
+                str(cache / "npm"),
+                "--prefix",
+                str(prefix),
+                SOLC_PKG,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         if proc.returncode != 0 or not (module / "soljson.js").exists():
-            raise ToolchainUnavailable(f"npm install {SOLC_PKG} failed (offline?): {proc.stderr.strip()[-300:]}")
+            raise ToolchainUnavailable(
+                f"npm install {SOLC_PKG} failed (offline?): {proc.stderr.strip()[-300:]}"
+            )
     standard = {
         "language": "Solidity",
         "sources": sources,
@@ -94,9 +111,12 @@ def compile_standins(cache: Path = CACHE) -> dict[str, dict[str, Any]]:
         },
     }
     proc = subprocess.run(
-        [node, "-e", _COMPILE_JS, str(module)], input=json.dumps(standard), capture_output=True, text=True,
+        [node, "-e", _COMPILE_JS, str(module)],
+        input=json.dumps(standard),
+        capture_output=True,
+        text=True,
         timeout=600,
-    )  # fmt: skip
+    )
     if proc.returncode != 0:
         raise ToolchainUnavailable(f"solc-js failed: {proc.stderr.strip()[-500:]}")
     result = json.loads(proc.stdout)
@@ -128,14 +148,26 @@ def deploy_cctp_pair(standins: dict[str, dict[str, Any]], src: AnvilChain, dst: 
     to the destination USDC (token6), which the destination messenger may mint and the source one burn."""
     for chain in (src, dst):
         a = chain.addresses
-        a["cctp_transmitter"] = _deploy(chain, standins["MessageTransmitterV2StandIn"], ["uint32"],
-                                        CCTP_DOMAINS[chain.chain_id])  # fmt: skip
-        a["cctp_messenger"] = _deploy(chain, standins["TokenMessengerV2StandIn"], ["address"], a["cctp_transmitter"])
+        a["cctp_transmitter"] = _deploy(
+            chain, standins["MessageTransmitterV2StandIn"], ["uint32"], CCTP_DOMAINS[chain.chain_id]
+        )
+        a["cctp_messenger"] = _deploy(
+            chain, standins["TokenMessengerV2StandIn"], ["address"], a["cctp_transmitter"]
+        )
     for here, there in ((src, dst), (dst, src)):
-        here.transact(here.addresses["cctp_messenger"], "addRemoteTokenMessenger(uint32,bytes32)",
-                      CCTP_DOMAINS[there.chain_id], b32(there.addresses["cctp_messenger"]))  # fmt: skip
-        here.transact(here.addresses["cctp_messenger"], "linkTokenPair(address,uint32,bytes32)",
-                      here.addresses["token6"], CCTP_DOMAINS[there.chain_id], b32(there.addresses["token6"]))  # fmt: skip
+        here.transact(
+            here.addresses["cctp_messenger"],
+            "addRemoteTokenMessenger(uint32,bytes32)",
+            CCTP_DOMAINS[there.chain_id],
+            b32(there.addresses["cctp_messenger"]),
+        )
+        here.transact(
+            here.addresses["cctp_messenger"],
+            "linkTokenPair(address,uint32,bytes32)",
+            here.addresses["token6"],
+            CCTP_DOMAINS[there.chain_id],
+            b32(there.addresses["token6"]),
+        )
         here.transact(here.addresses["token6"], "addMinter(address)", here.addresses["cctp_messenger"])
         here.transact(here.addresses["token6"], "addBurner(address)", here.addresses["cctp_messenger"])
 
@@ -148,8 +180,14 @@ def emitted_message(receipt: dict[str, Any]) -> bytes:
     return bytes(message)
 
 
-def attest(message: bytes, *, nonce: bytes, fee_executed: int, finality_executed: int = 1000,
-           expiration_block: int = 0) -> bytes:  # fmt: skip
+def attest(
+    message: bytes,
+    *,
+    nonce: bytes,
+    fee_executed: int,
+    finality_executed: int = 1000,
+    expiration_block: int = 0,
+) -> bytes:
     """What Iris returns for a burn: the emitted message with nonce, finalityThresholdExecuted, feeExecuted and
     expirationBlock filled in (offsets of MessageV2 / BurnMessageV2)."""
     m = bytearray(message)
@@ -261,17 +299,46 @@ class FakeIris:
 
 def deposit_relay_data(receipt: dict[str, Any], spoke: str, origin_chain_id: int) -> tuple[Any, ...]:
     """The V3RelayData of the one `FundsDeposited` the deposit transaction emitted."""
-    logs = [lg for lg in receipt["logs"] if lg["topics"][0] == FUNDS_DEPOSITED and lg["address"].lower() == spoke.lower()]
+    logs = [
+        lg
+        for lg in receipt["logs"]
+        if lg["topics"][0] == FUNDS_DEPOSITED and lg["address"].lower() == spoke.lower()
+    ]
     assert len(logs) == 1, receipt["logs"]
     lg = logs[0]
-    t_in, t_out, amt_in, amt_out, _qts, fill_deadline, excl_deadline, recipient, excl_relayer, message = decode(
-        ["bytes32", "bytes32", "uint256", "uint256", "uint32", "uint32", "uint32", "bytes32", "bytes32", "bytes"],
-        bytes.fromhex(lg["data"][2:]),
+    t_in, t_out, amt_in, amt_out, _qts, fill_deadline, excl_deadline, recipient, excl_relayer, message = (
+        decode(
+            [
+                "bytes32",
+                "bytes32",
+                "uint256",
+                "uint256",
+                "uint32",
+                "uint32",
+                "uint32",
+                "bytes32",
+                "bytes32",
+                "bytes",
+            ],
+            bytes.fromhex(lg["data"][2:]),
+        )
     )
     depositor = bytes.fromhex(lg["topics"][3][2:])
     deposit_id = int(lg["topics"][2], 16)
-    return (depositor, recipient, excl_relayer, t_in, t_out, amt_in, amt_out, origin_chain_id, deposit_id,
-            fill_deadline, excl_deadline, message)  # fmt: skip
+    return (
+        depositor,
+        recipient,
+        excl_relayer,
+        t_in,
+        t_out,
+        amt_in,
+        amt_out,
+        origin_chain_id,
+        deposit_id,
+        fill_deadline,
+        excl_deadline,
+        message,
+    )
 
 
 def fund_relayer(chain: AnvilChain, relayer: str, amount: int) -> None:
@@ -280,7 +347,9 @@ def fund_relayer(chain: AnvilChain, relayer: str, amount: int) -> None:
     chain.transact(a["token6"], "approve(address,uint256)", a["local_spoke"], MAX_UINT256, sender=relayer)
 
 
-def fill_relay(chain: AnvilChain, relayer: str, relay_data: tuple[Any, ...], repayment_chain_id: int) -> dict[str, Any]:
+def fill_relay(
+    chain: AnvilChain, relayer: str, relay_data: tuple[Any, ...], repayment_chain_id: int
+) -> dict[str, Any]:
     """The relayer's `fillRelay` on the destination SpokePool (Across 5.0.27 ABI)."""
     data = calldata(FILL_RELAY, relay_data, repayment_chain_id, b32(relayer))
     return chain.send(chain.addresses["local_spoke"], data, sender=relayer)
@@ -329,12 +398,19 @@ class SessionApi:
         assert r.status_code == 200, r.text
         return dict(r.json())
 
-    def create(self, route: str, wallets: dict[str, str], amount_usd: int = 100) -> tuple[dict[str, Any], str]:
+    def create(
+        self, route: str, wallets: dict[str, str], amount_usd: int = 100
+    ) -> tuple[dict[str, Any], str]:
         """A fresh quote, approved in session mode, and the session created for it: (session, token)."""
         token, key = new_token(), new_key("create")
         q = self.quote(route, amount_usd)
-        body = {"caller_approved": True, **intent(route, amount_usd), "wallets": wallets,
-                "approval_v3": approval(q, key), "idempotency_key": key}  # fmt: skip
+        body = {
+            "caller_approved": True,
+            **intent(route, amount_usd),
+            "wallets": wallets,
+            "approval_v3": approval(q, key),
+            "idempotency_key": key,
+        }
         r = self.http.post("/v2/session", json=body, headers={SESSION_HEADER: token})
         assert r.status_code == 201, r.text
         return dict(r.json()), token
@@ -347,7 +423,9 @@ class SessionApi:
     def op(self, sid: str, op: str, token: str, body: dict[str, Any]) -> httpx.Response:
         return self.http.post(f"/v2/session/{sid}/{op}", json=body, headers={SESSION_HEADER: token})
 
-    def observe(self, sid: str, token: str, hashes: list[str] | None = None, key: str | None = None) -> httpx.Response:
+    def observe(
+        self, sid: str, token: str, hashes: list[str] | None = None, key: str | None = None
+    ) -> httpx.Response:
         body: dict[str, Any] = {"idempotency_key": key or new_key("observe")}
         if hashes is not None:
             body["transaction_hashes"] = hashes
@@ -369,7 +447,9 @@ def deployment_overrides(deployments: dict[Any, Any]) -> dict[str, dict[str, Any
     out = {}
     for chain, dep in deployments.items():
         base = asdict(DEFAULT_DEPLOYMENTS[chain])
-        out[chain.value] = {k: v for k, v in asdict(dep).items() if k not in ("chain", "chain_id") and v != base[k]}
+        out[chain.value] = {
+            k: v for k, v in asdict(dep).items() if k not in ("chain", "chain_id") and v != base[k]
+        }
     return out
 
 
@@ -380,13 +460,20 @@ def server_process(tmp: Path, settings: dict[str, Any], deployments: dict[Any, A
 
     port = free_port()
     config = tmp / f"server-{port}.json"
-    config.write_text(json.dumps({"settings": {**settings, "port": port}, "deployments": deployment_overrides(deployments)}))
+    config.write_text(
+        json.dumps({"settings": {**settings, "port": port}, "deployments": deployment_overrides(deployments)})
+    )
     root = Path(__file__).resolve().parents[2]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), str(root / "src")])}
     log = tmp / f"server-{port}.log"
     with log.open("wb") as sink:
-        proc = subprocess.Popen([sys.executable, str(Path(__file__).resolve()), str(config)], cwd=root, env=env,
-                                stdout=subprocess.DEVNULL, stderr=sink)  # fmt: skip
+        proc = subprocess.Popen(
+            [sys.executable, str(Path(__file__).resolve()), str(config)],
+            cwd=root,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=sink,
+        )
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 60
@@ -420,7 +507,9 @@ def _serve(config_path: str) -> None:
 
     config = json.loads(Path(config_path).read_text())
     settings = Settings(**config["settings"])
-    deployments = {Chain(c): DEFAULT_DEPLOYMENTS[Chain(c)].with_overrides(**o) for c, o in config["deployments"].items()}
+    deployments = {
+        Chain(c): DEFAULT_DEPLOYMENTS[Chain(c)].with_overrides(**o) for c, o in config["deployments"].items()
+    }
     app = create_app(settings, deployments=deployments)
     uvicorn.run(app, host="127.0.0.1", port=settings.port, log_level="warning", access_log=False)
 

@@ -55,7 +55,9 @@ def agent_url(chain: AnvilChain) -> Iterator[tuple[str, Settings]]:
     contracts (the composition root's defaults target mainnet)."""
     block = chain.rpc.call("eth_getBlockByNumber", "latest", False)
     clock = FixedClock(datetime.fromtimestamp(int(block["timestamp"], 16), UTC))
-    service = RouteQuoteService(EmbeddedSnapshot(None), MemoryQuoteStore(), clock, SequentialIds(), ServiceConfig())
+    service = RouteQuoteService(
+        EmbeddedSnapshot(None), MemoryQuoteStore(), clock, SequentialIds(), ServiceConfig()
+    )
     port = free_port()
     settings = Settings(port=port, rate_limit="off")
     prepare = PrepareService(service, settings, deployments=_deployments(chain.addresses))
@@ -94,7 +96,13 @@ async def test_a2a_handoff_executes_on_chain(
     chain.send(wallet, "0x", value=10 * 10**18)
     chain.transact(a["token6"], "mint(address,uint256)", wallet, 10_000 * 10**6)
     chain.rpc.call("anvil_impersonateAccount", wallet)
-    intent = {"from_chain": "base", "from_token": source, "to_chain": "base", "to_token": target, "amount_usd": 100}
+    intent = {
+        "from_chain": "base",
+        "from_token": source,
+        "to_chain": "base",
+        "to_token": target,
+        "amount_usd": 100,
+    }
     wallets = {"base": wallet}
     async with httpx.AsyncClient(timeout=30) as http:
         card = await A2ACardResolver(http, url).get_agent_card()
@@ -102,16 +110,34 @@ async def test_a2a_handoff_executes_on_chain(
         quote = (await _ask(client, {CAMEL[k]: v for k, v in intent.items()}))["quote"]
         c = quote["continuation_v3"]
         approval = {
-            "version": c["approval_v3_version"], "quote_id": quote["quote_id"],
-            "quote_fingerprint": c["quote_fingerprint"], "selection_status": "selected", "selected_mode": "one_shot",
-            "maximum_input_base": c["input_base_bounds"]["maximum"], "minimum_output_base": c["minimum_output_base"],
-            "direct_route_summary_sha256": c["direct_route_summary_sha256"], "idempotency_key": "e2e-" + uuid.uuid4().hex,
-        }  # fmt: skip
-        ctx = verification_context(intent=intent, wallets=wallets, event_signer_public=None, approval_v3=approval,
-                                   direct_route_summary=quote["direct_route_summary"])  # fmt: skip
-        reply = await _ask(client, {"operation": "prepare", "callerApproved": True,
-                                    **{CAMEL[k]: v for k, v in intent.items()}, "wallets": wallets,
-                                    "approvalV3": approval, "verificationContext": ctx})  # fmt: skip
+            "version": c["approval_v3_version"],
+            "quote_id": quote["quote_id"],
+            "quote_fingerprint": c["quote_fingerprint"],
+            "selection_status": "selected",
+            "selected_mode": "one_shot",
+            "maximum_input_base": c["input_base_bounds"]["maximum"],
+            "minimum_output_base": c["minimum_output_base"],
+            "direct_route_summary_sha256": c["direct_route_summary_sha256"],
+            "idempotency_key": "e2e-" + uuid.uuid4().hex,
+        }
+        ctx = verification_context(
+            intent=intent,
+            wallets=wallets,
+            event_signer_public=None,
+            approval_v3=approval,
+            direct_route_summary=quote["direct_route_summary"],
+        )
+        reply = await _ask(
+            client,
+            {
+                "operation": "prepare",
+                "callerApproved": True,
+                **{CAMEL[k]: v for k, v in intent.items()},
+                "wallets": wallets,
+                "approvalV3": approval,
+                "verificationContext": ctx,
+            },
+        )
     assert "error" not in reply, reply
     bundle, handoff = reply["bundle"], reply["caller_wallet_handoff"]
     assert verify_handoff(handoff, bundle) == []

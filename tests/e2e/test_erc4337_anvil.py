@@ -64,8 +64,13 @@ def aa_artifacts() -> dict[str, dict[str, Any]]:
         if npm is None or shutil.which("node") is None:
             raise ToolchainUnavailable("node/npm not found on PATH: cannot fetch the ERC-4337 artifacts")
         packs.mkdir(parents=True, exist_ok=True)
-        proc = subprocess.run([npm, "pack", "--cache", str(CACHE / "npm"), AA_PKG], cwd=packs, capture_output=True,
-                              text=True, timeout=600)  # fmt: skip
+        proc = subprocess.run(
+            [npm, "pack", "--cache", str(CACHE / "npm"), AA_PKG],
+            cwd=packs,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         if proc.returncode != 0 or not tgz.exists():
             raise ToolchainUnavailable(f"npm pack {AA_PKG} failed (offline?): {proc.stderr.strip()[-300:]}")
     out = {}
@@ -102,7 +107,10 @@ def aa_chain(anvil_factory: Callable[[int], AnvilChain]) -> Iterator[dict[str, A
     module_snap = chain.snapshot()
     a = dict(chain.addresses)
     built = deploy_raw(chain, arts["EntryPoint"], [])
-    assert chain.rpc.call("anvil_setCode", aa.ENTRY_POINT_V07, chain.rpc.call("eth_getCode", built, "latest")) is None
+    assert (
+        chain.rpc.call("anvil_setCode", aa.ENTRY_POINT_V07, chain.rpc.call("eth_getCode", built, "latest"))
+        is None
+    )
     a["entry_point"] = aa.ENTRY_POINT_V07
     a["aa_factory"] = deploy_raw(chain, arts["SimpleAccountFactory"], ["address"], aa.ENTRY_POINT_V07)
     usdc = a["usdc"] = deploy_raw(chain, standins["UsdcPermitStandIn"], [])
@@ -113,14 +121,21 @@ def aa_chain(anvil_factory: Callable[[int], AnvilChain]) -> Iterator[dict[str, A
         chain.transact(tok, "approve(address,uint256)", a["npm"], MAX_UINT256)
     t0, t1 = sorted((weth, usdc), key=lambda x: int(x, 16))
     num, den = (ETH_PRICE_USDC, 10**18) if t0 == weth else (10**18, ETH_PRICE_USDC)
-    chain.transact(a["npm"], "createAndInitializePoolIfNecessary(address,address,uint24,uint160)", t0, t1, FEE,
-                   isqrt(num * (1 << 192) // den))  # fmt: skip
+    chain.transact(
+        a["npm"],
+        "createAndInitializePoolIfNecessary(address,address,uint24,uint160)",
+        t0,
+        t1,
+        FEE,
+        isqrt(num * (1 << 192) // den),
+    )
     amt_weth, amt_usdc = 500 * 10**18, 500 * ETH_PRICE_USDC
     amounts = (amt_weth, amt_usdc) if t0 == weth else (amt_usdc, amt_weth)
     chain.transact(
-        a["npm"], "mint((address,address,uint24,int24,int24,uint256,uint256,uint256,uint256,address,uint256))",
+        a["npm"],
+        "mint((address,address,uint24,int24,int24,uint256,uint256,uint256,uint256,address,uint256))",
         (t0, t1, FEE, -887270, 887270, amounts[0], amounts[1], 0, 0, me, 2**40),
-    )  # fmt: skip
+    )
     yield {"chain": chain, "a": a, "arts": arts}
     chain.revert(module_snap)
 
@@ -144,31 +159,53 @@ def _minimum(amount: int, slippage_bps: int = 200) -> int:
     return amount * 10**18 // ETH_PRICE_USDC * (10_000 - slippage_bps) // 10_000
 
 
-def _plan(chain: AnvilChain, a: dict[str, Any], wallet: str, *, minimum: int, salt: int = 0) -> dict[str, Any]:
+def _plan(
+    chain: AnvilChain, a: dict[str, Any], wallet: str, *, minimum: int, salt: int = 0
+) -> dict[str, Any]:
     """The service side: caller-side reads, then the builder."""
     account = aa.decode_address(_eth_call(chain, aa.account_address_call(a["aa_factory"], wallet, salt)))
     deployed = chain.rpc.call("eth_getCode", account, "latest") not in ("0x", "0x0")
     nonce = aa.decode_uint(_eth_call(chain, aa.entry_point_nonce_call(aa.ENTRY_POINT_V07, account)))
     permit_nonce = aa.decode_uint(_eth_call(chain, aa.permit_nonce_call(a["usdc"], wallet)))
     req = aa.SettlementRequest(
-        chain_id=CHAIN_ID, wallet=wallet, smart_account=account, account_deployed=deployed, entry_point_nonce=nonce,
-        permit_nonce=permit_nonce, usdc=a["usdc"], weth=a["weth"], router=a["router02"], pool_fee=FEE,
-        amount_in=USDC_IN, minimum_eth_out=minimum, now_unix=_now(chain), factory=a["aa_factory"], salt=salt,
-    )  # fmt: skip
+        chain_id=CHAIN_ID,
+        wallet=wallet,
+        smart_account=account,
+        account_deployed=deployed,
+        entry_point_nonce=nonce,
+        permit_nonce=permit_nonce,
+        usdc=a["usdc"],
+        weth=a["weth"],
+        router=a["router02"],
+        pool_fee=FEE,
+        amount_in=USDC_IN,
+        minimum_eth_out=minimum,
+        now_unix=_now(chain),
+        factory=a["aa_factory"],
+        salt=salt,
+    )
     return aa.build_settlement_plan(req)
 
 
-def _sign_and_bundle(chain: AnvilChain, plan: dict[str, Any], key: str, *, prefund: bool = True) -> tuple[dict[str, Any], dict[str, Any]]:
+def _sign_and_bundle(
+    chain: AnvilChain, plan: dict[str, Any], key: str, *, prefund: bool = True
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """The wallet signs the permit, then the userOpHash; the test as bundler submits handleOps. Returns
     (the signed plan, the bundler's receipt)."""
-    permit_sig = Account.sign_message(encode_typed_data(full_message=plan["permit"]["typedData"]), key).signature
+    permit_sig = Account.sign_message(
+        encode_typed_data(full_message=plan["permit"]["typedData"]), key
+    ).signature
     signed = aa.attach_permit_signature(plan, permit_sig)
     op_hash = bytes.fromhex(signed["userOpHash"][2:])
     owner_sig = Account.sign_message(encode_defunct(primitive=op_hash), key).signature
     op = aa.packed_user_operation(signed, owner_sig)
     # the EntryPoint's own getUserOpHash agrees with the plan's
-    (on_chain,) = decode(["bytes32"], _eth_call(chain, {"to": aa.ENTRY_POINT_V07, "data": calldata(
-        f"getUserOpHash({aa.PACKED_USER_OP})", op)}))  # fmt: skip
+    (on_chain,) = decode(
+        ["bytes32"],
+        _eth_call(
+            chain, {"to": aa.ENTRY_POINT_V07, "data": calldata(f"getUserOpHash({aa.PACKED_USER_OP})", op)}
+        ),
+    )
     assert on_chain == op_hash
     if prefund:  # no paymaster: the account pays its gas, at most maxGasCostWei
         chain.send(signed["smartAccount"], "0x", value=int(plan["bounds"]["maxGasCostWei"]))
@@ -190,9 +227,15 @@ def _read_back(chain: AnvilChain, tx_hash: str) -> EvmTransaction:
 
 def _evidence(tx: EvmTransaction, plan: dict[str, Any], a: dict[str, Any]) -> Any:
     return verify_userop_settlement(
-        tx, plan=plan, entry_point=aa.ENTRY_POINT_V07, account=plan["smartAccount"], wallet=plan["wallet"],
-        weth=a["weth"], minimum_eth_out=int(plan["bounds"]["minimumEthOut"]), required_confirmations=1,
-    )  # fmt: skip
+        tx,
+        plan=plan,
+        entry_point=aa.ENTRY_POINT_V07,
+        account=plan["smartAccount"],
+        wallet=plan["wallet"],
+        weth=a["weth"],
+        minimum_eth_out=int(plan["bounds"]["minimumEthOut"]),
+        required_confirmations=1,
+    )
 
 
 def test_settlement_user_operation_executes_and_is_verified(env: dict[str, Any]) -> None:
@@ -202,9 +245,20 @@ def test_settlement_user_operation_executes_and_is_verified(env: dict[str, Any])
     plan = _plan(chain, a, wallet, minimum=minimum)
     account = plan["smartAccount"]
     assert plan["accountDeployed"] is False and plan["userOperation"]["initCode"] != "0x"
-    kwargs = dict(wallet=wallet, smart_account=account, chain_id=CHAIN_ID, entry_point=aa.ENTRY_POINT_V07,
-                  usdc=a["usdc"], router=a["router02"], weth=a["weth"], minimum_eth_out=minimum, now_unix=_now(chain),
-                  amount_in=USDC_IN, factory=a["aa_factory"], salt=0)  # fmt: skip
+    kwargs = dict(
+        wallet=wallet,
+        smart_account=account,
+        chain_id=CHAIN_ID,
+        entry_point=aa.ENTRY_POINT_V07,
+        usdc=a["usdc"],
+        router=a["router02"],
+        weth=a["weth"],
+        minimum_eth_out=minimum,
+        now_unix=_now(chain),
+        amount_in=USDC_IN,
+        factory=a["aa_factory"],
+        salt=0,
+    )
     assert verify_settlement_plan(plan, **kwargs) == []
     eth_before = _eth(chain, wallet)
     assert eth_before == 0
@@ -229,9 +283,15 @@ def test_settlement_user_operation_executes_and_is_verified(env: dict[str, Any])
     # the same bundle named again is the same evidence; with more confirmations required it is pending
     assert _evidence(_read_back(chain, receipt["transactionHash"]), signed, a) == ev
     pending = verify_userop_settlement(
-        tx, plan=plan, entry_point=aa.ENTRY_POINT_V07, account=account, wallet=wallet, weth=a["weth"],
-        minimum_eth_out=minimum, required_confirmations=tx.confirmations + 5,
-    )  # fmt: skip
+        tx,
+        plan=plan,
+        entry_point=aa.ENTRY_POINT_V07,
+        account=account,
+        wallet=wallet,
+        weth=a["weth"],
+        minimum_eth_out=minimum,
+        required_confirmations=tx.confirmations + 5,
+    )
     assert pending.status == "pending"
 
 
@@ -266,10 +326,21 @@ def test_user_operation_whose_call_data_differs_from_the_plan_is_refused(env: di
     assert err.value.reason_class == "observation_not_prepared_action"
     assert "callData differs" in err.value.message
     # and the caller-side verifier refuses the lowered plan before anything is signed
-    codes = {f.code for f in verify_settlement_plan(
-        lowered, wallet=wallet, smart_account=plan["smartAccount"], chain_id=CHAIN_ID, entry_point=aa.ENTRY_POINT_V07,
-        usdc=a["usdc"], router=a["router02"], weth=a["weth"], minimum_eth_out=_minimum(USDC_IN),
-        now_unix=_now(chain))}  # fmt: skip
+    codes = {
+        f.code
+        for f in verify_settlement_plan(
+            lowered,
+            wallet=wallet,
+            smart_account=plan["smartAccount"],
+            chain_id=CHAIN_ID,
+            entry_point=aa.ENTRY_POINT_V07,
+            usdc=a["usdc"],
+            router=a["router02"],
+            weth=a["weth"],
+            minimum_eth_out=_minimum(USDC_IN),
+            now_unix=_now(chain),
+        )
+    }
     assert "settlement_minimum_below_yours" in codes
 
 

@@ -44,16 +44,22 @@ TIMEOUT_MS = 60_000  # generous upper bounds for a loaded 2-core machine; nothin
 def _chromium() -> str:
     path = shutil.which("chromium") or shutil.which("chromium-browser")
     if not path:
-        pytest.skip("no system Chromium: install Debian's `chromium` package (.ci/run does when apt is available)")
+        pytest.skip(
+            "no system Chromium: install Debian's `chromium` package (.ci/run does when apt is available)"
+        )
     return path
 
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    sync_api = pytest.importorskip("playwright.sync_api", reason="the `playwright` package (dev extra) is missing")
+    sync_api = pytest.importorskip(
+        "playwright.sync_api", reason="the `playwright` package (dev extra) is missing"
+    )
     executable = _chromium()
     with sync_api.sync_playwright() as pw:
-        args = ["--no-sandbox"] if hasattr(os, "geteuid") and os.geteuid() == 0 else []  # root: no user namespace
+        args = (
+            ["--no-sandbox"] if hasattr(os, "geteuid") and os.geteuid() == 0 else []
+        )  # root: no user namespace
         browser = pw.chromium.launch(executable_path=executable, args=args)
         yield browser
         browser.close()
@@ -92,7 +98,9 @@ class Page:
 
     def __init__(self, browser: Any, url: str, init_script: str = "", **context: Any) -> None:
         self.context = browser.new_context(**context)
-        if init_script:  # runs before the page's own scripts (injected by the browser, outside the page's CSP)
+        if (
+            init_script
+        ):  # runs before the page's own scripts (injected by the browser, outside the page's CSP)
             self.context.add_init_script(init_script)
         self.page = self.context.new_page()
         self.problems: list[str] = []
@@ -157,12 +165,20 @@ def test_page_and_assets_are_served_with_a_strict_policy(base_url: str) -> None:
         assert page.headers["content-type"] == "text/html; charset=utf-8"
         assert page.headers["content-security-policy"] == CONTENT_SECURITY_POLICY
         assert page.headers["x-content-type-options"] == "nosniff"
-        for name, media in (("explorer.js", "text/javascript"), ("explorer.css", "text/css"),
-                            ("favicon.svg", "image/svg+xml")):  # fmt: skip
+        for name, media in (
+            ("explorer.js", "text/javascript"),
+            ("explorer.css", "text/css"),
+            ("favicon.svg", "image/svg+xml"),
+        ):
             asset = http.get(f"/explorer/{name}")
             assert asset.status_code == 200 and asset.headers["content-type"].startswith(media)
             assert asset.headers["content-security-policy"] == CONTENT_SECURITY_POLICY
-        for missing in ("/explorer/index.html", "/explorer/..%2Fapp.py", "/explorer/", "/explorer/explorer.js.map"):
+        for missing in (
+            "/explorer/index.html",
+            "/explorer/..%2Fapp.py",
+            "/explorer/",
+            "/explorer/explorer.js.map",
+        ):
             assert http.get(missing).status_code == 404, missing
     policy = dict(part.strip().split(" ", 1) for part in CONTENT_SECURITY_POLICY.split(";"))
     assert policy["default-src"] == "'none'" and policy["connect-src"] == "'self'"
@@ -195,7 +211,9 @@ def test_matrix_fills_and_a_cell_opens_its_exact_quote(
     with httpx.Client(base_url=base_url) as http:
         caps = http.get("/v2/capabilities").json()
     expect()(overview).to_contain_text(f"{caps['currently_prepare_ready_routes']} / 72 routes now")
-    expect()(overview).to_contain_text(f"{len(caps['temporarily_unavailable_routes'])} routes cannot be prepared now")
+    expect()(overview).to_contain_text(
+        f"{len(caps['temporarily_unavailable_routes'])} routes cannot be prepared now"
+    )
 
     # a cell's cost is the quote's own expected cost, in bps
     quote = view.quotes[SELECTED]
@@ -210,7 +228,9 @@ def test_matrix_fills_and_a_cell_opens_its_exact_quote(
     assert steps.count() == len(quote["direct_route_summary"]["steps"]) == 4
     assert panel.locator(".path .fee-step").count() == 1
     fee_index = quote["direct_route_summary"]["fee_collection_step_index"]
-    expect()(panel.locator(f'.path .step[data-step="{fee_index}"]')).to_have_class(re.compile(r"\bfee-step\b"))
+    expect()(panel.locator(f'.path .step[data-step="{fee_index}"]')).to_have_class(
+        re.compile(r"\bfee-step\b")
+    )
     for i, step in enumerate(quote["direct_route_summary"]["steps"]):  # exact units from the decimal strings
         box = steps.nth(i)
         expect()(box).to_contain_text(step["provider"])
@@ -228,7 +248,9 @@ def test_matrix_fills_and_a_cell_opens_its_exact_quote(
     unpriced = [g["chain"] for g in quote["cost_summary"]["network_gas"] if not g["priced"]]
     assert unpriced and panel.locator(".unpriced li", has_text="unpriced").count() >= len(unpriced)
     expect()(panel.locator("#ttl")).to_have_text(re.compile(r"^expires in \d+ s$"))
-    expect()(panel.locator(".readiness")).to_contain_text("Prepare: not available: solana_swap_needs_live_pool_state")
+    expect()(panel.locator(".readiness")).to_contain_text(
+        "Prepare: not available: solana_swap_needs_live_pool_state"
+    )
 
     # keyboard: arrows move the focus between cells, Enter opens the focused cell's quote
     page.keyboard.press("ArrowRight")
@@ -250,7 +272,9 @@ def test_matrix_fills_and_a_cell_opens_its_exact_quote(
     assert view.problems == []
 
 
-def test_readable_on_a_phone(browser: Any, base_url: str, open_page: Callable[..., Page], artefacts: Path) -> None:
+def test_readable_on_a_phone(
+    browser: Any, base_url: str, open_page: Callable[..., Page], artefacts: Path
+) -> None:
     view = open_page(base_url, viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
     page = view.page
     wait_filled(page)
@@ -268,8 +292,10 @@ def test_an_invalid_amount_shows_the_servers_error_text(
     browser: Any, base_url: str, open_page: Callable[..., Page], artefacts: Path, amount: str
 ) -> None:
     with httpx.Client(base_url=base_url) as http:
-        body = ('{"from_chain":"solana","from_token":"SOL","to_chain":"base","to_token":"ETH","amount_usd":%s}'
-                % (amount if amount.isdigit() else f'"{amount}"'))  # fmt: skip
+        body = (
+            '{"from_chain":"solana","from_token":"SOL","to_chain":"base","to_token":"ETH","amount_usd":%s}'
+            % (amount if amount.isdigit() else f'"{amount}"')
+        )
         refused = http.post("/v2/quote", content=body, headers={"content-type": "application/json"})
     assert refused.status_code == 400
     message = refused.json()["message"]
@@ -291,8 +317,9 @@ def test_an_invalid_amount_shows_the_servers_error_text(
     expect()(error).to_be_hidden()
 
 
-def test_the_countdown_reaches_expired(browser: Any, serve: Callable[..., str], open_page: Callable[..., Page],
-                                       artefacts: Path) -> None:  # fmt: skip
+def test_the_countdown_reaches_expired(
+    browser: Any, serve: Callable[..., str], open_page: Callable[..., Page], artefacts: Path
+) -> None:
     url = serve(quote_ttl_seconds=2)
     view = open_page(url, viewport={"width": 1280, "height": 900})
     page = view.page
@@ -337,6 +364,8 @@ def test_a_429_is_shown_and_retried_after_retry_after(
     wait_filled(page)
     assert page.locator("#matrix button.failed").count() == 0  # every 429 was retried, none became a cell
     seen = page.evaluate("() => window.noticeSeen")
-    assert any("Rate limited by the server (limit 20/second per client exceeded); retrying in" in t for t in seen), seen
+    assert any(
+        "Rate limited by the server (limit 20/second per client exceeded); retrying in" in t for t in seen
+    ), seen
     expect()(page.locator("#notice")).to_be_hidden()
     assert [p for p in view.problems if "429" not in p] == []  # the browser logs each 429 as a failed load

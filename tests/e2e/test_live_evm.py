@@ -79,8 +79,10 @@ def feed_code(answer: int, updated_at: int, decimals: int = 8) -> str:
 
 def install_feeds(chain: AnvilChain) -> dict[Token, str]:
     now = int(chain.rpc.call("eth_getBlockByNumber", "latest", False)["timestamp"], 16)
-    feeds = {Token.ETH: "0x00000000000000000000000000000000000Fee01",
-             Token.USDC: "0x00000000000000000000000000000000000Fee02"}  # fmt: skip
+    feeds = {
+        Token.ETH: "0x00000000000000000000000000000000000Fee01",
+        Token.USDC: "0x00000000000000000000000000000000000Fee02",
+    }
     chain.rpc.call("anvil_setCode", feeds[Token.ETH], feed_code(ETH_USD_E8, now))
     chain.rpc.call("anvil_setCode", feeds[Token.USDC], feed_code(USDC_USD_E8, now))
     return feeds
@@ -101,9 +103,13 @@ def live(anvil_factory: Callable[[int], AnvilChain]) -> Iterator[LiveSetup]:
     t0, t1 = (usdc, weth) if int(usdc, 16) < int(weth, 16) else (weth, usdc)
     center = -196256 if t0 == weth else 196256  # ~3000 USDC per ETH in base units
     chain.transact(
-        a["npm"], "createAndInitializePoolIfNecessary(address,address,uint24,uint160)",
-        t0, t1, FEE, sqrt_price_at_tick("uniswap_v3", center) + 12345,
-    )  # fmt: skip
+        a["npm"],
+        "createAndInitializePoolIfNecessary(address,address,uint24,uint160)",
+        t0,
+        t1,
+        FEE,
+        sqrt_price_at_tick("uniswap_v3", center) + 12345,
+    )
     (pool,) = chain.call(a["factory"], "getPool(address,address,uint24)", ["address"], t0, t1, FEE)
     rng = random.Random(4663)
     bounds: set[int] = set()
@@ -124,7 +130,9 @@ def live(anvil_factory: Callable[[int], AnvilChain]) -> Iterator[LiveSetup]:
 def read_offline(s: LiveSetup) -> ClmmPool:
     """The pool read directly with single eth_calls (every known position bound), independent of live_evm."""
     c = s.chain
-    sqrt_price, tick = c.call(s.pool, "slot0()", ["uint160", "int24", "uint16", "uint16", "uint16", "uint8", "bool"])[:2]
+    sqrt_price, tick = c.call(
+        s.pool, "slot0()", ["uint160", "int24", "uint16", "uint16", "uint16", "uint8", "bool"]
+    )[:2]
     (liquidity,) = c.call(s.pool, "liquidity()", ["uint128"])
     ticks = []
     for t in sorted(s.bounds):
@@ -137,12 +145,19 @@ def read_offline(s: LiveSetup) -> ClmmPool:
 def quoter(s: LiveSetup, zero_for_one: bool, amount: int) -> int:
     other = s.usdc if s.token0 == s.weth else s.weth
     tin, tout = (s.token0, other) if zero_for_one else (other, s.token0)
-    out = s.chain.call(s.chain.addresses["quoter_v2"], QUOTE_SIG, ["uint256", "uint160", "uint32", "uint256"],
-                       (tin, tout, amount, FEE, 0), gas=90_000_000)[0]  # fmt: skip
+    out = s.chain.call(
+        s.chain.addresses["quoter_v2"],
+        QUOTE_SIG,
+        ["uint256", "uint160", "uint32", "uint256"],
+        (tin, tout, amount, FEE, 0),
+        gas=90_000_000,
+    )[0]
     return int(out)
 
 
-def market(s: LiveSetup, http: httpx.AsyncClient, clock: Any, ttl: float = 0.0) -> tuple[LiveMarket, JsonRpcClient]:
+def market(
+    s: LiveSetup, http: httpx.AsyncClient, clock: Any, ttl: float = 0.0
+) -> tuple[LiveMarket, JsonRpcClient]:
     rpc = JsonRpcClient(s.chain.url, http)
     pools = UniswapV3PoolsSource(Chain.BASE, rpc, [s.spec])
     feeds = ChainlinkSource(JsonRpcClient(s.chain.url, http), s.feeds)
@@ -160,7 +175,12 @@ async def test_live_pool_equals_chain_and_quoter(live: LiveSetup) -> None:
     got = state.pools[POOL_ID].clmm
     offline = read_offline(live)
     assert (got.sqrt_price, got.tick_current, got.liquidity, got.fee_pips, got.tick_spacing) == (
-        offline.sqrt_price, offline.tick_current, offline.liquidity, offline.fee_pips, offline.tick_spacing)  # fmt: skip
+        offline.sqrt_price,
+        offline.tick_current,
+        offline.liquidity,
+        offline.fee_pips,
+        offline.tick_spacing,
+    )
     w = word_of(got.tick_current, SPACING)
     lo, hi = (w - 2) * 256 * SPACING, (w + 3) * 256 * SPACING - 1
     assert got.ticks == tuple((t, n) for t, n in offline.ticks if lo <= t <= hi)
@@ -176,11 +196,16 @@ async def test_live_pool_equals_chain_and_quoter(live: LiveSetup) -> None:
     assert checked >= 8
 
 
-async def test_cold_read_with_a_hinted_window_takes_two_round_trips_and_a_wrong_hint_three(live: LiveSetup) -> None:
+async def test_cold_read_with_a_hinted_window_takes_two_round_trips_and_a_wrong_hint_three(
+    live: LiveSetup,
+) -> None:
     offline = read_offline(live)
     async with httpx.AsyncClient() as http:
         results = {}
-        for name, hint in (("right", (offline.tick_current, SPACING)), ("wrong", (offline.tick_current + 40_000, SPACING))):
+        for name, hint in (
+            ("right", (offline.tick_current, SPACING)),
+            ("wrong", (offline.tick_current + 40_000, SPACING)),
+        ):
             rpc = JsonRpcClient(live.chain.url, http)
             state = await UniswapV3PoolsSource(Chain.BASE, rpc, [replace(live.spec, hint=hint)]).fetch()
             results[name] = state
@@ -188,12 +213,20 @@ async def test_cold_read_with_a_hinted_window_takes_two_round_trips_and_a_wrong_
     assert results["right"].pools[POOL_ID].clmm == results["wrong"].pools[POOL_ID].clmm
 
 
-@pytest.mark.parametrize(("src", "dst", "usd"), [("ETH", "USDC", 1000), ("USDC", "ETH", 1000), ("ETH", "USDC", 5)])
+@pytest.mark.parametrize(
+    ("src", "dst", "usd"), [("ETH", "USDC", 1000), ("USDC", "ETH", 1000), ("ETH", "USDC", 5)]
+)
 async def test_quote_priced_live_equals_offline(live: LiveSetup, src: str, dst: str, usd: int) -> None:
     async with httpx.AsyncClient() as http:
         lm, _ = market(live, http, SystemClock())
         service = RouteQuoteService(lm, MemoryQuoteStore(), SystemClock(), SequentialIds(), ServiceConfig())
-        body = {"from_chain": "base", "from_token": src, "to_chain": "base", "to_token": dst, "amount_usd": usd}
+        body = {
+            "from_chain": "base",
+            "from_token": src,
+            "to_chain": "base",
+            "to_token": dst,
+            "amount_usd": usd,
+        }
         issued = await service.quote(parse_quote_request(body))
         view = await lm.view()
     assert issued.payload["market"]["source"] == "live" and issued.payload["market"]["live"] is True
@@ -201,7 +234,9 @@ async def test_quote_priced_live_equals_offline(live: LiveSetup, src: str, dst: 
     assert view.as_of == issued.payload["market"]["data_as_of"]
     # the same state, read offline, priced directly
     spec = live.spec
-    offline_view = replace(view, pools={POOL_ID: PoolState(POOL_ID, live.pool, spec.token0, spec.token1, read_offline(live))})
+    offline_view = replace(
+        view, pools={POOL_ID: PoolState(POOL_ID, live.pool, spec.token0, spec.token1, read_offline(live))}
+    )
     route = ROUTES[f"base:{src}->base:{dst}"]
     input_base = parse_quote_request(body).input_base(view.prices_usd_e8[Token(src)])
     offline = price_route(route, input_base, offline_view)
@@ -227,7 +262,12 @@ async def test_steady_state_one_round_trip_and_version_follows_chain(live: LiveS
             assert rpc.round_trips - before == 1  # pinned batch with the previous window and ticks
             assert v2.version == v1.version
             other = live.usdc if live.token0 == live.weth else live.weth
-            c.transact(c.addresses["router02"], SWAP_SIG, (live.token0, other, FEE, c.deployer, 10**16 if live.token0 == live.weth else 10**10, 0, 0), gas=9_000_000)  # fmt: skip
+            c.transact(
+                c.addresses["router02"],
+                SWAP_SIG,
+                (live.token0, other, FEE, c.deployer, 10**16 if live.token0 == live.weth else 10**10, 0, 0),
+                gas=9_000_000,
+            )
             v3 = await lm.view()
             assert v3.version != v2.version
             assert v3.pools[POOL_ID].clmm.sqrt_price == read_offline(live).sqrt_price
@@ -241,7 +281,13 @@ async def test_stale_block_makes_pool_routes_unavailable(live: LiveSetup) -> Non
     async with httpx.AsyncClient() as http:
         lm, _ = market(live, http, clock)
         service = RouteQuoteService(lm, MemoryQuoteStore(), clock, SequentialIds(), ServiceConfig())
-        body = {"from_chain": "base", "from_token": "ETH", "to_chain": "base", "to_token": "USDC", "amount_usd": 10}
+        body = {
+            "from_chain": "base",
+            "from_token": "ETH",
+            "to_chain": "base",
+            "to_token": "USDC",
+            "amount_usd": 10,
+        }
         with pytest.raises(UpstreamUnavailable) as exc:
             await service.quote(parse_quote_request(body))
     assert "stale_data" in exc.value.message and "evm_pools:base" in exc.value.message

@@ -37,7 +37,9 @@ def fund_wallet(chain: AnvilChain, a: dict[str, Any], key: str = TEST_KEY) -> st
     return who
 
 
-def sign_and_send(chain: AnvilChain, key: str, txs: list[dict[str, Any]], *, gas: int | None = None) -> list[str]:
+def sign_and_send(
+    chain: AnvilChain, key: str, txs: list[dict[str, Any]], *, gas: int | None = None
+) -> list[str]:
     """The wallet: nonce and fees filled in, each transaction signed, sent and mined before the next. With `gas`
     given no estimate is made, so a transaction that will revert is still mined (and recorded as reverted)."""
     hashes = []
@@ -45,10 +47,15 @@ def sign_and_send(chain: AnvilChain, key: str, txs: list[dict[str, Any]], *, gas
         sender = tx["from"]
         base_fee = int(chain.rpc.call("eth_getBlockByNumber", "latest", False)["baseFeePerGas"], 16)
         full = {
-            "to": tx["to"], "value": int(tx["value"]), "data": tx["data"], "chainId": tx["chainId"], "type": 2,
+            "to": tx["to"],
+            "value": int(tx["value"]),
+            "data": tx["data"],
+            "chainId": tx["chainId"],
+            "type": 2,
             "nonce": int(chain.rpc.call("eth_getTransactionCount", sender, "pending"), 16),
-            "maxPriorityFeePerGas": 10**6, "maxFeePerGas": 2 * base_fee + 10**6,
-        }  # fmt: skip
+            "maxPriorityFeePerGas": 10**6,
+            "maxFeePerGas": 2 * base_fee + 10**6,
+        }
         if gas is None:
             est = {"from": sender, "to": tx["to"], "value": hex(int(tx["value"])), "data": tx["data"]}
             full["gas"] = int(chain.rpc.call("eth_estimateGas", est), 16) * 12 // 10
@@ -80,8 +87,15 @@ def with_doubled_minimum(action: dict[str, Any]) -> dict[str, Any]:
     return {**action, "transactions": txs, "minimumOutput": str(params[5])}
 
 
-def run_route(chain: AnvilChain, a: dict[str, Any], route: str, amount: int = 100, *, revert: bool = False,
-              key: str = TEST_KEY) -> tuple[dict[str, Any], list[str]]:  # fmt: skip
+def run_route(
+    chain: AnvilChain,
+    a: dict[str, Any],
+    route: str,
+    amount: int = 100,
+    *,
+    revert: bool = False,
+    key: str = TEST_KEY,
+) -> tuple[dict[str, Any], list[str]]:
     who = str(Account.from_key(key).address)
     chains = {side.split(":")[0] for side in route.split("->")}
     p = _prepare(chain, a, route, dict.fromkeys(sorted(chains), who), amount=amount)
@@ -120,20 +134,28 @@ def local(anvil_factory: Callable[[int], AnvilChain]) -> Iterator[tuple[AnvilCha
     chain.revert(snap)
 
 
-def test_eth_to_usdc_evidence_equals_the_wallets_balance_change(local: tuple[AnvilChain, dict[str, Any], str]) -> None:
+def test_eth_to_usdc_evidence_equals_the_wallets_balance_change(
+    local: tuple[AnvilChain, dict[str, Any], str],
+) -> None:
     chain, a, who = local
     before_eth, before_usdc = _eth(chain, who), balance_of(chain, a["token6"], who)
     action, hashes = run_route(chain, a, "base:ETH->base:USDC")
     ev = verify_evm_action(action, read_back(chain, hashes), required_confirmations=1)
     assert ev.status == "final" and ev.tx_ids == tuple(h.lower() for h in hashes)
-    assert ev.actual_output_base == balance_of(chain, a["token6"], who) - before_usdc >= int(action["minimumOutput"])
+    assert (
+        ev.actual_output_base
+        == balance_of(chain, a["token6"], who) - before_usdc
+        >= int(action["minimumOutput"])
+    )
     assert ev.actual_input_base == int(action["inputAmount"])
     assert before_eth - _eth(chain, who) == ev.actual_input_base + ev.network_fee["wei"]
     assert ev.service_fee_paid_base == int(action["routeFee"]) > 0 and ev.bridge is None
     assert len(ev.block_times) == 2 and all(t > 0 for t in ev.block_times)
 
 
-def test_usdc_to_eth_evidence_equals_the_wallets_balance_change(local: tuple[AnvilChain, dict[str, Any], str]) -> None:
+def test_usdc_to_eth_evidence_equals_the_wallets_balance_change(
+    local: tuple[AnvilChain, dict[str, Any], str],
+) -> None:
     chain, a, who = local
     before_eth, before_usdc = _eth(chain, who), balance_of(chain, a["token6"], who)
     action, hashes = run_route(chain, a, "base:USDC->base:ETH", amount=250)
@@ -141,7 +163,11 @@ def test_usdc_to_eth_evidence_equals_the_wallets_balance_change(local: tuple[Anv
     assert ev.status == "final" and len(ev.tx_ids) == 3
     assert ev.actual_output_base == _eth(chain, who) - before_eth + ev.network_fee["wei"]
     assert ev.actual_output_base >= int(action["minimumOutput"])
-    assert ev.actual_input_base == before_usdc - balance_of(chain, a["token6"], who) == int(action["inputAmount"])
+    assert (
+        ev.actual_input_base
+        == before_usdc - balance_of(chain, a["token6"], who)
+        == int(action["inputAmount"])
+    )
     assert ev.service_fee_paid_base == int(action["routeFee"])
 
 
@@ -150,9 +176,9 @@ def test_confirmations_below_the_required_depth_are_pending_then_final(
 ) -> None:
     chain, a, _who = local
     action, hashes = run_route(chain, a, "base:ETH->base:USDC")
-    assert verify_evm_action(action, read_back(chain, hashes), required_confirmations=5) == StepEvidence.pending(
-        tuple(h.lower() for h in hashes)
-    )
+    assert verify_evm_action(
+        action, read_back(chain, hashes), required_confirmations=5
+    ) == StepEvidence.pending(tuple(h.lower() for h in hashes))
     chain.rpc.call("anvil_mine", "0x4")
     assert verify_evm_action(action, read_back(chain, hashes), required_confirmations=5).status == "final"
 
@@ -170,7 +196,9 @@ def test_prepared_swap_whose_minimum_the_pool_cannot_meet_reverts_and_is_refused
     assert err.value.details["observation"]["tx"] == hashes[-1].lower()
 
 
-def test_a_transaction_of_another_action_is_not_evidence(local: tuple[AnvilChain, dict[str, Any], str]) -> None:
+def test_a_transaction_of_another_action_is_not_evidence(
+    local: tuple[AnvilChain, dict[str, Any], str],
+) -> None:
     chain, a, _who = local
     action, hashes = run_route(chain, a, "base:ETH->base:USDC")
     _other, other_hashes = run_route(chain, a, "base:ETH->base:USDC", amount=101)

@@ -31,13 +31,20 @@ from routequote.verify import verify_bundle
 
 pytestmark = pytest.mark.chain
 CHAIN_ID = 8453
-FUNDS_DEPOSITED = "0x" + keccak(
-    text="FundsDeposited(bytes32,bytes32,uint256,uint256,uint256,uint256,uint32,uint32,uint32,bytes32,bytes32,bytes32,bytes)"
-).hex()
+FUNDS_DEPOSITED = (
+    "0x"
+    + keccak(
+        text="FundsDeposited(bytes32,bytes32,uint256,uint256,uint256,uint256,uint32,uint32,uint32,bytes32,bytes32,bytes32,bytes)"
+    ).hex()
+)
 
 
 CHAINS_BY_ID = {8453: Chain.BASE, 42161: Chain.ARBITRUM, 4663: Chain.ROBINHOOD}
-STABLE = {Chain.BASE: "USDC", Chain.ARBITRUM: "USDC", Chain.ROBINHOOD: "USDG"}  # the 6-decimals token6 plays it
+STABLE = {
+    Chain.BASE: "USDC",
+    Chain.ARBITRUM: "USDC",
+    Chain.ROBINHOOD: "USDG",
+}  # the 6-decimals token6 plays it
 
 
 @pytest.fixture(scope="module")
@@ -54,7 +61,9 @@ def snapshot(anvil_factory: Callable[[int], AnvilChain], base_chain: dict[str, A
 
 
 @pytest.fixture(params=sorted(CHAINS_BY_ID), ids=lambda c: f"chain{c}")
-def swap_chain(request: pytest.FixtureRequest, anvil_factory: Callable[[int], AnvilChain]) -> Iterator[AnvilChain]:
+def swap_chain(
+    request: pytest.FixtureRequest, anvil_factory: Callable[[int], AnvilChain]
+) -> Iterator[AnvilChain]:
     chain = anvil_factory(request.param)
     _deploy_all(chain)
     snap = chain.snapshot()
@@ -87,7 +96,9 @@ def _wallet(chain: AnvilChain, a: dict[str, Any]) -> tuple[str, str]:
     return acct.address, acct.key.hex()
 
 
-def _prepare(chain: AnvilChain, a: dict[str, Any], route: str, wallets: dict[str, str], amount: int = 100) -> Any:
+def _prepare(
+    chain: AnvilChain, a: dict[str, Any], route: str, wallets: dict[str, str], amount: int = 100
+) -> Any:
     block = chain.rpc.call("eth_getBlockByNumber", "latest", False)
     deps = _deployments(a, CHAINS_BY_ID[chain.chain_id])
     env = make_env(deps, start=datetime.fromtimestamp(int(block["timestamp"], 16), UTC))
@@ -104,14 +115,25 @@ def test_eth_to_usdc_swap_executes(swap_chain: AnvilChain) -> None:
     fee_to = FEE_RECIPIENTS["evm"]
     p = _prepare(chain, a, f"{name}:ETH->{name}:{stable}", {name: who})
     action = p.bundle["unsigned_action"]
-    input_base, fee, min_out = int(action["inputAmount"]), int(action["routeFee"]), int(action["minimumOutput"])
+    input_base, fee, min_out = (
+        int(action["inputAmount"]),
+        int(action["routeFee"]),
+        int(action["minimumOutput"]),
+    )
     assert fee == input_base // 10_000 > 0
-    before = (_eth(chain, who), balance_of(chain, a["token6"], who), _eth(chain, fee_to), balance_of(chain, a["weth"], who))
+    before = (
+        _eth(chain, who),
+        balance_of(chain, a["token6"], who),
+        _eth(chain, fee_to),
+        balance_of(chain, a["weth"], who),
+    )
     receipts = _sign_and_send(chain, key, action["transactions"])
     got_usdc = balance_of(chain, a["token6"], who) - before[1]
     assert got_usdc >= min_out
     assert _eth(chain, fee_to) - before[2] == fee
-    assert before[0] - _eth(chain, who) == input_base + _gas_paid(receipts)  # exactly input + gas, nothing else
+    assert before[0] - _eth(chain, who) == input_base + _gas_paid(
+        receipts
+    )  # exactly input + gas, nothing else
     assert balance_of(chain, a["weth"], who) == before[3] == 0
     assert _eth(chain, a["router02"]) == 0 and balance_of(chain, a["weth"], a["router02"]) == 0
     assert balance_of(chain, a["token6"], fee_to) == 0
@@ -124,7 +146,11 @@ def test_usdc_to_eth_swap_executes(swap_chain: AnvilChain) -> None:
     fee_to = FEE_RECIPIENTS["evm"]
     p = _prepare(chain, a, f"{name}:{stable}->{name}:ETH", {name: who}, amount=250)
     action = p.bundle["unsigned_action"]
-    input_base, fee, min_out = int(action["inputAmount"]), int(action["routeFee"]), int(action["minimumOutput"])
+    input_base, fee, min_out = (
+        int(action["inputAmount"]),
+        int(action["routeFee"]),
+        int(action["minimumOutput"]),
+    )
     before = (_eth(chain, who), balance_of(chain, a["token6"], who), balance_of(chain, a["token6"], fee_to))
     receipts = _sign_and_send(chain, key, action["transactions"])
     assert before[1] - balance_of(chain, a["token6"], who) == input_base
@@ -137,7 +163,9 @@ def test_usdc_to_eth_swap_executes(swap_chain: AnvilChain) -> None:
     assert balance_of(chain, a["weth"], who) == 0
 
 
-def test_stricter_caller_minimum_reverts_when_pool_cannot_meet_it(snapshot: AnvilChain, base_chain: dict[str, Any]) -> None:
+def test_stricter_caller_minimum_reverts_when_pool_cannot_meet_it(
+    snapshot: AnvilChain, base_chain: dict[str, Any]
+) -> None:
     """amountOutMinimum is enforced on chain: a prepared swap whose minimum exceeds what the pool pays reverts."""
     chain, a = snapshot, base_chain
     who, key = _wallet(chain, a)
@@ -151,7 +179,13 @@ def test_stricter_caller_minimum_reverts_when_pool_cannot_meet_it(snapshot: Anvi
     assert inner is not None
     params = list(inner.args[0])
     params[5] = params[5] * 2
-    tampered = dict(txs[-1], data="0x" + encode_call("multicall", call.args[0], [encode_call("exactInputSingle", tuple(params)), call.args[1][1]]).hex())
+    tampered = dict(
+        txs[-1],
+        data="0x"
+        + encode_call(
+            "multicall", call.args[0], [encode_call("exactInputSingle", tuple(params)), call.args[1][1]]
+        ).hex(),
+    )
     _sign_and_send(chain, key, txs[:-1])
     from _evm import RpcError
 
@@ -159,7 +193,9 @@ def test_stricter_caller_minimum_reverts_when_pool_cannot_meet_it(snapshot: Anvi
         _sign_and_send(chain, key, [tampered])
 
 
-def test_cross_chain_first_step_across_deposit_executes(snapshot: AnvilChain, base_chain: dict[str, Any]) -> None:
+def test_cross_chain_first_step_across_deposit_executes(
+    snapshot: AnvilChain, base_chain: dict[str, Any]
+) -> None:
     chain, a = snapshot, base_chain
     who, key = _wallet(chain, a)
     rh = "0x3333333333333333333333333333333333333333"
@@ -169,7 +205,11 @@ def test_cross_chain_first_step_across_deposit_executes(snapshot: AnvilChain, ba
     input_base, fee, net = int(action["inputAmount"]), int(action["routeFee"]), int(action["netInputAmount"])
     step_min = int(p.quote["direct_route_summary"]["steps"][0]["minimum_output_base"])
     spoke = a["local_spoke"]
-    before = (balance_of(chain, a["token6"], who), balance_of(chain, a["token6"], fee_to), balance_of(chain, a["token6"], spoke))
+    before = (
+        balance_of(chain, a["token6"], who),
+        balance_of(chain, a["token6"], fee_to),
+        balance_of(chain, a["token6"], spoke),
+    )
     receipts = _sign_and_send(chain, key, action["transactions"])
     assert before[0] - balance_of(chain, a["token6"], who) == input_base
     assert balance_of(chain, a["token6"], fee_to) - before[1] == fee == input_base // 10_000
@@ -179,7 +219,18 @@ def test_cross_chain_first_step_across_deposit_executes(snapshot: AnvilChain, ba
     lg = logs[0]
     assert int(lg["topics"][1], 16) == 4663 and bytes.fromhex(lg["topics"][3][2:]) == address_to_bytes32(who)
     t_in, t_out, amt_in, amt_out, qts, fill_deadline, _excl, recipient, relayer, message = decode(
-        ["bytes32", "bytes32", "uint256", "uint256", "uint32", "uint32", "uint32", "bytes32", "bytes32", "bytes"],
+        [
+            "bytes32",
+            "bytes32",
+            "uint256",
+            "uint256",
+            "uint32",
+            "uint32",
+            "uint32",
+            "bytes32",
+            "bytes32",
+            "bytes",
+        ],
         bytes.fromhex(lg["data"][2:]),
     )
     assert amt_in == net and amt_out >= step_min and recipient == address_to_bytes32(rh)
@@ -187,7 +238,9 @@ def test_cross_chain_first_step_across_deposit_executes(snapshot: AnvilChain, ba
     assert fill_deadline <= qts + 900
 
 
-def test_cross_chain_first_step_cctp_calldata_accepted_by_v2_mock(snapshot: AnvilChain, base_chain: dict[str, Any]) -> None:
+def test_cross_chain_first_step_cctp_calldata_accepted_by_v2_mock(
+    snapshot: AnvilChain, base_chain: dict[str, Any]
+) -> None:
     chain, a = snapshot, base_chain
     who, key = _wallet(chain, a)
     fee_to = FEE_RECIPIENTS["evm"]
@@ -197,9 +250,14 @@ def test_cross_chain_first_step_cctp_calldata_accepted_by_v2_mock(snapshot: Anvi
     before = (balance_of(chain, a["token6"], who), balance_of(chain, a["token6"], fee_to))
     _sign_and_send(chain, key, action["transactions"])
     assert balance_of(chain, a["token6"], fee_to) - before[1] == fee
-    assert before[0] - balance_of(chain, a["token6"], who) == fee  # the mock records the burn, moves no tokens
-    call = chain.call(a["mock_cctp"], "lastDepositForBurnCall()",
-                      ["uint256", "uint32", "bytes32", "address", "bytes32", "uint256", "uint32"])  # fmt: skip
+    assert (
+        before[0] - balance_of(chain, a["token6"], who) == fee
+    )  # the mock records the burn, moves no tokens
+    call = chain.call(
+        a["mock_cctp"],
+        "lastDepositForBurnCall()",
+        ["uint256", "uint32", "bytes32", "address", "bytes32", "uint256", "uint32"],
+    )
     amount, domain, mint_recipient, burn_token, dest_caller, max_fee, finality = call
     assert (amount, domain, finality) == (net, 5, 1000)
     assert burn_token.lower() == a["token6"].lower() and dest_caller == bytes(32) and 0 < max_fee < amount

@@ -86,25 +86,32 @@ def local_deployments(chains: dict[int, AnvilChain]) -> dict[Chain, EvmDeploymen
     b, a, r = (chains[c].addresses for c in (BASE, ARBITRUM, ROBINHOOD))
     return {
         Chain.BASE: DEFAULT_DEPLOYMENTS[Chain.BASE].with_overrides(
-            tokens={"USDC": b["token6"], "WETH": b["weth"]}, swap_router02=b["router02"],
-            across_spoke_pool=b["local_spoke"], token_messenger_v2=b["cctp_messenger"],
+            tokens={"USDC": b["token6"], "WETH": b["weth"]},
+            swap_router02=b["router02"],
+            across_spoke_pool=b["local_spoke"],
+            token_messenger_v2=b["cctp_messenger"],
             message_transmitter_v2=b["cctp_transmitter"],
         ),
         Chain.ARBITRUM: DEFAULT_DEPLOYMENTS[Chain.ARBITRUM].with_overrides(
-            tokens={"USDC": a["token6"], "WETH": a["weth"]}, swap_router02=a["router02"],
-            across_spoke_pool=a["local_spoke"], token_messenger_v2=a["cctp_messenger"],
+            tokens={"USDC": a["token6"], "WETH": a["weth"]},
+            swap_router02=a["router02"],
+            across_spoke_pool=a["local_spoke"],
+            token_messenger_v2=a["cctp_messenger"],
             message_transmitter_v2=a["cctp_transmitter"],
         ),
         Chain.ROBINHOOD: DEFAULT_DEPLOYMENTS[Chain.ROBINHOOD].with_overrides(
-            tokens={"USDG": r["token6"], "WETH": r["weth"]}, swap_router02=r["router02"],
+            tokens={"USDG": r["token6"], "WETH": r["weth"]},
+            swap_router02=r["router02"],
             across_spoke_pool=r["local_spoke"],
         ),
-    }  # fmt: skip
+    }
 
 
 @pytest.fixture(scope="module", params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
 def world(
-    request: pytest.FixtureRequest, anvil_factory: Callable[[int], AnvilChain], tmp_path_factory: pytest.TempPathFactory
+    request: pytest.FixtureRequest,
+    anvil_factory: Callable[[int], AnvilChain],
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[World]:
     """The whole module runs once per session store: an SQLite file, then a fresh PostgreSQL database."""
     if request.param == "postgresql":
@@ -121,9 +128,10 @@ def world(
     database = contextlib.ExitStack()
     try:
         database_url = (
-            database.enter_context(temporary_database()) if request.param == "postgresql"
+            database.enter_context(temporary_database())
+            if request.param == "postgresql"
             else f"sqlite+aiosqlite:///{tmp / 'sessions.sqlite3'}"
-        )  # fmt: skip
+        )
         deploy_cctp_pair(standins, chains[ARBITRUM], chains[BASE])
         deployments = local_deployments(chains)
         with FakeIris().running() as iris:
@@ -202,8 +210,15 @@ def submit(chain: AnvilChain, key: str, session: dict[str, Any]) -> list[dict[st
     return sign_and_send(chain, key, action["transactions"])
 
 
-def advance(w: World, sid: str, token: str, session: dict[str, Any], tx_hashes: list[str] | None, status: str,
-            next_operation: str | None = None) -> dict[str, Any]:  # fmt: skip
+def advance(
+    w: World,
+    sid: str,
+    token: str,
+    session: dict[str, Any],
+    tx_hashes: list[str] | None,
+    status: str,
+    next_operation: str | None = None,
+) -> dict[str, Any]:
     """Observe and require exactly one transition to `status` (version + 1), as read back."""
     r = w.api.observe(sid, token, tx_hashes)
     assert r.status_code == 200, r.text
@@ -221,7 +236,9 @@ def state_of(s: dict[str, Any]) -> tuple[Any, ...]:
     return s["status"], s["session_version"], s["current_step"], s["phase"], s["next_operation"]
 
 
-def refused(w: World, sid: str, token: str, before: dict[str, Any], r: httpx.Response, code: int, reason: str) -> None:
+def refused(
+    w: World, sid: str, token: str, before: dict[str, Any], r: httpx.Response, code: int, reason: str
+) -> None:
     """A clear 4xx with the reason, and the session exactly as it was."""
     assert r.status_code == code, r.text
     assert r.json()["reason_class"] == reason, r.text
@@ -241,7 +258,11 @@ def test_one_step_eth_to_usdc_session_completes_with_the_measured_amounts(w: Wor
     s, token = w.api.create(ETH_USDC, {"base": who})
     sid = s["session_id"]
     assert (s["status"], s["next_operation"], s["session_version"], s["step_count"]) == (
-        "action_ready", "submit_current_action", 1, 1)  # fmt: skip
+        "action_ready",
+        "submit_current_action",
+        1,
+        1,
+    )
     before = (eth(w.base, who), usd(w.base, who), eth(w.base, FEE_RECIPIENT))
     receipts = submit(w.base, key, s)
     after = (eth(w.base, who), usd(w.base, who), eth(w.base, FEE_RECIPIENT))
@@ -279,10 +300,14 @@ def test_eth_to_robinhood_usdg_swap_then_across_with_the_test_as_relayer(w: Worl
     deposit = submit(w.base, key, s)
     usdc2 = usd(w.base, who)
     s = advance(w, sid, token, s, hashes(deposit), "awaiting_destination", "observe")
-    s = advance(w, sid, token, s, None, "awaiting_destination", "observe")  # no fill yet: pending, one transition
+    s = advance(
+        w, sid, token, s, None, "awaiting_destination", "observe"
+    )  # no fill yet: pending, one transition
 
     relay = deposit_relay_data(deposit[-1], w.base.addresses["local_spoke"], BASE)
-    assert relay[4] == bytes.fromhex(w.rh.addresses["token6"][2:].lower()).rjust(32, b"\0")  # robinhood USDG out
+    assert relay[4] == bytes.fromhex(w.rh.addresses["token6"][2:].lower()).rjust(
+        32, b"\0"
+    )  # robinhood USDG out
     fund_relayer(w.rh, relayer, 10**12)
     usdg0 = usd(w.rh, who)
     fill_relay(w.rh, relayer, relay, BASE)
@@ -298,7 +323,9 @@ def test_eth_to_robinhood_usdg_swap_then_across_with_the_test_as_relayer(w: Worl
     assert route["complete"] is True and int(route["actual_output_base"]) == usdg1 - usdg0
 
 
-def _burn_and_attest(w: World, key: str, s: dict[str, Any], sid: str, token: str) -> tuple[dict[str, Any], Any]:
+def _burn_and_attest(
+    w: World, key: str, s: dict[str, Any], sid: str, token: str
+) -> tuple[dict[str, Any], Any]:
     """Step 0 of the CCTP route: burn on arbitrum, observe, Circle attests (fake Iris), observe -> receive ready."""
     burn = submit(w.arb, key, s)
     s = advance(w, sid, token, s, hashes(burn), "awaiting_destination", "observe")
@@ -308,7 +335,9 @@ def _burn_and_attest(w: World, key: str, s: dict[str, Any], sid: str, token: str
     max_fee = int.from_bytes(message[148 + 132 : 148 + 164], "big")
     fee = min(max_fee, -(-amount * 13 // 100_000))  # Circle's fast fee, 1.3 bps from Arbitrum, rounded up
     attested = attest(message, nonce=os.urandom(32), fee_executed=fee, expiration_block=10**9)
-    w.iris.publish(CCTP_DOMAINS[ARBITRUM], burn[-1]["transactionHash"], [iris_item(attested, os.urandom(130))])
+    w.iris.publish(
+        CCTP_DOMAINS[ARBITRUM], burn[-1]["transactionHash"], [iris_item(attested, os.urandom(130))]
+    )
     s = advance(w, sid, token, s, None, "action_ready", "submit_current_action")
     assert any(f"/v2/messages/3?transactionHash={burn[-1]['transactionHash']}" in p for p in w.iris.requests)
     return s, (burn, amount, fee)
@@ -352,8 +381,9 @@ def test_arbitrum_usdc_to_base_eth_over_cctp_with_the_test_as_circle(w: World) -
 
 def _signed_transfer(chain: AnvilChain, key: str, to: str, value: int) -> dict[str, Any]:
     who = Account.from_key(key).address
-    return sign_and_send(chain, key, [{"from": who, "to": to, "value": str(value), "data": "0x",
-                                       "chainId": chain.chain_id}])[0]  # fmt: skip
+    return sign_and_send(
+        chain, key, [{"from": who, "to": to, "value": str(value), "data": "0x", "chainId": chain.chain_id}]
+    )[0]
 
 
 def test_a_transaction_that_is_not_the_prepared_action_is_refused(w: World) -> None:
@@ -375,8 +405,11 @@ def _push_pool_price(chain: AnvilChain, weth_in: int) -> None:
     a, me = chain.addresses, chain.deployer
     chain.send(a["weth"], calldata("deposit()"), value=weth_in)
     chain.transact(a["weth"], "approve(address,uint256)", a["router02"], weth_in)
-    chain.transact(a["router02"], "exactInputSingle((address,address,uint24,address,uint256,uint256,uint160))",
-                   (a["weth"], a["token6"], 500, me, weth_in, 0, 0))  # fmt: skip
+    chain.transact(
+        a["router02"],
+        "exactInputSingle((address,address,uint24,address,uint256,uint256,uint160))",
+        (a["weth"], a["token6"], 500, me, weth_in, 0, 0),
+    )
 
 
 def test_a_prepared_swap_that_reverted_on_chain_is_refused(w: World) -> None:
@@ -384,7 +417,9 @@ def test_a_prepared_swap_that_reverted_on_chain_is_refused(w: World) -> None:
     s, token = w.api.create(ETH_USDC, {"base": who})
     sid = s["session_id"]
     _push_pool_price(w.base, 100 * 10**18)
-    receipts = sign_and_send(w.base, key, s["current_action"]["unsigned_action"]["transactions"], gas=1_000_000)
+    receipts = sign_and_send(
+        w.base, key, s["current_action"]["unsigned_action"]["transactions"], gas=1_000_000
+    )
     assert [int(r["status"], 16) for r in receipts] == [1, 0]  # the fee went through, the swap reverted
     r = w.api.observe(sid, token, hashes(receipts))
     refused(w, sid, token, s, r, 400, "observation_reverted")
@@ -439,14 +474,18 @@ def test_a_genuine_across_fill_completes_after_a_short_fill_of_other_relay_data(
 
 def test_a_fill_of_other_relay_data_is_not_the_deposits_fill(w: World) -> None:
     who, sid, token, s, relay = _to_across_in_flight(w)
-    other = relay[:5] + (relay[5] + 1,) + relay[6:]  # another relay hash, same output token, amount and recipient
+    other = (
+        relay[:5] + (relay[5] + 1,) + relay[6:]
+    )  # another relay hash, same output token, amount and recipient
     before = usd(w.rh, who)
     fill_relay(w.rh, w.rh.accounts[1], other, BASE)
     assert usd(w.rh, who) - before == relay[6]
     r = w.api.observe(sid, token)
     assert r.status_code in (200, 400), r.text
     after = w.api.read(sid, token)
-    assert after["status"] == "awaiting_destination", r.text  # not complete: the deposit itself was not filled
+    assert after["status"] == "awaiting_destination", (
+        r.text
+    )  # not complete: the deposit itself was not filled
     assert after["steps"][1].get("actual_output_base") is None
 
 
@@ -472,10 +511,16 @@ def test_another_sessions_token_is_404_and_changes_nothing(w: World) -> None:
     a, token_a = w.api.create(ETH_USDC, {"base": who})
     b, token_b = w.api.create(ETH_USDC, {"base": who})
     receipts = submit(w.base, key, a)
-    for r in (w.api.op(a["session_id"], "observe", token_b, {"idempotency_key": new_key(),
-                                                               "transaction_hashes": hashes(receipts)}),
-              w.api.http.get(f"/v2/session/{a['session_id']}", headers={"X-RouteQuote-Session-Token": token_b}),
-              w.api.op(a["session_id"], "cancel", token_b, {"idempotency_key": new_key()})):  # fmt: skip
+    for r in (
+        w.api.op(
+            a["session_id"],
+            "observe",
+            token_b,
+            {"idempotency_key": new_key(), "transaction_hashes": hashes(receipts)},
+        ),
+        w.api.http.get(f"/v2/session/{a['session_id']}", headers={"X-RouteQuote-Session-Token": token_b}),
+        w.api.op(a["session_id"], "cancel", token_b, {"idempotency_key": new_key()}),
+    ):
         refused(w, a["session_id"], token_a, a, r, 404, "session_not_found")
     assert state_of(w.api.read(b["session_id"], token_b)) == state_of(b)
 
@@ -503,17 +548,38 @@ def test_refresh_after_observation_is_409(w: World) -> None:
     try:
         sent = _send_unmined(w.base, key, s["current_action"]["unsigned_action"]["transactions"])
         s = advance(w, sid, token, s, sent, "awaiting_source_receipt", "observe")  # named, not mined yet
-        refused(w, sid, token, s, w.api.op(sid, "refresh", token, {"idempotency_key": new_key()}), 409,
-                "operation_not_allowed_in_status")  # fmt: skip
+        refused(
+            w,
+            sid,
+            token,
+            s,
+            w.api.op(sid, "refresh", token, {"idempotency_key": new_key()}),
+            409,
+            "operation_not_allowed_in_status",
+        )
         w.base.rpc.call("evm_mine")
     finally:
         w.base.rpc.call("evm_setAutomine", True)
     s = advance(w, sid, token, s, None, "complete")  # re-checks what was named
-    refused(w, sid, token, s, w.api.op(sid, "refresh", token, {"idempotency_key": new_key()}), 409,
-            "operation_not_allowed_in_status")  # fmt: skip
+    refused(
+        w,
+        sid,
+        token,
+        s,
+        w.api.op(sid, "refresh", token, {"idempotency_key": new_key()}),
+        409,
+        "operation_not_allowed_in_status",
+    )
     _who, sid2, token2, s2, _relay = _to_across_in_flight(w)
-    refused(w, sid2, token2, s2, w.api.op(sid2, "refresh", token2, {"idempotency_key": new_key()}), 409,
-            "operation_not_allowed_in_status")  # fmt: skip
+    refused(
+        w,
+        sid2,
+        token2,
+        s2,
+        w.api.op(sid2, "refresh", token2, {"idempotency_key": new_key()}),
+        409,
+        "operation_not_allowed_in_status",
+    )
 
 
 def _send_unmined(chain: AnvilChain, key: str, txs: list[dict[str, Any]]) -> list[str]:
@@ -522,10 +588,16 @@ def _send_unmined(chain: AnvilChain, key: str, txs: list[dict[str, Any]]) -> lis
     base_fee = int(chain.rpc.call("eth_getBlockByNumber", "latest", False)["baseFeePerGas"], 16)
     for tx in txs:
         full = {
-            "to": tx["to"], "value": int(tx["value"]), "data": tx["data"], "chainId": tx["chainId"], "type": 2,
+            "to": tx["to"],
+            "value": int(tx["value"]),
+            "data": tx["data"],
+            "chainId": tx["chainId"],
+            "type": 2,
             "nonce": int(chain.rpc.call("eth_getTransactionCount", tx["from"], "pending"), 16),
-            "maxPriorityFeePerGas": 10**6, "maxFeePerGas": 2 * base_fee + 10**6, "gas": 1_000_000,
-        }  # fmt: skip
+            "maxPriorityFeePerGas": 10**6,
+            "maxFeePerGas": 2 * base_fee + 10**6,
+            "gas": 1_000_000,
+        }
         raw = Account.sign_transaction(full, key).raw_transaction
         out.append(str(chain.rpc.call("eth_sendRawTransaction", "0x" + raw.hex())))
     return out
@@ -553,9 +625,10 @@ def _race(apis: list[SessionApi], sid: str, token: str, named: list[str]) -> lis
 
 def test_two_processes_observe_one_step_at_once_and_exactly_one_advances(w: World) -> None:
     who, key = wallet(w)
-    with server_process(w.tmp, w.settings, w.deployments) as url_b, server_process(
-        w.tmp, w.settings, w.deployments
-    ) as url_c:
+    with (
+        server_process(w.tmp, w.settings, w.deployments) as url_b,
+        server_process(w.tmp, w.settings, w.deployments) as url_c,
+    ):
         apis = [SessionApi(url_b), SessionApi(url_c)]
         try:
             for _round in range(3):
@@ -567,7 +640,10 @@ def test_two_processes_observe_one_step_at_once_and_exactly_one_advances(w: Worl
                 assert codes == [200, 409], [r.text for r in answers]
                 won = next(r for r in answers if r.status_code == 200).json()
                 lost = next(r for r in answers if r.status_code == 409).json()
-                assert lost["reason_class"] in ("session_changed_concurrently", "operation_not_allowed_in_status")
+                assert lost["reason_class"] in (
+                    "session_changed_concurrently",
+                    "operation_not_allowed_in_status",
+                )
                 assert won["status"] == "complete" and won["session_version"] == s["session_version"] + 1
                 back = w.api.read(sid, token)
                 assert (back["status"], back["session_version"]) == ("complete", s["session_version"] + 1)

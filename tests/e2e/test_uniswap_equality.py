@@ -112,9 +112,12 @@ def pools_for() -> object:
 def quote(p: OnChainPool, zfo: bool, amount: int) -> tuple[int, int, int]:
     tin, tout = (p.token0, p.token1) if zfo else (p.token1, p.token0)
     out, sqrt_after, crossed, _gas = p.chain.call(
-        p.chain.addresses["quoter_v2"], QUOTE_SIG, ["uint256", "uint160", "uint32", "uint256"],
-        (tin, tout, amount, p.ours.fee_pips, 0), gas=90_000_000,
-    )  # fmt: skip
+        p.chain.addresses["quoter_v2"],
+        QUOTE_SIG,
+        ["uint256", "uint160", "uint32", "uint256"],
+        (tin, tout, amount, p.ours.fee_pips, 0),
+        gas=90_000_000,
+    )
     return int(out), int(sqrt_after), int(crossed)
 
 
@@ -145,8 +148,16 @@ def test_quoter_v2_equality(
     _VECTORS.append((p.ours, zfo, amount, out, sqrt_after))
 
 
-EXEC_CASES = [(0, True, 10**6), (0, False, 10**15), (1, True, 7 * 10**21), (1, False, 3 * 10**22),
-              (2, True, 10**24), (2, False, 10**26), (0, True, 10**30), (2, False, 5 * 10**33)]  # fmt: skip
+EXEC_CASES = [
+    (0, True, 10**6),
+    (0, False, 10**15),
+    (1, True, 7 * 10**21),
+    (1, False, 3 * 10**22),
+    (2, True, 10**24),
+    (2, False, 10**26),
+    (0, True, 10**30),
+    (2, False, 5 * 10**33),
+]
 
 
 @pytest.mark.parametrize(("pool_index", "zfo", "amount"), EXEC_CASES)

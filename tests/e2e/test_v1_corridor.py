@@ -96,7 +96,9 @@ def _sqrt_price_x96(tick: int, invert: bool) -> int:
 
 
 @pytest.fixture(scope="module")
-def env(anvil_factory: Callable[[int], AnvilChain], tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
+def env(
+    anvil_factory: Callable[[int], AnvilChain], tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Env]:
     chain = anvil_factory(8453)
     deploy_all(chain)
     try:
@@ -136,30 +138,55 @@ def env(anvil_factory: Callable[[int], AnvilChain], tmp_path_factory: pytest.Tem
     chain.send(weth, calldata("deposit()"), value=1000 * 10**18)
     for tok in (usdc, weth):
         chain.transact(tok, "approve(address,uint256)", a["npm"], MAX_UINT256)
-    chain.transact(a["npm"], "createAndInitializePoolIfNecessary(address,address,uint24,uint160)", t0, t1, FEE,
-                   _sqrt_price_x96(tick, invert=t0 != weth))  # fmt: skip
+    chain.transact(
+        a["npm"],
+        "createAndInitializePoolIfNecessary(address,address,uint24,uint160)",
+        t0,
+        t1,
+        FEE,
+        _sqrt_price_x96(tick, invert=t0 != weth),
+    )
     amounts = (500 * 10**18, 10**9 * 10**6 // 2) if t0 == weth else (10**9 * 10**6 // 2, 500 * 10**18)
     chain.transact(
-        a["npm"], "mint((address,address,uint24,int24,int24,uint256,uint256,uint256,uint256,address,uint256))",
+        a["npm"],
+        "mint((address,address,uint24,int24,int24,uint256,uint256,uint256,uint256,address,uint256))",
         (t0, t1, FEE, -887270, 887270, amounts[0], amounts[1], 0, 0, me, 2**40),
-    )  # fmt: skip
+    )
     # the messenger mints the permit USDC for Solana's TokenMessengerMinterV2 (domain 5)
-    chain.transact(a["messenger"], "addRemoteTokenMessenger(uint32,bytes32)", SOLANA_DOMAIN,
-                   bytes(Pubkey.from_string(CCTP_TMM)))  # fmt: skip
-    chain.transact(a["messenger"], "linkTokenPair(address,uint32,bytes32)", usdc, SOLANA_DOMAIN,
-                   bytes(Pubkey.from_string(USDC_MINT)))  # fmt: skip
+    chain.transact(
+        a["messenger"],
+        "addRemoteTokenMessenger(uint32,bytes32)",
+        SOLANA_DOMAIN,
+        bytes(Pubkey.from_string(CCTP_TMM)),
+    )
+    chain.transact(
+        a["messenger"],
+        "linkTokenPair(address,uint32,bytes32)",
+        usdc,
+        SOLANA_DOMAIN,
+        bytes(Pubkey.from_string(USDC_MINT)),
+    )
     base = DEFAULT_DEPLOYMENTS[Chain.BASE]
-    deployments = {Chain.BASE: base.with_overrides(
-        message_transmitter_v2=a["transmitter"], token_messenger_v2=a["messenger"], swap_router02=a["router02"],
-        tokens={**base.tokens, "USDC": usdc, "WETH": weth},
-    )}  # fmt: skip
+    deployments = {
+        Chain.BASE: base.with_overrides(
+            message_transmitter_v2=a["transmitter"],
+            token_messenger_v2=a["messenger"],
+            swap_router02=a["router02"],
+            tokens={**base.tokens, "USDC": usdc, "WETH": weth},
+        )
+    }
     db = tmp_path_factory.mktemp("v1-corridor") / "s.sqlite3"
     with FakeSolanaRpc().running() as rpc, FakeIris().running() as iris:
         port = free_port()
         settings = Settings(
-            rate_limit="off", port=port, rpc_url_solana=rpc.url, rpc_url_base=chain.url, iris_url=iris.url,
-            finality_confirmations="base=1,arbitrum=1,robinhood=1", database_url=f"sqlite+aiosqlite:///{db}",
-        )  # fmt: skip
+            rate_limit="off",
+            port=port,
+            rpc_url_solana=rpc.url,
+            rpc_url_base=chain.url,
+            iris_url=iris.url,
+            finality_confirmations="base=1,arbitrum=1,robinhood=1",
+            database_url=f"sqlite+aiosqlite:///{db}",
+        )
         app = create_app(settings, market=market, clock=clock, deployments=deployments)
         app.state.sessions.config.erc4337["base"] = {"factory": a["aa_factory"]}
         with running_server(app, port) as url:
@@ -170,7 +197,9 @@ def env(anvil_factory: Callable[[int], AnvilChain], tmp_path_factory: pytest.Tem
 # ---- the wallet side ---------------------------------------------------------------------------------------
 
 
-def swap_result(action: dict[str, Any], wallet: Keypair, usdc_out: int, slot: int) -> tuple[str, dict[str, Any]]:
+def swap_result(
+    action: dict[str, Any], wallet: Keypair, usdc_out: int, slot: int
+) -> tuple[str, dict[str, Any]]:
     """The `getTransaction` answer of the signed prepared Raydium transaction: its instructions as signed, the
     fee TransferChecked and the wrap visible in the token balances, the swap's USDC delivered to the wallet."""
     ixs = [to_instruction(d) for d in action["instructions"]]
@@ -185,37 +214,63 @@ def swap_result(action: dict[str, Any], wallet: Keypair, usdc_out: int, slot: in
     route_fee = int(action.get("routeFee") or 0)
 
     def bal(account: str, mint: str, amount: int, holder: str) -> dict[str, Any]:
-        return {"accountIndex": keys.index(account), "mint": mint, "owner": holder, "programId": TOKEN_PROGRAM,
-                "uiTokenAmount": ui_amount(amount, 9 if mint == WSOL else 6)}  # fmt: skip
+        return {
+            "accountIndex": keys.index(account),
+            "mint": mint,
+            "owner": holder,
+            "programId": TOKEN_PROGRAM,
+            "uiTokenAmount": ui_amount(amount, 9 if mint == WSOL else 6),
+        }
 
     fee_owner = "DevFeeRecipientP1aceho1der11111111111111111"
     pre_tokens = [bal(fee_ata, WSOL, 0, fee_owner)] if route_fee else []
-    post_tokens = [*([bal(fee_ata, WSOL, route_fee, fee_owner)] if route_fee else []),
-                   bal(usdc_ata, USDC_MINT, usdc_out, owner)]
+    post_tokens = [
+        *([bal(fee_ata, WSOL, route_fee, fee_owner)] if route_fee else []),
+        bal(usdc_ata, USDC_MINT, usdc_out, owner),
+    ]
     n = len(keys)
     pre, post = [2_000_000_000] + [1_000_000] * (n - 1), [1_000_000_000] + [1_000_000] * (n - 1)
     h = message.header
     result = {
-        "blockTime": 1_795_400_000 + slot % 1000, "slot": slot, "version": "legacy",
-        "meta": {"computeUnitsConsumed": 120_000, "err": None, "fee": 5000, "innerInstructions": [],
-                 "loadedAddresses": {"readonly": [], "writable": []},
-                 "logMessages": ["Program CAMMCzo5YL8w4VFF8KVHrK22GGUsp5VTaW7grrKgrWqK success"],
-                 "postBalances": post, "postTokenBalances": post_tokens, "preBalances": pre,
-                 "preTokenBalances": pre_tokens, "rewards": [], "status": {"Ok": None}},
+        "blockTime": 1_795_400_000 + slot % 1000,
+        "slot": slot,
+        "version": "legacy",
+        "meta": {
+            "computeUnitsConsumed": 120_000,
+            "err": None,
+            "fee": 5000,
+            "innerInstructions": [],
+            "loadedAddresses": {"readonly": [], "writable": []},
+            "logMessages": ["Program CAMMCzo5YL8w4VFF8KVHrK22GGUsp5VTaW7grrKgrWqK success"],
+            "postBalances": post,
+            "postTokenBalances": post_tokens,
+            "preBalances": pre,
+            "preTokenBalances": pre_tokens,
+            "rewards": [],
+            "status": {"Ok": None},
+        },
         "transaction": {
             "message": {
                 "accountKeys": keys,
-                "header": {"numReadonlySignedAccounts": h.num_readonly_signed_accounts,
-                           "numReadonlyUnsignedAccounts": h.num_readonly_unsigned_accounts,
-                           "numRequiredSignatures": h.num_required_signatures},
-                "instructions": [{"accounts": list(ci.accounts), "data": b58encode(bytes(ci.data)),
-                                  "programIdIndex": ci.program_id_index, "stackHeight": None}
-                                 for ci in message.instructions],
+                "header": {
+                    "numReadonlySignedAccounts": h.num_readonly_signed_accounts,
+                    "numReadonlyUnsignedAccounts": h.num_readonly_unsigned_accounts,
+                    "numRequiredSignatures": h.num_required_signatures,
+                },
+                "instructions": [
+                    {
+                        "accounts": list(ci.accounts),
+                        "data": b58encode(bytes(ci.data)),
+                        "programIdIndex": ci.program_id_index,
+                        "stackHeight": None,
+                    }
+                    for ci in message.instructions
+                ],
                 "recentBlockhash": str(blockhash),
             },
             "signatures": [str(s) for s in signed.signatures],
         },
-    }  # fmt: skip
+    }
     return str(signed.signatures[0]), result
 
 
@@ -238,11 +293,21 @@ def refused(result: Any, reason: str) -> dict[str, Any]:
 
 
 async def login(c: Client, wallet: Keypair) -> str:
-    ch = ok(await c.call_tool("service_start_wallet_auth", {"source_wallet": str(wallet.pubkey())}))["challenge"]
+    ch = ok(await c.call_tool("service_start_wallet_auth", {"source_wallet": str(wallet.pubkey())}))[
+        "challenge"
+    ]
     sig = str(wallet.sign_message(ch["message"].encode()))
-    grant = ok(await c.call_tool("service_finish_wallet_auth", {
-        "challenge_id": ch["challenge_id"], "source_wallet": str(wallet.pubkey()), "signature": sig,
-        "terms_version": ch["terms_version"]}))["auth"]  # fmt: skip
+    grant = ok(
+        await c.call_tool(
+            "service_finish_wallet_auth",
+            {
+                "challenge_id": ch["challenge_id"],
+                "source_wallet": str(wallet.pubkey()),
+                "signature": sig,
+                "terms_version": ch["terms_version"],
+            },
+        )
+    )["auth"]
     token: str = grant["access_token"]
     return token
 
@@ -253,7 +318,9 @@ async def test_whole_v1_corridor_through_the_mcp_tools(env: Env) -> None:
     async with Client(env.url + "/mcp") as c:
         names = {t.name for t in (await c.list_tools()).tools}
         assert len(names) == 15
-        quote = ok(await c.call_tool("service_quote", {"amount_usd": 100, "destination_chain": "base"}))["quote"]
+        quote = ok(await c.call_tool("service_quote", {"amount_usd": 100, "destination_chain": "base"}))[
+            "quote"
+        ]
         q = quote["quote"]
         assert quote["corridor"] == "solana:SOL->base:ETH"
         token = await login(c, wallet)
@@ -263,35 +330,72 @@ async def test_whole_v1_corridor_through_the_mcp_tools(env: Env) -> None:
         def k(label: str) -> str:
             return f"{label}-{hashlib.sha256(label.encode()).hexdigest()[:10]}"
 
-        created = ok(await c.call_tool("service_create_session", {
-            **sess, "quote_id": q["quote_id"], "idempotency_key": k("create"), "source_wallet": str(wallet.pubkey()),
-            "destination_wallet": dest.address}))["session"]  # fmt: skip
+        created = ok(
+            await c.call_tool(
+                "service_create_session",
+                {
+                    **sess,
+                    "quote_id": q["quote_id"],
+                    "idempotency_key": k("create"),
+                    "source_wallet": str(wallet.pubkey()),
+                    "destination_wallet": dest.address,
+                },
+            )
+        )["session"]
         sid = created["session_id"]
         assert created["status"] == "action_required" and created["next_operation"] == "prepare_action"
         assert created["current_action"] is None and created["mode"] == "v1_corridor"
         sess["session_id"] = sid
         # the same key and body: the same answer; the same key, another body: refused
-        again = ok(await c.call_tool("service_create_session", {
-            **{k_: v for k_, v in sess.items() if k_ != "session_id"}, "quote_id": q["quote_id"],
-            "idempotency_key": k("create"), "source_wallet": str(wallet.pubkey()),
-            "destination_wallet": dest.address}))["session"]  # fmt: skip
+        again = ok(
+            await c.call_tool(
+                "service_create_session",
+                {
+                    **{k_: v for k_, v in sess.items() if k_ != "session_id"},
+                    "quote_id": q["quote_id"],
+                    "idempotency_key": k("create"),
+                    "source_wallet": str(wallet.pubkey()),
+                    "destination_wallet": dest.address,
+                },
+            )
+        )["session"]
         assert again["session_id"] == sid and again["idempotent_replay"] is True
-        refused(await c.call_tool("service_create_session", {
-            "access_token": token, "quote_id": q["quote_id"], "idempotency_key": k("create"),
-            "source_wallet": str(wallet.pubkey()), "destination_wallet": Account.create().address}),
-            "idempotency_key_reused_with_different_request")  # fmt: skip
+        refused(
+            await c.call_tool(
+                "service_create_session",
+                {
+                    "access_token": token,
+                    "quote_id": q["quote_id"],
+                    "idempotency_key": k("create"),
+                    "source_wallet": str(wallet.pubkey()),
+                    "destination_wallet": Account.create().address,
+                },
+            ),
+            "idempotency_key_reused_with_different_request",
+        )
 
         async def read(view: str = "session") -> dict[str, Any]:
             return ok(await c.call_tool("service_read_session", {**sess, "view": view}))["session"]
 
         # hostile: a token of another wallet; a step skipped
-        refused(await c.call_tool("service_read_session", {"access_token": stranger, "session_id": sid}),
-                "session_not_found")  # fmt: skip
-        refused(await c.call_tool("service_prepare_cctp_action", {
-            **sess, "event_signer_public": str(event.pubkey()), "idempotency_key": k("cctp-early")}),
-            "step_out_of_order")  # fmt: skip
-        refused(await c.call_tool("service_verify_source_receipt", {
-            **sess, "signature": "1" * 88, "idempotency_key": k("early")}), "operation_not_allowed_in_status")
+        refused(
+            await c.call_tool("service_read_session", {"access_token": stranger, "session_id": sid}),
+            "session_not_found",
+        )
+        refused(
+            await c.call_tool(
+                "service_prepare_cctp_action",
+                {**sess, "event_signer_public": str(event.pubkey()), "idempotency_key": k("cctp-early")},
+            ),
+            "step_out_of_order",
+        )
+        refused(
+            await c.call_tool(
+                "service_verify_source_receipt",
+                {**sess, "signature": "1" * 88, "idempotency_key": k("early")},
+            ),
+            "operation_not_allowed_in_status",
+        )
         assert (await read())["session_version"] == 1
 
         # step 1: the Raydium SOL -> USDC swap with the 1 bp fee
@@ -302,25 +406,37 @@ async def test_whole_v1_corridor_through_the_mcp_tools(env: Env) -> None:
         again = ok(await c.call_tool("service_prepare_source_action", sess))["session"]
         assert again["current_action"] == s["current_action"] and again["idempotent_replay"] is True
         minimum = int(action["minimumOutput"])
-        low_sig, low = swap_result(action, wallet, minimum - 1, 381_600_001)  # hostile: below the step minimum
+        low_sig, low = swap_result(
+            action, wallet, minimum - 1, 381_600_001
+        )  # hostile: below the step minimum
         env.rpc.publish(low)
         before = await read()
-        refused(await c.call_tool("service_verify_source_receipt", {**sess, "signature": low_sig,
-                                                                   "idempotency_key": k("low")}),
-                "observation_below_step_minimum")  # fmt: skip
+        refused(
+            await c.call_tool(
+                "service_verify_source_receipt", {**sess, "signature": low_sig, "idempotency_key": k("low")}
+            ),
+            "observation_below_step_minimum",
+        )
         after = await read()
         assert (after["status"], after["session_version"]) == (before["status"], before["session_version"])
         usdc_out = int(action["expectedOutput"]) if "expectedOutput" in action else minimum + 1000
         sig, res = swap_result(action, wallet, usdc_out, 381_600_002)
         env.rpc.publish(res)
-        s = ok(await c.call_tool("service_verify_source_receipt", {**sess, "signature": sig,
-                                                                  "idempotency_key": k("swap")}))["session"]  # fmt: skip
+        s = ok(
+            await c.call_tool(
+                "service_verify_source_receipt", {**sess, "signature": sig, "idempotency_key": k("swap")}
+            )
+        )["session"]
         assert s["status"] == "action_required" and s["current_step"] == 1
         assert s["steps"][0]["actual_output_base"] == str(usdc_out)
 
         # step 2: the CCTP v2 burn of the ACTUAL USDC
-        s = ok(await c.call_tool("service_prepare_cctp_action", {
-            **sess, "event_signer_public": str(event.pubkey()), "idempotency_key": k("cctp")}))["session"]
+        s = ok(
+            await c.call_tool(
+                "service_prepare_cctp_action",
+                {**sess, "event_signer_public": str(event.pubkey()), "idempotency_key": k("cctp")},
+            )
+        )["session"]
         burn_action = s["current_action"]["unsigned_action"]
         # the route's 1 bp service fee is charged on this step (its fee step), on the actual USDC
         fee = int(burn_action["routeFee"])
@@ -328,52 +444,101 @@ async def test_whole_v1_corridor_through_the_mcp_tools(env: Env) -> None:
         burn = solana_burn(burn_action, wallet, event)
         assert burn.burned == usdc_out - fee and burn.fee_paid == fee
         env.rpc.publish(burn.result)
-        s = ok(await c.call_tool("service_observe_cctp", {**sess, "burn_signature": burn.signature,
-                                                         "idempotency_key": k("burn")}))["session"]  # fmt: skip
+        s = ok(
+            await c.call_tool(
+                "service_observe_cctp",
+                {**sess, "burn_signature": burn.signature, "idempotency_key": k("burn")},
+            )
+        )["session"]
         assert s["status"] == "awaiting_destination"
-        s = ok(await c.call_tool("service_observe_cctp", {**sess, "burn_signature": burn.signature,
-                                                         "idempotency_key": k("iris-404")}))["session"]  # fmt: skip
-        assert s["status"] == "awaiting_destination" and s["steps"][1]["destination_status"] == "awaiting_attestation"
-        message = attested_message(burn_action["instructions"][-1], str(wallet.pubkey()), env.a["messenger"],
-                                   nonce=hashlib.sha256(sid.encode()).digest(), fee_executed=0)  # fmt: skip
-        env.iris.publish(SOLANA_DOMAIN, burn.signature, [iris_solana_item(message, ATTESTATION, env.a["messenger"])])
-        s = ok(await c.call_tool("service_observe_cctp", {**sess, "burn_signature": burn.signature,
-                                                         "idempotency_key": k("attested")}))["session"]  # fmt: skip
-        assert s["status"] == "awaiting_destination" and s["steps"][1]["destination_status"] == "attested_awaiting_mint"
+        s = ok(
+            await c.call_tool(
+                "service_observe_cctp",
+                {**sess, "burn_signature": burn.signature, "idempotency_key": k("iris-404")},
+            )
+        )["session"]
+        assert (
+            s["status"] == "awaiting_destination"
+            and s["steps"][1]["destination_status"] == "awaiting_attestation"
+        )
+        message = attested_message(
+            burn_action["instructions"][-1],
+            str(wallet.pubkey()),
+            env.a["messenger"],
+            nonce=hashlib.sha256(sid.encode()).digest(),
+            fee_executed=0,
+        )
+        env.iris.publish(
+            SOLANA_DOMAIN, burn.signature, [iris_solana_item(message, ATTESTATION, env.a["messenger"])]
+        )
+        s = ok(
+            await c.call_tool(
+                "service_observe_cctp",
+                {**sess, "burn_signature": burn.signature, "idempotency_key": k("attested")},
+            )
+        )["session"]
+        assert (
+            s["status"] == "awaiting_destination"
+            and s["steps"][1]["destination_status"] == "attested_awaiting_mint"
+        )
         # anyone relays the mint: here a third account
-        env.chain.transact(env.a["transmitter"], "receiveMessage(bytes,bytes)", message, ATTESTATION,
-                           sender=env.chain.accounts[2])  # fmt: skip
-        s = ok(await c.call_tool("service_observe_cctp", {**sess, "burn_signature": burn.signature,
-                                                         "idempotency_key": k("minted")}))["session"]  # fmt: skip
+        env.chain.transact(
+            env.a["transmitter"],
+            "receiveMessage(bytes,bytes)",
+            message,
+            ATTESTATION,
+            sender=env.chain.accounts[2],
+        )
+        s = ok(
+            await c.call_tool(
+                "service_observe_cctp",
+                {**sess, "burn_signature": burn.signature, "idempotency_key": k("minted")},
+            )
+        )["session"]
         assert s["status"] == "action_required" and s["current_step"] == 2, s
         minted = int(s["steps"][1]["actual_output_base"])
         assert minted == usdc_out - fee
 
         # step 3: the ERC-4337 settlement plan, checked by the caller with its own values
-        s = ok(await c.call_tool("service_prepare_destination_action", {**sess, "idempotency_key": k("dst")}))[
-            "session"]
+        s = ok(
+            await c.call_tool("service_prepare_destination_action", {**sess, "idempotency_key": k("dst")})
+        )["session"]
         plan = s["current_action"]["plan"]
         findings = verify_settlement_plan(
-            plan, wallet=dest.address, smart_account=plan["smartAccount"], chain_id=8453,
-            entry_point=aa.ENTRY_POINT_V07, usdc=env.a["usdc"], router=env.a["router02"], weth=env.a["weth"],
-            minimum_eth_out=int(s["steps"][2]["minimum_output_base"]), amount_in=minted,
-            now_unix=int(plan["preparedAt"]), factory=env.a["aa_factory"], salt=0,
-        )  # fmt: skip
+            plan,
+            wallet=dest.address,
+            smart_account=plan["smartAccount"],
+            chain_id=8453,
+            entry_point=aa.ENTRY_POINT_V07,
+            usdc=env.a["usdc"],
+            router=env.a["router02"],
+            weth=env.a["weth"],
+            minimum_eth_out=int(s["steps"][2]["minimum_output_base"]),
+            amount_in=minted,
+            now_unix=int(plan["preparedAt"]),
+            factory=env.a["aa_factory"],
+            salt=0,
+        )
         assert not [f for f in findings if f.severity == "error"], findings
         key = dest.key.hex()
         bundler = env.chain.accounts[1]
 
         def bundle(p: dict[str, Any], prefund: bool) -> str:
-            permit_sig = Account.sign_message(encode_typed_data(full_message=p["permit"]["typedData"]), key).signature
+            permit_sig = Account.sign_message(
+                encode_typed_data(full_message=p["permit"]["typedData"]), key
+            ).signature
             signed = aa.attach_permit_signature(p, permit_sig)
-            owner_sig = Account.sign_message(encode_defunct(primitive=bytes.fromhex(signed["userOpHash"][2:])),
-                                             key).signature  # fmt: skip
+            owner_sig = Account.sign_message(
+                encode_defunct(primitive=bytes.fromhex(signed["userOpHash"][2:])), key
+            ).signature
             op = aa.packed_user_operation(signed, owner_sig)
             if prefund:
                 env.chain.send(signed["smartAccount"], "0x", value=int(p["bounds"]["maxGasCostWei"]))
             data = "0x" + aa.handle_ops_call_data([op], bundler).hex()
-            tx_hash: str = env.chain.rpc.call("eth_sendTransaction", {"from": bundler, "to": aa.ENTRY_POINT_V07,
-                                                                      "data": data, "gas": hex(5_000_000)})  # fmt: skip
+            tx_hash: str = env.chain.rpc.call(
+                "eth_sendTransaction",
+                {"from": bundler, "to": aa.ENTRY_POINT_V07, "data": data, "gas": hex(5_000_000)},
+            )
             for _ in range(500):
                 if env.chain.rpc.call("eth_getTransactionReceipt", tx_hash) is not None:
                     break
@@ -385,17 +550,25 @@ async def test_whole_v1_corridor_through_the_mcp_tools(env: Env) -> None:
         tampered["bounds"]["minimumEthOut"] = str(int(plan["bounds"]["minimumEthOut"]) - 1)
         bad_tx = bundle(tampered, prefund=False)
         before = await read()
-        refused(await c.call_tool("service_observe_destination", {**sess, "transaction_hash": bad_tx,
-                                                                 "idempotency_key": k("bad-op")}),
-                "observation_not_prepared_action")  # fmt: skip
+        refused(
+            await c.call_tool(
+                "service_observe_destination",
+                {**sess, "transaction_hash": bad_tx, "idempotency_key": k("bad-op")},
+            ),
+            "observation_not_prepared_action",
+        )
         assert (await read())["session_version"] == before["session_version"]
 
         eth_before = int(env.chain.rpc.call("eth_getBalance", dest.address, "latest"), 16)
         good_tx = bundle(plan, prefund=True)
         eth_got = int(env.chain.rpc.call("eth_getBalance", dest.address, "latest"), 16) - eth_before
         assert eth_got >= int(plan["bounds"]["minimumEthOut"])
-        s = ok(await c.call_tool("service_observe_destination", {**sess, "transaction_hash": good_tx,
-                                                                "idempotency_key": k("good-op")}))["session"]  # fmt: skip
+        s = ok(
+            await c.call_tool(
+                "service_observe_destination",
+                {**sess, "transaction_hash": good_tx, "idempotency_key": k("good-op")},
+            )
+        )["session"]
         assert s["status"] == "complete" and s["next_operation"] == "none"
         assert s["funds"]["state"] == "delivered" and int(s["funds"]["amount_base"]) == eth_got
         receipt = (await read("receipt"))["receipt"]

@@ -32,9 +32,11 @@ import schemathesis
 from schemathesis.generation import GenerationMode
 
 SESSION_HEADER = "X-RouteQuote-Session-Token"
-WALLETS = {"base": "0x1111111111111111111111111111111111111111",
-           "arbitrum": "0x2222222222222222222222222222222222222222",
-           "robinhood": "0x3333333333333333333333333333333333333333"}  # fmt: skip
+WALLETS = {
+    "base": "0x1111111111111111111111111111111111111111",
+    "arbitrum": "0x2222222222222222222222222222222222222222",
+    "robinhood": "0x3333333333333333333333333333333333333333",
+}
 # prepare-ready routes that need no event signer: one step (one_shot or session) and two steps (session only)
 ONE_STEP = ("base:ETH->base:USDC", "base:USDC->base:ETH")
 BIND_ROUTES = (*ONE_STEP, "base:ETH->arbitrum:USDC", "arbitrum:USDC->base:ETH")
@@ -69,11 +71,17 @@ def _bound(route: str, amount: int, mode: str, key: str) -> dict[str, Any]:
     r.raise_for_status()
     q = r.json()
     c = q["continuation_v3"]
-    approval = {"version": c["approval_v3_version"], "quote_id": q["quote_id"],
-                "quote_fingerprint": c["quote_fingerprint"], "selection_status": "selected", "selected_mode": mode,
-                "maximum_input_base": c["input_base_bounds"]["maximum"],
-                "minimum_output_base": c["minimum_output_base"],
-                "direct_route_summary_sha256": c["direct_route_summary_sha256"], "idempotency_key": key}  # fmt: skip
+    approval = {
+        "version": c["approval_v3_version"],
+        "quote_id": q["quote_id"],
+        "quote_fingerprint": c["quote_fingerprint"],
+        "selection_status": "selected",
+        "selected_mode": mode,
+        "maximum_input_base": c["input_base_bounds"]["maximum"],
+        "minimum_output_base": c["minimum_output_base"],
+        "direct_route_summary_sha256": c["direct_route_summary_sha256"],
+        "idempotency_key": key,
+    }
     return {**_intent(route, amount), "wallets": _wallets(route), "approval_v3": approval}
 
 
@@ -118,7 +126,11 @@ def before_call(context: Any, case: Any, kwargs: dict[str, Any]) -> None:
         return
     coin = _coin(case)
     path = case.operation.path
-    if case.method.upper() == "POST" and path in ("/v2/prepare", "/v2/session") and isinstance(case.body, dict):
+    if (
+        case.method.upper() == "POST"
+        and path in ("/v2/prepare", "/v2/session")
+        and isinstance(case.body, dict)
+    ):
         if coin % 3 == 0:  # two thirds of the positive bodies are bound to a real quote, a third stay random
             return
         body = dict(case.body)
@@ -158,9 +170,14 @@ def _record(case: Any, response: Any) -> None:
         except ValueError:
             reason = "<not json>"
     meta = case.meta
-    line = {"op": f"{case.method.upper()} {case.operation.path}", "status": response.status_code, "reason": reason,
-            "mode": str(meta.generation.mode) if meta else None, "phase": str(meta.phase.name) if meta else None,
-            "query": {k: v for k, v in (case.query or {}).items() if isinstance(v, str | int | bool)}}
+    line = {
+        "op": f"{case.method.upper()} {case.operation.path}",
+        "status": response.status_code,
+        "reason": reason,
+        "mode": str(meta.generation.mode) if meta else None,
+        "phase": str(meta.phase.name) if meta else None,
+        "query": {k: v for k, v in (case.query or {}).items() if isinstance(v, str | int | bool)},
+    }
     with _lock, open(path, "a") as out:
         out.write(json.dumps(line) + "\n")
 

@@ -25,21 +25,62 @@ from tests.support.server_process import ServerProcess, start_server
 
 SCALE = 5 if os.environ.get("RQ_FUZZ_EXAMPLES") else 1
 PATHS = ("/mcp", "/a2a")
-MCP_METHODS = ["initialize", "tools/list", "tools/call", "ping", "resources/list", "prompts/list",
-               "notifications/initialized", "completion/complete", "logging/setLevel"]  # fmt: skip
-A2A_METHODS = ["SendMessage", "SendStreamingMessage", "GetTask", "CancelTask", "ListTasks", "GetExtendedAgentCard",
-               "message/send", "tasks/get", "TaskResubscription"]  # fmt: skip
-TOOLS = ["service_status", "service_v2_capabilities", "service_v2_quote", "service_quote", "service_manifest",
-         "service_create_session", "service_read_session", "service_prepare_source_action", "no_such_tool"]  # fmt: skip
+MCP_METHODS = [
+    "initialize",
+    "tools/list",
+    "tools/call",
+    "ping",
+    "resources/list",
+    "prompts/list",
+    "notifications/initialized",
+    "completion/complete",
+    "logging/setLevel",
+]
+A2A_METHODS = [
+    "SendMessage",
+    "SendStreamingMessage",
+    "GetTask",
+    "CancelTask",
+    "ListTasks",
+    "GetExtendedAgentCard",
+    "message/send",
+    "tasks/get",
+    "TaskResubscription",
+]
+TOOLS = [
+    "service_status",
+    "service_v2_capabilities",
+    "service_v2_quote",
+    "service_quote",
+    "service_manifest",
+    "service_create_session",
+    "service_read_session",
+    "service_prepare_source_action",
+    "no_such_tool",
+]
 
 surrogate = st.integers(0xD800, 0xDFFF).map(chr)
-text = st.one_of(st.text(max_size=16), st.lists(st.one_of(surrogate, st.characters()), max_size=6).map("".join))
-huge_int = st.one_of(st.integers(-(10**40), 10**40), st.sampled_from([2**64, -(2**63) - 1, 10**300, -(10**4000)]))
+text = st.one_of(
+    st.text(max_size=16), st.lists(st.one_of(surrogate, st.characters()), max_size=6).map("".join)
+)
+huge_int = st.one_of(
+    st.integers(-(10**40), 10**40), st.sampled_from([2**64, -(2**63) - 1, 10**300, -(10**4000)])
+)
 scalar = st.one_of(text, huge_int, st.floats(allow_nan=True, allow_infinity=True), st.booleans(), st.none())
-value = st.recursive(scalar, lambda c: st.lists(c, max_size=3) | st.dictionaries(text, c, max_size=3), max_leaves=10)
-ident = st.one_of(st.none(), huge_int, text, st.floats(allow_nan=True, allow_infinity=True), st.lists(scalar, max_size=2))
+value = st.recursive(
+    scalar, lambda c: st.lists(c, max_size=3) | st.dictionaries(text, c, max_size=3), max_leaves=10
+)
+ident = st.one_of(
+    st.none(), huge_int, text, st.floats(allow_nan=True, allow_infinity=True), st.lists(scalar, max_size=2)
+)
 method = st.one_of(st.sampled_from(MCP_METHODS + A2A_METHODS), text)
-QUOTE_ARGS = {"from_chain": "solana", "from_token": "SOL", "to_chain": "base", "to_token": "USDC", "amount_usd": 50}
+QUOTE_ARGS = {
+    "from_chain": "solana",
+    "from_token": "SOL",
+    "to_chain": "base",
+    "to_token": "USDC",
+    "amount_usd": 50,
+}
 
 
 @st.composite
@@ -49,9 +90,16 @@ def params(draw: st.DrawFn) -> Any:
         args = draw(st.one_of(value, st.fixed_dictionaries({}, optional={**{k: value for k in QUOTE_ARGS}})))
         return {"name": draw(st.one_of(st.sampled_from(TOOLS), text)), "arguments": args}
     if kind == "message":
-        part = draw(st.one_of(st.fixed_dictionaries({"data": value}), st.fixed_dictionaries({"text": text}), value))
-        return {"message": {"role": draw(st.sampled_from(["ROLE_USER", "ROLE_AGENT", "user", ""])),
-                            "messageId": draw(text), "parts": [part]}}  # fmt: skip
+        part = draw(
+            st.one_of(st.fixed_dictionaries({"data": value}), st.fixed_dictionaries({"text": text}), value)
+        )
+        return {
+            "message": {
+                "role": draw(st.sampled_from(["ROLE_USER", "ROLE_AGENT", "user", ""])),
+                "messageId": draw(text),
+                "parts": [part],
+            }
+        }
     return draw(value)
 
 
@@ -127,7 +175,11 @@ def test_batches(http: httpx.Client, path: str, batch: list[Any]) -> None:
 
 @pytest.mark.parametrize("path", PATHS)
 @settings(max_examples=20 * SCALE, deadline=None, suppress_health_check=list(HealthCheck))
-@given(depth=st.integers(20, 100_000), opener=st.sampled_from(["[", '{"a":']), where=st.sampled_from(["params", "id", "top"]))
+@given(
+    depth=st.integers(20, 100_000),
+    opener=st.sampled_from(["[", '{"a":']),
+    where=st.sampled_from(["params", "id", "top"]),
+)
 def test_deep_nesting(http: httpx.Client, path: str, depth: int, opener: str, where: str) -> None:
     closer = "]" if opener == "[" else "}"
     nested = opener * depth + "1" + closer * depth
@@ -139,19 +191,31 @@ def test_deep_nesting(http: httpx.Client, path: str, depth: int, opener: str, wh
     r = post(http, path, raw.encode())
     check(r)
     if depth > 40:
-        assert r.status_code in (400, 413), r.status_code  # the strict reader's depth limit, or the body limit
+        assert r.status_code in (400, 413), (
+            r.status_code
+        )  # the strict reader's depth limit, or the body limit
 
 
 @pytest.mark.parametrize("path", PATHS)
 @settings(max_examples=6 * SCALE, deadline=None, suppress_health_check=list(HealthCheck))
-@given(size=st.sampled_from([1_000_000, 1_048_000, 1_048_576, 1_100_000]), where=st.sampled_from(["method", "id", "arg"]),
-       char=st.sampled_from(["a", "\u00e9", "\\u0000", "\\ud800"]))  # fmt: skip
+@given(
+    size=st.sampled_from([1_000_000, 1_048_000, 1_048_576, 1_100_000]),
+    where=st.sampled_from(["method", "id", "arg"]),
+    char=st.sampled_from(["a", "\u00e9", "\\u0000", "\\ud800"]),
+)
 def test_megabyte_strings(http: httpx.Client, path: str, size: int, where: str, char: str) -> None:
     big = char * (size // len(char.encode()))
     fields = {"method": json.dumps("tools/call"), "id": "1", "arg": '"x"'}
     fields[where] = '"' + big + '"'
-    raw = ('{"jsonrpc":"2.0","id":' + fields["id"] + ',"method":' + fields["method"]
-           + ',"params":{"name":"service_v2_quote","arguments":{"from_chain":' + fields["arg"] + "}}}").encode()  # fmt: skip
+    raw = (
+        '{"jsonrpc":"2.0","id":'
+        + fields["id"]
+        + ',"method":'
+        + fields["method"]
+        + ',"params":{"name":"service_v2_quote","arguments":{"from_chain":'
+        + fields["arg"]
+        + "}}}"
+    ).encode()
     r = post(http, path, raw)
     check(r)
     assert r.status_code != 200 or "error" in r.text, r.text[:300]
@@ -161,40 +225,90 @@ def test_megabyte_strings(http: httpx.Client, path: str, size: int, where: str, 
 
 @pytest.mark.parametrize("path", PATHS)
 @settings(max_examples=25 * SCALE, deadline=None, suppress_health_check=list(HealthCheck))
-@given(literal=st.one_of(
-    st.integers(1, 50_000).map(lambda n: "9" * n),
-    st.integers(-400_000, 400_000).map(lambda e: f"1e{e}"),
-    st.sampled_from(["-0", "0.99999999999999999999", "1000.0000000000000000001", "1E400", "-1e-400", "NaN",
-                     "Infinity", "-Infinity", "0x10", "01", "1.", ".5", "+1"]),
-), where=st.sampled_from(["id", "amount"]))  # fmt: skip
+@given(
+    literal=st.one_of(
+        st.integers(1, 50_000).map(lambda n: "9" * n),
+        st.integers(-400_000, 400_000).map(lambda e: f"1e{e}"),
+        st.sampled_from(
+            [
+                "-0",
+                "0.99999999999999999999",
+                "1000.0000000000000000001",
+                "1E400",
+                "-1e-400",
+                "NaN",
+                "Infinity",
+                "-Infinity",
+                "0x10",
+                "01",
+                "1.",
+                ".5",
+                "+1",
+            ]
+        ),
+    ),
+    where=st.sampled_from(["id", "amount"]),
+)
 def test_huge_and_odd_numbers(http: httpx.Client, path: str, literal: str, where: str) -> None:
     if path == "/mcp":
-        args = '{"from_chain":"solana","from_token":"SOL","to_chain":"base","to_token":"USDC","amount_usd":' + (
-            literal if where == "amount" else "50") + "}"
-        raw = ('{"jsonrpc":"2.0","id":' + (literal if where == "id" else "1")
-               + ',"method":"tools/call","params":{"name":"service_v2_quote","arguments":' + args + "}}")  # fmt: skip
+        args = (
+            '{"from_chain":"solana","from_token":"SOL","to_chain":"base","to_token":"USDC","amount_usd":'
+            + (literal if where == "amount" else "50")
+            + "}"
+        )
+        raw = (
+            '{"jsonrpc":"2.0","id":'
+            + (literal if where == "id" else "1")
+            + ',"method":"tools/call","params":{"name":"service_v2_quote","arguments":'
+            + args
+            + "}}"
+        )
     else:
-        data = '{"fromChain":"solana","fromToken":"SOL","toChain":"base","toToken":"USDC","amountUsd":' + (
-            literal if where == "amount" else "50") + "}"
-        raw = ('{"jsonrpc":"2.0","id":' + (literal if where == "id" else "1") + ',"method":"SendMessage","params":'
-               '{"message":{"role":"ROLE_USER","messageId":"m1","parts":[{"data":' + data + "}]}}}")  # fmt: skip
+        data = (
+            '{"fromChain":"solana","fromToken":"SOL","toChain":"base","toToken":"USDC","amountUsd":'
+            + (literal if where == "amount" else "50")
+            + "}"
+        )
+        raw = (
+            '{"jsonrpc":"2.0","id":'
+            + (literal if where == "id" else "1")
+            + ',"method":"SendMessage","params":'
+            '{"message":{"role":"ROLE_USER","messageId":"m1","parts":[{"data":' + data + "}]}}}"
+        )
     check(post(http, path, raw.encode()))
 
 
-INVALID_UTF8 = [b"\xff", b"\xfe\xff", b"\xc3\x28", b"\xa0\xa1", b"\xe2\x28\xa1", b"\xf0\x28\x8c\x28", b"\xc0\xaf",
-                b"\xed\xa0\x80", b"\xf4\x90\x80\x80", b"\xf8\x88\x80\x80\x80", b"\x00", b"\xef\xbb\xbf"]  # fmt: skip
+INVALID_UTF8 = [
+    b"\xff",
+    b"\xfe\xff",
+    b"\xc3\x28",
+    b"\xa0\xa1",
+    b"\xe2\x28\xa1",
+    b"\xf0\x28\x8c\x28",
+    b"\xc0\xaf",
+    b"\xed\xa0\x80",
+    b"\xf4\x90\x80\x80",
+    b"\xf8\x88\x80\x80\x80",
+    b"\x00",
+    b"\xef\xbb\xbf",
+]
 
 
 @pytest.mark.parametrize("path", PATHS)
 @settings(max_examples=30 * SCALE, deadline=None, suppress_health_check=list(HealthCheck))
-@given(bad=st.sampled_from(INVALID_UTF8), where=st.sampled_from(["method", "key", "arg", "outside", "prefix"]),
-       tail=st.binary(max_size=8))  # fmt: skip
+@given(
+    bad=st.sampled_from(INVALID_UTF8),
+    where=st.sampled_from(["method", "key", "arg", "outside", "prefix"]),
+    tail=st.binary(max_size=8),
+)
 def test_invalid_utf8(http: httpx.Client, path: str, bad: bytes, where: str, tail: bytes) -> None:
     method_ = b"tools/call" + (bad if where == "method" else b"")
     key = b"name" + (bad if where == "key" else b"")
     arg = b"SOL" + (bad if where == "arg" else b"")
-    raw = (b'{"jsonrpc":"2.0","id":1,"method":"' + method_ + b'","params":{"' + key + b'":"service_v2_quote",'
-           b'"arguments":{"from_chain":"solana","from_token":"' + arg + b'"}}}')  # fmt: skip
+    raw = (
+        b'{"jsonrpc":"2.0","id":1,"method":"' + method_ + b'","params":{"' + key + b'":"service_v2_quote",'
+        b'"arguments":{"from_chain":"solana","from_token":"' + arg + b'"}}}'
+    )
     if where == "outside":
         raw += bad + tail
     elif where == "prefix":
@@ -203,18 +317,31 @@ def test_invalid_utf8(http: httpx.Client, path: str, bad: bytes, where: str, tai
 
 
 @pytest.mark.parametrize("path", PATHS)
-@pytest.mark.parametrize("raw", [
-    b'{"jsonrpc":"2.0","jsonrpc":"2.0","id":1,"method":"tools/list"}',
-    b'{"jsonrpc":"2.0","id":1,"id":2,"method":"tools/list"}',
-    b'[{"jsonrpc":"2.0","id":1,"method":"tools/list","method":"ping"}]',
-    b'{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"role":"ROLE_USER","role":"ROLE_AGENT"}}}',
-    b'{"jsonrpc":"2.0","id":"\\ud800","method":"tools/list"}',
-    b'{"jsonrpc":"2.0","id":1,"method":"\\udfff"}',
-    b"", b" ", b"null", b"true", b"1", b'"x"', b"[]", b"[[]]", b"{}", b"[{}]", b"[1,2,3]",
-    b'{"jsonrpc":"2.0","id":1,"method":"tools/list"} {"x":1}',
-    b'{"jsonrpc":"2.0","id":1,"method":"tools/list"',
-    b"[" + b'{"jsonrpc":"2.0","id":1,"method":"tools/list"},' * 2000 + b"{}]",
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b'{"jsonrpc":"2.0","jsonrpc":"2.0","id":1,"method":"tools/list"}',
+        b'{"jsonrpc":"2.0","id":1,"id":2,"method":"tools/list"}',
+        b'[{"jsonrpc":"2.0","id":1,"method":"tools/list","method":"ping"}]',
+        b'{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"role":"ROLE_USER","role":"ROLE_AGENT"}}}',
+        b'{"jsonrpc":"2.0","id":"\\ud800","method":"tools/list"}',
+        b'{"jsonrpc":"2.0","id":1,"method":"\\udfff"}',
+        b"",
+        b" ",
+        b"null",
+        b"true",
+        b"1",
+        b'"x"',
+        b"[]",
+        b"[[]]",
+        b"{}",
+        b"[{}]",
+        b"[1,2,3]",
+        b'{"jsonrpc":"2.0","id":1,"method":"tools/list"} {"x":1}',
+        b'{"jsonrpc":"2.0","id":1,"method":"tools/list"',
+        b"[" + b'{"jsonrpc":"2.0","id":1,"method":"tools/list"},' * 2000 + b"{}]",
+    ],
+)
 def test_fixed_envelopes(http: httpx.Client, path: str, raw: bytes) -> None:
     r = post(http, path, raw)
     check(r)

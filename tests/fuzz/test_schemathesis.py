@@ -46,23 +46,42 @@ BODY_OPS = ("POST /v2/prepare", "POST /v2/session")
 # does not decode to 32 bytes, an event signer equal to a wallet, a route whose first step is not prepare-ready
 # now): a schema-valid body refused for one of these is the documented behaviour, not a finding.
 DOCUMENTED_BEYOND_SCHEMA = {
-    **dict.fromkeys(BODY_OPS, frozenset({
-        "invalid_wallet_address", "invalid_event_signer_public", "event_signer_public_not_fresh",
-        "route_not_prepare_ready",
-    })),
-    "POST /v2/session": frozenset({
-        "invalid_wallet_address", "invalid_event_signer_public", "event_signer_public_not_fresh",
-        "route_not_prepare_ready", "route_not_session_ready", "idempotency_key_mismatch",
-    }),
+    **dict.fromkeys(
+        BODY_OPS,
+        frozenset(
+            {
+                "invalid_wallet_address",
+                "invalid_event_signer_public",
+                "event_signer_public_not_fresh",
+                "route_not_prepare_ready",
+            }
+        ),
+    ),
+    "POST /v2/session": frozenset(
+        {
+            "invalid_wallet_address",
+            "invalid_event_signer_public",
+            "event_signer_public_not_fresh",
+            "route_not_prepare_ready",
+            "route_not_session_ready",
+            "idempotency_key_mismatch",
+        }
+    ),
     "POST /v1/auth/challenge": frozenset({"invalid_source_wallet"}),
     "POST /v1/auth/verify": frozenset({"invalid_source_wallet", "invalid_signature_format"}),
-}  # fmt: skip
+}
 STATE_DEPENDENT = {
     "POST /v2/session/{session_id}/observe": {"transaction_hashes_required", "observation_wrong_chain"},
     # a schema-valid login finish names a challenge the server never issued to that wallet
-    "POST /v1/auth/verify": {"challenge_not_found", "challenge_expired", "challenge_wallet_mismatch",
-                             "terms_version_mismatch", "signature_invalid", "challenge_already_used"},
-}  # fmt: skip
+    "POST /v1/auth/verify": {
+        "challenge_not_found",
+        "challenge_expired",
+        "challenge_wallet_mismatch",
+        "terms_version_mismatch",
+        "signature_invalid",
+        "challenge_already_used",
+    },
+}
 # The fuzzed server has no chain RPC configured: an observe that gets past validation answers the documented
 # 503 chain_rpc_not_configured (a dependency this deployment lacks, not a fault). Observing real chains is
 # tests/e2e (anvil, LiteSVM). Any other 5xx fails.
@@ -79,18 +98,45 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
         s.stop()
 
 
-def run_schemathesis(base_url: str, document: str, work: Path) -> tuple[dict[str, Any], list[dict[str, Any]], str]:
+def run_schemathesis(
+    base_url: str, document: str, work: Path
+) -> tuple[dict[str, Any], list[dict[str, Any]], str]:
     """(the JSON report, one record per answer, the CLI's output tail)."""
     report, log = work / "report.json", work / "answers.jsonl"
     exe = Path(sys.executable).with_name("schemathesis")
-    env = {**os.environ, "SCHEMATHESIS_HOOKS": str(ROOT / "tests/fuzz/hooks.py"), "RQ_FUZZ_BASE_URL": base_url,
-           "RQ_FUZZ_LOG": str(log)}  # fmt: skip
-    cmd = [str(exe), "run", f"{base_url}{document}", "-c", "all", "--continue-on-failure",
-           "--max-examples", str(EXAMPLES), "--seed", SEED, "--workers", "1", "--request-timeout", "30",
-           "--report", "json", "--report-json-path", str(report), "--output-truncate", "true"]  # fmt: skip
+    env = {
+        **os.environ,
+        "SCHEMATHESIS_HOOKS": str(ROOT / "tests/fuzz/hooks.py"),
+        "RQ_FUZZ_BASE_URL": base_url,
+        "RQ_FUZZ_LOG": str(log),
+    }
+    cmd = [
+        str(exe),
+        "run",
+        f"{base_url}{document}",
+        "-c",
+        "all",
+        "--continue-on-failure",
+        "--max-examples",
+        str(EXAMPLES),
+        "--seed",
+        SEED,
+        "--workers",
+        "1",
+        "--request-timeout",
+        "30",
+        "--report",
+        "json",
+        "--report-json-path",
+        str(report),
+        "--output-truncate",
+        "true",
+    ]
     run = subprocess.run(cmd, capture_output=True, text=True, timeout=3600, cwd=ROOT, env=env)
     if not report.exists():
-        raise AssertionError(f"schemathesis wrote no report (exit {run.returncode}):\n{run.stdout[-3000:]}{run.stderr[-2000:]}")
+        raise AssertionError(
+            f"schemathesis wrote no report (exit {run.returncode}):\n{run.stdout[-3000:]}{run.stderr[-2000:]}"
+        )
     answers = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
     return json.loads(report.read_text()), answers, run.stdout[-6000:]
 
@@ -102,7 +148,9 @@ def judge(report: dict[str, Any], answers: list[dict[str, Any]], output: str) ->
     assert report["operations"]["errored"] == 0 and report["test_cases"]["errored"] == 0, output
     assert answers, "the hooks logged no answer"
     server_errors = [a for a in answers if a["status"] >= 500]
-    unexpected = [a for a in server_errors if a["status"] != 503 or (a["op"], a["reason"]) not in EXPECTED_503]
+    unexpected = [
+        a for a in server_errors if a["status"] != 503 or (a["op"], a["reason"]) not in EXPECTED_503
+    ]
     assert unexpected == [], unexpected[:5]
     positive_refused: dict[str, set[str]] = {}
     for a in answers:
@@ -134,13 +182,18 @@ def test_schemathesis_every_operation_every_check(server: ServerProcess, doc: st
     if doc == "v2":
         # the hooks reached the deep paths: issued prepares and sessions, session reads and operations
         assert seen[("POST /v2/prepare", 200)] and seen[("POST /v2/session", 201)], seen
-        assert seen[("GET /v2/session/{session_id}", 200)] and seen[("POST /v2/session/{session_id}/cancel", 200)], seen
+        assert (
+            seen[("GET /v2/session/{session_id}", 200)]
+            and seen[("POST /v2/session/{session_id}/cancel", 200)]
+        ), seen
         assert {"POST /v2/session/{session_id}/observe", "POST /v2/session/{session_id}/refresh"} <= ops
     else:
         assert seen[("POST /v1/quote", 200)] and seen[("GET /v1/status", 200)], seen
     COUNTS[doc] = {"generated": generated, "answers": len(answers), "examples": EXAMPLES, "seed": SEED}
-    print(f"\nschemathesis {doc}: {generated} generated cases, {len(answers)} answers logged, "
-          f"statuses {dict(Counter(a['status'] for a in answers))}")
+    print(
+        f"\nschemathesis {doc}: {generated} generated cases, {len(answers)} answers logged, "
+        f"statuses {dict(Counter(a['status'] for a in answers))}"
+    )
     judge(report, answers, output)
 
 

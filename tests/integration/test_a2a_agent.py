@@ -31,7 +31,9 @@ async def client(served: tuple[str, Any]) -> AsyncIterator[Client]:
 
 
 async def send(client: Client, *parts: Part) -> dict[str, Any]:
-    request = SendMessageRequest(message=Message(role=Role.ROLE_USER, message_id=str(uuid.uuid4()), parts=list(parts)))
+    request = SendMessageRequest(
+        message=Message(role=Role.ROLE_USER, message_id=str(uuid.uuid4()), parts=list(parts))
+    )
     replies = [ev async for ev in client.send_message(request)]
     assert len(replies) == 1 and replies[0].HasField("message")
     message = replies[0].message
@@ -52,7 +54,9 @@ async def test_agent_card(served: tuple[str, Any]) -> None:
         alias = (await http.get("/.well-known/agent.json")).json()
     assert card == alias
     assert card["version"] == "1.7.0"
-    assert card["supportedInterfaces"] == [{"url": f"{url}/a2a", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}]
+    assert card["supportedInterfaces"] == [
+        {"url": f"{url}/a2a", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}
+    ]
     assert card["capabilities"] == {"streaming": False, "pushNotifications": False}
     assert "extensions" not in card["capabilities"] and "extendedAgentCard" not in card["capabilities"]
     assert "securitySchemes" not in card and "securityRequirements" not in card

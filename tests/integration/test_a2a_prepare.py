@@ -47,7 +47,9 @@ async def send(client: Client, payload: dict[str, Any]) -> dict[str, Any]:
 class Caller:
     """What a careful agent does: quote over A2A, approve one mode, build the verification context."""
 
-    def __init__(self, client: Client, intent: dict[str, Any], wallets: dict[str, str], signer: str | None = None):
+    def __init__(
+        self, client: Client, intent: dict[str, Any], wallets: dict[str, str], signer: str | None = None
+    ):
         self.client, self.intent, self.wallets, self.signer = client, intent, wallets, signer
 
     async def quote(self) -> dict[str, Any]:
@@ -81,9 +83,15 @@ class Caller:
         }
         return verification_context(**args)
 
-    def message(self, approval: dict[str, Any] | None, ctx: dict[str, Any] | None, **over: Any) -> dict[str, Any]:
-        msg: dict[str, Any] = {"operation": "prepare", "callerApproved": True,
-                               **{CAMEL[k]: v for k, v in self.intent.items()}, "wallets": self.wallets}
+    def message(
+        self, approval: dict[str, Any] | None, ctx: dict[str, Any] | None, **over: Any
+    ) -> dict[str, Any]:
+        msg: dict[str, Any] = {
+            "operation": "prepare",
+            "callerApproved": True,
+            **{CAMEL[k]: v for k, v in self.intent.items()},
+            "wallets": self.wallets,
+        }
         if self.signer is not None:
             msg["eventSignerPublic"] = self.signer
         if approval is not None:
@@ -99,9 +107,14 @@ def check_prepared(reply: dict[str, Any], caller: Caller, approval: dict[str, An
     bundle = reply["bundle"]
     assert bundle["payload_sha256"] == payload_sha256(bundle)
     findings = verify_bundle(
-        bundle, intent=caller.intent, wallets=caller.wallets, now_unix=int(time.time()), approval_v3=approval,
-        direct_route_summary=caller.q["direct_route_summary"], event_signer_public=caller.signer,
-    )  # fmt: skip
+        bundle,
+        intent=caller.intent,
+        wallets=caller.wallets,
+        now_unix=int(time.time()),
+        approval_v3=approval,
+        direct_route_summary=caller.q["direct_route_summary"],
+        event_signer_public=caller.signer,
+    )
     assert [f for f in findings if f.severity == "error"] == []
     assert reply["action_verification"]["verified"] is True
     handoff = reply["caller_wallet_handoff"]
@@ -119,7 +132,13 @@ def check_prepared(reply: dict[str, Any], caller: Caller, approval: dict[str, An
 
 
 async def test_prepare_evm_one_shot(client: Client) -> None:
-    intent = {"from_chain": "base", "from_token": "USDC", "to_chain": "arbitrum", "to_token": "USDC", "amount_usd": 100}
+    intent = {
+        "from_chain": "base",
+        "from_token": "USDC",
+        "to_chain": "arbitrum",
+        "to_token": "USDC",
+        "amount_usd": 100,
+    }
     caller = Caller(client, intent, {"base": EVM_A, "arbitrum": EVM_B})
     await caller.quote()
     approval = caller.approval()
@@ -132,7 +151,13 @@ async def test_prepare_evm_one_shot(client: Client) -> None:
 
 
 async def test_prepare_solana_one_shot(client: Client) -> None:
-    intent = {"from_chain": "solana", "from_token": "USDC", "to_chain": "base", "to_token": "USDC", "amount_usd": 250}
+    intent = {
+        "from_chain": "solana",
+        "from_token": "USDC",
+        "to_chain": "base",
+        "to_token": "USDC",
+        "amount_usd": 250,
+    }
     wallet, signer = str(Keypair().pubkey()), str(Keypair().pubkey())
     caller = Caller(client, intent, {"solana": wallet, "base": EVM_B}, signer)
     await caller.quote()
@@ -180,8 +205,13 @@ def _intent_drift(c: Caller) -> dict[str, Any]:
 def _intent_drift_from_quote(c: Caller) -> dict[str, Any]:
     a = c.approval()
     drifted = {**c.intent, "amount_usd": 101}
-    ctx = verification_context(intent=drifted, wallets=c.wallets, event_signer_public=None, approval_v3=a,
-                               direct_route_summary=c.q["direct_route_summary"])  # fmt: skip
+    ctx = verification_context(
+        intent=drifted,
+        wallets=c.wallets,
+        event_signer_public=None,
+        approval_v3=a,
+        direct_route_summary=c.q["direct_route_summary"],
+    )
     return c.message(a, ctx, amountUsd=101)  # consistent request + context, but not what the quote was
 
 
@@ -219,12 +249,21 @@ HOSTILE: list[tuple[str, Build, str, str]] = [
     ("tampered_context_hash", _tampered_hash, "request_rejected", "verification_context_invalid"),
     ("tampered_context_body", _tampered_context_body, "request_rejected", "verification_context_invalid"),
     ("intent_drift", _intent_drift, "request_rejected", "verification_context_intent_mismatch"),
-    ("intent_drift_from_quote", _intent_drift_from_quote, "reapproval_required", "approval_v3_intent_mismatch"),
+    (
+        "intent_drift_from_quote",
+        _intent_drift_from_quote,
+        "reapproval_required",
+        "approval_v3_intent_mismatch",
+    ),
     ("wallet_drift", _wallet_drift, "request_rejected", "verification_context_wallets_mismatch"),
     ("secret_looking_field", _secret_field, "request_rejected", "secret_field_rejected"),
     ("secret_looking_value", _secret_value, "request_rejected", "secret_material_rejected"),
-    ("approval_for_another_quote", _approval_other_quote, "reapproval_required",
-     "approval_v3_quote_not_found_or_process_restarted"),
+    (
+        "approval_for_another_quote",
+        _approval_other_quote,
+        "reapproval_required",
+        "approval_v3_quote_not_found_or_process_restarted",
+    ),
     ("summary_not_the_approved_one", _summary_swapped, "request_rejected", "verification_context_invalid"),
 ]
 
@@ -236,11 +275,22 @@ def created(app: Any) -> tuple[int, int, int]:
 
 @pytest.mark.parametrize(("name", "build", "code", "reason"), HOSTILE, ids=[h[0] for h in HOSTILE])
 async def test_hostile_prepare_refused(
-    client: Client, served: tuple[str, Any], monkeypatch: pytest.MonkeyPatch,
-    name: str, build: Build, code: str, reason: str,
-) -> None:  # fmt: skip
+    client: Client,
+    served: tuple[str, Any],
+    monkeypatch: pytest.MonkeyPatch,
+    name: str,
+    build: Build,
+    code: str,
+    reason: str,
+) -> None:
     _, app = served
-    intent = {"from_chain": "base", "from_token": "USDC", "to_chain": "arbitrum", "to_token": "USDC", "amount_usd": 100}
+    intent = {
+        "from_chain": "base",
+        "from_token": "USDC",
+        "to_chain": "arbitrum",
+        "to_token": "USDC",
+        "amount_usd": 100,
+    }
     caller = Caller(client, intent, {"base": EVM_A, "arbitrum": EVM_B})
     await caller.quote()
     payload = build(caller)
@@ -262,15 +312,29 @@ async def test_hostile_prepare_refused(
     assert "redacted-secret-value" not in str(reply) and "ab" * 32 not in str(reply)
     assert created(app) == before  # no bundle, no idempotency record, no quote, no task
     # adapter rules fire before any upstream call; only the quote binding and value-secret checks are upstream's
-    assert len(calls) == (1 if reason in ("approval_v3_intent_mismatch", "secret_material_rejected",
-                                          "approval_v3_quote_not_found_or_process_restarted") else 0)
+    assert len(calls) == (
+        1
+        if reason
+        in (
+            "approval_v3_intent_mismatch",
+            "secret_material_rejected",
+            "approval_v3_quote_not_found_or_process_restarted",
+        )
+        else 0
+    )
     if code == "reapproval_required":
         assert err["action_created"] is False and err["automatic_selection_forbidden"] is True
 
 
 async def test_one_shot_prepare_on_multi_step_route_refused(client: Client, served: tuple[str, Any]) -> None:
     _, app = served
-    intent = {"from_chain": "base", "from_token": "ETH", "to_chain": "arbitrum", "to_token": "USDC", "amount_usd": 100}
+    intent = {
+        "from_chain": "base",
+        "from_token": "ETH",
+        "to_chain": "arbitrum",
+        "to_token": "USDC",
+        "amount_usd": 100,
+    }
     caller = Caller(client, intent, {"base": EVM_A, "arbitrum": EVM_B})
     q = await caller.quote()
     assert q["continuation_v3"]["allowed_modes"] == ["session"]
@@ -278,13 +342,21 @@ async def test_one_shot_prepare_on_multi_step_route_refused(client: Client, serv
     for mode in ("one_shot", "session"):
         a = caller.approval(mode)
         reply = await send(client, caller.message(a, caller.context(a)))
-        want = "one_shot_not_allowed_for_multi_step_route" if mode == "one_shot" else "approval_v3_mode_mismatch"
+        want = (
+            "one_shot_not_allowed_for_multi_step_route" if mode == "one_shot" else "approval_v3_mode_mismatch"
+        )
         assert reply["error"]["code"] == "request_rejected" and reply["error"]["reason_class"] == want
     assert created(app) == before
 
 
 async def test_replay_with_same_key_is_idempotent(client: Client) -> None:
-    intent = {"from_chain": "base", "from_token": "ETH", "to_chain": "base", "to_token": "USDC", "amount_usd": 40}
+    intent = {
+        "from_chain": "base",
+        "from_token": "ETH",
+        "to_chain": "base",
+        "to_token": "USDC",
+        "amount_usd": 40,
+    }
     caller = Caller(client, intent, {"base": EVM_A})
     await caller.quote()
     approval = caller.approval()
@@ -300,7 +372,13 @@ async def test_action_failing_verification_is_withheld(
     client: Client, served: tuple[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _, app = served
-    intent = {"from_chain": "base", "from_token": "USDC", "to_chain": "arbitrum", "to_token": "USDC", "amount_usd": 60}
+    intent = {
+        "from_chain": "base",
+        "from_token": "USDC",
+        "to_chain": "arbitrum",
+        "to_token": "USDC",
+        "amount_usd": 60,
+    }
     caller = Caller(client, intent, {"base": EVM_A, "arbitrum": EVM_B})
     await caller.quote()
     approval = caller.approval()
@@ -317,6 +395,9 @@ async def test_action_failing_verification_is_withheld(
     reply = await send(client, caller.message(approval, caller.context(approval)))
     assert set(reply) == {"error"}
     err = reply["error"]
-    assert err["code"] == "safety_boundary_failed" and err["reason_class"] == "prepared_action_failed_verification"
+    assert (
+        err["code"] == "safety_boundary_failed"
+        and err["reason_class"] == "prepared_action_failed_verification"
+    )
     codes = {f["code"] for f in err["findings"]}
     assert {"target_not_allowed", "action_sha256_mismatch"} <= codes, codes

@@ -55,7 +55,9 @@ def served_sessions(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served
     clock = FixedClock(START)
     port = free_port()
     db = tmp_path_factory.mktemp("a2a_sessions") / "s.sqlite3"
-    settings = Settings(rate_limit="off", port=port, database_url=f"sqlite+aiosqlite:///{db}", log_level="debug")
+    settings = Settings(
+        rate_limit="off", port=port, database_url=f"sqlite+aiosqlite:///{db}", log_level="debug"
+    )
     app = create_app(settings, clock=clock)
     with running_server(app, port) as url:
         yield Served(url, app, clock, db)
@@ -97,29 +99,50 @@ class Caller:
     def approval_for(self, mode: str, **over: Any) -> dict[str, Any]:
         c = self.q["continuation_v3"]
         return {
-            "version": c["approval_v3_version"], "quote_id": self.q["quote_id"],
-            "quote_fingerprint": c["quote_fingerprint"], "selection_status": "selected", "selected_mode": mode,
-            "maximum_input_base": c["input_base_bounds"]["maximum"], "minimum_output_base": c["minimum_output_base"],
-            "direct_route_summary_sha256": c["direct_route_summary_sha256"], "idempotency_key": self.key, **over,
-        }  # fmt: skip
+            "version": c["approval_v3_version"],
+            "quote_id": self.q["quote_id"],
+            "quote_fingerprint": c["quote_fingerprint"],
+            "selection_status": "selected",
+            "selected_mode": mode,
+            "maximum_input_base": c["input_base_bounds"]["maximum"],
+            "minimum_output_base": c["minimum_output_base"],
+            "direct_route_summary_sha256": c["direct_route_summary_sha256"],
+            "idempotency_key": self.key,
+            **over,
+        }
 
     def context(self, approval: dict[str, Any], **over: Any) -> dict[str, Any]:
-        args = {"intent": self.intent, "wallets": self.wallets, "event_signer_public": None, "approval_v3": approval,
-                "direct_route_summary": self.q["direct_route_summary"], **over}  # fmt: skip
+        args = {
+            "intent": self.intent,
+            "wallets": self.wallets,
+            "event_signer_public": None,
+            "approval_v3": approval,
+            "direct_route_summary": self.q["direct_route_summary"],
+            **over,
+        }
         return verification_context(**args)
 
     def create_message(self, **over: Any) -> dict[str, Any]:
         msg: dict[str, Any] = {
-            "operation": "session_create", "callerApproved": True, **{CAMEL[k]: v for k, v in self.intent.items()},
-            "wallets": self.wallets, "approvalV3": self.approval, "idempotencyKey": self.key,
-            "sessionToken": self.token, "verificationContext": self.ctx,
-        }  # fmt: skip
+            "operation": "session_create",
+            "callerApproved": True,
+            **{CAMEL[k]: v for k, v in self.intent.items()},
+            "wallets": self.wallets,
+            "approvalV3": self.approval,
+            "idempotencyKey": self.key,
+            "sessionToken": self.token,
+            "verificationContext": self.ctx,
+        }
         msg.update(over)
         return {k: v for k, v in msg.items() if v is not None}
 
     def call(self, operation: str, **over: Any) -> dict[str, Any]:
-        msg: dict[str, Any] = {"operation": operation, "sessionToken": self.token, "sessionId": self.sid,
-                               "verificationContext": self.ctx}  # fmt: skip
+        msg: dict[str, Any] = {
+            "operation": operation,
+            "sessionToken": self.token,
+            "sessionId": self.sid,
+            "verificationContext": self.ctx,
+        }
         msg.update(over)
         return {k: v for k, v in msg.items() if v is not None}
 
@@ -134,11 +157,19 @@ class Caller:
         return await send(self.client, self.call("session_get", view=view))
 
 
-def check_action(reply: dict[str, Any], caller: Caller, now: int, field: str = "current_action") -> dict[str, Any]:
+def check_action(
+    reply: dict[str, Any], caller: Caller, now: int, field: str = "current_action"
+) -> dict[str, Any]:
     """The caller's own checks: the verifier on the bundle, the handoff's hash and binding."""
     bundle = reply["session"][field]
-    findings = verify_bundle(bundle, intent=caller.intent, wallets=caller.wallets, now_unix=now,
-                             approval_v3=caller.approval, direct_route_summary=caller.q["direct_route_summary"])  # fmt: skip
+    findings = verify_bundle(
+        bundle,
+        intent=caller.intent,
+        wallets=caller.wallets,
+        now_unix=now,
+        approval_v3=caller.approval,
+        direct_route_summary=caller.q["direct_route_summary"],
+    )
     assert [f for f in findings if f.severity == "error"] == []
     assert reply["action_verification"]["verified"] is True
     assert reply["action_verification"]["verifier"] == "routequote.verify.verify_bundle"
@@ -167,7 +198,14 @@ async def test_card_lists_three_skills(served_sessions: Served) -> None:
     skills = {s["id"]: s for s in card["skills"]}
     assert list(skills) == ["quote-cross-chain-route", "prepare-first-unsigned-action", "session-lifecycle"]
     text = skills["session-lifecycle"]["description"]
-    for word in ("session_create", "observe_source", "sessionToken", "verificationContext", "43", "never chains"):
+    for word in (
+        "session_create",
+        "observe_source",
+        "sessionToken",
+        "verificationContext",
+        "43",
+        "never chains",
+    ):
         assert word in text, word
 
 
@@ -179,7 +217,11 @@ async def test_one_step_session_create_and_replay(client: Client, served_session
     reply = await caller.create()
     s = reply["session"]
     assert (s["status"], s["next_operation"], s["route"], s["step_count"]) == (
-        "action_ready", "submit_current_action", ONE_STEP, 1)  # fmt: skip
+        "action_ready",
+        "submit_current_action",
+        ONE_STEP,
+        1,
+    )
     assert s["quote_binding"]["quote_id"] == caller.approval["quote_id"]
     handoff = check_action(reply, caller, now(served_sessions))
     assert handoff["kind"] == "eip1193_eth_sendTransaction"
@@ -212,7 +254,9 @@ async def test_multi_step_views_and_cancel(client: Client, served_sessions: Serv
     bad = await caller.get("everything")
     assert bad["error"]["reason_class"] == "invalid_view"
 
-    cancelled = await send(client, caller.call("session_cancel", idempotencyKey="cancel-" + uuid.uuid4().hex[:8]))
+    cancelled = await send(
+        client, caller.call("session_cancel", idempotencyKey="cancel-" + uuid.uuid4().hex[:8])
+    )
     assert set(cancelled) == {"session", "guidance"}, cancelled
     c = cancelled["session"]
     assert c["status"] == "cancelled" and c["current_action"] is None and c["next_operation"] == "none"
@@ -240,12 +284,20 @@ async def test_refresh_only_after_expiry(client: Client, served_sessions: Served
     assert handoff != first["caller_wallet_handoff"]
 
 
-async def test_observe_on_an_unconfigured_chain_changes_nothing(client: Client, served_sessions: Served) -> None:
+async def test_observe_on_an_unconfigured_chain_changes_nothing(
+    client: Client, served_sessions: Served
+) -> None:
     caller = Caller(client, ONE_STEP)
     await caller.create()
     before = served_sessions.rows()
-    reply = await send(client, caller.call("observe_source", idempotencyKey="obs-" + uuid.uuid4().hex[:8],
-                                           transactionHashes=["0x" + "22" * 32]))  # fmt: skip
+    reply = await send(
+        client,
+        caller.call(
+            "observe_source",
+            idempotencyKey="obs-" + uuid.uuid4().hex[:8],
+            transactionHashes=["0x" + "22" * 32],
+        ),
+    )
     assert set(reply) == {"error"}
     err = reply["error"]
     assert (err["code"], err["reason_class"]) == ("upstream_unavailable", "chain_rpc_not_configured"), err
@@ -275,9 +327,17 @@ async def test_second_step_action_is_verified_from_the_actual_input(
     caller = Caller(client, MULTI)
     await caller.create()
     mid = lambda q: (int(q["expected_output_base"]) + int(q["minimum_output_base"])) // 2  # noqa: E731
-    monkeypatch.setattr(served_sessions.app.state.sessions, "_observe_source", _advance_step_zero(served_sessions.app, mid))
-    reply = await send(client, caller.call("observe_source", idempotencyKey="obs-" + uuid.uuid4().hex[:8],
-                                           transactionHashes=["0x" + "44" * 32]))  # fmt: skip
+    monkeypatch.setattr(
+        served_sessions.app.state.sessions, "_observe_source", _advance_step_zero(served_sessions.app, mid)
+    )
+    reply = await send(
+        client,
+        caller.call(
+            "observe_source",
+            idempotencyKey="obs-" + uuid.uuid4().hex[:8],
+            transactionHashes=["0x" + "44" * 32],
+        ),
+    )
     workflow = (await caller.get("workflow"))["session"]
     assert workflow["current_step"] == 1 and workflow["steps"][1]["status"] == "action_ready"
     actual = mid(caller.q["direct_route_summary"]["steps"][0])
@@ -292,7 +352,10 @@ async def test_second_step_action_is_verified_from_the_actual_input(
     else:  # the verifier cannot check a later step yet: the action is withheld, never handed off unverified
         assert set(reply) == {"error"}, reply
         err = reply["error"]
-        assert (err["code"], err["reason_class"]) == ("safety_boundary_failed", "verifier_lacks_session_actual_input_base")
+        assert (err["code"], err["reason_class"]) == (
+            "safety_boundary_failed",
+            "verifier_lacks_session_actual_input_base",
+        )
         assert err["action_withheld"] is True and err["session"]["status"] == "action_ready"
         assert "unsigned_action" not in str(err) and "transactions" not in str(err)
 
@@ -308,7 +371,9 @@ async def test_a_verifier_without_the_actual_input_keyword_withholds_later_steps
 
     def old_verifier(bundle: Any, **kw: Any) -> Any:
         if "session_actual_input_base" in kw:
-            message = "TypeError: _verify_bundle() got an unexpected keyword argument 'session_actual_input_base'"
+            message = (
+                "TypeError: _verify_bundle() got an unexpected keyword argument 'session_actual_input_base'"
+            )
             if old_behaviour == "raises_type_error":
                 raise TypeError(message)
             return [Finding("bundle_malformed", f"the bundle cannot be read: {message}")]
@@ -318,12 +383,23 @@ async def test_a_verifier_without_the_actual_input_keyword_withholds_later_steps
     caller = Caller(client, MULTI)
     await caller.create()  # step 0 still verifies and is handed off
     mid = lambda q: (int(q["expected_output_base"]) + int(q["minimum_output_base"])) // 2  # noqa: E731
-    monkeypatch.setattr(served_sessions.app.state.sessions, "_observe_source", _advance_step_zero(served_sessions.app, mid))
-    reply = await send(client, caller.call("observe_source", idempotencyKey="obs-" + uuid.uuid4().hex[:8],
-                                           transactionHashes=["0x" + "46" * 32]))  # fmt: skip
+    monkeypatch.setattr(
+        served_sessions.app.state.sessions, "_observe_source", _advance_step_zero(served_sessions.app, mid)
+    )
+    reply = await send(
+        client,
+        caller.call(
+            "observe_source",
+            idempotencyKey="obs-" + uuid.uuid4().hex[:8],
+            transactionHashes=["0x" + "46" * 32],
+        ),
+    )
     assert set(reply) == {"error"}, reply
     err = reply["error"]
-    assert (err["code"], err["reason_class"]) == ("safety_boundary_failed", "verifier_lacks_session_actual_input_base")
+    assert (err["code"], err["reason_class"]) == (
+        "safety_boundary_failed",
+        "verifier_lacks_session_actual_input_base",
+    )
     assert err["action_withheld"] is True and err["session"]["status"] == "action_ready"
     assert "unsigned_action" not in str(err) and "transactions" not in str(err)
 
@@ -349,9 +425,17 @@ async def test_second_step_wiring_with_a_stand_in_verifier(
     caller = Caller(client, MULTI)
     await caller.create()
     mid = lambda q: (int(q["expected_output_base"]) + int(q["minimum_output_base"])) // 2  # noqa: E731
-    monkeypatch.setattr(served_sessions.app.state.sessions, "_observe_source", _advance_step_zero(served_sessions.app, mid))
-    reply = await send(client, caller.call("observe_source", idempotencyKey="obs-" + uuid.uuid4().hex[:8],
-                                           transactionHashes=["0x" + "45" * 32]))  # fmt: skip
+    monkeypatch.setattr(
+        served_sessions.app.state.sessions, "_observe_source", _advance_step_zero(served_sessions.app, mid)
+    )
+    reply = await send(
+        client,
+        caller.call(
+            "observe_source",
+            idempotencyKey="obs-" + uuid.uuid4().hex[:8],
+            transactionHashes=["0x" + "45" * 32],
+        ),
+    )
     actual = mid(caller.q["direct_route_summary"]["steps"][0])
     assert seen == [actual]
     assert set(reply) == {"session", "guidance", "action_verification", "caller_wallet_handoff"}, reply
@@ -363,10 +447,20 @@ async def test_second_step_wiring_with_a_stand_in_verifier(
     again = await caller.get("next_action")  # the same action read back: same handoff
     assert again["caller_wallet_handoff"] == reply["caller_wallet_handoff"] and seen == [actual, actual]
     session = reply["session"]
-    for funds in ({**session["funds"], "amount_base": str(actual - 1)}, {**session["funds"], "endpoint": "base:ETH"}):
+    for funds in (
+        {**session["funds"], "amount_base": str(actual - 1)},
+        {**session["funds"], "endpoint": "base:ETH"},
+    ):
         with pytest.raises(agent.SafetyBoundaryFailed) as exc:
-            agent.verify_session_action(bundle, {**session, "funds": funds}, caller.ctx, caller.approval,
-                                        now_unix=now(served_sessions), fee_recipients={}, deployments={})  # fmt: skip
+            agent.verify_session_action(
+                bundle,
+                {**session, "funds": funds},
+                caller.ctx,
+                caller.approval,
+                now_unix=now(served_sessions),
+                fee_recipients={},
+                deployments={},
+            )
         assert exc.value.reason_class == "session_actual_input_mismatch"
 
 
@@ -376,9 +470,17 @@ async def test_requote_below_approval_is_reapproval_required_with_the_funds(
     caller = Caller(client, MULTI)
     await caller.create()
     low = lambda q: int(q["minimum_output_base"]) // 2  # noqa: E731
-    monkeypatch.setattr(served_sessions.app.state.sessions, "_observe_source", _advance_step_zero(served_sessions.app, low))
-    reply = await send(client, caller.call("observe_source", idempotencyKey="obs-" + uuid.uuid4().hex[:8],
-                                           transactionHashes=["0x" + "55" * 32]))  # fmt: skip
+    monkeypatch.setattr(
+        served_sessions.app.state.sessions, "_observe_source", _advance_step_zero(served_sessions.app, low)
+    )
+    reply = await send(
+        client,
+        caller.call(
+            "observe_source",
+            idempotencyKey="obs-" + uuid.uuid4().hex[:8],
+            transactionHashes=["0x" + "55" * 32],
+        ),
+    )
     assert set(reply) == {"error"}, reply
     err = reply["error"]
     assert err["code"] == "reapproval_required" and err["action_created"] is False
@@ -387,7 +489,12 @@ async def test_requote_below_approval_is_reapproval_required_with_the_funds(
     assert err["funds"]["wallet"] == caller.wallets["base"]
     qh = err["quote_from_here"]
     assert (qh["from_chain"], qh["from_token"], qh["to_chain"], qh["to_token"], qh["amount_base"]) == (
-        "base", "USDC", "arbitrum", "USDC", amount)  # fmt: skip
+        "base",
+        "USDC",
+        "arbitrum",
+        "USDC",
+        amount,
+    )
     parked = await caller.get()
     assert parked["session"]["status"] == "reapproval_required" and set(parked) == {"session", "guidance"}
 
@@ -398,7 +505,9 @@ async def test_an_action_failing_verification_is_withheld(
     sessions = served_sessions.app.state.sessions
     original = sessions.create
 
-    async def compromised(body: Any, token: Any) -> Any:  # an engine that redirects the swap to another target
+    async def compromised(
+        body: Any, token: Any
+    ) -> Any:  # an engine that redirects the swap to another target
         answer = await original(body, token)
         txs = answer.body["current_action"]["unsigned_action"]["transactions"]
         txs[-1] = {**txs[-1], "to": OTHER_EVM}
@@ -410,7 +519,10 @@ async def test_an_action_failing_verification_is_withheld(
     reply = await send(client, caller.create_message())
     assert set(reply) == {"error"}
     err = reply["error"]
-    assert (err["code"], err["reason_class"]) == ("safety_boundary_failed", "prepared_action_failed_verification")
+    assert (err["code"], err["reason_class"]) == (
+        "safety_boundary_failed",
+        "prepared_action_failed_verification",
+    )
     assert {"target_not_allowed", "action_sha256_mismatch"} <= {f["code"] for f in err["findings"]}
     assert err["action_withheld"] is True and "transactions" not in str(err)
 
@@ -430,64 +542,182 @@ def _rehashed(c: Caller, **over: Any) -> dict[str, Any]:
 
 HOSTILE: list[tuple[str, Build, str]] = [
     # session_create
-    ("create_one_shot_approval", lambda c, o: c.create_message(
-        approvalV3=c.approval_for("one_shot"), verificationContext=c.context(c.approval_for("one_shot"))),
-     "approval_v3_mode_mismatch"),
-    ("create_key_mismatch", lambda c, o: c.create_message(idempotencyKey="another-key-0001"), "idempotency_key_mismatch"),
-    ("create_approval_key_mismatch", lambda c, o: c.create_message(
-        approvalV3=c.approval_for("session", idempotency_key="another-key-0001")), "idempotency_key_mismatch"),
+    (
+        "create_one_shot_approval",
+        lambda c, o: c.create_message(
+            approvalV3=c.approval_for("one_shot"), verificationContext=c.context(c.approval_for("one_shot"))
+        ),
+        "approval_v3_mode_mismatch",
+    ),
+    (
+        "create_key_mismatch",
+        lambda c, o: c.create_message(idempotencyKey="another-key-0001"),
+        "idempotency_key_mismatch",
+    ),
+    (
+        "create_approval_key_mismatch",
+        lambda c, o: c.create_message(
+            approvalV3=c.approval_for("session", idempotency_key="another-key-0001")
+        ),
+        "idempotency_key_mismatch",
+    ),
     ("create_token_44", lambda c, o: c.create_message(sessionToken=c.token + "A"), "session_token_invalid"),
     ("create_token_42", lambda c, o: c.create_message(sessionToken=c.token[:42]), "session_token_invalid"),
-    ("create_token_padded", lambda c, o: c.create_message(sessionToken=c.token[:42] + "="), "session_token_invalid"),
+    (
+        "create_token_padded",
+        lambda c, o: c.create_message(sessionToken=c.token[:42] + "="),
+        "session_token_invalid",
+    ),
     ("create_token_missing", lambda c, o: c.create_message(sessionToken=None), "session_token_required"),
     ("create_extra_field", lambda c, o: c.create_message(session_token=c.token), "unknown_field"),
     ("create_not_approved", lambda c, o: c.create_message(callerApproved=False), "caller_approval_required"),
-    ("create_context_missing", lambda c, o: c.create_message(verificationContext=None), "verification_context_required"),
-    ("create_context_sha", lambda c, o: c.create_message(verificationContext=_stale(
-        c.ctx, verification_context_sha256=canonical_sha256({"not": "it"}))), "verification_context_invalid"),
-    ("create_context_other_wallets_stale", lambda c, o: c.create_message(verificationContext=_stale(
-        c.ctx, wallets={"base": OTHER_EVM})), "verification_context_invalid"),
-    ("create_context_other_wallets", lambda c, o: c.create_message(verificationContext=_rehashed(
-        c, wallets={"base": OTHER_EVM})), "verification_context_wallets_mismatch"),
-    ("create_context_one_shot", lambda c, o: c.create_message(verificationContext=c.context(c.approval_for("one_shot"))),
-     "verification_context_mode_mismatch"),
-    ("create_wallet_drift", lambda c, o: c.create_message(wallets={"base": OTHER_EVM}),
-     "verification_context_wallets_mismatch"),
-    ("create_amount_drift", lambda c, o: c.create_message(amountUsd=101), "verification_context_intent_mismatch"),
+    (
+        "create_context_missing",
+        lambda c, o: c.create_message(verificationContext=None),
+        "verification_context_required",
+    ),
+    (
+        "create_context_sha",
+        lambda c, o: c.create_message(
+            verificationContext=_stale(c.ctx, verification_context_sha256=canonical_sha256({"not": "it"}))
+        ),
+        "verification_context_invalid",
+    ),
+    (
+        "create_context_other_wallets_stale",
+        lambda c, o: c.create_message(verificationContext=_stale(c.ctx, wallets={"base": OTHER_EVM})),
+        "verification_context_invalid",
+    ),
+    (
+        "create_context_other_wallets",
+        lambda c, o: c.create_message(verificationContext=_rehashed(c, wallets={"base": OTHER_EVM})),
+        "verification_context_wallets_mismatch",
+    ),
+    (
+        "create_context_one_shot",
+        lambda c, o: c.create_message(verificationContext=c.context(c.approval_for("one_shot"))),
+        "verification_context_mode_mismatch",
+    ),
+    (
+        "create_wallet_drift",
+        lambda c, o: c.create_message(wallets={"base": OTHER_EVM}),
+        "verification_context_wallets_mismatch",
+    ),
+    (
+        "create_amount_drift",
+        lambda c, o: c.create_message(amountUsd=101),
+        "verification_context_intent_mismatch",
+    ),
     # session calls on the victim session
-    ("get_wrong_token", lambda c, o: c.call("session_get", sessionToken=new_session_token()), "session_not_found"),
-    ("observe_wrong_token", lambda c, o: c.call("observe_source", sessionToken=new_session_token(),
-     idempotencyKey="obs-hostile-1", transactionHashes=["0x" + "66" * 32]), "session_not_found"),
-    ("cancel_other_sessions_token", lambda c, o: c.call("session_cancel", sessionToken=o.token,
-     idempotencyKey="cancel-hostile-1"), "session_not_found"),
-    ("cancel_other_sessions_context", lambda c, o: c.call("session_cancel", verificationContext=o.ctx,
-     idempotencyKey="cancel-hostile-2"), "verification_context_route_mismatch"),
-    ("cancel_other_quotes_context", lambda c, o: c.call("session_cancel", idempotencyKey="cancel-hostile-7",
-     verificationContext=c.context(c.approval_for("session", quote_id=str(uuid.uuid4())))),
-     "verification_context_quote_mismatch"),
-    ("cancel_token_44", lambda c, o: c.call("session_cancel", sessionToken=c.token + "A",
-     idempotencyKey="cancel-hostile-3"), "session_token_invalid"),
+    (
+        "get_wrong_token",
+        lambda c, o: c.call("session_get", sessionToken=new_session_token()),
+        "session_not_found",
+    ),
+    (
+        "observe_wrong_token",
+        lambda c, o: c.call(
+            "observe_source",
+            sessionToken=new_session_token(),
+            idempotencyKey="obs-hostile-1",
+            transactionHashes=["0x" + "66" * 32],
+        ),
+        "session_not_found",
+    ),
+    (
+        "cancel_other_sessions_token",
+        lambda c, o: c.call("session_cancel", sessionToken=o.token, idempotencyKey="cancel-hostile-1"),
+        "session_not_found",
+    ),
+    (
+        "cancel_other_sessions_context",
+        lambda c, o: c.call("session_cancel", verificationContext=o.ctx, idempotencyKey="cancel-hostile-2"),
+        "verification_context_route_mismatch",
+    ),
+    (
+        "cancel_other_quotes_context",
+        lambda c, o: c.call(
+            "session_cancel",
+            idempotencyKey="cancel-hostile-7",
+            verificationContext=c.context(c.approval_for("session", quote_id=str(uuid.uuid4()))),
+        ),
+        "verification_context_quote_mismatch",
+    ),
+    (
+        "cancel_token_44",
+        lambda c, o: c.call("session_cancel", sessionToken=c.token + "A", idempotencyKey="cancel-hostile-3"),
+        "session_token_invalid",
+    ),
     ("get_token_44", lambda c, o: c.call("session_get", sessionToken=c.token + "A"), "session_token_invalid"),
-    ("cancel_context_sha", lambda c, o: c.call("session_cancel", idempotencyKey="cancel-hostile-4",
-     verificationContext=_stale(c.ctx, verification_context_sha256=canonical_sha256({"x": 1}))),
-     "verification_context_invalid"),
-    ("cancel_context_other_wallets", lambda c, o: c.call("session_cancel", idempotencyKey="cancel-hostile-5",
-     verificationContext=_rehashed(c, wallets={"base": OTHER_EVM})), "verification_context_wallets_mismatch"),
-    ("refresh_context_one_shot", lambda c, o: c.call("refresh_action", idempotencyKey="refresh-hostile-1",
-     verificationContext=c.context(c.approval_for("one_shot"))), "verification_context_mode_mismatch"),
-    ("cancel_context_missing", lambda c, o: c.call("session_cancel", idempotencyKey="cancel-hostile-6",
-     verificationContext=None), "verification_context_required"),
-    ("cancel_bad_key", lambda c, o: c.call("session_cancel", idempotencyKey="short"), "invalid_idempotency_key"),
-    ("observe_extra_field", lambda c, o: c.call("observe_source", idempotencyKey="obs-hostile-2",
-     transactionHashes=["0x" + "66" * 32], amount="5"), "unknown_field"),
-    ("observe_no_hashes", lambda c, o: c.call("observe_source", idempotencyKey="obs-hostile-3", transactionHashes=[]),
-     "transaction_hashes_invalid"),
-    ("observe_nine_hashes", lambda c, o: c.call("observe_source", idempotencyKey="obs-hostile-4",
-     transactionHashes=["0x" + f"{i:02x}" * 32 for i in range(9)]), "transaction_hashes_invalid"),
+    (
+        "cancel_context_sha",
+        lambda c, o: c.call(
+            "session_cancel",
+            idempotencyKey="cancel-hostile-4",
+            verificationContext=_stale(c.ctx, verification_context_sha256=canonical_sha256({"x": 1})),
+        ),
+        "verification_context_invalid",
+    ),
+    (
+        "cancel_context_other_wallets",
+        lambda c, o: c.call(
+            "session_cancel",
+            idempotencyKey="cancel-hostile-5",
+            verificationContext=_rehashed(c, wallets={"base": OTHER_EVM}),
+        ),
+        "verification_context_wallets_mismatch",
+    ),
+    (
+        "refresh_context_one_shot",
+        lambda c, o: c.call(
+            "refresh_action",
+            idempotencyKey="refresh-hostile-1",
+            verificationContext=c.context(c.approval_for("one_shot")),
+        ),
+        "verification_context_mode_mismatch",
+    ),
+    (
+        "cancel_context_missing",
+        lambda c, o: c.call("session_cancel", idempotencyKey="cancel-hostile-6", verificationContext=None),
+        "verification_context_required",
+    ),
+    (
+        "cancel_bad_key",
+        lambda c, o: c.call("session_cancel", idempotencyKey="short"),
+        "invalid_idempotency_key",
+    ),
+    (
+        "observe_extra_field",
+        lambda c, o: c.call(
+            "observe_source", idempotencyKey="obs-hostile-2", transactionHashes=["0x" + "66" * 32], amount="5"
+        ),
+        "unknown_field",
+    ),
+    (
+        "observe_no_hashes",
+        lambda c, o: c.call("observe_source", idempotencyKey="obs-hostile-3", transactionHashes=[]),
+        "transaction_hashes_invalid",
+    ),
+    (
+        "observe_nine_hashes",
+        lambda c, o: c.call(
+            "observe_source",
+            idempotencyKey="obs-hostile-4",
+            transactionHashes=["0x" + f"{i:02x}" * 32 for i in range(9)],
+        ),
+        "transaction_hashes_invalid",
+    ),
     ("get_extra_field", lambda c, o: c.call("session_get", idempotencyKey="get-hostile-01"), "unknown_field"),
-    ("get_unknown_session", lambda c, o: c.call("session_get", sessionId=str(uuid.uuid4())), "session_not_found"),
-    ("get_secret_field", lambda c, o: c.call("session_get", privateKey="redacted-secret-value"),
-     "secret_field_rejected"),
+    (
+        "get_unknown_session",
+        lambda c, o: c.call("session_get", sessionId=str(uuid.uuid4())),
+        "session_not_found",
+    ),
+    (
+        "get_secret_field",
+        lambda c, o: c.call("session_get", privateKey="redacted-secret-value"),
+        "secret_field_rejected",
+    ),
 ]
 
 
@@ -501,9 +731,14 @@ async def victims(client: Client) -> tuple[Caller, Caller]:
 
 @pytest.mark.parametrize(("name", "build", "reason"), HOSTILE, ids=[h[0] for h in HOSTILE])
 async def test_hostile_session_calls_refused(
-    client: Client, served_sessions: Served, victims: tuple[Caller, Caller], monkeypatch: pytest.MonkeyPatch,
-    name: str, build: Build, reason: str,
-) -> None:  # fmt: skip
+    client: Client,
+    served_sessions: Served,
+    victims: tuple[Caller, Caller],
+    monkeypatch: pytest.MonkeyPatch,
+    name: str,
+    build: Build,
+    reason: str,
+) -> None:
     victim, other = victims
     if name.startswith("create"):
         victim = Caller(client, ONE_STEP)
@@ -536,15 +771,24 @@ async def test_hostile_session_calls_refused(
 
 
 async def test_token_never_in_a_reply_or_a_log(
-    client: Client, served_sessions: Served, caplog: pytest.LogCaptureFixture, capfd: pytest.CaptureFixture[str]
+    client: Client,
+    served_sessions: Served,
+    caplog: pytest.LogCaptureFixture,
+    capfd: pytest.CaptureFixture[str],
 ) -> None:
     caplog.set_level(logging.DEBUG)
     caller = Caller(client, MULTI)
     replies = [await caller.create()]
     for view in ("session", "workflow", "receipt", "next_action"):
         replies.append(await caller.get(view))
-    replies.append(await send(client, caller.call("observe_source", idempotencyKey="obs-log-0001",
-                                                  transactionHashes=["0x" + "77" * 32])))  # fmt: skip
+    replies.append(
+        await send(
+            client,
+            caller.call(
+                "observe_source", idempotencyKey="obs-log-0001", transactionHashes=["0x" + "77" * 32]
+            ),
+        )
+    )
     replies.append(await send(client, caller.call("refresh_action", idempotencyKey="refresh-log-01")))
     replies.append(await send(client, caller.create_message(sessionToken=caller.token + "x")))  # refused
     replies.append(await send(client, caller.call("session_cancel", idempotencyKey="cancel-log-01")))

@@ -24,7 +24,13 @@ import httpx
 import pytest
 from tests.support.server_process import ServerProcess, start_server
 
-QUOTE = {"from_chain": "solana", "from_token": "SOL", "to_chain": "base", "to_token": "USDC", "amount_usd": 50}
+QUOTE = {
+    "from_chain": "solana",
+    "from_token": "SOL",
+    "to_chain": "base",
+    "to_token": "USDC",
+    "amount_usd": 50,
+}
 OTHER_CLIENT = "127.0.0.2"  # loopback 127.0.0.0/8: a second source address on this machine
 LIMIT, WINDOW = 10, 6
 GENEROUS = 10.0  # seconds a normal client may wait under attack (a bound, not a measurement)
@@ -47,8 +53,11 @@ def client(url: str, source: str | None = None) -> httpx.Client:
 @pytest.fixture(scope="module")
 def limited(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     tmp = tmp_path_factory.mktemp("abuse-rate")
-    s = start_server(tmp, "rate", {"rate_limit": f"{LIMIT}/{WINDOW} seconds",
-                                   "database_url": f"sqlite+aiosqlite:///{tmp}/s.sqlite3"})  # fmt: skip
+    s = start_server(
+        tmp,
+        "rate",
+        {"rate_limit": f"{LIMIT}/{WINDOW} seconds", "database_url": f"sqlite+aiosqlite:///{tmp}/s.sqlite3"},
+    )
     try:
         yield s
     finally:
@@ -58,8 +67,15 @@ def limited(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]
 @pytest.fixture(scope="module")
 def guarded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     tmp = tmp_path_factory.mktemp("abuse-conn")
-    s = start_server(tmp, "conn", {"header_timeout_seconds": "2", "body_timeout_seconds": "3",
-                                   "database_url": f"sqlite+aiosqlite:///{tmp}/s.sqlite3"})  # fmt: skip
+    s = start_server(
+        tmp,
+        "conn",
+        {
+            "header_timeout_seconds": "2",
+            "body_timeout_seconds": "3",
+            "database_url": f"sqlite+aiosqlite:///{tmp}/s.sqlite3",
+        },
+    )
     try:
         yield s
     finally:
@@ -79,7 +95,9 @@ def test_flood_gets_429_with_right_headers_and_another_client_is_served(limited:
         ok = [r for r in answers if r.status_code == 200]
         refused = [r for r in answers if r.status_code == 429]
         assert len(ok) + len(refused) == len(answers), [r.status_code for r in answers]
-        budget = int(answers[0].headers["RateLimit-Remaining"]) + 1  # the start-up probe used one (same group)
+        budget = (
+            int(answers[0].headers["RateLimit-Remaining"]) + 1
+        )  # the start-up probe used one (same group)
         if elapsed < WINDOW:  # the whole flood inside one window: exactly the budget passed
             assert len(ok) == budget and answers[budget].status_code == 429, [r.status_code for r in answers]
         remaining = [int(r.headers["RateLimit-Remaining"]) for r in ok]
@@ -165,8 +183,10 @@ async def _slowloris(host: str, port: int, limit: float) -> bytes:
     """Headers, then a body announced at 1000 bytes trickled a byte every 0.5 s."""
     reader, writer = await asyncio.open_connection(host, port)
     try:
-        writer.write(b"POST /v2/quote HTTP/1.1\r\nhost: a\r\ncontent-type: application/json\r\n"
-                     b"content-length: 1000\r\n\r\n{")  # fmt: skip
+        writer.write(
+            b"POST /v2/quote HTTP/1.1\r\nhost: a\r\ncontent-type: application/json\r\n"
+            b"content-length: 1000\r\n\r\n{"
+        )
         answer = asyncio.ensure_future(_read_all(reader, limit))
         while not answer.done():
             with contextlib.suppress(OSError):
@@ -184,8 +204,10 @@ async def _huge_body(host: str, port: int, path: str, limit: float) -> tuple[byt
     reader, writer = await asyncio.open_connection(host, port)
     sent = 0
     try:
-        writer.write(f"POST {path} HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n"
-                     f"accept: application/json, text/event-stream\r\ncontent-length: {size}\r\n\r\n".encode())  # fmt: skip
+        writer.write(
+            f"POST {path} HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n"
+            f"accept: application/json, text/event-stream\r\ncontent-length: {size}\r\n\r\n".encode()
+        )
         answer = asyncio.ensure_future(_read_all(reader, limit))
         chunk = b"[" + b"1," * 32_767 + b"1"
         while sent < size and not answer.done():
@@ -239,8 +261,12 @@ def test_idle_slowloris_huge_bodies_and_headers_are_cut_off_and_others_served(gu
         slow = [asyncio.ensure_future(_slowloris(host, port, 30)) for _ in range(100)]
         huge = [asyncio.ensure_future(_huge_body(host, port, path, 30)) for path in ("/v2/quote", "/mcp") * 3]
         heads = [asyncio.ensure_future(_big_header(host, port, 30)) for _ in range(20)]
-        return (await asyncio.gather(*idle), await asyncio.gather(*slow), await asyncio.gather(*huge),
-                await asyncio.gather(*heads))  # fmt: skip
+        return (
+            await asyncio.gather(*idle),
+            await asyncio.gather(*slow),
+            await asyncio.gather(*huge),
+            await asyncio.gather(*heads),
+        )
 
     normal.start()
     try:

@@ -20,7 +20,13 @@ from routequote.app import create_app
 from routequote.config import Settings
 from routequote.market.failing import FailingMarket
 
-QUOTE = {"from_chain": "solana", "from_token": "SOL", "to_chain": "base", "to_token": "USDC", "amount_usd": 50}
+QUOTE = {
+    "from_chain": "solana",
+    "from_token": "SOL",
+    "to_chain": "base",
+    "to_token": "USDC",
+    "amount_usd": 50,
+}
 
 
 def test_capabilities_contract(http: httpx.Client) -> None:
@@ -30,8 +36,15 @@ def test_capabilities_contract(http: httpx.Client) -> None:
     assert sorted(caps["chains"]) == ["arbitrum", "base", "robinhood", "solana"]
     endpoints = {f"{e['chain']}:{e['token']}" for e in caps["asset_endpoints"]}
     assert endpoints == {
-        "solana:SOL", "solana:USDC", "solana:USDG", "base:ETH", "base:USDC",
-        "arbitrum:ETH", "arbitrum:USDC", "robinhood:ETH", "robinhood:USDG",
+        "solana:SOL",
+        "solana:USDC",
+        "solana:USDG",
+        "base:ETH",
+        "base:USDC",
+        "arbitrum:ETH",
+        "arbitrum:USDC",
+        "robinhood:ETH",
+        "robinhood:USDG",
     }
     assert len(caps["routes"]) == 72
     assert caps["direct_route_summary"]["step_count"] == 164
@@ -64,7 +77,11 @@ def test_quote_first_unsigned_action_flag_matches_capabilities(http: httpx.Clien
 
 def test_evaluation_guidance(http: httpx.Client) -> None:
     g = http.get("/v2/capabilities").json()["evaluation_guidance"]
-    assert (g["reachability_smoke_test_usd"], g["native_usdc_evaluation_start_usd"], g["representative_amount_usd"]) == (
+    assert (
+        g["reachability_smoke_test_usd"],
+        g["native_usdc_evaluation_start_usd"],
+        g["representative_amount_usd"],
+    ) == (
         1,
         50,
         1000,
@@ -89,8 +106,10 @@ def limited() -> Iterator[str]:
         yield url
 
 
-@pytest.mark.parametrize(("method", "path", "body"), [("GET", "/v2/capabilities", None), ("GET", "/v2/status", None),
-                                                     ("POST", "/v2/quote", QUOTE)])
+@pytest.mark.parametrize(
+    ("method", "path", "body"),
+    [("GET", "/v2/capabilities", None), ("GET", "/v2/status", None), ("POST", "/v2/quote", QUOTE)],
+)
 def test_rate_limit_429_with_headers(limited: str, method: str, path: str, body: Any) -> None:
     with httpx.Client(base_url=limited) as c:
         codes = []
@@ -109,8 +128,10 @@ def test_rate_limit_429_with_headers(limited: str, method: str, path: str, body:
         assert r.headers["RateLimit-Remaining"] == "0"
 
 
-@pytest.mark.parametrize(("mode", "status", "error"), [("down", 502, "route_provider_temporarily_unavailable"),
-                                                       ("busy", 503, "provider_capacity_busy")])
+@pytest.mark.parametrize(
+    ("mode", "status", "error"),
+    [("down", 502, "route_provider_temporarily_unavailable"), ("busy", 503, "provider_capacity_busy")],
+)
 def test_failing_market_gives_502_or_503_and_never_500(mode: str, status: int, error: str) -> None:
     app = create_app(Settings(rate_limit="off"), market=FailingMarket(mode))
     with running_server(app) as url, httpx.Client(base_url=url) as c:
@@ -145,7 +166,9 @@ def test_openapi_document(http: httpx.Client) -> None:
     req = schemas["QuoteRequest"]
     assert req["additionalProperties"] is False
     assert set(req["required"]) == {"from_chain", "from_token", "to_chain", "to_token", "amount_usd"}
-    assert req["properties"]["amount_usd"]["minimum"] == 1 and req["properties"]["amount_usd"]["maximum"] == 1000
+    assert (
+        req["properties"]["amount_usd"]["minimum"] == 1 and req["properties"]["amount_usd"]["maximum"] == 1000
+    )
     assert set(req["properties"]["from_chain"]["enum"]) == {"solana", "base", "arbitrum", "robinhood"}
     assert schemas["Intent"]["additionalProperties"] is False
     quote_op = doc["paths"]["/v2/quote"]["post"]
@@ -169,9 +192,20 @@ def test_schemathesis_finds_no_failure_on_the_quote_operations(base_url: str) ->
 
     exe = Path(sys.executable).with_name("schemathesis")
     run = subprocess.run(
-        [str(exe), "run", f"{base_url}/v2/openapi.json", "--max-examples", "40", "--seed", "7",
-         "--include-path-regex", "^/v2/(quote|status|capabilities)$"],
-        capture_output=True, text=True, timeout=300,
+        [
+            str(exe),
+            "run",
+            f"{base_url}/v2/openapi.json",
+            "--max-examples",
+            "40",
+            "--seed",
+            "7",
+            "--include-path-regex",
+            "^/v2/(quote|status|capabilities)$",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert run.returncode == 0, run.stdout[-3000:]
     import re

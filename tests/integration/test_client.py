@@ -73,7 +73,9 @@ class Tamper(httpx.BaseTransport):
         resp.read()
         body = json.loads(resp.content)
         self.edit(body)
-        headers = {k: v for k, v in resp.headers.items() if k.lower() not in ("content-length", "content-encoding")}
+        headers = {
+            k: v for k, v in resp.headers.items() if k.lower() not in ("content-length", "content-encoding")
+        }
         return httpx.Response(resp.status_code, headers=headers, content=json.dumps(body).encode())
 
 
@@ -89,7 +91,9 @@ class AsyncTamper(httpx.AsyncBaseTransport):
         await resp.aread()
         body = json.loads(resp.content)
         self.edit(body)
-        headers = {k: v for k, v in resp.headers.items() if k.lower() not in ("content-length", "content-encoding")}
+        headers = {
+            k: v for k, v in resp.headers.items() if k.lower() not in ("content-length", "content-encoding")
+        }
         return httpx.Response(resp.status_code, headers=headers, content=json.dumps(body).encode())
 
 
@@ -127,9 +131,18 @@ def _chained_output(q: dict[str, Any]) -> None:  # keeps chaining intact: only t
 TAMPERED_QUOTES: dict[str, tuple[Edit, str]] = {
     "summary minimum output raised": (_summary_step(1, "minimum_output_base", 1), "minimum"),
     "chained amount with raw copy": (_chained_output, "sha256"),
-    "raw step amount only": (lambda q: q["route"]["steps"][1].__setitem__("minimum_output_base", 1), "route.steps[1]"),
-    "offer float": (lambda q: q["offer"].__setitem__("expected_receive_amount", 150.0), "quote_payload_sha256"),
-    "fingerprint": (lambda q: q["continuation_v3"].__setitem__("quote_fingerprint", "0" * 64), "quote_fingerprint"),
+    "raw step amount only": (
+        lambda q: q["route"]["steps"][1].__setitem__("minimum_output_base", 1),
+        "route.steps[1]",
+    ),
+    "offer float": (
+        lambda q: q["offer"].__setitem__("expected_receive_amount", 150.0),
+        "quote_payload_sha256",
+    ),
+    "fingerprint": (
+        lambda q: q["continuation_v3"].__setitem__("quote_fingerprint", "0" * 64),
+        "quote_fingerprint",
+    ),
     "custody flag deep": (lambda q: q["risk"].__setitem__("server_submission", True), "server_submission"),
     "custody flag null": (lambda q: q["route"].__setitem__("server_signing", None), "server_signing"),
     "schema": (lambda q: q.pop("intent"), "intent"),
@@ -139,7 +152,10 @@ TAMPERED_QUOTES: dict[str, tuple[Edit, str]] = {
 @pytest.mark.parametrize("case", sorted(TAMPERED_QUOTES))
 def test_quote_tampered_in_transit_is_refused(url: str, case: str) -> None:
     edit, words = TAMPERED_QUOTES[case]
-    with RouteQuoteClient(url, transport=Tamper("/v2/quote", edit)) as rq, pytest.raises(ResponseInvalid) as err:
+    with (
+        RouteQuoteClient(url, transport=Tamper("/v2/quote", edit)) as rq,
+        pytest.raises(ResponseInvalid) as err,
+    ):
         rq.quote(*ends(MULTI), 100)
     assert words in str(err.value)
 
@@ -148,7 +164,10 @@ def test_quote_for_another_intent_is_refused(url: str) -> None:
     def swap(q: dict[str, Any]) -> None:
         q["intent"]["amount_usd"] = 101
 
-    with RouteQuoteClient(url, transport=Tamper("/v2/quote", swap)) as rq, pytest.raises(ResponseInvalid) as err:
+    with (
+        RouteQuoteClient(url, transport=Tamper("/v2/quote", swap)) as rq,
+        pytest.raises(ResponseInvalid) as err,
+    ):
         rq.quote(*ends(ONE_STEP), 100)
     assert "amount_usd" in str(err.value)
 
@@ -159,8 +178,12 @@ def test_quote_for_another_intent_is_refused(url: str) -> None:
 def test_approval_only_stricter(url: str) -> None:
     with RouteQuoteClient(url) as rq:
         q = rq.quote(*ends(ONE_STEP), 50)
-    a = approval_for(q, "one_shot", minimum_output_base=q.minimum_output_base + 5, idempotency_key="mine-00000001")
-    assert a["minimum_output_base"] == str(q.minimum_output_base + 5) and a["idempotency_key"] == "mine-00000001"
+    a = approval_for(
+        q, "one_shot", minimum_output_base=q.minimum_output_base + 5, idempotency_key="mine-00000001"
+    )
+    assert (
+        a["minimum_output_base"] == str(q.minimum_output_base + 5) and a["idempotency_key"] == "mine-00000001"
+    )
     with pytest.raises(ApprovalRefused, match="minimum_output_weaker_than_quote"):
         approval_for(q, "one_shot", minimum_output_base=q.minimum_output_base - 1)
     with pytest.raises(ApprovalRefused, match="maximum_input_weaker_than_quote"):
@@ -177,7 +200,9 @@ def test_prepare_verified_and_described(url: str) -> None:
     with RouteQuoteClient(url) as rq:
         q = rq.quote(*ends(ONE_STEP), 100)
         stricter = q.minimum_output_base + 1
-        action = rq.prepare(q, wallets_for(ONE_STEP), approval=approval_for(q, "one_shot", minimum_output_base=stricter))
+        action = rq.prepare(
+            q, wallets_for(ONE_STEP), approval=approval_for(q, "one_shot", minimum_output_base=stricter)
+        )
     ua = action.unsigned_action
     assert action.step_index == 0 and int(ua["minimumOutput"]) >= stricter
     assert action.quote_binding is not None and action.quote_binding.quote_id == q.raw["quote_id"]
@@ -211,7 +236,9 @@ def test_bundle_with_one_calldata_byte_changed_is_refused(url: str, rehashed: bo
 
 
 def test_bundle_custody_flag_is_refused(url: str) -> None:
-    with RouteQuoteClient(url, transport=Tamper("/v2/prepare", lambda b: b.update(server_signing=True))) as rq:
+    with RouteQuoteClient(
+        url, transport=Tamper("/v2/prepare", lambda b: b.update(server_signing=True))
+    ) as rq:
         q = rq.quote(*ends(ONE_STEP), 100)
         with pytest.raises(ActionVerificationFailed):
             rq.prepare(q, wallets_for(ONE_STEP))
@@ -226,7 +253,9 @@ def test_async_client_and_its_tamper_refusal(url: str) -> None:
             assert action.route == ONE_STEP
             s = await rq.create_session(q, wallets_for(ONE_STEP), approval=approval_for(q, "session"))
             assert (await rq.read_session(s.handle)).status == "action_ready"
-        async with AsyncRouteQuoteClient(url, transport=AsyncTamper("/v2/prepare", _flip_calldata_byte)) as rq:
+        async with AsyncRouteQuoteClient(
+            url, transport=AsyncTamper("/v2/prepare", _flip_calldata_byte)
+        ) as rq:
             q = await rq.quote(*ends(ONE_STEP), 100)
             with pytest.raises(ActionVerificationFailed):
                 await rq.prepare(q, wallets_for(ONE_STEP))
@@ -262,8 +291,21 @@ def test_session_lifecycle_token_never_shown(url: str) -> None:
     assert all(r.headers.get(SESSION_HEADER) in (None, token) for r in transport.sent)
     # create, read, next_action, receipt view, observe, refresh, cancel carry it; the quote does not
     assert [r.headers.get(SESSION_HEADER) == token for r in transport.sent] == [False] + [True] * 7
-    shown = " ".join([repr(handle), str(handle), repr(handle.token), str(handle.token), repr(s), repr(rq), str(err.value),
-                      repr(err.value), str(refused.value), repr(done), done.model_dump_json()])  # fmt: skip
+    shown = " ".join(
+        [
+            repr(handle),
+            str(handle),
+            repr(handle.token),
+            str(handle.token),
+            repr(s),
+            repr(rq),
+            str(err.value),
+            repr(err.value),
+            str(refused.value),
+            repr(done),
+            done.model_dump_json(),
+        ]
+    )
     assert token not in shown
 
 
@@ -279,7 +321,10 @@ def test_session_wrong_token_and_reapproval(url: str) -> None:
         bad["quote_fingerprint"] = "0" * 64
         with pytest.raises(ReapprovalRequired) as re_err:
             rq.create_session(q, wallets_for(ONE_STEP), approval=bad)
-    assert re_err.value.reason == "approval_v3_fingerprint_mismatch" and re_err.value.body["action_created"] is False
+    assert (
+        re_err.value.reason == "approval_v3_fingerprint_mismatch"
+        and re_err.value.body["action_created"] is False
+    )
 
 
 def test_session_action_tampered_is_refused(url: str) -> None:
@@ -306,12 +351,25 @@ def test_rate_limited_with_retry_after() -> None:
 
 def test_error_mapping_without_a_server() -> None:
     answers = {
-        "/v2/capabilities": httpx.Response(502, json={"error": "route_provider_temporarily_unavailable",
-                                                       "reason_class": "market_source_down", "message": "x"}),
-        "/v2/status": httpx.Response(503, json={"error": "provider_capacity_busy", "reason_class": "busy",
-                                                "message": "y", "retry_after_seconds": 2}),
+        "/v2/capabilities": httpx.Response(
+            502,
+            json={
+                "error": "route_provider_temporarily_unavailable",
+                "reason_class": "market_source_down",
+                "message": "x",
+            },
+        ),
+        "/v2/status": httpx.Response(
+            503,
+            json={
+                "error": "provider_capacity_busy",
+                "reason_class": "busy",
+                "message": "y",
+                "retry_after_seconds": 2,
+            },
+        ),
         "/v2/quote": httpx.Response(200, content=b'{"a": 1, "a": 2}'),
-    }  # fmt: skip
+    }
     mock = httpx.MockTransport(lambda r: answers[r.url.path])
     with RouteQuoteClient("http://test.invalid", transport=mock) as rq:
         with pytest.raises(UpstreamUnavailable) as up:
@@ -330,7 +388,9 @@ def test_error_mapping_without_a_server() -> None:
 def test_cli_session_commands(url: str, tmp_path: Path) -> None:
     runner = CliRunner()
     qfile, tfile, sfile = tmp_path / "q.json", tmp_path / "s.token", tmp_path / "s.json"
-    r = runner.invoke(cli_app, ["quote", "base:ETH", "arbitrum:USDC", "100", "--url", url, "--save", str(qfile)])
+    r = runner.invoke(
+        cli_app, ["quote", "base:ETH", "arbitrum:USDC", "100", "--url", url, "--save", str(qfile)]
+    )
     assert r.exit_code == 0, r.output
     assert "0.0" in r.output and " ETH" in r.output and qfile.exists()
     files = ["--token-file", str(tfile), "--session-file", str(sfile)]
@@ -364,8 +424,22 @@ def test_cli_session_commands(url: str, tmp_path: Path) -> None:
     assert r.exit_code == 1 and "exists" in r.output  # one session per file
     # a second session with the same token file reuses the token (never printed)
     other = tmp_path / "s2.json"
-    r = runner.invoke(cli_app, ["session", "create", "--quote", str(qfile), "--url", url, *wallets,
-                                "--token-file", str(tfile), "--session-file", str(other)])  # fmt: skip
+    r = runner.invoke(
+        cli_app,
+        [
+            "session",
+            "create",
+            "--quote",
+            str(qfile),
+            "--url",
+            url,
+            *wallets,
+            "--token-file",
+            str(tfile),
+            "--session-file",
+            str(other),
+        ],
+    )
     assert tfile.read_text().strip() == token
     assert token not in r.output
 
@@ -384,13 +458,30 @@ def test_cli_session_reapproval_and_tampered_quote_file(url: str, tmp_path: Path
     qbad.write_text(json.dumps(bad))
     r = runner.invoke(cli_app, ["session", "create", "--quote", str(qbad), "--url", url, *wallets, *files])
     assert r.exit_code == 1 and "quote refused" in r.output
-    r = runner.invoke(cli_app, ["session", "create", "--quote", str(qfile), "--url", url, *wallets,
-                                "--min-output-base", "1", *files])  # fmt: skip
+    r = runner.invoke(
+        cli_app,
+        [
+            "session",
+            "create",
+            "--quote",
+            str(qfile),
+            "--url",
+            url,
+            *wallets,
+            "--min-output-base",
+            "1",
+            *files,
+        ],
+    )
     assert r.exit_code == 1 and "minimum_output_weaker_than_quote" in r.output
     # a quote this server never issued (an in-process one): 409 reapproval_required, nothing created
-    r = runner.invoke(cli_app, ["quote", "base:ETH", "base:USDC", "100", "--save", str(tmp_path / "local.json")])
-    r = runner.invoke(cli_app, ["session", "create", "--quote", str(tmp_path / "local.json"), "--url", url, *wallets,
-                                *files])  # fmt: skip
+    r = runner.invoke(
+        cli_app, ["quote", "base:ETH", "base:USDC", "100", "--save", str(tmp_path / "local.json")]
+    )
+    r = runner.invoke(
+        cli_app,
+        ["session", "create", "--quote", str(tmp_path / "local.json"), "--url", url, *wallets, *files],
+    )
     assert r.exit_code == 1 and "reapproval required" in r.output
     assert not (tmp_path / "s.json").exists()
 
@@ -405,12 +496,16 @@ def test_cli_matrix_against_a_server(url: str) -> None:
 def test_example_quote_to_prepare(url: str, capsys: pytest.CaptureFixture[str]) -> None:
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("quote_to_prepare", Path(__file__).parents[2] / "examples" / "quote_to_prepare.py")
+    spec = importlib.util.spec_from_file_location(
+        "quote_to_prepare", Path(__file__).parents[2] / "examples" / "quote_to_prepare.py"
+    )
     assert spec is not None and spec.loader is not None
     example = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(example)
     wallet = wallets_for(ONE_STEP)["base"]
-    code = example.main(["--url", url, "--route", ONE_STEP, "--amounts", "100", "1000", "--wallet", f"base={wallet}"])
+    code = example.main(
+        ["--url", url, "--route", ONE_STEP, "--amounts", "100", "1000", "--wallet", f"base={wallet}"]
+    )
     out = capsys.readouterr().out
     assert code == 0, out
     assert out.count(" ETH, receive ") == 2 and "gets the better rate" in out

@@ -37,10 +37,19 @@ def test_route_economics_agrees_with_live_quotes(http: httpx.Client) -> None:
             assert r.status_code == 200, (route, sample, r.text)
             q = r.json()
             assert q["market"]["version"] == version
-            assert q["price_recommended_for_amount"] is sample["price_recommended_for_amount"], (route, sample)
+            assert q["price_recommended_for_amount"] is sample["price_recommended_for_amount"], (
+                route,
+                sample,
+            )
             cost = q["cost_summary"]
-            assert round(cost["expected_total_cost_percent"] * 100, 2) == sample["expected_cost_bps"], (route, sample)
-            assert round(cost["maximum_total_cost_percent"] * 100, 2) == sample["maximum_cost_bps"], (route, sample)
+            assert round(cost["expected_total_cost_percent"] * 100, 2) == sample["expected_cost_bps"], (
+                route,
+                sample,
+            )
+            assert round(cost["maximum_total_cost_percent"] * 100, 2) == sample["maximum_cost_bps"], (
+                route,
+                sample,
+            )
             assert cost["expected_total_cost_usd"] == sample["expected_total_cost_usd"]
         start = entry["price_recommended_from_usd"]
         if start is None:
@@ -48,6 +57,9 @@ def test_route_economics_agrees_with_live_quotes(http: httpx.Client) -> None:
             continue
         assert _quote(http, route, start).json()["price_recommended_for_amount"] is True, (route, start)
         if start > 1:
-            assert _quote(http, route, start - 1).json()["price_recommended_for_amount"] is False, (route, start)
+            assert _quote(http, route, start - 1).json()["price_recommended_for_amount"] is False, (
+                route,
+                start,
+            )
             checked_thresholds += 1
     assert checked_thresholds > 0  # the snapshot has routes whose recommendation starts above USD 1

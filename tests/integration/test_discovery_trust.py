@@ -74,7 +74,9 @@ def tamper(site: str) -> Iterator[tuple[str, dict[str, str]]]:
                 body[i] = ord("A") if body[i] != ord("A") else ord("B")
             else:
                 body[i] ^= 0x01
-        return Response(bytes(body), status_code=upstream.status_code, media_type=upstream.headers["content-type"])
+        return Response(
+            bytes(body), status_code=upstream.status_code, media_type=upstream.headers["content-type"]
+        )
 
     proxy = Starlette(routes=[Route(p, relay) for p in (MANIFEST_PATH, SAFETY_PATH, PUBLIC_KEY_PATH)])
     with running_server(proxy) as url:
@@ -86,7 +88,10 @@ def test_served_manifest_is_canonical_and_verifies_with_the_served_key(site: str
         raw = client.get(site + MANIFEST_PATH)
         assert raw.status_code == 200 and raw.headers["content-type"].startswith("application/json")
         manifest = json.loads(raw.content)
-        assert raw.content == json.dumps(manifest, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+        assert (
+            raw.content
+            == json.dumps(manifest, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+        )
         safety_raw = client.get(site + SAFETY_PATH).content
         assert safety_raw == canonical_json(json.loads(safety_raw))
         pem = client.get(site + PUBLIC_KEY_PATH).text
@@ -99,7 +104,11 @@ def test_served_manifest_is_canonical_and_verifies_with_the_served_key(site: str
     # the endpoints listed in the signed manifest are the mounted ones
     rest = {e["path"] for e in manifest["endpoints"]["rest_v2"]}
     assert {"/v2/capabilities", "/v2/status", "/v2/quote", "/v2/openapi.json"} <= rest
-    assert {e["path"] for e in manifest["endpoints"]["rest_v1_legacy"]} >= {"/v1/status", "/v1/quote", "/openapi.json"}
+    assert {e["path"] for e in manifest["endpoints"]["rest_v1_legacy"]} >= {
+        "/v1/status",
+        "/v1/quote",
+        "/openapi.json",
+    }
 
 
 def test_cli_verifies_a_good_instance_and_a_pinned_key(site: str, tmp_path: Path) -> None:
@@ -116,7 +125,11 @@ def test_cli_verifies_a_good_instance_and_a_pinned_key(site: str, tmp_path: Path
 def test_cli_fails_on_a_key_it_was_not_pinned_to(site: str, tmp_path: Path) -> None:
     out = tmp_path / "other.pem"
     assert runner.invoke(cli, ["keys", "generate", "--out", str(out)]).exit_code == 0
-    other_id = next(line for line in runner.invoke(cli, ["keys", "generate", "--out", str(out), "--force"]).output.splitlines() if line.startswith("key_id:")).split()[1]
+    other_id = next(
+        line
+        for line in runner.invoke(cli, ["keys", "generate", "--out", str(out), "--force"]).output.splitlines()
+        if line.startswith("key_id:")
+    ).split()[1]
     result = runner.invoke(cli, ["verify-manifest", site, "--key-id", other_id])
     assert result.exit_code == 1
     assert "public_key_mismatch" in result.output
@@ -146,7 +159,9 @@ def test_one_flipped_byte_fails_verification_naming_the_cause(
     assert f"FAIL {cause}:" in result.output, result.output
 
 
-def test_documents_relayed_from_another_origin_are_refused_by_default(tamper: tuple[str, dict[str, str]]) -> None:
+def test_documents_relayed_from_another_origin_are_refused_by_default(
+    tamper: tuple[str, dict[str, str]],
+) -> None:
     url, mode = tamper
     mode["flip"] = ""
     result = runner.invoke(cli, ["verify-manifest", url])
@@ -174,9 +189,21 @@ def test_every_indexed_path_answers(site: str) -> None:
         index = client.get("/.well-known/api-index.json").json()
         paths = {e["path"] for e in index["endpoints"]}
         for doc in (
-            MANIFEST_PATH, PUBLIC_KEY_PATH, SAFETY_PATH, "/.well-known/api-index.json", "/llms.txt",
-            "/.well-known/routequote-evaluation-workflow.json", "/v2/route-economics.json", "/evidence", "/terms",
-            "/privacy", "/security", "/.well-known/security.txt", "/pricing", "/v2/openapi.json", "/openapi.json",
+            MANIFEST_PATH,
+            PUBLIC_KEY_PATH,
+            SAFETY_PATH,
+            "/.well-known/api-index.json",
+            "/llms.txt",
+            "/.well-known/routequote-evaluation-workflow.json",
+            "/v2/route-economics.json",
+            "/evidence",
+            "/terms",
+            "/privacy",
+            "/security",
+            "/.well-known/security.txt",
+            "/pricing",
+            "/v2/openapi.json",
+            "/openapi.json",
         ):
             assert doc in paths, doc
         llms = client.get("/llms.txt").text

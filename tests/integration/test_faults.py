@@ -55,19 +55,34 @@ def new_token() -> str:
 
 
 def session_body(q: dict[str, Any], route: str, key: str) -> dict[str, Any]:
-    return {"caller_approved": True, **intent_for(route, 100), "wallets": wallets_for(route),
-            "approval_v3": approval_for(q, key=key, selected_mode="session"), "idempotency_key": key}  # fmt: skip
+    return {
+        "caller_approved": True,
+        **intent_for(route, 100),
+        "wallets": wallets_for(route),
+        "approval_v3": approval_for(q, key=key, selected_mode="session"),
+        "idempotency_key": key,
+    }
 
 
 def prepare_body(q: dict[str, Any], route: str, key: str) -> dict[str, Any]:
-    return {"caller_approved": True, **intent_for(route, 100), "wallets": wallets_for(route),
-            "approval_v3": approval_for(q, key=key, selected_mode="one_shot")}  # fmt: skip
+    return {
+        "caller_approved": True,
+        **intent_for(route, 100),
+        "wallets": wallets_for(route),
+        "approval_v3": approval_for(q, key=key, selected_mode="one_shot"),
+    }
 
 
 def fingerprint(s: dict[str, Any]) -> tuple[Any, ...]:
     action = s.get("current_action") or {}
-    return (s["session_id"], s["status"], s["session_version"], s["current_step"], action.get("action_id"),
-            action.get("payload_sha256"))  # fmt: skip
+    return (
+        s["session_id"],
+        s["status"],
+        s["session_version"],
+        s["current_step"],
+        action.get("action_id"),
+        action.get("payload_sha256"),
+    )
 
 
 def poll(call: Callable[[], httpx.Response], want: int, timeout: float = 30.0) -> httpx.Response:
@@ -118,11 +133,16 @@ async def test_market_source_fault_right_status_recovers_and_loses_nothing(
         assert time.monotonic() - t0 < BOUND  # a hanging upstream is cut at the source timeout
         assert down.status_code == 502, down.text
         body = down.json()
-        assert body["reason_class"] == "market_source_unavailable" and body["unavailable_component"] == "circle_cctp"
+        assert (
+            body["reason_class"] == "market_source_unavailable"
+            and body["unavailable_component"] == "circle_cctp"
+        )
         assert int(down.headers["Retry-After"]) >= 1
         expected_kind = {"garbage": "invalid", "http500": "transport_error", "hang": "timeout"}[fault]
         assert expected_kind in body["message"], body
-        assert "Traceback" not in down.text and "http://" not in down.text  # no upstream URL (a key may be in it)
+        assert (
+            "Traceback" not in down.text and "http://" not in down.text
+        )  # no upstream URL (a key may be in it)
         other = await c.post("/v2/quote", json=intent_for(ONE_STEP, 100))
         assert other.status_code == 200, other.text  # a route that does not need Circle is unaffected
         assert (await c.get("/v2/status")).json()["market"]["healthy"] is False
@@ -134,8 +154,9 @@ async def test_market_source_fault_right_status_recovers_and_loses_nothing(
         assert (await c.get("/v2/status")).json()["market"]["healthy"] is True
         # nothing lost: the quote issued before the fault (still inside its TTL) binds a session
         token, key = new_token(), f"fault-{fault}-1"
-        made = await c.post("/v2/session", json=session_body(before.json(), VIA_CCTP, key),
-                            headers={SESSION_HEADER: token})  # fmt: skip
+        made = await c.post(
+            "/v2/session", json=session_body(before.json(), VIA_CCTP, key), headers={SESSION_HEADER: token}
+        )
         assert made.status_code == 201, made.text
         assert made.json()["current_action"]["quote_binding"]["quote_id"] == before.json()["quote_id"]
 
@@ -152,7 +173,11 @@ def test_postgres_away_and_back_create_readiness_and_quotes(tmp_path: Path) -> N
             with httpx.Client(base_url=server.url, timeout=30) as c:
                 token = new_token()
                 q0 = c.post("/v2/quote", json=intent_for(ONE_STEP, 100)).json()
-                first = c.post("/v2/session", json=session_body(q0, ONE_STEP, "pg-before-1"), headers={SESSION_HEADER: token})
+                first = c.post(
+                    "/v2/session",
+                    json=session_body(q0, ONE_STEP, "pg-before-1"),
+                    headers={SESSION_HEADER: token},
+                )
                 assert first.status_code == 201, first.text
                 sid = first.json()["session_id"]
                 assert poll(lambda: c.get("/readyz"), 200).status_code == 200
@@ -162,18 +187,34 @@ def test_postgres_away_and_back_create_readiness_and_quotes(tmp_path: Path) -> N
                     assert "database" in " ".join(ready.json()["failing"]), ready.text
                     assert pg_url.rsplit("/", 1)[1] not in ready.text and "5432" not in ready.text
                     assert c.get("/livez").status_code == 200  # alive: an orchestrator must not restart it
-                    refused = c.post("/v2/session", json=session_body(q1, ONE_STEP, "pg-during-1"),
-                                     headers={SESSION_HEADER: token})  # fmt: skip
+                    refused = c.post(
+                        "/v2/session",
+                        json=session_body(q1, ONE_STEP, "pg-during-1"),
+                        headers={SESSION_HEADER: token},
+                    )
                     assert refused.status_code == 503, refused.text
                     assert refused.json()["reason_class"] == "session_store_unavailable"
                     assert c.post("/v2/quote", json=intent_for(ONE_STEP, 100)).status_code == 200
                 poll(lambda: c.get("/readyz"), 200)  # the same process, no restart
-                assert fingerprint(c.get(f"/v2/session/{sid}", headers={SESSION_HEADER: token}).json()) == fingerprint(first.json())
+                assert fingerprint(
+                    c.get(f"/v2/session/{sid}", headers={SESSION_HEADER: token}).json()
+                ) == fingerprint(first.json())
                 # nothing half-written: the refused create's key is free and creates exactly once now
-                made = c.post("/v2/session", json=session_body(q1, ONE_STEP, "pg-during-1"), headers={SESSION_HEADER: token})
+                made = c.post(
+                    "/v2/session",
+                    json=session_body(q1, ONE_STEP, "pg-during-1"),
+                    headers={SESSION_HEADER: token},
+                )
                 assert made.status_code == 201 and made.json()["idempotent_replay"] is False, made.text
-                replay = c.post("/v2/session", json=session_body(q1, ONE_STEP, "pg-during-1"), headers={SESSION_HEADER: token})
-                assert replay.json()["idempotent_replay"] is True and replay.json()["session_id"] == made.json()["session_id"]
+                replay = c.post(
+                    "/v2/session",
+                    json=session_body(q1, ONE_STEP, "pg-during-1"),
+                    headers={SESSION_HEADER: token},
+                )
+                assert (
+                    replay.json()["idempotent_replay"] is True
+                    and replay.json()["session_id"] == made.json()["session_id"]
+                )
         finally:
             server.stop()
 
@@ -184,18 +225,29 @@ def test_postgres_away_and_back_create_readiness_and_quotes(tmp_path: Path) -> N
 def test_redis_away_and_back(tmp_path: Path) -> None:
     (tmp_path / "redis").mkdir()
     with private_redis(tmp_path / "redis") as redis:
-        server = start_server(tmp_path, "redis", {"redis_url": redis.url, "quote_store": "redis",
-                                                  "rate_limit": "100000/minute",
-                                                  "database_url": f"sqlite+aiosqlite:///{tmp_path}/s.sqlite3"})  # fmt: skip
+        server = start_server(
+            tmp_path,
+            "redis",
+            {
+                "redis_url": redis.url,
+                "quote_store": "redis",
+                "rate_limit": "100000/minute",
+                "database_url": f"sqlite+aiosqlite:///{tmp_path}/s.sqlite3",
+            },
+        )
         try:
             with httpx.Client(base_url=server.url, timeout=30) as c:
                 before = c.post("/v2/quote", json=intent_for(ONE_STEP, 100))
                 assert before.status_code == 200 and "RateLimit-Remaining" in before.headers, before.text
                 redis.stop()
                 during = [c.post("/v2/quote", json=intent_for(ONE_STEP, 100)) for _ in range(3)]
-                during.append(c.post("/v2/prepare", json=prepare_body(before.json(), ONE_STEP, "redis-during-1")))
+                during.append(
+                    c.post("/v2/prepare", json=prepare_body(before.json(), ONE_STEP, "redis-during-1"))
+                )
                 for r in during:
-                    assert r.status_code == 503, r.text  # a dependency is down: never a 500, never a pass-through
+                    assert r.status_code == 503, (
+                        r.text
+                    )  # a dependency is down: never a 500, never a pass-through
                     assert "Traceback" not in r.text and str(redis.port) not in r.text
                     assert int(r.headers.get("Retry-After", "1")) >= 1
                 ready = poll(lambda: c.get("/readyz"), 503)
@@ -214,12 +266,15 @@ def test_redis_away_and_back(tmp_path: Path) -> None:
 # ---- SIGTERM under load ------------------------------------------------------------------------------------
 
 
-async def _slow_post(port: int, path: str, body: bytes, headers: dict[str, str], started: asyncio.Event,
-                     release: asyncio.Event) -> bytes:  # fmt: skip
+async def _slow_post(
+    port: int, path: str, body: bytes, headers: dict[str, str], started: asyncio.Event, release: asyncio.Event
+) -> bytes:
     """Send the head and half the body, wait for `release`, send the rest; return the whole answer."""
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    head = (f"POST {path} HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n"
-            f"content-length: {len(body)}\r\n" + "".join(f"{k}: {v}\r\n" for k, v in headers.items()) + "\r\n")  # fmt: skip
+    head = (
+        f"POST {path} HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n"
+        f"content-length: {len(body)}\r\n" + "".join(f"{k}: {v}\r\n" for k, v in headers.items()) + "\r\n"
+    )
     writer.write(head.encode() + body[: len(body) // 2])
     await writer.drain()
     started.set()
@@ -267,16 +322,28 @@ def test_sigterm_under_load_completes_in_flight_requests_and_exits_0(tmp_path: P
                 errors.append(repr(exc))
                 return
 
-    quotes = [httpx.post(f"{server.url}/v2/quote", json=intent_for(ONE_STEP, 100), timeout=30).json()
-              for _ in range(6)]  # fmt: skip
+    quotes = [
+        httpx.post(f"{server.url}/v2/quote", json=intent_for(ONE_STEP, 100), timeout=30).json()
+        for _ in range(6)
+    ]
     tokens = [new_token() for _ in quotes]
 
     async def scenario() -> list[bytes]:
         started = [asyncio.Event() for _ in quotes]
         release = asyncio.Event()
-        tasks = [asyncio.ensure_future(_slow_post(port, "/v2/session", orjson.dumps(session_body(q, ONE_STEP, f"term-{i}-key")),
-                                                  {SESSION_HEADER: tokens[i]}, started[i], release))
-                 for i, q in enumerate(quotes)]  # fmt: skip
+        tasks = [
+            asyncio.ensure_future(
+                _slow_post(
+                    port,
+                    "/v2/session",
+                    orjson.dumps(session_body(q, ONE_STEP, f"term-{i}-key")),
+                    {SESSION_HEADER: tokens[i]},
+                    started[i],
+                    release,
+                )
+            )
+            for i, q in enumerate(quotes)
+        ]
         for e in started:
             await e.wait()
         await asyncio.sleep(0.3)
@@ -326,24 +393,35 @@ def test_sigkill_mid_creates_and_cancels_leaves_every_session_whole_or_absent(tm
         settled = []  # sessions created before the storm, to be cancelled during it
         for i in range(8):
             token = new_token()
-            r = c.post("/v2/session", json=session_body(quotes[i], ONE_STEP, f"kill-pre-{i}"), headers={SESSION_HEADER: token})
+            r = c.post(
+                "/v2/session",
+                json=session_body(quotes[i], ONE_STEP, f"kill-pre-{i}"),
+                headers={SESSION_HEADER: token},
+            )
             assert r.status_code == 201, r.text
             settled.append((r.json(), token))
     outcomes: dict[str, Any] = {}
 
     def create(i: int, token: str) -> None:
         try:
-            outcomes[f"create-{i}"] = httpx.post(f"{first.url}/v2/session", timeout=30, headers={SESSION_HEADER: token},
-                                                 json=session_body(quotes[i], ONE_STEP, f"kill-new-{i}"))  # fmt: skip
+            outcomes[f"create-{i}"] = httpx.post(
+                f"{first.url}/v2/session",
+                timeout=30,
+                headers={SESSION_HEADER: token},
+                json=session_body(quotes[i], ONE_STEP, f"kill-new-{i}"),
+            )
         except httpx.HTTPError as exc:
             outcomes[f"create-{i}"] = exc
 
     def cancel(j: int) -> None:
         made, token = settled[j]
         try:
-            outcomes[f"cancel-{j}"] = httpx.post(f"{first.url}/v2/session/{made['session_id']}/cancel", timeout=30,
-                                                 json={"idempotency_key": f"kill-cancel-{j}"},
-                                                 headers={SESSION_HEADER: token})  # fmt: skip
+            outcomes[f"cancel-{j}"] = httpx.post(
+                f"{first.url}/v2/session/{made['session_id']}/cancel",
+                timeout=30,
+                json={"idempotency_key": f"kill-cancel-{j}"},
+                headers={SESSION_HEADER: token},
+            )
         except httpx.HTTPError as exc:
             outcomes[f"cancel-{j}"] = exc
 
@@ -365,10 +443,15 @@ def test_sigkill_mid_creates_and_cancels_leaves_every_session_whole_or_absent(tm
                 now = c.get(f"/v2/session/{made['session_id']}", headers={SESSION_HEADER: token}).json()
                 answer = outcomes[f"cancel-{j}"]
                 if isinstance(answer, httpx.Response) and answer.status_code == 200:
-                    assert (now["status"], now["session_version"]) == ("cancelled", made["session_version"] + 1)
+                    assert (now["status"], now["session_version"]) == (
+                        "cancelled",
+                        made["session_version"] + 1,
+                    )
                 else:
                     assert (now["status"], now["session_version"]) in (
-                        (made["status"], made["session_version"]), ("cancelled", made["session_version"] + 1))
+                        (made["status"], made["session_version"]),
+                        ("cancelled", made["session_version"] + 1),
+                    )
                     if now["status"] != "cancelled":
                         assert fingerprint(now) == fingerprint(made)
             # creates: the replay either finds the whole stored session or proves nothing was stored (the quote
@@ -376,8 +459,11 @@ def test_sigkill_mid_creates_and_cancels_leaves_every_session_whole_or_absent(tm
             committed = 0
             for i, token in new_tokens.items():
                 answer = outcomes[f"create-{i}"]
-                replay = c.post("/v2/session", json=session_body(quotes[i], ONE_STEP, f"kill-new-{i}"),
-                                headers={SESSION_HEADER: token})  # fmt: skip
+                replay = c.post(
+                    "/v2/session",
+                    json=session_body(quotes[i], ONE_STEP, f"kill-new-{i}"),
+                    headers={SESSION_HEADER: token},
+                )
                 if replay.status_code == 201:
                     committed += 1
                     assert replay.json()["idempotent_replay"] is True
@@ -388,11 +474,16 @@ def test_sigkill_mid_creates_and_cancels_leaves_every_session_whole_or_absent(tm
                     if isinstance(answer, httpx.Response) and answer.status_code == 201:
                         assert fingerprint(read.json()) == fingerprint(answer.json())
                 else:
-                    assert replay.status_code == 409 and replay.json()["error"] == "reapproval_required", replay.text
+                    assert replay.status_code == 409 and replay.json()["error"] == "reapproval_required", (
+                        replay.text
+                    )
                     assert replay.json()["action_created"] is False, replay.text
                     assert not (isinstance(answer, httpx.Response) and answer.status_code == 201), answer.text
             print(f"\nSIGKILL mid-request: {committed} of {len(new_tokens)} in-flight creates had committed")
     finally:
         second.stop()
-    with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", int(first.url.rsplit(":", 1)[1])), 0.2):
+    with (
+        contextlib.suppress(OSError),
+        socket.create_connection(("127.0.0.1", int(first.url.rsplit(":", 1)[1])), 0.2),
+    ):
         raise AssertionError("the killed process still listens")

@@ -71,16 +71,27 @@ class Burst:
         if not isinstance(q, dict) or "quote_id" not in q:
             return
         key, token = f"burst-{secrets.token_hex(8)}", _token()
-        body = {"caller_approved": True, **intent_for(ONE_STEP, 100), "wallets": wallets_for(ONE_STEP),
-                "approval_v3": approval_for(q, key=key, selected_mode="session"), "idempotency_key": key}  # fmt: skip
+        body = {
+            "caller_approved": True,
+            **intent_for(ONE_STEP, 100),
+            "wallets": wallets_for(ONE_STEP),
+            "approval_v3": approval_for(q, key=key, selected_mode="session"),
+            "idempotency_key": key,
+        }
         s = self._record("create", http.post("/v2/session", json=body, headers={SESSION_HEADER: token}))
         if not isinstance(s, dict) or "session_id" not in s:
             return
         with self.lock:
             self.created[s["session_id"]] = s["status"]
         if n % 2 == 0:
-            c = self._record("cancel", http.post(f"/v2/session/{s['session_id']}/cancel",
-                                                 json={"idempotency_key": "c-" + key}, headers={SESSION_HEADER: token}))  # fmt: skip
+            c = self._record(
+                "cancel",
+                http.post(
+                    f"/v2/session/{s['session_id']}/cancel",
+                    json={"idempotency_key": "c-" + key},
+                    headers={SESSION_HEADER: token},
+                ),
+            )
             if isinstance(c, dict) and c.get("session", c).get("status") == "cancelled":
                 with self.lock:
                     self.created[s["session_id"]] = "cancelled"
@@ -91,8 +102,11 @@ def _half_sent_quote(url: str) -> tuple[socket.socket, bytes]:
     host, port = url.removeprefix("http://").split(":")
     body = json.dumps(intent_for(ONE_STEP, 100)).encode()
     s = socket.create_connection((host, int(port)), timeout=20)
-    s.sendall(f"POST /v2/quote HTTP/1.1\r\nHost: {host}:{port}\r\ncontent-type: application/json\r\n"
-              f"content-length: {len(body)}\r\n\r\n".encode() + body[:20])  # fmt: skip
+    s.sendall(
+        f"POST /v2/quote HTTP/1.1\r\nHost: {host}:{port}\r\ncontent-type: application/json\r\n"
+        f"content-length: {len(body)}\r\n\r\n".encode()
+        + body[:20]
+    )
     return s, body[20:]
 
 
@@ -110,8 +124,9 @@ def _read_answer(s: socket.socket) -> tuple[int, bytes]:
 
 def test_sigterm_during_a_burst_finishes_in_flight_work_and_exits_0(tmp_path: Path) -> None:
     db = tmp_path / "sessions.sqlite3"
-    server = start_server(tmp_path, "term", {"database_url": f"sqlite+aiosqlite:///{db}",
-                                             "graceful_shutdown_seconds": "15"})  # fmt: skip
+    server = start_server(
+        tmp_path, "term", {"database_url": f"sqlite+aiosqlite:///{db}", "graceful_shutdown_seconds": "15"}
+    )
     burst = Burst(server.url)
     threads = [threading.Thread(target=burst.run, daemon=True) for _ in range(WORKERS)]
     try:
@@ -144,17 +159,21 @@ def test_sigterm_during_a_burst_finishes_in_flight_work_and_exits_0(tmp_path: Pa
         assert status in (200, 201), (op, status, text[:200])
         assert isinstance(json.loads(text), dict), (op, text[:200])
     # a connection may be refused or closed unanswered, never cut in the middle of an answer
-    assert not [e for e in burst.errors if "complete message body" in e or "incomplete" in e.lower()], burst.errors
+    assert not [e for e in burst.errors if "complete message body" in e or "incomplete" in e.lower()], (
+        burst.errors
+    )
     # no session half-written: each row's version is its number of events, its status the last event's
     with sqlite3.connect(db) as conn:
         rows = conn.execute(
             "SELECT s.session_id, s.version, s.status, COUNT(e.seq), MAX(e.seq) FROM sessions s "
             "LEFT JOIN session_events e ON e.session_id = s.session_id GROUP BY s.session_id"
         ).fetchall()
-        last = dict(conn.execute(
-            "SELECT e.session_id, e.to_status FROM session_events e WHERE e.seq = "
-            "(SELECT MAX(seq) FROM session_events x WHERE x.session_id = e.session_id)"
-        ).fetchall())  # fmt: skip
+        last = dict(
+            conn.execute(
+                "SELECT e.session_id, e.to_status FROM session_events e WHERE e.seq = "
+                "(SELECT MAX(seq) FROM session_events x WHERE x.session_id = e.session_id)"
+            ).fetchall()
+        )
     stored = {sid: status for sid, _, status, _, _ in rows}
     for sid, version, status, count, top in rows:
         assert version == count == top and last[sid] == status, (sid, version, status, count, top)
@@ -166,7 +185,9 @@ def test_sigterm_during_a_burst_finishes_in_flight_work_and_exits_0(tmp_path: Pa
 def _serve(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     exe = Path(sys.executable).with_name("routequote")
     base = {k: v for k, v in os.environ.items() if not k.startswith("ROUTEQUOTE_")}
-    return subprocess.run([str(exe), "serve", *args], env={**base, **env}, capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [str(exe), "serve", *args], env={**base, **env}, capture_output=True, text=True, timeout=60
+    )
 
 
 @pytest.mark.parametrize(
@@ -180,7 +201,9 @@ def _serve(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
         ({"ROUTEQUOTE_PORT": "eighty"}, (), "ROUTEQUOTE_PORT: Input should be a valid integer"),
     ],
 )
-def test_serve_exits_2_with_one_line_per_bad_setting(env: dict[str, str], args: tuple[str, ...], expected: str) -> None:
+def test_serve_exits_2_with_one_line_per_bad_setting(
+    env: dict[str, str], args: tuple[str, ...], expected: str
+) -> None:
     done = _serve(env, *args)
     assert done.returncode == 2, done.stderr[-2000:]
     lines = [line for line in done.stderr.splitlines() if line.startswith("configuration error: ")]
@@ -190,15 +213,24 @@ def test_serve_exits_2_with_one_line_per_bad_setting(env: dict[str, str], args: 
 
 
 def test_serve_lists_every_bad_setting_and_never_a_password() -> None:
-    done = _serve({"ROUTEQUOTE_MARKET": "bogus", "ROUTEQUOTE_DATABASE_URL": "mysql://u:hunter2-secret@db.internal/x",
-                   "ROUTEQUOTE_FEE_RECIPIENT_SOLANA": "not-base58!", "ROUTEQUOTE_QUOTE_TTL_SECONDS": "600",
-                   "ROUTEQUOTE_REDIS_URL": "http://u:hunter2-secret@cache.internal"})  # fmt: skip
+    done = _serve(
+        {
+            "ROUTEQUOTE_MARKET": "bogus",
+            "ROUTEQUOTE_DATABASE_URL": "mysql://u:hunter2-secret@db.internal/x",
+            "ROUTEQUOTE_FEE_RECIPIENT_SOLANA": "not-base58!",
+            "ROUTEQUOTE_QUOTE_TTL_SECONDS": "600",
+            "ROUTEQUOTE_REDIS_URL": "http://u:hunter2-secret@cache.internal",
+        }
+    )
     assert done.returncode == 2
     lines = [line for line in done.stderr.splitlines() if line.startswith("configuration error: ")]
     assert [line.split(":")[1].strip().split("=")[0] for line in lines] == [
-        "ROUTEQUOTE_QUOTE_TTL_SECONDS", "ROUTEQUOTE_MARKET", "ROUTEQUOTE_REDIS_URL", "ROUTEQUOTE_DATABASE_URL",
+        "ROUTEQUOTE_QUOTE_TTL_SECONDS",
+        "ROUTEQUOTE_MARKET",
+        "ROUTEQUOTE_REDIS_URL",
+        "ROUTEQUOTE_DATABASE_URL",
         "ROUTEQUOTE_FEE_RECIPIENT_SOLANA",
-    ]  # fmt: skip
+    ]
     assert "hunter2" not in done.stderr and "internal" not in done.stderr
 
 
@@ -206,24 +238,34 @@ def test_two_workers_serve_and_stop_on_sigterm_with_status_0(tmp_path: Path) -> 
     from tests.support.server import free_port
 
     port = free_port()
-    env = {"ROUTEQUOTE_PORT": str(port), "ROUTEQUOTE_RATE_LIMIT": "off", "ROUTEQUOTE_DEV_SIGNING_KEY_PATH": "",
-           "ROUTEQUOTE_DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path / 's.sqlite3'}"}  # fmt: skip
+    env = {
+        "ROUTEQUOTE_PORT": str(port),
+        "ROUTEQUOTE_RATE_LIMIT": "off",
+        "ROUTEQUOTE_DEV_SIGNING_KEY_PATH": "",
+        "ROUTEQUOTE_DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path / 's.sqlite3'}",
+    }
     exe = Path(sys.executable).with_name("routequote")
     base = {k: v for k, v in os.environ.items() if not k.startswith("ROUTEQUOTE_")}
     log = tmp_path / "two.log"
     with log.open("wb") as out:
-        process = subprocess.Popen([str(exe), "serve", "--workers", "2"], env={**base, **env}, stdout=out, stderr=out)
+        process = subprocess.Popen(
+            [str(exe), "serve", "--workers", "2"], env={**base, **env}, stdout=out, stderr=out
+        )
     try:
         started: set[str] = set()
         deadline = time.monotonic() + 60
-        while len(started) < 2 and time.monotonic() < deadline:  # both workers answer (one socket, two processes)
+        while (
+            len(started) < 2 and time.monotonic() < deadline
+        ):  # both workers answer (one socket, two processes)
             try:
                 r = httpx.get(f"http://127.0.0.1:{port}/livez", timeout=2, headers={"connection": "close"})
                 assert r.status_code == 200 and r.headers["x-request-id"]
             except httpx.HTTPError:
                 time.sleep(0.2)
                 continue
-            started |= {line for line in log.read_text().splitlines() if "Application startup complete" in line}
+            started |= {
+                line for line in log.read_text().splitlines() if "Application startup complete" in line
+            }
             time.sleep(0.1)
         assert len(started) == 2, log.read_text()[-2000:]
         process.send_signal(signal.SIGTERM)

@@ -64,7 +64,9 @@ def _members(members: dict[str, Any]) -> str:
 @pytest.mark.parametrize("surface", SURFACES)
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(members=hostile_members)
-def test_hostile_members_never_break_an_answer(http: httpx.Client, surface: str, members: dict[str, Any]) -> None:
+def test_hostile_members_never_break_an_answer(
+    http: httpx.Client, surface: str, members: dict[str, Any]
+) -> None:
     r = post(http, surface, raw_body(surface, _members(members)))
     assert_clean(r, *SECRETS)
 

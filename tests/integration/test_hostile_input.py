@@ -66,7 +66,9 @@ def http(served: tuple[str, Any]) -> Iterator[httpx.Client]:
         ('"deep":' + "[" * 10_000 + "]" * 10_000, "50", "nesting_too_deep"),  # item 8: never a recursion text
     ],
 )
-def test_strict_json_rules_on_every_surface(http: httpx.Client, surface: str, extra: str, amount: str, reason: str) -> None:
+def test_strict_json_rules_on_every_surface(
+    http: httpx.Client, surface: str, extra: str, amount: str, reason: str
+) -> None:
     r = post(http, surface, raw_body(surface, extra, amount))
     assert_clean(r)
     assert refusal(surface, r) == (400, reason), r.text
@@ -101,32 +103,69 @@ def _quote(http: httpx.Client, route_key: str) -> dict[str, Any]:
     return q
 
 
-def _a2a_prepare(http: httpx.Client, route_key: str, quote: dict[str, Any], approval: dict[str, Any]) -> httpx.Response:
+def _a2a_prepare(
+    http: httpx.Client, route_key: str, quote: dict[str, Any], approval: dict[str, Any]
+) -> httpx.Response:
     intent = intent_for(route_key)
     wallets = wallets_for(route_key)
-    signer = "HN7cABqLq46Es1jh92dQQisAq662SmxELLLsHHe4YWrH" if ROUTES[route_key].event_signer_required else None
-    ctx = verification_context(intent=intent, wallets=wallets, event_signer_public=signer, approval_v3=approval,
-                               direct_route_summary=quote["direct_route_summary"])  # fmt: skip
-    data: dict[str, Any] = {"operation": "prepare", "callerApproved": True, **{CAMEL[k]: v for k, v in intent.items()},
-                            "wallets": wallets, "approvalV3": approval, "verificationContext": ctx}  # fmt: skip
+    signer = (
+        "HN7cABqLq46Es1jh92dQQisAq662SmxELLLsHHe4YWrH" if ROUTES[route_key].event_signer_required else None
+    )
+    ctx = verification_context(
+        intent=intent,
+        wallets=wallets,
+        event_signer_public=signer,
+        approval_v3=approval,
+        direct_route_summary=quote["direct_route_summary"],
+    )
+    data: dict[str, Any] = {
+        "operation": "prepare",
+        "callerApproved": True,
+        **{CAMEL[k]: v for k, v in intent.items()},
+        "wallets": wallets,
+        "approvalV3": approval,
+        "verificationContext": ctx,
+    }
     if signer:
         data["eventSignerPublic"] = signer
-    msg = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": {
-        "role": "ROLE_USER", "messageId": str(uuid.uuid4()), "parts": [{"data": data, "mediaType": "application/json"}]}}}
+    msg = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "SendMessage",
+        "params": {
+            "message": {
+                "role": "ROLE_USER",
+                "messageId": str(uuid.uuid4()),
+                "parts": [{"data": data, "mediaType": "application/json"}],
+            }
+        },
+    }
     return http.post("/a2a", json=msg, headers=JSONRPC_HEADERS)
 
 
-def _rest_prepare(http: httpx.Client, route_key: str, quote: dict[str, Any], approval: dict[str, Any]) -> httpx.Response:
-    body: dict[str, Any] = {"caller_approved": True, **intent_for(route_key), "wallets": wallets_for(route_key),
-                            "approval_v3": approval}  # fmt: skip
+def _rest_prepare(
+    http: httpx.Client, route_key: str, quote: dict[str, Any], approval: dict[str, Any]
+) -> httpx.Response:
+    body: dict[str, Any] = {
+        "caller_approved": True,
+        **intent_for(route_key),
+        "wallets": wallets_for(route_key),
+        "approval_v3": approval,
+    }
     if ROUTES[route_key].event_signer_required:
         body["event_signer_public"] = "HN7cABqLq46Es1jh92dQQisAq662SmxELLLsHHe4YWrH"
     return http.post("/v2/prepare", json=body)
 
 
 PREPARES: dict[str, Callable[..., httpx.Response]] = {"prepare": _rest_prepare, "a2a": _a2a_prepare}
-ONE_STEP_READY = ["base:USDC->base:ETH", "arbitrum:USDC->base:USDC", "base:USDC->robinhood:USDG",
-                  "base:USDC->solana:USDC", "solana:USDC->base:USDC", "robinhood:USDG->solana:USDG"]  # fmt: skip
+ONE_STEP_READY = [
+    "base:USDC->base:ETH",
+    "arbitrum:USDC->base:USDC",
+    "base:USDC->robinhood:USDG",
+    "base:USDC->solana:USDC",
+    "solana:USDC->base:USDC",
+    "robinhood:USDG->solana:USDG",
+]
 
 
 def _solana_first(route_key: str) -> bool:
@@ -139,7 +178,9 @@ def _solana_first(route_key: str) -> bool:
 def test_bound_beyond_its_field_is_400(http: httpx.Client, surface: str, route_key: str, field: str) -> None:
     widest = U64_MAX if _solana_first(route_key) else UINT256_MAX
     q = _quote(http, route_key)
-    r = PREPARES[surface](http, route_key, q, approval_for(q, key=f"k-{uuid.uuid4().hex}", **{field: str(widest + 1)}))
+    r = PREPARES[surface](
+        http, route_key, q, approval_for(q, key=f"k-{uuid.uuid4().hex}", **{field: str(widest + 1)})
+    )
     assert_clean(r)
     assert refusal(surface, r) == (400, "approval_v3_amount_out_of_range"), r.text
 
@@ -150,14 +191,18 @@ def test_widest_minimum_output_never_5xx(http: httpx.Client, surface: str, route
     """The widest bound that fits is "stricter" and is built (the caller's chain will refuse it), never a 500."""
     widest = U64_MAX if _solana_first(route_key) else UINT256_MAX
     q = _quote(http, route_key)
-    r = PREPARES[surface](http, route_key, q, approval_for(q, key=f"k-{uuid.uuid4().hex}", minimum_output_base=str(widest)))
+    r = PREPARES[surface](
+        http, route_key, q, approval_for(q, key=f"k-{uuid.uuid4().hex}", minimum_output_base=str(widest))
+    )
     assert_clean(r)
     body = r.json()
     if surface == "prepare":
         assert r.status_code == 200, r.text
     else:  # the caller-side verifier may withhold it, but as a structured answer
         data = body["result"]["message"]["parts"][0]["data"]
-        assert "bundle" in data or data["error"]["code"] in ("safety_boundary_failed", "request_rejected"), data
+        assert "bundle" in data or data["error"]["code"] in ("safety_boundary_failed", "request_rejected"), (
+            data
+        )
 
 
 # ---- item 3: a client that aborts mid-body ---------------------------------------------------------------
@@ -165,8 +210,11 @@ def test_widest_minimum_output_never_5xx(http: httpx.Client, surface: str, route
 
 def _five_xx(http: httpx.Client) -> float:
     text = http.get("/metrics").text
-    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
-               if line.startswith("routequote_http_requests_total") and re.search(r'status="5\d\d"', line))  # fmt: skip
+    return sum(
+        float(line.rsplit(" ", 1)[1])
+        for line in text.splitlines()
+        if line.startswith("routequote_http_requests_total") and re.search(r'status="5\d\d"', line)
+    )
 
 
 class _Recorder:
@@ -182,7 +230,10 @@ class _Recorder:
 
 @pytest.mark.parametrize("surface", SURFACES)
 def test_client_abort_mid_body_is_no_5xx_and_one_quiet_line(
-    http: httpx.Client, served: tuple[str, Any], surface: str, monkeypatch: pytest.MonkeyPatch,
+    http: httpx.Client,
+    served: tuple[str, Any],
+    surface: str,
+    monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     url, _ = served
@@ -193,9 +244,11 @@ def test_client_abort_mid_body_is_no_5xx_and_one_quiet_line(
     caplog.set_level("INFO", logger="uvicorn.error")
     for _ in range(3):
         with socket.create_connection(("127.0.0.1", port)) as s:
-            s.sendall(f"POST {PATHS[surface]} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\ncontent-type: application/json\r\n"
-                      "accept: application/json, text/event-stream\r\nContent-Length: 1000\r\n\r\n".encode()
-                      + b'{"amount_usd"')  # fmt: skip
+            s.sendall(
+                f"POST {PATHS[surface]} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\ncontent-type: application/json\r\n"
+                "accept: application/json, text/event-stream\r\nContent-Length: 1000\r\n\r\n".encode()
+                + b'{"amount_usd"'
+            )
     deadline = time.monotonic() + 10
     while len(recorder.events) < 3 and time.monotonic() < deadline:
         time.sleep(0.02)
@@ -228,9 +281,11 @@ def test_a_500_is_json_and_closes_the_connection(
 
 
 @pytest.mark.parametrize("surface", SURFACES)
-@pytest.mark.parametrize("name", [HEX64, "0x" + HEX64, "private_key=" + HEX64, HEX128, "seed phrase " + HEX64])
+@pytest.mark.parametrize(
+    "name", [HEX64, "0x" + HEX64, "private_key=" + HEX64, HEX128, "seed phrase " + HEX64]
+)
 def test_secret_shaped_names_are_never_echoed(http: httpx.Client, surface: str, name: str) -> None:
-    for extra in (f'{json.dumps(name)}:1', f'"wrap":{{{json.dumps(name)}:1}}'):
+    for extra in (f"{json.dumps(name)}:1", f'"wrap":{{{json.dumps(name)}:1}}'):
         r = post(http, surface, raw_body(surface, extra))
         assert_clean(r, HEX64, HEX128)
         status, _ = refusal(surface, r)
@@ -239,7 +294,9 @@ def test_secret_shaped_names_are_never_echoed(http: httpx.Client, surface: str, 
 
 @pytest.mark.parametrize("surface", ["prepare", "a2a"])
 @pytest.mark.parametrize("name", [HEX64, "private_key=" + HEX64])
-def test_secret_shaped_names_inside_approval_are_never_echoed(http: httpx.Client, surface: str, name: str) -> None:
+def test_secret_shaped_names_inside_approval_are_never_echoed(
+    http: httpx.Client, surface: str, name: str
+) -> None:
     q = _quote(http, EVM_ROUTE)
     approval = {**approval_for(q, key=f"k-{uuid.uuid4().hex}"), name: "1"}
     r = PREPARES[surface](http, EVM_ROUTE, q, approval)
@@ -257,8 +314,16 @@ def test_secret_looking_idempotency_keys_are_refused(http: httpx.Client, surface
 
 
 @pytest.mark.parametrize("surface", ["prepare", "a2a"])
-@pytest.mark.parametrize("field", ["maximum_input_base", "minimum_output_base", "idempotency_key", "quote_fingerprint",
-                                   "direct_route_summary_sha256"])  # fmt: skip
+@pytest.mark.parametrize(
+    "field",
+    [
+        "maximum_input_base",
+        "minimum_output_base",
+        "idempotency_key",
+        "quote_fingerprint",
+        "direct_route_summary_sha256",
+    ],
+)
 def test_trailing_newline_never_passes(http: httpx.Client, surface: str, field: str) -> None:
     q = _quote(http, EVM_ROUTE)
     approval = approval_for(q, key=f"abcdefgh-{uuid.uuid4().hex[:8]}")
@@ -272,10 +337,13 @@ def test_trailing_newline_never_passes(http: httpx.Client, surface: str, field: 
 @pytest.mark.parametrize("surface", ["prepare", "a2a"])
 def test_trailing_newline_in_a_wallet_never_passes(http: httpx.Client, surface: str) -> None:
     q = _quote(http, "solana:USDC->base:USDC")
-    body = {"caller_approved": True, **intent_for("solana:USDC->base:USDC"),
-            "wallets": {"solana": SOLANA_WALLET + "\n", "base": "0x" + "1" * 40 + "\n"},
-            "event_signer_public": "HN7cABqLq46Es1jh92dQQisAq662SmxELLLsHHe4YWrH",
-            "approval_v3": approval_for(q, key=f"k-{uuid.uuid4().hex}")}  # fmt: skip
+    body = {
+        "caller_approved": True,
+        **intent_for("solana:USDC->base:USDC"),
+        "wallets": {"solana": SOLANA_WALLET + "\n", "base": "0x" + "1" * 40 + "\n"},
+        "event_signer_public": "HN7cABqLq46Es1jh92dQQisAq662SmxELLLsHHe4YWrH",
+        "approval_v3": approval_for(q, key=f"k-{uuid.uuid4().hex}"),
+    }
     r = http.post("/v2/prepare", json=body)
     assert refusal("prepare", r) == (400, "invalid_wallet_address")
 
@@ -288,7 +356,9 @@ def test_trailing_newline_in_a_wallet_never_passes(http: httpx.Client, surface: 
     [
         b'{"private_key":"' + HEX64.encode() + b'"}',
         b'{"jsonrpc":"1.0","id":1,"method":"tools/list","params":{"x":"' + HEX64.encode() + b'"}}',
-        b'[{"jsonrpc":"2.0","id":1,"method":"tools/list"},{"jsonrpc":"2.0","id":2,"method":"' + HEX64.encode() + b'"}]',
+        b'[{"jsonrpc":"2.0","id":1,"method":"tools/list"},{"jsonrpc":"2.0","id":2,"method":"'
+        + HEX64.encode()
+        + b'"}]',
         b"[]",
         b'"' + HEX64.encode() + b'"',
     ],
@@ -303,8 +373,16 @@ def test_mcp_transport_errors_are_short_and_generic(http: httpx.Client, raw: byt
 
 def test_mcp_and_a2a_http_errors_are_jsonrpc_objects(served: tuple[str, Any]) -> None:
     url, _ = served
-    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}}
+    init = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "0"},
+        },
+    }
     big = b'{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"pad":"' + b"x" * 1_100_000 + b'"}}'
     with httpx.Client(base_url=url, timeout=30) as http:
         answers = {
@@ -312,11 +390,17 @@ def test_mcp_and_a2a_http_errors_are_jsonrpc_objects(served: tuple[str, Any]) ->
             ("mcp", 413): http.post("/mcp", content=big, headers=JSONRPC_HEADERS),
             ("a2a", 413): http.post("/a2a", content=big, headers=JSONRPC_HEADERS),
             ("mcp", 421): http.post("/mcp", json=init, headers={**JSONRPC_HEADERS, "host": "evil.example"}),
-            ("mcp", 403): http.post("/mcp", json=init, headers={**JSONRPC_HEADERS, "origin": "http://evil.example"}),
+            ("mcp", 403): http.post(
+                "/mcp", json=init, headers={**JSONRPC_HEADERS, "origin": "http://evil.example"}
+            ),
             ("mcp", 400): http.post("/mcp", content=b'{"jsonrpc":"2.0"}', headers=JSONRPC_HEADERS),
             ("mcp", 406): http.post("/mcp", json=init, headers={**JSONRPC_HEADERS, "accept": "text/html"}),
-            ("a2a", 415): http.post("/a2a", content=b"{}", headers={**JSONRPC_HEADERS, "content-type": "text/plain"}),
-            ("mcp", 415): http.post("/mcp", content=b"{}", headers={**JSONRPC_HEADERS, "content-type": "text/plain"}),
+            ("a2a", 415): http.post(
+                "/a2a", content=b"{}", headers={**JSONRPC_HEADERS, "content-type": "text/plain"}
+            ),
+            ("mcp", 415): http.post(
+                "/mcp", content=b"{}", headers={**JSONRPC_HEADERS, "content-type": "text/plain"}
+            ),
             ("a2a", 405): http.get("/a2a"),
         }
     for (surface, status), r in answers.items():
@@ -349,13 +433,21 @@ def test_a2a_requires_application_json(http: httpx.Client) -> None:
     ],
 )
 def test_a2a_sdk_errors_are_code_and_fixed_message(http: httpx.Client, params: Any) -> None:
-    r = http.post("/a2a", json={"jsonrpc": "2.0", "id": 7, "method": "SendMessage", "params": params},
-                  headers=JSONRPC_HEADERS)  # fmt: skip
+    r = http.post(
+        "/a2a",
+        json={"jsonrpc": "2.0", "id": 7, "method": "SendMessage", "params": params},
+        headers=JSONRPC_HEADERS,
+    )
     assert_clean(r, HEX64)
     body = r.json()
     if "error" in body:
         assert set(body["error"]) == {"code", "message"}, body
-        assert body["error"]["message"] in ("Invalid params", "Invalid Request", "Internal error", "Parse error")
+        assert body["error"]["message"] in (
+            "Invalid params",
+            "Invalid Request",
+            "Internal error",
+            "Parse error",
+        )
     else:
         assert body["result"]["message"]["parts"][0]["data"]["error"]["code"] == "request_rejected"
 
@@ -363,8 +455,16 @@ def test_a2a_sdk_errors_are_code_and_fixed_message(http: httpx.Client, params: A
 # ---- item 9: no redirect on a trailing slash ---------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("method", "path"), [("GET", "/v2/status/"), ("POST", "/v2/quote/"), ("GET", "/v1/status/"),
-                                              ("POST", "/v2/prepare/"), ("GET", "/v2/capabilities/")])  # fmt: skip
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [
+        ("GET", "/v2/status/"),
+        ("POST", "/v2/quote/"),
+        ("GET", "/v1/status/"),
+        ("POST", "/v2/prepare/"),
+        ("GET", "/v2/capabilities/"),
+    ],
+)
 def test_trailing_slash_is_404_never_a_redirect(http: httpx.Client, method: str, path: str) -> None:
     r = http.request(method, path, headers={"host": "evil.example"}, json=QUOTE if method == "POST" else None)
     assert r.status_code == 404 and "location" not in r.headers
@@ -384,7 +484,14 @@ def test_idempotency_key_scope_matches_the_advertised_scope(http: httpx.Client) 
     assert r2.json()["idempotent_replay"] is False
     replay = _rest_prepare(http, EVM_ROUTE, first, approval_for(first, key=key))
     assert replay.status_code == 200 and replay.json()["idempotent_replay"] is True
-    body: dict[str, Any] = {"caller_approved": True, **intent_for(EVM_ROUTE),
-                            "wallets": {"base": "0x" + "5" * 40}, "approval_v3": approval_for(first, key=key)}  # fmt: skip
+    body: dict[str, Any] = {
+        "caller_approved": True,
+        **intent_for(EVM_ROUTE),
+        "wallets": {"base": "0x" + "5" * 40},
+        "approval_v3": approval_for(first, key=key),
+    }
     conflict = http.post("/v2/prepare", json=body)  # the same quote, mode and key with another body
-    assert conflict.status_code == 409 and conflict.json()["reason"] == "idempotency_key_reused_with_different_request"
+    assert (
+        conflict.status_code == 409
+        and conflict.json()["reason"] == "idempotency_key_reused_with_different_request"
+    )

@@ -72,7 +72,11 @@ def routes_needing(components: set[str]) -> set[str]:
 
 
 def market_unavailable(service: RouteQuoteService) -> dict[str, list[str]]:
-    return {u["route"]: u["details"] for u in service.unavailable_routes() if u["reason"] == "market_source_unavailable"}
+    return {
+        u["route"]: u["details"]
+        for u in service.unavailable_routes()
+        if u["reason"] == "market_source_unavailable"
+    }
 
 
 async def test_every_route_quotes_live_from_every_source(rig: Rig) -> None:
@@ -86,11 +90,19 @@ async def test_every_route_quotes_live_from_every_source(rig: Rig) -> None:
     view = await rig.market.view()
     assert view.unavailable == {}
     assert view.as_of == "2026-11-20T11:59:59Z"  # the blocks' time (the test node's blocks are 1 s old)
-    assert view.prices_usd_e8 == {Token.ETH: 312055000000, Token.USDC: 99991234, Token.USDG: 100002100,
-                                  Token.SOL: 15243217000}  # fmt: skip
+    assert view.prices_usd_e8 == {
+        Token.ETH: 312055000000,
+        Token.USDC: 99991234,
+        Token.USDG: 100002100,
+        Token.SOL: 15243217000,
+    }
     assert view.cctp.fast_fee_bps_milli == {5: 1000, 6: 1300, 3: 1300}
-    assert (view.across.lp_fee_ppm, view.across.relayer_capital_fee_ppm, view.across.relayer_gas_fee_base,
-            view.across.fill_seconds) == (100, 400, 15210, 4)  # fmt: skip
+    assert (
+        view.across.lp_fee_ppm,
+        view.across.relayer_capital_fee_ppm,
+        view.across.relayer_gas_fee_base,
+        view.across.fill_seconds,
+    ) == (100, 400, 15210, 4)
     assert view.oft.native_fee_wei == 41873000000000
     # EVM pools: the live reader sees exactly the pools the node holds (the snapshot's states)
     snap = EmbeddedSnapshot().current()
@@ -100,19 +112,34 @@ async def test_every_route_quotes_live_from_every_source(rig: Rig) -> None:
     for exp in load("solana_getMultipleAccounts.json")["expected_pools"]:
         got = view.pools[exp["pool_id"]].clmm
         assert (got.fee_pips, got.tick_spacing, got.sqrt_price, got.tick_current, got.liquidity) == (
-            exp["fee_pips"], exp["tick_spacing"], int(exp["sqrt_price"]), exp["tick_current"], int(exp["liquidity"]))  # fmt: skip
+            exp["fee_pips"],
+            exp["tick_spacing"],
+            int(exp["sqrt_price"]),
+            exp["tick_current"],
+            int(exp["liquidity"]),
+        )
         assert got.ticks == tuple((t, int(n)) for t, n in exp["ticks"])
     # a live quote's pricing equals pricing the same numbers directly
-    body = {"from_chain": "solana", "from_token": "SOL", "to_chain": "base", "to_token": "ETH", "amount_usd": 1000}
+    body = {
+        "from_chain": "solana",
+        "from_token": "SOL",
+        "to_chain": "base",
+        "to_token": "ETH",
+        "amount_usd": 1000,
+    }
     issued = await rig.service.quote(parse_quote_request(body))
-    direct = price_route(ROUTES["solana:SOL->base:ETH"], issued.payload["intent"]["estimated_input_base"], view)
+    direct = price_route(
+        ROUTES["solana:SOL->base:ETH"], issued.payload["intent"]["estimated_input_base"], view
+    )
     assert issued.body.pricing == direct
 
 
 async def test_cold_view_fetches_sources_concurrently_and_steady_state_is_one_round_trip(rig: Rig) -> None:
     await rig.market.view()
     assert rig.fake.max_inflight >= 8  # 3 EVM chains, Solana, Iris x6, Across x2, Hermes at once
-    evm_before = {h: rig.fake.requests[h] for h in ("rpc-base.test", "rpc-arbitrum.test", "rpc-robinhood.test")}
+    evm_before = {
+        h: rig.fake.requests[h] for h in ("rpc-base.test", "rpc-arbitrum.test", "rpc-robinhood.test")
+    }
     sol_before = rig.fake.requests["rpc-solana.test"]
     rig.later(5)  # past the cache TTL
     await rig.market.view()
@@ -135,8 +162,15 @@ async def test_version_changes_when_a_number_changes(rig: Rig) -> None:
     assert v2.version == v1.version  # new blocks, same numbers
     pools = rig.fake.evm_pools[next(iter(rig.fake.evm_pools))]
     addr, (pool, token0) = next(iter(pools.items()))
-    moved = ClmmPool(pool.venue, pool.fee_pips, pool.tick_spacing, pool.sqrt_price + 1, pool.tick_current,
-                     pool.liquidity, pool.ticks)  # fmt: skip
+    moved = ClmmPool(
+        pool.venue,
+        pool.fee_pips,
+        pool.tick_spacing,
+        pool.sqrt_price + 1,
+        pool.tick_current,
+        pool.liquidity,
+        pool.ticks,
+    )
     pools[addr] = (moved, token0)
     rig.later(5)
     v3 = await rig.market.view()
@@ -149,15 +183,26 @@ FAULTS = [
     ("across.test", "garbage", {"across_intent_bridge"}, "invalid_data"),
     ("across.test", "http500", {"across_intent_bridge"}, "transport_error"),
     ("rpc-arbitrum.test", "stale", {"arbitrum:uniswap_v3:ETH-USDC"}, "stale_data"),
-    ("rpc-robinhood.test", "garbage", {"robinhood:uniswap_v3:ETH-USDG", "paxos_usdg_layerzero_oft", "price:USDG"},
-     "invalid_response"),
-    ("rpc-solana.test", "stale", {"solana:raydium_clmm:SOL-USDC", "solana:orca_whirlpool:USDC-USDG"}, "stale_data"),
+    (
+        "rpc-robinhood.test",
+        "garbage",
+        {"robinhood:uniswap_v3:ETH-USDG", "paxos_usdg_layerzero_oft", "price:USDG"},
+        "invalid_response",
+    ),
+    (
+        "rpc-solana.test",
+        "stale",
+        {"solana:raydium_clmm:SOL-USDC", "solana:orca_whirlpool:USDC-USDG"},
+        "stale_data",
+    ),
     ("hermes.test", "stale", {"price:SOL"}, "stale_data"),
     ("hermes.test", "429", {"price:SOL"}, "rate_limited"),
-]  # fmt: skip
+]
 
 
-@pytest.mark.parametrize(("host", "fault", "components", "kind"), FAULTS, ids=[f"{f[0]}-{f[1]}" for f in FAULTS])
+@pytest.mark.parametrize(
+    ("host", "fault", "components", "kind"), FAULTS, ids=[f"{f[0]}-{f[1]}" for f in FAULTS]
+)
 async def test_fault_takes_down_exactly_the_right_routes_and_recovers(
     rig: Rig, host: str, fault: str, components: set[str], kind: str
 ) -> None:
@@ -183,7 +228,11 @@ async def test_fault_takes_down_exactly_the_right_routes_and_recovers(
     assert status["market"]["healthy"] is False
     assert any(not s["ok"] and kind in (s["reason"] or "") for s in status["market"]["sources"])
     caps = rig.service.capabilities()
-    assert {u["route"] for u in caps["temporarily_unavailable_routes"] if u["reason"] == "market_source_unavailable"} == affected
+    assert {
+        u["route"]
+        for u in caps["temporarily_unavailable_routes"]
+        if u["reason"] == "market_source_unavailable"
+    } == affected
     assert caps["execution_availability"]["recent_fee_snapshot_usable"] is False
     # recovery: the upstream heals; after the breaker's cooldown the routes quote again
     del rig.fake.faults[host]
@@ -242,38 +291,71 @@ async def test_embedded_fallback_only_when_configured_and_the_quote_says_so() ->
         assert any(n.startswith("FALLBACK: circle_cctp") and "timeout" in n for n in m["notes"])
         # a route that needs no fallback component is priced from live numbers in the same view
         view = await r.market.view()
-        assert view.unavailable == {} and view.cctp.fast_fee_bps_milli == EmbeddedSnapshot().current().cctp.fast_fee_bps_milli
+        assert (
+            view.unavailable == {}
+            and view.cctp.fast_fee_bps_milli == EmbeddedSnapshot().current().cctp.fast_fee_bps_milli
+        )
     finally:
         await r.http.aclose()
 
 
 async def test_rest_surface_502_503_status_and_capabilities(rig: Rig) -> None:
-    app = create_app(Settings(rate_limit="off"), market=rig.market,
-                     clock=rig.clock, ids=SequentialIds())  # fmt: skip
+    app = create_app(Settings(rate_limit="off"), market=rig.market, clock=rig.clock, ids=SequentialIds())
     rig.fake.faults["iris.test"] = "garbage"
     rig.fake.faults["hermes.test"] = "429"
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as c:
-        ok = await c.post("/v2/quote", json={"from_chain": "base", "from_token": "ETH", "to_chain": "arbitrum",
-                                              "to_token": "ETH", "amount_usd": 100})  # fmt: skip
+        ok = await c.post(
+            "/v2/quote",
+            json={
+                "from_chain": "base",
+                "from_token": "ETH",
+                "to_chain": "arbitrum",
+                "to_token": "ETH",
+                "amount_usd": 100,
+            },
+        )
         # base -> arbitrum goes through CCTP: its source answers garbage
         assert ok.status_code == 502, ok.text
         body = ok.json()
         assert body["reason_class"] == "market_source_unavailable" and "circle_iris" in body["message"]
         assert body["unavailable_component"] == "circle_cctp" and body["retry_after_seconds"] >= 1
-        busy = await c.post("/v2/quote", json={"from_chain": "solana", "from_token": "SOL", "to_chain": "solana",
-                                                "to_token": "USDC", "amount_usd": 100})  # fmt: skip
+        busy = await c.post(
+            "/v2/quote",
+            json={
+                "from_chain": "solana",
+                "from_token": "SOL",
+                "to_chain": "solana",
+                "to_token": "USDC",
+                "amount_usd": 100,
+            },
+        )
         assert busy.status_code == 503 and busy.json()["reason_class"] == "market_source_rate_limited"
-        fine = await c.post("/v2/quote", json={"from_chain": "base", "from_token": "ETH", "to_chain": "base",
-                                                "to_token": "USDC", "amount_usd": 100})  # fmt: skip
+        fine = await c.post(
+            "/v2/quote",
+            json={
+                "from_chain": "base",
+                "from_token": "ETH",
+                "to_chain": "base",
+                "to_token": "USDC",
+                "amount_usd": 100,
+            },
+        )
         assert fine.status_code == 200 and fine.json()["market"]["source"] == "live"
         status = (await c.get("/v2/status")).json()
         assert status["market"]["source"] == "live" and status["market"]["healthy"] is False
         breakers = {b["name"]: b for b in status["market"]["breakers"]}
-        assert breakers["circle_iris"]["consecutive_failures"] == 1 and breakers["circle_iris"]["breaker"] == "closed"
+        assert (
+            breakers["circle_iris"]["consecutive_failures"] == 1
+            and breakers["circle_iris"]["breaker"] == "closed"
+        )
         assert breakers["evm_pools:base"]["block_or_slot"] == rig.fake.blocks[Chain.BASE]
         assert status["server_signing"] is False and status["server_submission"] is False
         caps = (await c.get("/v2/capabilities")).json()
-        down = {u["route"] for u in caps["temporarily_unavailable_routes"] if u["reason"] == "market_source_unavailable"}
+        down = {
+            u["route"]
+            for u in caps["temporarily_unavailable_routes"]
+            if u["reason"] == "market_source_unavailable"
+        }
         assert down == routes_needing({"circle_cctp", "price:SOL"})
 
 
@@ -290,14 +372,22 @@ async def test_no_rpc_configured_means_unavailable_not_snapshot() -> None:
 
 
 def test_settings_select_the_live_market_and_register_its_lifespan() -> None:
-    settings = Settings(market="live", rpc_url_base="http://rpc-base.test", market_fallback="embedded",
-                        live_solana_pools="solana:raydium_clmm:SOL-USDC=3ucNos4NbumPLZNWztqGHNFFgkHeRMBQAVemeeomsUxv",
-                        rate_limit="off")  # fmt: skip
+    settings = Settings(
+        market="live",
+        rpc_url_base="http://rpc-base.test",
+        market_fallback="embedded",
+        live_solana_pools="solana:raydium_clmm:SOL-USDC=3ucNos4NbumPLZNWztqGHNFFgkHeRMBQAVemeeomsUxv",
+        rate_limit="off",
+    )
     app = create_app(settings)
     market = app.state.service.market
     assert isinstance(market, LiveMarket)
-    assert market.config.fallback == "embedded" and market.config.rpc_urls == {Chain.BASE: "http://rpc-base.test"}
-    assert market.config.solana_pools == {"solana:raydium_clmm:SOL-USDC": "3ucNos4NbumPLZNWztqGHNFFgkHeRMBQAVemeeomsUxv"}
+    assert market.config.fallback == "embedded" and market.config.rpc_urls == {
+        Chain.BASE: "http://rpc-base.test"
+    }
+    assert market.config.solana_pools == {
+        "solana:raydium_clmm:SOL-USDC": "3ucNos4NbumPLZNWztqGHNFFgkHeRMBQAVemeeomsUxv"
+    }
     assert market.lifespan in app.state.lifespan_hooks
     with pytest.raises(ValueError):
         create_app(Settings(market="live", market_fallback="sometimes"))

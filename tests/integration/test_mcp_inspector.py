@@ -35,7 +35,16 @@ def inspector() -> Path:
     if not exe.exists():
         CACHE.mkdir(parents=True, exist_ok=True)
         done = subprocess.run(
-            ["npm", "install", "--no-audit", "--no-fund", "--loglevel=error", "--prefix", str(CACHE), INSPECTOR],
+            [
+                "npm",
+                "install",
+                "--no-audit",
+                "--no-fund",
+                "--loglevel=error",
+                "--prefix",
+                str(CACHE),
+                INSPECTOR,
+            ],
             capture_output=True,
             text=True,
             timeout=240,
@@ -55,7 +64,10 @@ def mcp_url() -> Iterator[str]:
 
 def run(inspector: Path, url: str, *args: str) -> dict:  # type: ignore[type-arg]
     done = subprocess.run(
-        [str(inspector), "--cli", url, "--transport", "http", *args], capture_output=True, text=True, timeout=90
+        [str(inspector), "--cli", url, "--transport", "http", *args],
+        capture_output=True,
+        text=True,
+        timeout=90,
     )
     assert done.returncode == 0, done.stderr[-1000:]
     return json.loads(done.stdout)
@@ -65,19 +77,40 @@ def test_inspector_lists_tools_and_calls_quote(inspector: Path, mcp_url: str) ->
     listed = run(inspector, mcp_url, "--method", "tools/list")["tools"]
     names = {t["name"] for t in listed}
     assert names == {
-        "service_status", "service_manifest", "service_v2_capabilities", "service_v2_quote", "service_quote",
-        "service_start_wallet_auth", "service_finish_wallet_auth", "service_create_session", "service_read_session",
-        "service_prepare_source_action", "service_verify_source_receipt", "service_prepare_cctp_action",
-        "service_observe_cctp", "service_prepare_destination_action", "service_observe_destination",
-    }  # fmt: skip
+        "service_status",
+        "service_manifest",
+        "service_v2_capabilities",
+        "service_v2_quote",
+        "service_quote",
+        "service_start_wallet_auth",
+        "service_finish_wallet_auth",
+        "service_create_session",
+        "service_read_session",
+        "service_prepare_source_action",
+        "service_verify_source_receipt",
+        "service_prepare_cctp_action",
+        "service_observe_cctp",
+        "service_prepare_destination_action",
+        "service_observe_destination",
+    }
     assert len(listed) == 15 and all(t["inputSchema"]["additionalProperties"] is False for t in listed)
     quote_tool = next(t for t in listed if t["name"] == "service_v2_quote")
     assert quote_tool["inputSchema"]["additionalProperties"] is False
-    assert quote_tool["annotations"]["readOnlyHint"] is True and quote_tool["annotations"]["idempotentHint"] is False
+    assert (
+        quote_tool["annotations"]["readOnlyHint"] is True
+        and quote_tool["annotations"]["idempotentHint"] is False
+    )
 
     args = ["from_chain=solana", "from_token=SOL", "to_chain=base", "to_token=USDC", "amount_usd=100"]
-    result = run(inspector, mcp_url, "--method", "tools/call", "--tool-name", "service_v2_quote",
-                 *[x for a in args for x in ("--tool-arg", a)])
+    result = run(
+        inspector,
+        mcp_url,
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "service_v2_quote",
+        *[x for a in args for x in ("--tool-arg", a)],
+    )
     assert result.get("isError") in (None, False)
     structured = result["structuredContent"]
     assert json.loads(result["content"][0]["text"]) == structured
@@ -85,6 +118,16 @@ def test_inspector_lists_tools_and_calls_quote(inspector: Path, mcp_url: str) ->
     assert structured["quote"]["intent"]["amount_usd"] == 100  # sent as a JSON number per the schema
     assert structured["guidance"]["automatic_selection_forbidden"] is True
 
-    bad = run(inspector, mcp_url, "--method", "tools/call", "--tool-name", "service_v2_quote",
-              "--tool-arg", "from_chain=solana", "--tool-arg", "amount_usd=100")
+    bad = run(
+        inspector,
+        mcp_url,
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "service_v2_quote",
+        "--tool-arg",
+        "from_chain=solana",
+        "--tool-arg",
+        "amount_usd=100",
+    )
     assert bad["isError"] is True and bad["structuredContent"]["error"]["code"] == "request_rejected"

@@ -50,7 +50,10 @@ SPEC_TOOLS: dict[str, dict[str, Any]] = {
         "required": ["amount_usd"],
     },
 }
-UUID = {"type": "string", "pattern": "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"}
+UUID = {
+    "type": "string",
+    "pattern": "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$",
+}
 WALLET = {"type": "string", "minLength": 32, "maxLength": 64}
 SIG = {"type": "string", "minLength": 64, "maxLength": 128}
 KEY = {"type": "string", "minLength": 8, "maxLength": 128}
@@ -63,27 +66,58 @@ def _tool(required: dict[str, Any], optional: dict[str, Any] | None = None) -> d
 
 SESSION = {"access_token": TOKEN, "session_id": UUID}
 # the spec's session tools (table rows service_start_wallet_auth .. service_observe_destination)
-SPEC_TOOLS.update({
-    "service_start_wallet_auth": _tool({"source_wallet": WALLET}),
-    "service_finish_wallet_auth": _tool({"challenge_id": UUID, "source_wallet": WALLET, "signature": SIG,
-                                         "terms_version": {"type": "string", "minLength": 1, "maxLength": 160}}),
-    "service_create_session": _tool({"access_token": TOKEN, "quote_id": UUID, "idempotency_key": KEY,
-                                     "source_wallet": WALLET,
-                                     "destination_wallet": {"type": "string", "pattern": "^0x[0-9a-fA-F]{40}$"}}),
-    "service_read_session": _tool(SESSION, {"view": {}}),
-    "service_prepare_source_action": _tool(SESSION),
-    "service_verify_source_receipt": _tool({**SESSION, "signature": SIG, "idempotency_key": KEY}),
-    "service_prepare_cctp_action": _tool({**SESSION, "event_signer_public": WALLET, "idempotency_key": KEY}),
-    "service_observe_cctp": _tool({**SESSION, "burn_signature": SIG, "idempotency_key": KEY}),
-    "service_prepare_destination_action": _tool({**SESSION, "idempotency_key": KEY}),
-    "service_observe_destination": _tool({**SESSION, "transaction_hash": {"type": "string",
-                                                                           "pattern": "^0x[0-9a-fA-F]{64}$"},
-                                          "idempotency_key": KEY}),
-})  # fmt: skip
+SPEC_TOOLS.update(
+    {
+        "service_start_wallet_auth": _tool({"source_wallet": WALLET}),
+        "service_finish_wallet_auth": _tool(
+            {
+                "challenge_id": UUID,
+                "source_wallet": WALLET,
+                "signature": SIG,
+                "terms_version": {"type": "string", "minLength": 1, "maxLength": 160},
+            }
+        ),
+        "service_create_session": _tool(
+            {
+                "access_token": TOKEN,
+                "quote_id": UUID,
+                "idempotency_key": KEY,
+                "source_wallet": WALLET,
+                "destination_wallet": {"type": "string", "pattern": "^0x[0-9a-fA-F]{40}$"},
+            }
+        ),
+        "service_read_session": _tool(SESSION, {"view": {}}),
+        "service_prepare_source_action": _tool(SESSION),
+        "service_verify_source_receipt": _tool({**SESSION, "signature": SIG, "idempotency_key": KEY}),
+        "service_prepare_cctp_action": _tool(
+            {**SESSION, "event_signer_public": WALLET, "idempotency_key": KEY}
+        ),
+        "service_observe_cctp": _tool({**SESSION, "burn_signature": SIG, "idempotency_key": KEY}),
+        "service_prepare_destination_action": _tool({**SESSION, "idempotency_key": KEY}),
+        "service_observe_destination": _tool(
+            {
+                **SESSION,
+                "transaction_hash": {"type": "string", "pattern": "^0x[0-9a-fA-F]{64}$"},
+                "idempotency_key": KEY,
+            }
+        ),
+    }
+)
 VIEWS = ["session", "workflow", "receipt", "next_action"]
-READ_ONLY_IDEMPOTENT = {"service_status", "service_manifest", "service_v2_capabilities", "service_read_session"}
+READ_ONLY_IDEMPOTENT = {
+    "service_status",
+    "service_manifest",
+    "service_v2_capabilities",
+    "service_read_session",
+}
 QUOTE_TOOLS = {"service_v2_quote", "service_quote"}
-QUOTE_ARGS = {"from_chain": "solana", "from_token": "SOL", "to_chain": "base", "to_token": "USDC", "amount_usd": 1000}
+QUOTE_ARGS = {
+    "from_chain": "solana",
+    "from_token": "SOL",
+    "to_chain": "base",
+    "to_token": "USDC",
+    "amount_usd": 1000,
+}
 SECRET = "sk-DO-NOT-ECHO-3f1c9a77e2b04d5e"
 
 
@@ -139,8 +173,11 @@ async def test_list_tools_match_spec_table(server: str) -> None:
             assert "view" not in schema.get("required", [])
         ann = tool.annotations
         assert ann is not None
-        mutating = tool.name in SPEC_TOOLS and tool.name.startswith("service_") and tool.name not in (
-            READ_ONLY_IDEMPOTENT | QUOTE_TOOLS)
+        mutating = (
+            tool.name in SPEC_TOOLS
+            and tool.name.startswith("service_")
+            and tool.name not in (READ_ONLY_IDEMPOTENT | QUOTE_TOOLS)
+        )
         assert ann.read_only_hint is (not mutating), tool.name
         if "idempotency_key" in expected["properties"]:
             assert ann.idempotent_hint is True, tool.name
@@ -161,11 +198,18 @@ async def test_every_tool_returns_the_rest_json_plus_guidance(server: str) -> No
         status = await c.call_tool("service_status", {})
         assert status.is_error is False
         legacy = status.structured_content["status"]
-        assert [x["corridor"] for x in legacy["corridors"]] == ["solana:SOL->base:ETH", "solana:SOL->arbitrum:ETH"]
-        assert legacy["safety_gates"]["never_signs"] is True and legacy["safety_gates"]["never_submits"] is True
+        assert [x["corridor"] for x in legacy["corridors"]] == [
+            "solana:SOL->base:ETH",
+            "solana:SOL->arbitrum:ETH",
+        ]
+        assert (
+            legacy["safety_gates"]["never_signs"] is True and legacy["safety_gates"]["never_submits"] is True
+        )
         assert legacy["status"] == "capped_public_agent_release"
         rest_v1 = (await http.get("/v1/status")).json()  # the legacy REST surface: the same translation
-        assert {k: v for k, v in legacy.items() if k != "time"} == {k: v for k, v in rest_v1.items() if k != "time"}
+        assert {k: v for k, v in legacy.items() if k != "time"} == {
+            k: v for k, v in rest_v1.items() if k != "time"
+        }
 
         result = await c.call_tool("service_v2_quote", QUOTE_ARGS)
         assert result.is_error is False and text_json(result) == result.structured_content
@@ -173,7 +217,10 @@ async def test_every_tool_returns_the_rest_json_plus_guidance(server: str) -> No
         validate(quote, QUOTE_RESPONSE)
         rest = (await http.post("/v2/quote", json=QUOTE_ARGS)).json()
         assert set(quote) == set(rest)
-        assert quote["intent"] == rest["intent"] and quote["direct_route_summary"] == rest["direct_route_summary"]
+        assert (
+            quote["intent"] == rest["intent"]
+            and quote["direct_route_summary"] == rest["direct_route_summary"]
+        )
         # the quote travels untouched (guidance sits next to it): its hashes verify as on REST
         assert quote["continuation_v3"]["quote_payload_sha256"] == ih.payload_sha256(quote)
         assert quote["continuation_v3"]["quote_fingerprint"] == ih.fingerprint(quote)
@@ -187,9 +234,15 @@ async def test_every_tool_returns_the_rest_json_plus_guidance(server: str) -> No
         body = v1.structured_content["quote"]
         assert body["corridor"] == "solana:SOL->arbitrum:ETH"
         validate(body["quote"], QUOTE_RESPONSE)
-        assert body["quote"]["intent"] == {**body["quote"]["intent"], "from": "solana:SOL", "to": "arbitrum:ETH",
-                                           "amount_usd": 250}
-        rest_v1_quote = (await http.post("/v1/quote", json={"amount_usd": 250, "destination_chain": "arbitrum"})).json()
+        assert body["quote"]["intent"] == {
+            **body["quote"]["intent"],
+            "from": "solana:SOL",
+            "to": "arbitrum:ETH",
+            "amount_usd": 250,
+        }
+        rest_v1_quote = (
+            await http.post("/v1/quote", json={"amount_usd": 250, "destination_chain": "arbitrum"})
+        ).json()
         assert set(rest_v1_quote) == set(body) and rest_v1_quote["corridor"] == body["corridor"]
         assert rest_v1_quote["quote"]["direct_route_summary"] == body["quote"]["direct_route_summary"]
         default = await c.call_tool("service_quote", {"amount_usd": 1})
@@ -218,7 +271,9 @@ async def test_every_tool_returns_the_rest_json_plus_guidance(server: str) -> No
         ("service_v2_capabilities", {"access_token": SECRET}, "access_token"),
     ],
 )
-async def test_schema_violations_are_tool_errors(server: str, tool: str, args: dict[str, Any], where: str) -> None:
+async def test_schema_violations_are_tool_errors(
+    server: str, tool: str, args: dict[str, Any], where: str
+) -> None:
     async with Client(server + "/mcp") as c:
         result = await c.call_tool(tool, args)
     err = error_of(result)
@@ -235,7 +290,9 @@ async def test_schema_violations_are_tool_errors(server: str, tool: str, args: d
         ({**QUOTE_ARGS, "from_chain": "base", "from_token": "SOL"}, "token_not_on_chain"),
     ],
 )
-async def test_contract_rules_beyond_the_schema_are_the_services(server: str, args: dict[str, Any], reason: str) -> None:
+async def test_contract_rules_beyond_the_schema_are_the_services(
+    server: str, args: dict[str, Any], reason: str
+) -> None:
     async with Client(server + "/mcp") as c:
         result = await c.call_tool("service_v2_quote", args)
     err = error_of(result)
@@ -301,7 +358,9 @@ async def test_rate_limited_and_upstream_errors_carry_codes() -> None:
         assert err["retry_after_seconds"] >= 1
 
 
-async def test_caller_input_never_reaches_logs_or_results(server: str, capfd: pytest.CaptureFixture[str]) -> None:
+async def test_caller_input_never_reaches_logs_or_results(
+    server: str, capfd: pytest.CaptureFixture[str]
+) -> None:
     async with Client(server + "/mcp") as c:
         for args in ({**QUOTE_ARGS, "access_token": SECRET}, {**QUOTE_ARGS, "amount_usd": SECRET}):
             result = await c.call_tool("service_v2_quote", args)
@@ -318,7 +377,9 @@ async def test_stdio_transport() -> None:
         assert c.server_info is not None and c.server_info.version == "0.4.0"
         names = {t.name for t in (await c.list_tools()).tools}
         assert set(SPEC_TOOLS) | {"service_manifest"} == names
-        result = await c.call_tool("service_v2_quote", {**QUOTE_ARGS, "to_chain": "arbitrum", "to_token": "ETH"})
+        result = await c.call_tool(
+            "service_v2_quote", {**QUOTE_ARGS, "to_chain": "arbitrum", "to_token": "ETH"}
+        )
         assert result.is_error is False
         validate(result.structured_content["quote"], QUOTE_RESPONSE)
         bad = await c.call_tool("service_v2_quote", {**QUOTE_ARGS, "amount_usd": 0})
@@ -348,10 +409,29 @@ async def test_one_rate_limit_budget_per_client_across_surfaces() -> None:
             assert (await http.get("/v2/capabilities")).status_code == 200
             assert (await http.post("/v2/quote", json=QUOTE_ARGS)).status_code == 200
             assert (await c.call_tool("service_v2_capabilities", {})).is_error is False
-            a2a = {"jsonrpc": "2.0", "id": "1", "method": "SendMessage", "params": {"message": {
-                "role": "ROLE_USER", "messageId": "m1",
-                "parts": [{"data": {"fromChain": "base", "fromToken": "ETH", "toChain": "base", "toToken": "USDC",
-                                    "amountUsd": 5}, "mediaType": "application/json"}]}}}  # fmt: skip
+            a2a = {
+                "jsonrpc": "2.0",
+                "id": "1",
+                "method": "SendMessage",
+                "params": {
+                    "message": {
+                        "role": "ROLE_USER",
+                        "messageId": "m1",
+                        "parts": [
+                            {
+                                "data": {
+                                    "fromChain": "base",
+                                    "fromToken": "ETH",
+                                    "toChain": "base",
+                                    "toToken": "USDC",
+                                    "amountUsd": 5,
+                                },
+                                "mediaType": "application/json",
+                            }
+                        ],
+                    }
+                },
+            }
             reply = (await http.post("/a2a", json=a2a, headers={"A2A-Version": "1.0"})).json()
             assert "quote" in reply["result"]["message"]["parts"][0]["data"]
             # four requests over three surfaces used the one budget: every surface now refuses
@@ -363,8 +443,11 @@ async def test_one_rate_limit_budget_per_client_across_surfaces() -> None:
 
 def test_body_limit_on_agent_endpoints(server: str) -> None:
     big = b'{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"pad":"' + b"x" * 1_100_000 + b'"}}'
-    headers = {"content-type": "application/json", "accept": "application/json, text/event-stream",
-               "A2A-Version": "1.0"}  # fmt: skip
+    headers = {
+        "content-type": "application/json",
+        "accept": "application/json, text/event-stream",
+        "A2A-Version": "1.0",
+    }
     with httpx.Client(base_url=server, timeout=30) as http:
         assert http.post("/mcp", content=big, headers=headers).status_code == 413
         assert http.post("/a2a", content=big, headers=headers).status_code == 413

@@ -17,11 +17,26 @@ def samples(http: httpx.Client) -> dict[tuple[str, tuple[tuple[str, str], ...]],
 
 
 def test_answers_are_counted_by_template_and_status(http: httpx.Client) -> None:
-    key_ok = ("routequote_http_requests_total", (("method", "POST"), ("route", "/v2/quote"), ("status", "200")))
-    key_bad = ("routequote_http_requests_total", (("method", "POST"), ("route", "/v2/quote"), ("status", "400")))
-    key_404 = ("routequote_http_requests_total", (("method", "GET"), ("route", "unmatched"), ("status", "404")))
+    key_ok = (
+        "routequote_http_requests_total",
+        (("method", "POST"), ("route", "/v2/quote"), ("status", "200")),
+    )
+    key_bad = (
+        "routequote_http_requests_total",
+        (("method", "POST"), ("route", "/v2/quote"), ("status", "400")),
+    )
+    key_404 = (
+        "routequote_http_requests_total",
+        (("method", "GET"), ("route", "unmatched"), ("status", "404")),
+    )
     before = samples(http)
-    body = {"from_chain": "solana", "from_token": "SOL", "to_chain": "base", "to_token": "USDC", "amount_usd": 5}
+    body = {
+        "from_chain": "solana",
+        "from_token": "SOL",
+        "to_chain": "base",
+        "to_token": "USDC",
+        "amount_usd": 5,
+    }
     assert http.post("/v2/quote", json=body).status_code == 200
     assert http.post("/v2/quote", json={**body, "amount_usd": 0}).status_code == 400
     assert http.get("/v2/a-path-nobody-serves-123").status_code == 404

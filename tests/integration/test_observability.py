@@ -73,8 +73,10 @@ class CarelessLogger:
 def careless(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Any]]:
     port = free_port()
     db = tmp_path_factory.mktemp("obs") / "s.sqlite3"
-    app = create_app(Settings(rate_limit="off", port=port, database_url=f"sqlite+aiosqlite:///{db}", log_level="debug"),
-                     clock=FixedClock(START))  # fmt: skip
+    app = create_app(
+        Settings(rate_limit="off", port=port, database_url=f"sqlite+aiosqlite:///{db}", log_level="debug"),
+        clock=FixedClock(START),
+    )
     app.user_middleware.insert(1, Middleware(CarelessLogger))  # just inside the request-id layer
     with running_server(app, port) as url:
         yield url, app
@@ -99,8 +101,13 @@ def test_no_credential_reaches_a_log_on_rest_mcp_or_a2a(
         q = http.post("/v2/quote", json=intent_for(ONE_STEP, 100)).json()
         key = "idem-" + secrets.token_hex(10)
         secrets_sent.append(key)
-        body = {"caller_approved": True, **intent_for(ONE_STEP, 100), "wallets": wallets_for(ONE_STEP),
-                "approval_v3": approval_for(q, key=key, selected_mode="session"), "idempotency_key": key}  # fmt: skip
+        body = {
+            "caller_approved": True,
+            **intent_for(ONE_STEP, 100),
+            "wallets": wallets_for(ONE_STEP),
+            "approval_v3": approval_for(q, key=key, selected_mode="session"),
+            "idempotency_key": key,
+        }
         r = http.post("/v2/session", json=body, headers={**auth, SESSION_HEADER: session_token})
         assert r.status_code == 201, r.text
         ids.append(r.headers["x-request-id"])
@@ -111,15 +118,34 @@ def test_no_credential_reaches_a_log_on_rest_mcp_or_a2a(
         r = http.post("/v2/quote", json={**QUOTE, "amount_usd": private_key, "login_signature": login_sig})
         assert r.status_code == 400
         # MCP: a tool call whose arguments carry an access token
-        call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-                "params": {"name": "service_v2_quote", "arguments": {**QUOTE, "access_token": access}}}  # fmt: skip
+        call = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {"name": "service_v2_quote", "arguments": {**QUOTE, "access_token": access}},
+        }
         r = http.post("/mcp", json=call, headers={**JSONRPC_HEADERS, **auth})
         assert r.status_code == 200
         ids.append(r.headers["x-request-id"])
         # A2A: a session read whose DataPart carries the session token
-        data = {"operation": "session_get", "sessionId": sid, "sessionToken": session_token, "idempotencyKey": key}
-        msg = {"jsonrpc": "2.0", "id": 2, "method": "SendMessage", "params": {"message": {
-            "role": "ROLE_USER", "messageId": str(uuid.uuid4()), "parts": [{"data": data, "mediaType": "application/json"}]}}}
+        data = {
+            "operation": "session_get",
+            "sessionId": sid,
+            "sessionToken": session_token,
+            "idempotencyKey": key,
+        }
+        msg = {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "SendMessage",
+            "params": {
+                "message": {
+                    "role": "ROLE_USER",
+                    "messageId": str(uuid.uuid4()),
+                    "parts": [{"data": data, "mediaType": "application/json"}],
+                }
+            },
+        }
         r = http.post("/a2a", json=msg, headers={**JSONRPC_HEADERS, **auth})
         assert r.status_code == 200
         ids.append(r.headers["x-request-id"])
@@ -137,7 +163,10 @@ def test_no_credential_reaches_a_log_on_rest_mcp_or_a2a(
 def test_request_id_kept_when_sane_replaced_when_not(careless: tuple[str, Any]) -> None:
     url, _ = careless
     with httpx.Client(base_url=url, timeout=30) as http:
-        assert http.get("/livez", headers={"x-request-id": "abc:DEF-1.2_3"}).headers["x-request-id"] == "abc:DEF-1.2_3"
+        assert (
+            http.get("/livez", headers={"x-request-id": "abc:DEF-1.2_3"}).headers["x-request-id"]
+            == "abc:DEF-1.2_3"
+        )
         for bad in ("", "has space", "x" * 129, "semi;colon", "ünï"):
             got = http.get("/v2/status", headers={"x-request-id": bad.encode()}).headers["x-request-id"]
             assert got != bad and len(got) == 32 and int(got, 16) >= 0
@@ -145,7 +174,9 @@ def test_request_id_kept_when_sane_replaced_when_not(careless: tuple[str, Any]) 
         assert a != b
         # every surface and refusals too
         assert http.post("/mcp", content=b"{", headers=JSONRPC_HEADERS).headers.get("x-request-id")
-        assert http.post("/a2a", content=b"{}", headers={"content-type": "text/plain"}).headers.get("x-request-id")
+        assert http.post("/a2a", content=b"{}", headers={"content-type": "text/plain"}).headers.get(
+            "x-request-id"
+        )
         assert http.get("/no-such-page").headers.get("x-request-id")
 
 
@@ -162,10 +193,16 @@ def samples(http: httpx.Client) -> dict[tuple[str, tuple[tuple[str, str], ...]],
 def test_metrics_after_activity(tmp_path: Any) -> None:
     port = free_port()
     db = tmp_path / "m.sqlite3"
-    app = create_app(Settings(rate_limit="3/minute", port=port, database_url=f"sqlite+aiosqlite:///{db}"),
-                     clock=FixedClock(START))  # fmt: skip
-    routes = {"same_chain": "base:ETH->base:USDC", "cctp": "base:USDC->arbitrum:USDC",
-              "robinhood_ingress": "base:USDC->robinhood:USDG", "robinhood_egress": "robinhood:USDG->base:USDC"}
+    app = create_app(
+        Settings(rate_limit="3/minute", port=port, database_url=f"sqlite+aiosqlite:///{db}"),
+        clock=FixedClock(START),
+    )
+    routes = {
+        "same_chain": "base:ETH->base:USDC",
+        "cctp": "base:USDC->arbitrum:USDC",
+        "robinhood_ingress": "base:USDC->robinhood:USDG",
+        "robinhood_egress": "robinhood:USDG->base:USDC",
+    }
     with running_server(app, port) as url, httpx.Client(base_url=url, timeout=30) as http:
         before = samples(http)
         assert before[("routequote_dependency_up", (("component", "database"),))] == 1
@@ -175,14 +212,22 @@ def test_metrics_after_activity(tmp_path: Any) -> None:
             assert http.post("/v2/quote", json=intent_for(route, 100)).status_code == 200
         q = http.post("/v2/quote", json=intent_for(ONE_STEP, 100)).json()
         key = "metrics-" + secrets.token_hex(6)
-        body = {"caller_approved": True, **intent_for(ONE_STEP, 100), "wallets": wallets_for(ONE_STEP),
-                "approval_v3": approval_for(q, key=key, selected_mode="session"), "idempotency_key": key}  # fmt: skip
+        body = {
+            "caller_approved": True,
+            **intent_for(ONE_STEP, 100),
+            "wallets": wallets_for(ONE_STEP),
+            "approval_v3": approval_for(q, key=key, selected_mode="session"),
+            "idempotency_key": key,
+        }
         tok = token()
         r = http.post("/v2/session", json=body, headers={SESSION_HEADER: tok})
         assert r.status_code == 201, r.text
         sid = r.json()["session_id"]
-        r = http.post(f"/v2/session/{sid}/cancel", json={"idempotency_key": "cancel-" + key},
-                      headers={SESSION_HEADER: tok})  # fmt: skip
+        r = http.post(
+            f"/v2/session/{sid}/cancel",
+            json={"idempotency_key": "cancel-" + key},
+            headers={SESSION_HEADER: tok},
+        )
         assert r.status_code == 200, r.text
         app.state.limiter.enabled = True
         limited = 0
@@ -194,8 +239,14 @@ def test_metrics_after_activity(tmp_path: Any) -> None:
         assert after.get(("routequote_quote_seconds_count", (("route_class", cls),)), 0) >= 1, cls
     same_chain = ("routequote_quote_seconds_count", (("route_class", "same_chain"),))
     assert after[same_chain] >= before.get(same_chain, 0) + 2
-    assert after[("routequote_session_transitions_total", (("event", "create"), ("to_status", "action_ready")))] == 1
-    assert after[("routequote_session_transitions_total", (("event", "cancel"), ("to_status", "cancelled")))] == 1
+    assert (
+        after[("routequote_session_transitions_total", (("event", "create"), ("to_status", "action_ready")))]
+        == 1
+    )
+    assert (
+        after[("routequote_session_transitions_total", (("event", "cancel"), ("to_status", "cancelled")))]
+        == 1
+    )
     assert after[("routequote_sessions", (("status", "cancelled"),))] == 1
     assert after[("routequote_sessions", (("status", "action_ready"),))] == 0
     assert limited == 3
@@ -232,8 +283,12 @@ def test_readyz_names_failing_components_without_their_urls(tmp_path: Any) -> No
     neither the password nor the host name in the answer."""
     dead = free_port()
     password = "pw-" + secrets.token_hex(8)
-    settings = Settings(rate_limit="off", port=free_port(), redis_url=f"redis://:{password}@127.0.0.1:{dead}/0",
-                        database_url=f"postgresql://routequote:{password}@127.0.0.1:{dead}/nowhere")  # fmt: skip
+    settings = Settings(
+        rate_limit="off",
+        port=free_port(),
+        redis_url=f"redis://:{password}@127.0.0.1:{dead}/0",
+        database_url=f"postgresql://routequote:{password}@127.0.0.1:{dead}/nowhere",
+    )
     app = create_app(settings)
     app.state.lifespan_hooks.clear()  # no migrations against a database that is not there
     with running_server(app, settings.port) as url, httpx.Client(base_url=url, timeout=30) as http:
@@ -255,7 +310,10 @@ def test_readyz_with_redis_configured() -> None:
 
     require_redis()
     settings = Settings(rate_limit="off", port=free_port(), redis_url="redis://127.0.0.1:6379/0")
-    with running_server(create_app(settings), settings.port) as url, httpx.Client(base_url=url, timeout=30) as http:
+    with (
+        running_server(create_app(settings), settings.port) as url,
+        httpx.Client(base_url=url, timeout=30) as http,
+    ):
         r = http.get("/readyz")
         scraped = samples(http)
     assert r.status_code == 200 and r.json()["checks"]["redis"] == {"ok": True}

@@ -11,14 +11,20 @@ from openapi_spec_validator import validate
 
 EXAMPLES: dict[tuple[str, str], Any] = {
     ("post", "/v2/quote"): {
-        "from_chain": "solana", "from_token": "SOL", "to_chain": "base", "to_token": "USDC", "amount_usd": 250,
+        "from_chain": "solana",
+        "from_token": "SOL",
+        "to_chain": "base",
+        "to_token": "USDC",
+        "amount_usd": 250,
     },
     ("post", "/v1/quote"): {"amount_usd": 250, "destination_chain": "arbitrum"},
 }
 
 
 @pytest.mark.parametrize(("url", "prefix"), [("/v2/openapi.json", "/v2/"), ("/openapi.json", "/v1/")])
-def test_openapi_document_validates_and_lists_only_its_paths(http: httpx.Client, url: str, prefix: str) -> None:
+def test_openapi_document_validates_and_lists_only_its_paths(
+    http: httpx.Client, url: str, prefix: str
+) -> None:
     r = http.get(url)
     assert r.status_code == 200 and r.headers["content-type"].startswith("application/json")
     doc = r.json()
@@ -56,14 +62,27 @@ def test_v1_document_describes_the_legacy_request(http: httpx.Client) -> None:
     req = doc["components"]["schemas"]["LegacyQuoteRequest"]
     assert req["additionalProperties"] is False
     assert req["properties"]["amount_usd"]["type"] == "integer"
-    assert (req["properties"]["amount_usd"]["minimum"], req["properties"]["amount_usd"]["maximum"]) == (1, 1000)
+    assert (req["properties"]["amount_usd"]["minimum"], req["properties"]["amount_usd"]["maximum"]) == (
+        1,
+        1000,
+    )
     assert set(req["properties"]["destination_chain"]["enum"]) == {"base", "arbitrum"}
     assert doc["x-current-interface"] == "/v2/openapi.json"
     ops = {op["operationId"] for p in doc["paths"].values() for op in p.values()}
-    assert ops == {"getLegacyStatus", "quoteLegacyCorridor", "startWalletAuth", "finishWalletAuth",
-                   "createLegacySession", "readLegacySession", "prepareLegacySourceAction", "verifyLegacySourceReceipt",
-                   "prepareLegacyCctpAction", "observeLegacyCctp", "prepareLegacyDestinationAction",
-                   "observeLegacyDestination"}
+    assert ops == {
+        "getLegacyStatus",
+        "quoteLegacyCorridor",
+        "startWalletAuth",
+        "finishWalletAuth",
+        "createLegacySession",
+        "readLegacySession",
+        "prepareLegacySourceAction",
+        "verifyLegacySourceReceipt",
+        "prepareLegacyCctpAction",
+        "observeLegacyCctp",
+        "prepareLegacyDestinationAction",
+        "observeLegacyDestination",
+    }
     assert doc["components"]["securitySchemes"]["bearerAuth"]["scheme"] == "bearer"
     for name in ("WalletAuthStartRequest", "WalletAuthFinishRequest", "V1SessionCreateRequest"):
         assert doc["components"]["schemas"][name]["additionalProperties"] is False, name

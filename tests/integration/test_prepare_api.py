@@ -31,9 +31,7 @@ class Api:
     def __init__(self) -> None:
         self.clock = FixedClock(START)
         self.ids = SequentialIds()
-        self.app = create_app(
-            Settings(rate_limit="off"), clock=self.clock, ids=self.ids
-        )
+        self.app = create_app(Settings(rate_limit="off"), clock=self.clock, ids=self.ids)
         self.client = httpx.AsyncClient(transport=httpx.ASGITransport(app=self.app), base_url="http://test")
 
     async def quote(self, route_key: str, amount: int = 100) -> dict[str, Any]:
@@ -42,8 +40,14 @@ class Api:
         q: dict[str, Any] = r.json()
         return q
 
-    def body(self, route_key: str, quote: dict[str, Any] | None, amount: int = 100, **approval: Any) -> dict[str, Any]:
-        out: dict[str, Any] = {"caller_approved": True, **intent_for(route_key, amount), "wallets": wallets_for(route_key)}
+    def body(
+        self, route_key: str, quote: dict[str, Any] | None, amount: int = 100, **approval: Any
+    ) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "caller_approved": True,
+            **intent_for(route_key, amount),
+            "wallets": wallets_for(route_key),
+        }
         if quote is not None:
             out["approval_v3"] = approval_for(quote, **approval)
         return out
@@ -96,10 +100,13 @@ async def test_prepare_approved_quote_returns_verified_bundle(api: Api) -> None:
     assert b["quote_binding"]["quote_fingerprint"] == q["continuation_v3"]["quote_fingerprint"]
     assert b["unsigned_action"]["safety_receipt"]["custody"]["server_signing"] is False
     kwargs: dict[str, Any] = {
-        "intent": intent_for(SAME_CHAIN), "wallets": body["wallets"], "approval_v3": body["approval_v3"],
-        "direct_route_summary": q["direct_route_summary"], "now_unix": int(START.timestamp()),
+        "intent": intent_for(SAME_CHAIN),
+        "wallets": body["wallets"],
+        "approval_v3": body["approval_v3"],
+        "direct_route_summary": q["direct_route_summary"],
+        "now_unix": int(START.timestamp()),
         "fee_recipients": FEE_RECIPIENTS,
-    }  # fmt: skip
+    }
     findings = verify_bundle(b, **kwargs)
     assert [f for f in findings if f.severity == "error"] == []
     # same request again: the same bundle, flagged as a replay, nothing new created
@@ -120,8 +127,11 @@ async def test_legacy_advisory_without_approval(api: Api) -> None:
 
 async def test_409_unknown_quote(api: Api) -> None:
     q = await api.quote(SAME_CHAIN)
-    await assert_409(api, api.body(SAME_CHAIN, q, quote_id="00000000-0000-4000-8000-999999999999"),
-                     "approval_v3_quote_not_found_or_process_restarted")  # fmt: skip
+    await assert_409(
+        api,
+        api.body(SAME_CHAIN, q, quote_id="00000000-0000-4000-8000-999999999999"),
+        "approval_v3_quote_not_found_or_process_restarted",
+    )
 
 
 async def test_409_expired_quote(api: Api) -> None:
@@ -134,7 +144,9 @@ async def test_409_after_restart(api: Api) -> None:
     q = await api.quote(SAME_CHAIN)
     restarted = Api()
     try:
-        await assert_409(restarted, restarted.body(SAME_CHAIN, q), "approval_v3_quote_not_found_or_process_restarted")
+        await assert_409(
+            restarted, restarted.body(SAME_CHAIN, q), "approval_v3_quote_not_found_or_process_restarted"
+        )
     finally:
         await restarted.client.aclose()
 
@@ -148,22 +160,31 @@ async def test_409_less_than_15_seconds_left(api: Api) -> None:
 async def test_409_fingerprint_mismatch(api: Api) -> None:
     q = await api.quote(SAME_CHAIN)
     fp = q["continuation_v3"]["quote_fingerprint"]
-    await assert_409(api, api.body(SAME_CHAIN, q, quote_fingerprint=("0" if fp[0] != "0" else "1") + fp[1:]),
-                     "approval_v3_fingerprint_mismatch")  # fmt: skip
+    await assert_409(
+        api,
+        api.body(SAME_CHAIN, q, quote_fingerprint=("0" if fp[0] != "0" else "1") + fp[1:]),
+        "approval_v3_fingerprint_mismatch",
+    )
 
 
 async def test_409_summary_mismatch(api: Api) -> None:
     q = await api.quote(SAME_CHAIN)
-    await assert_409(api, api.body(SAME_CHAIN, q, direct_route_summary_sha256="a" * 64),
-                     "approval_v3_route_summary_mismatch")  # fmt: skip
+    await assert_409(
+        api,
+        api.body(SAME_CHAIN, q, direct_route_summary_sha256="a" * 64),
+        "approval_v3_route_summary_mismatch",
+    )
 
 
 @pytest.mark.parametrize("field,delta", [("maximum_input_base", 1), ("minimum_output_base", -1)])
 async def test_409_weaker_bounds(api: Api, field: str, delta: int) -> None:
     q = await api.quote(SAME_CHAIN)
     base = approval_for(q)[field]
-    await assert_409(api, api.body(SAME_CHAIN, q, **{field: str(int(base) + delta)}),
-                     "approval_v3_bounds_weaker_than_quote")  # fmt: skip
+    await assert_409(
+        api,
+        api.body(SAME_CHAIN, q, **{field: str(int(base) + delta)}),
+        "approval_v3_bounds_weaker_than_quote",
+    )
 
 
 async def test_stricter_minimum_output_is_enforced_in_calldata(api: Api) -> None:
@@ -177,14 +198,19 @@ async def test_stricter_minimum_output_is_enforced_in_calldata(api: Api) -> None
 async def test_409_maximum_input_below_exact_input(api: Api) -> None:
     q = await api.quote(SAME_CHAIN)
     base = approval_for(q)["maximum_input_base"]
-    await assert_409(api, api.body(SAME_CHAIN, q, maximum_input_base=str(int(base) - 1)),
-                     "approval_v3_maximum_input_below_exact_input")  # fmt: skip
+    await assert_409(
+        api,
+        api.body(SAME_CHAIN, q, maximum_input_base=str(int(base) - 1)),
+        "approval_v3_maximum_input_below_exact_input",
+    )
 
 
 async def test_409_mode_conflict_on_multistep_route(api: Api) -> None:
     q = await api.quote(MULTI_STEP)
     assert q["continuation_v3"]["allowed_modes"] == ["session"]
-    err = await assert_409(api, api.body(MULTI_STEP, q, selected_mode="one_shot"), "approval_v3_mode_not_allowed")
+    err = await assert_409(
+        api, api.body(MULTI_STEP, q, selected_mode="one_shot"), "approval_v3_mode_not_allowed"
+    )
     assert err["required_wallet_chains"] == ["arbitrum", "base"]
     ok = await api.prepare(api.body(MULTI_STEP, q, selected_mode="session"))
     assert ok.status_code == 200, ok.text
@@ -217,11 +243,26 @@ async def test_409_idempotency_key_replayed_with_different_body(api: Api) -> Non
         (lambda b: b.update(caller_approved=False), "caller_approval_required"),
         (lambda b: b.update(caller_approved="true"), "caller_approval_required"),
         (lambda b: b.update(extra=1), "unknown_field"),
-        (lambda b: b.update(wallets={"base": "0x11", }), "invalid_wallet_address"),
-        (lambda b: b.update(wallets={"base": "0x" + "11" * 20, "solana": SOLANA_WALLET}),
-         "route_specific_chain_wallets_required"),
-        (lambda b: b.update(event_signer_public=EVENT_SIGNER), "event_signer_public_not_accepted_for_this_route"),
-        (lambda b: b["approval_v3"].update(selection_status="unranked_candidate"), "approval_v3_not_selected"),
+        (
+            lambda b: b.update(
+                wallets={
+                    "base": "0x11",
+                }
+            ),
+            "invalid_wallet_address",
+        ),
+        (
+            lambda b: b.update(wallets={"base": "0x" + "11" * 20, "solana": SOLANA_WALLET}),
+            "route_specific_chain_wallets_required",
+        ),
+        (
+            lambda b: b.update(event_signer_public=EVENT_SIGNER),
+            "event_signer_public_not_accepted_for_this_route",
+        ),
+        (
+            lambda b: b["approval_v3"].update(selection_status="unranked_candidate"),
+            "approval_v3_not_selected",
+        ),
         (lambda b: b["approval_v3"].update(idempotency_key="short"), "invalid_idempotency_key"),
         (lambda b: b["approval_v3"].update(maximum_input_base="0"), "approval_v3_amount_invalid"),
         (lambda b: b["approval_v3"].pop("quote_id"), "approval_v3_missing_field"),
@@ -253,6 +294,10 @@ async def test_capabilities_and_quotes_tell_the_truth(api: Api) -> None:
     ready = api.app.state.prepare.supported_routes()
     assert caps["currently_prepare_ready_routes"] == len(ready) == 54
     reasons = {u["route"]: u["reason"] for u in caps["temporarily_unavailable_routes"]}
-    assert reasons["solana:SOL->solana:USDC"] == "solana_swap_needs_live_pool_state"  # embedded snapshot: no live pool state
-    assert "robinhood:ETH->base:ETH" in ready and "robinhood:ETH->base:ETH" not in reasons  # SwapRouter02 pinned
+    assert (
+        reasons["solana:SOL->solana:USDC"] == "solana_swap_needs_live_pool_state"
+    )  # embedded snapshot: no live pool state
+    assert (
+        "robinhood:ETH->base:ETH" in ready and "robinhood:ETH->base:ETH" not in reasons
+    )  # SwapRouter02 pinned
     assert (await api.quote(SAME_CHAIN))["execution"]["first_unsigned_action_supported"] is True

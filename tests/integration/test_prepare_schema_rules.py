@@ -37,10 +37,19 @@ def test_prepare_and_session_schemas_carry_the_quote_pair_rules(http: httpx.Clie
         ok = quote.is_valid(intent)
         accepted += ok
         assert prepare.is_valid(body) is ok, intent
-        assert session.is_valid({**body, "approval_v3": _approval(), "idempotency_key": "k-12345678"}) is ok, intent
+        assert (
+            session.is_valid({**body, "approval_v3": _approval(), "idempotency_key": "k-12345678"}) is ok
+        ), intent
     assert accepted == 72  # the 9 x 9 endpoints less the 9 identity routes
-    identity = {"caller_approved": True, "from_chain": "base", "from_token": "USDC", "to_chain": "base",
-                "to_token": "USDC", "amount_usd": 5, "wallets": {"base": "0x" + "11" * 20}}  # fmt: skip
+    identity = {
+        "caller_approved": True,
+        "from_chain": "base",
+        "from_token": "USDC",
+        "to_chain": "base",
+        "to_token": "USDC",
+        "amount_usd": 5,
+        "wallets": {"base": "0x" + "11" * 20},
+    }
     assert not prepare.is_valid(identity)
     r = http.post("/v2/prepare", json=identity)
     assert r.status_code == 400  # what the schema now says, the server does
@@ -52,18 +61,30 @@ def test_prepare_schema_states_the_per_route_wallet_and_signer_rules(http: httpx
     for key, route in ROUTES.items():
         fc, ft = route.source.key.split(":")
         tc, tt = route.target.key.split(":")
-        body: dict[str, Any] = {"caller_approved": True, "from_chain": fc, "from_token": ft, "to_chain": tc,
-                                "to_token": tt, "amount_usd": 5, "wallets": _wallets(route)}  # fmt: skip
+        body: dict[str, Any] = {
+            "caller_approved": True,
+            "from_chain": fc,
+            "from_token": ft,
+            "to_chain": tc,
+            "to_token": tt,
+            "amount_usd": 5,
+            "wallets": _wallets(route),
+        }
         if route.event_signer_required:
             assert not prepare.is_valid(body), key  # the signer is required
             body["event_signer_public"] = SIGNER
         else:
             assert not prepare.is_valid({**body, "event_signer_public": SIGNER}), key  # and refused elsewhere
         assert prepare.is_valid(body), key
-        extra = next(c for c in CHAINS if c not in route.required_wallet_chains) if len(
-            route.required_wallet_chains) < 4 else None
+        extra = (
+            next(c for c in CHAINS if c not in route.required_wallet_chains)
+            if len(route.required_wallet_chains) < 4
+            else None
+        )
         if extra is not None:
-            assert not prepare.is_valid({**body, "wallets": {**body["wallets"], **_wallets(None, [extra])}}), key
+            assert not prepare.is_valid(
+                {**body, "wallets": {**body["wallets"], **_wallets(None, [extra])}}
+            ), key
         missing = dict(list(body["wallets"].items())[1:])
         assert not prepare.is_valid({**body, "wallets": missing}), key
         wrong_format = {c: ("0x" + "11" * 20 if c == "solana" else SIGNER) for c in body["wallets"]}
@@ -75,10 +96,21 @@ SIGNER = "9WzDXwBbmkg8ZTbNMqUxvQRAyrZzDsGYdLVL9zYtAWWM"
 
 def _wallets(route: Any, chains: list[str] | None = None) -> dict[str, str]:
     names = chains if chains is not None else (list(route.required_wallet_chains) if route else ["base"])
-    return {c: "4Nd1mBQtrMJVYVfKf2PJy9NZUZdTAsp7D4xWLs4gDB4T" if c == "solana" else "0x" + "11" * 20 for c in names}
+    return {
+        c: "4Nd1mBQtrMJVYVfKf2PJy9NZUZdTAsp7D4xWLs4gDB4T" if c == "solana" else "0x" + "11" * 20
+        for c in names
+    }
 
 
 def _approval() -> dict[str, str]:
-    return {"version": APPROVAL_VERSION, "quote_id": "q", "quote_fingerprint": "a" * 64,
-            "direct_route_summary_sha256": "b" * 64, "selection_status": "selected", "selected_mode": "session",
-            "maximum_input_base": "1", "minimum_output_base": "1", "idempotency_key": "k-12345678"}  # fmt: skip
+    return {
+        "version": APPROVAL_VERSION,
+        "quote_id": "q",
+        "quote_fingerprint": "a" * 64,
+        "direct_route_summary_sha256": "b" * 64,
+        "selection_status": "selected",
+        "selected_mode": "session",
+        "maximum_input_base": "1",
+        "minimum_output_base": "1",
+        "idempotency_key": "k-12345678",
+    }

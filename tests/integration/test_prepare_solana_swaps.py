@@ -109,20 +109,32 @@ def _unavailable(caps: dict[str, Any]) -> dict[str, str]:
 async def test_live_pinned_pool_prepares_a_verified_swap(live: Api, route_key: str) -> None:
     unavailable = _unavailable(await live.capabilities())
     assert route_key not in unavailable
-    assert unavailable[RAYDIUM] == "solana_swap_needs_live_pool_state"  # this market reads another Raydium account
+    assert (
+        unavailable[RAYDIUM] == "solana_swap_needs_live_pool_state"
+    )  # this market reads another Raydium account
     quote = await live.quote(route_key, 500)
     assert quote["market"]["live"] is True and quote["market"]["source"] == "live"
     assert quote["execution"]["first_unsigned_action_supported"] is True
     approval = approval_for(quote)
     wallets = wallets_for(route_key)
-    body = {"caller_approved": True, **intent_for(route_key, 500), "wallets": wallets, "approval_v3": approval}
+    body = {
+        "caller_approved": True,
+        **intent_for(route_key, 500),
+        "wallets": wallets,
+        "approval_v3": approval,
+    }
     r = await live.client.post("/v2/prepare", json=body)
     assert r.status_code == 200, r.text
     bundle = r.json()
     findings = verify_bundle(
-        bundle, intent=intent_for(route_key, 500), wallets=wallets, now_unix=int(T0.timestamp()),
-        approval_v3=approval, direct_route_summary=quote["direct_route_summary"], fee_recipients=FEE_RECIPIENTS,
-    )  # fmt: skip
+        bundle,
+        intent=intent_for(route_key, 500),
+        wallets=wallets,
+        now_unix=int(T0.timestamp()),
+        approval_v3=approval,
+        direct_route_summary=quote["direct_route_summary"],
+        fee_recipients=FEE_RECIPIENTS,
+    )
     assert not [f for f in findings if f.severity == "error"], findings
     action = bundle["unsigned_action"]
     swap = action["instructions"][-1]
@@ -140,7 +152,12 @@ async def test_embedded_snapshot_refuses_the_swap_route(embedded: Api) -> None:
     assert unavailable[ROUTE] == "solana_swap_needs_live_pool_state"
     quote = await embedded.quote(ROUTE)
     assert quote["execution"]["first_unsigned_action_supported"] is False
-    body = {"caller_approved": True, **intent_for(ROUTE), "wallets": wallets_for(ROUTE), "approval_v3": approval_for(quote)}
+    body = {
+        "caller_approved": True,
+        **intent_for(ROUTE),
+        "wallets": wallets_for(ROUTE),
+        "approval_v3": approval_for(quote),
+    }
     before = embedded.ids._n
     r = await embedded.client.post("/v2/prepare", json=body)
     assert r.status_code == 400, r.text
@@ -166,15 +183,25 @@ async def test_embedded_snapshot_refuses_every_raydium_route(embedded: Api) -> N
     quote = await embedded.quote(RAYDIUM)
     assert quote["execution"]["first_unsigned_action_supported"] is False
     before = embedded.ids._n
-    body = {"caller_approved": True, **intent_for(RAYDIUM), "wallets": wallets_for(RAYDIUM), "approval_v3": approval_for(quote)}
+    body = {
+        "caller_approved": True,
+        **intent_for(RAYDIUM),
+        "wallets": wallets_for(RAYDIUM),
+        "approval_v3": approval_for(quote),
+    }
     r = await embedded.client.post("/v2/prepare", json=body)
     assert r.status_code == 400, r.text
-    assert r.json()["reason_class"] == "route_not_prepare_ready" and "solana_swap_needs_live_pool_state" in r.text
+    assert (
+        r.json()["reason_class"] == "route_not_prepare_ready"
+        and "solana_swap_needs_live_pool_state" in r.text
+    )
     assert embedded.ids._n == before
 
 
 @pytest.mark.parametrize("route_key", RAYDIUM_ROUTES)
-async def test_live_pinned_raydium_pool_prepares_every_raydium_route(live_raydium: Api, route_key: str) -> None:
+async def test_live_pinned_raydium_pool_prepares_every_raydium_route(
+    live_raydium: Api, route_key: str
+) -> None:
     api = live_raydium
     unavailable = _unavailable(await api.capabilities())
     assert not set(RAYDIUM_ROUTES) & set(unavailable)
@@ -183,7 +210,12 @@ async def test_live_pinned_raydium_pool_prepares_every_raydium_route(live_raydiu
     assert quote["execution"]["first_unsigned_action_supported"] is True
     approval = approval_for(quote)
     wallets = wallets_for(route_key)
-    body: dict[str, Any] = {"caller_approved": True, **intent_for(route_key, 300), "wallets": wallets, "approval_v3": approval}
+    body: dict[str, Any] = {
+        "caller_approved": True,
+        **intent_for(route_key, 300),
+        "wallets": wallets,
+        "approval_v3": approval,
+    }
     signer = EVENT_SIGNER if ROUTES[route_key].event_signer_required else None
     if signer:
         body["event_signer_public"] = signer
@@ -191,9 +223,15 @@ async def test_live_pinned_raydium_pool_prepares_every_raydium_route(live_raydiu
     assert r.status_code == 200, r.text
     bundle = r.json()
     findings = verify_bundle(
-        bundle, intent=intent_for(route_key, 300), wallets=wallets, now_unix=int(T0.timestamp()), approval_v3=approval,
-        direct_route_summary=quote["direct_route_summary"], fee_recipients=FEE_RECIPIENTS, event_signer_public=signer,
-    )  # fmt: skip
+        bundle,
+        intent=intent_for(route_key, 300),
+        wallets=wallets,
+        now_unix=int(T0.timestamp()),
+        approval_v3=approval,
+        direct_route_summary=quote["direct_route_summary"],
+        fee_recipients=FEE_RECIPIENTS,
+        event_signer_public=signer,
+    )
     assert not [f for f in findings if f.severity == "error"], findings
     action = bundle["unsigned_action"]
     swap = next(i for i in action["instructions"] if i["programId"] == str(sw.RAYDIUM_CLMM_PROGRAM))
@@ -211,7 +249,11 @@ async def test_live_pinned_raydium_pool_prepares_every_raydium_route(live_raydiu
 async def test_live_market_whose_solana_read_fails_refuses_at_prepare_and_creates_nothing(live: Api) -> None:
     live.fake.faults["rpc-solana.test"] = "timeout"  # the pool cannot be read live now
     before = live.ids._n
-    body = {"caller_approved": True, **intent_for(ROUTE), "wallets": wallets_for(ROUTE)}  # legacy: no approval
+    body = {
+        "caller_approved": True,
+        **intent_for(ROUTE),
+        "wallets": wallets_for(ROUTE),
+    }  # legacy: no approval
     r = await live.client.post("/v2/prepare", json=body)
     assert r.status_code == 400, r.text
     assert r.json()["reason_class"] == "route_not_prepare_ready"

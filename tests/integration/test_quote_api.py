@@ -41,7 +41,9 @@ def sweep(http: httpx.Client) -> list[tuple[dict[str, Any], dict[str, Any]]]:
     return out
 
 
-def test_sweep_covers_all_72_routes_at_three_amounts(sweep: list[tuple[dict[str, Any], dict[str, Any]]]) -> None:
+def test_sweep_covers_all_72_routes_at_three_amounts(
+    sweep: list[tuple[dict[str, Any], dict[str, Any]]],
+) -> None:
     assert len(sweep) == 72 * 3
     assert len({q["route"]["route"] for _, q in sweep}) == 72
 
@@ -88,7 +90,12 @@ def test_step_amounts_chain_on_expected_and_minimum_paths(sweep: list) -> None:
             assert str(r["expected_output_base"]) == s["expected_output_base"]
             assert str(r["minimum_output_base"]) == s["minimum_output_base"]
             assert r["provider"] == s["provider"]
-            for key in ("expected_input_base", "minimum_input_base", "expected_output_base", "minimum_output_base"):
+            for key in (
+                "expected_input_base",
+                "minimum_input_base",
+                "expected_output_base",
+                "minimum_output_base",
+            ):
                 assert s[key].isdigit() and not s[key].startswith("0")
             assert int(s["minimum_output_base"]) <= int(s["expected_output_base"])
         assert summary[0]["expected_input_base"] == str(q["intent"]["estimated_input_base"])
@@ -117,8 +124,12 @@ def test_offer_amounts_match_base_units_and_expected_at_least_minimum(sweep: lis
         dec = ASSETS[q["intent"]["to"]].decimals
         exp = int(q["direct_route_summary"]["steps"][-1]["expected_output_base"])
         mn = int(q["direct_route_summary"]["steps"][-1]["minimum_output_base"])
-        assert q["offer"]["expected_receive_amount"] == pytest.approx(float(Decimal(exp) / 10**dec), rel=1e-12)
-        assert q["offer"]["estimated_min_receive_amount"] == pytest.approx(float(Decimal(mn) / 10**dec), rel=1e-12)
+        assert q["offer"]["expected_receive_amount"] == pytest.approx(
+            float(Decimal(exp) / 10**dec), rel=1e-12
+        )
+        assert q["offer"]["estimated_min_receive_amount"] == pytest.approx(
+            float(Decimal(mn) / 10**dec), rel=1e-12
+        )
         assert q["offer"]["expected_receive_amount"] >= q["offer"]["estimated_min_receive_amount"] > 0
         assert q["offer"]["expected_receive_usd"] >= q["offer"]["estimated_min_receive_usd"] > 0
 
@@ -132,7 +143,9 @@ def test_cost_summary_is_consistent(sweep: list) -> None:
         assert all(g["priced"] is False for g in c["network_gas"])
         for f in c["provider_fee_components"]:
             assert f["maximum_usd"] >= f["expected_usd"] >= 0
-        assert c["small_amount_warning"] == (c["maximum_total_cost_usd"] / c["input_value_usd"] >= 0.01 - 1e-9)
+        assert c["small_amount_warning"] == (
+            c["maximum_total_cost_usd"] / c["input_value_usd"] >= 0.01 - 1e-9
+        )
         assert q["price_recommended_for_amount"] is (not c["small_amount_warning"])
 
 
@@ -173,9 +186,13 @@ def test_hashes_recomputed_independently_match(sweep: list) -> None:
         assert c["direct_route_summary_sha256"] == ih.summary_sha256(q)
         assert c["quote_payload_sha256"] == ih.payload_sha256(q)
         assert c["quote_fingerprint"] == ih.fingerprint(q)
-        assert c["allowed_modes"] == (["session"] if len(q["route"]["steps"]) > 1 else ["one_shot", "session"])
-        assert c["input_base_bounds"]["minimum"] == c["input_base_bounds"]["maximum"] == str(
-            q["intent"]["estimated_input_base"]
+        assert c["allowed_modes"] == (
+            ["session"] if len(q["route"]["steps"]) > 1 else ["one_shot", "session"]
+        )
+        assert (
+            c["input_base_bounds"]["minimum"]
+            == c["input_base_bounds"]["maximum"]
+            == str(q["intent"]["estimated_input_base"])
         )
         chains = {s["from"].split(":")[0] for s in q["direct_route_summary"]["steps"]} | {
             s["to"].split(":")[0] for s in q["direct_route_summary"]["steps"]
@@ -185,12 +202,21 @@ def test_hashes_recomputed_independently_match(sweep: list) -> None:
 
 def test_a_changed_byte_changes_the_payload_hash(sweep: list) -> None:
     _, q = sweep[0]
-    tampered = {**q, "offer": {**q["offer"], "expected_receive_usd": q["offer"]["expected_receive_usd"] + 0.000001}}
+    tampered = {
+        **q,
+        "offer": {**q["offer"], "expected_receive_usd": q["offer"]["expected_receive_usd"] + 0.000001},
+    }
     assert ih.payload_sha256(tampered) != q["continuation_v3"]["quote_payload_sha256"]
 
 
 def test_quote_ids_are_unique_and_quotes_are_not_cached_identities(http: httpx.Client) -> None:
-    req = {"from_chain": "solana", "from_token": "SOL", "to_chain": "base", "to_token": "USDC", "amount_usd": 250}
+    req = {
+        "from_chain": "solana",
+        "from_token": "SOL",
+        "to_chain": "base",
+        "to_token": "USDC",
+        "amount_usd": 250,
+    }
     a, b = http.post("/v2/quote", json=req).json(), http.post("/v2/quote", json=req).json()
     assert a["quote_id"] != b["quote_id"]
     assert a["continuation_v3"]["quote_fingerprint"] != b["continuation_v3"]["quote_fingerprint"]
@@ -198,7 +224,13 @@ def test_quote_ids_are_unique_and_quotes_are_not_cached_identities(http: httpx.C
 
 
 def test_fractional_amount_is_exact(http: httpx.Client) -> None:
-    req = {"from_chain": "base", "from_token": "USDC", "to_chain": "arbitrum", "to_token": "USDC", "amount_usd": 12.345678}
+    req = {
+        "from_chain": "base",
+        "from_token": "USDC",
+        "to_chain": "arbitrum",
+        "to_token": "USDC",
+        "amount_usd": 12.345678,
+    }
     q = http.post("/v2/quote", json=req).json()
     assert q["intent"]["estimated_input_base"] == 12_345_678
     assert q["continuation_v3"]["amount_usd_decimal"] == "12.345678"

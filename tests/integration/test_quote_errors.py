@@ -10,7 +10,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tests.support.spec_schema import ERROR_RESPONSE, validate
 
-GOOD: dict[str, Any] = {"from_chain": "solana", "from_token": "SOL", "to_chain": "base", "to_token": "USDC", "amount_usd": 50}
+GOOD: dict[str, Any] = {
+    "from_chain": "solana",
+    "from_token": "SOL",
+    "to_chain": "base",
+    "to_token": "USDC",
+    "amount_usd": 50,
+}
 
 
 def post_raw(http: httpx.Client, content: bytes, content_type: str = "application/json") -> httpx.Response:
@@ -61,7 +67,11 @@ def test_missing_field(http: httpx.Client, field: str) -> None:
 
 @pytest.mark.parametrize("literal", [b"NaN", b"Infinity", b"-Infinity"])
 def test_non_finite_numbers(http: httpx.Client, literal: bytes) -> None:
-    raw = b'{"from_chain":"solana","from_token":"SOL","to_chain":"base","to_token":"USDC","amount_usd":' + literal + b"}"
+    raw = (
+        b'{"from_chain":"solana","from_token":"SOL","to_chain":"base","to_token":"USDC","amount_usd":'
+        + literal
+        + b"}"
+    )
     assert_rule(post_raw(http, raw), "non_finite_number")
 
 
@@ -99,22 +109,33 @@ def test_unknown_path_and_method_are_error_responses(http: httpx.Client) -> None
 
 
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=20),
-    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=12), children, max_size=6),
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=20),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=12), children, max_size=6)
+    ),
     max_leaves=12,
 )
-field_values = st.sampled_from(["solana", "base", "arbitrum", "robinhood", "SOL", "ETH", "USDC", "USDG"]) | json_values
-bodies = st.fixed_dictionaries(
-    {},
-    optional={
-        "from_chain": field_values,
-        "from_token": field_values,
-        "to_chain": field_values,
-        "to_token": field_values,
-        "amount_usd": st.floats(allow_nan=False, allow_infinity=False) | st.integers() | json_values,
-        "extra": json_values,
-    },
-) | json_values
+field_values = (
+    st.sampled_from(["solana", "base", "arbitrum", "robinhood", "SOL", "ETH", "USDC", "USDG"]) | json_values
+)
+bodies = (
+    st.fixed_dictionaries(
+        {},
+        optional={
+            "from_chain": field_values,
+            "from_token": field_values,
+            "to_chain": field_values,
+            "to_token": field_values,
+            "amount_usd": st.floats(allow_nan=False, allow_infinity=False) | st.integers() | json_values,
+            "extra": json_values,
+        },
+    )
+    | json_values
+)
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

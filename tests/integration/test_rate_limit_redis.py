@@ -16,7 +16,6 @@ pytestmark = pytest.mark.redis
 REDIS_URL = "redis://127.0.0.1:6379/15"
 
 
-
 @pytest.fixture()
 def two_servers() -> Iterator[tuple[str, str]]:
     require_redis()

@@ -87,30 +87,52 @@ def _url_of(store: SessionStore) -> str:
 
 
 def new_session(
-    state: dict[str, Any] | None = None, status: str = "action_ready", token_sha256: str | None = None,
+    state: dict[str, Any] | None = None,
+    status: str = "action_ready",
+    token_sha256: str | None = None,
     at: datetime = T0,
 ) -> tuple[SessionRecord, SessionEvent]:
     sid = "ses_" + secrets.token_hex(10)
     record = SessionRecord(
-        session_id=sid, token_sha256=token_sha256 or secrets.token_hex(32), version=1, status=status,
-        route="base:ETH->base:USDC", created_at=at, updated_at=at, state=state or {"steps": [], "current": 0},
+        session_id=sid,
+        token_sha256=token_sha256 or secrets.token_hex(32),
+        version=1,
+        status=status,
+        route="base:ETH->base:USDC",
+        created_at=at,
+        updated_at=at,
+        state=state or {"steps": [], "current": 0},
     )
     return record, SessionEvent(sid, 1, None, "create", status, at)
 
 
-async def create(store: SessionStore, state: dict[str, Any] | None = None, status: str = "action_ready",
-                 key: str | None = None) -> SessionRecord:
+async def create(
+    store: SessionStore,
+    state: dict[str, Any] | None = None,
+    status: str = "action_ready",
+    key: str | None = None,
+) -> SessionRecord:
     record, event = new_session(state, status)
     answer = await store.create(
-        record, event, create_scope(record.token_sha256), key or secrets.token_hex(8), "a" * 64,
+        record,
+        event,
+        create_scope(record.token_sha256),
+        key or secrets.token_hex(8),
+        "a" * 64,
         {"session_id": record.session_id},
     )
     assert answer is None
     return record
 
 
-def step(record_or_id: SessionRecord | str, version: int, from_status: str | None, to_status: str,
-         name: str = "observe", at: datetime | None = None) -> SessionEvent:
+def step(
+    record_or_id: SessionRecord | str,
+    version: int,
+    from_status: str | None,
+    to_status: str,
+    name: str = "observe",
+    at: datetime | None = None,
+) -> SessionEvent:
     sid = record_or_id if isinstance(record_or_id, str) else record_or_id.session_id
     return SessionEvent(sid, version + 1, from_status, name, to_status, at or T0 + timedelta(seconds=version))
 
@@ -126,14 +148,19 @@ async def test_create_then_get_round_trips_the_record_exactly(store: SessionStor
         "bps": -3,
     }
     record, event = new_session(state)
-    assert await store.create(record, event, create_scope(record.token_sha256), "k1", "a" * 64, {"n": 2**66}) is None
+    assert (
+        await store.create(record, event, create_scope(record.token_sha256), "k1", "a" * 64, {"n": 2**66})
+        is None
+    )
     got = await store.get(record.session_id)
     assert got == record
     assert got is not None and got.state["amounts"][2] == 2**70 and isinstance(got.state["amounts"][2], int)
     assert got.created_at.utcoffset() == timedelta(0) and got.updated_at.tzinfo is not None
     assert await store.get("ses_unknown") is None
     assert await store.events(record.session_id) == [event]
-    assert await store.idempotent(create_scope(record.token_sha256), "k1") == IdempotentAnswer("a" * 64, {"n": 2**66})
+    assert await store.idempotent(create_scope(record.token_sha256), "k1") == IdempotentAnswer(
+        "a" * 64, {"n": 2**66}
+    )
 
 
 async def test_timestamps_come_back_as_the_same_instant_in_utc(store: SessionStore) -> None:
@@ -162,7 +189,9 @@ async def test_arguments_that_contradict_themselves_are_refused(store: SessionSt
     with pytest.raises(ValueError):
         await store.create(record, replace(event, seq=2), scope, "k", "a" * 64, {})
     with pytest.raises(ValueError):
-        await store.create(replace(record, created_at=T0.replace(tzinfo=None)), event, scope, "k", "a" * 64, {})
+        await store.create(
+            replace(record, created_at=T0.replace(tzinfo=None)), event, scope, "k", "a" * 64, {}
+        )
     with pytest.raises(ValueError):
         await store.create(replace(record, state={"x": float("nan")}), event, scope, "k", "a" * 64, {})
     assert await store.get(record.session_id) is None
@@ -179,8 +208,14 @@ async def test_a_second_session_under_an_existing_id_is_refused(store: SessionSt
     record = await create(store)
     again = replace(record, token_sha256=secrets.token_hex(32), state={"other": 1})
     with pytest.raises(ValueError):
-        await store.create(again, SessionEvent(record.session_id, 1, None, "create", record.status, T0),
-                           create_scope(again.token_sha256), "fresh", "b" * 64, {})
+        await store.create(
+            again,
+            SessionEvent(record.session_id, 1, None, "create", record.status, T0),
+            create_scope(again.token_sha256),
+            "fresh",
+            "b" * 64,
+            {},
+        )
     assert await store.get(record.session_id) == record
     assert await store.idempotent(create_scope(again.token_sha256), "fresh") is None
 
@@ -188,11 +223,17 @@ async def test_a_second_session_under_an_existing_id_is_refused(store: SessionSt
 # ---- create idempotency ------------------------------------------------------------------------------
 
 
-async def test_create_with_a_used_key_returns_the_stored_answer_and_inserts_nothing(store: SessionStore) -> None:
+async def test_create_with_a_used_key_returns_the_stored_answer_and_inserts_nothing(
+    store: SessionStore,
+) -> None:
     token_sha = secrets.token_hex(32)
     first, e1 = new_session(token_sha256=token_sha)
-    assert await store.create(first, e1, create_scope(token_sha), "key-1", "1" * 64, {"session_id": first.session_id}) \
+    assert (
+        await store.create(
+            first, e1, create_scope(token_sha), "key-1", "1" * 64, {"session_id": first.session_id}
+        )
         is None
+    )
     second, e2 = new_session(token_sha256=token_sha)
     answer = await store.create(second, e2, create_scope(token_sha), "key-1", "2" * 64, {"other": True})
     assert answer == IdempotentAnswer("1" * 64, {"session_id": first.session_id})
@@ -205,8 +246,9 @@ async def test_create_with_a_used_key_returns_the_stored_answer_and_inserts_noth
     third, e3 = new_session(token_sha256=other_sha)
     assert await store.create(third, e3, create_scope(other_sha), "key-1", "3" * 64, {"n": 3}) is None
     assert await store.get(third.session_id) == third
-    assert await store.idempotent(create_scope(token_sha), "key-1") == IdempotentAnswer("1" * 64,
-                                                                                        {"session_id": first.session_id})
+    assert await store.idempotent(create_scope(token_sha), "key-1") == IdempotentAnswer(
+        "1" * 64, {"session_id": first.session_id}
+    )
     assert await store.idempotent(create_scope(other_sha), "key-1") == IdempotentAnswer("3" * 64, {"n": 3})
     assert await store.idempotent(create_scope(other_sha), "key-2") is None
 
@@ -214,15 +256,20 @@ async def test_create_with_a_used_key_returns_the_stored_answer_and_inserts_noth
 async def test_concurrent_creates_with_one_key_make_exactly_one_session(store: SessionStore) -> None:
     token_sha = secrets.token_hex(32)
     attempts = [new_session(token_sha256=token_sha) for _ in range(10)]
-    answers = await asyncio.gather(*(
-        store.create(r, e, create_scope(token_sha), "same-key", f"{i:064d}", {"session_id": r.session_id})
-        for i, (r, e) in enumerate(attempts)
-    ))
+    answers = await asyncio.gather(
+        *(
+            store.create(r, e, create_scope(token_sha), "same-key", f"{i:064d}", {"session_id": r.session_id})
+            for i, (r, e) in enumerate(attempts)
+        )
+    )
     winners = [i for i, a in enumerate(answers) if a is None]
     assert len(winners) == 1
     winner = attempts[winners[0]][0]
-    assert all(a == IdempotentAnswer(f"{winners[0]:064d}", {"session_id": winner.session_id})
-               for a in answers if a is not None)
+    assert all(
+        a == IdempotentAnswer(f"{winners[0]:064d}", {"session_id": winner.session_id})
+        for a in answers
+        if a is not None
+    )
     assert await store.count_by_status() == {"action_ready": 1}
     stored = [await store.get(r.session_id) for r, _ in attempts]
     assert [s for s in stored if s is not None] == [winner]
@@ -235,7 +282,9 @@ async def test_a_transition_bumps_the_version_and_records_its_event(store: Sessi
     record = await create(store, {"step": 0})
     ev = step(record, 1, "action_ready", "awaiting_source_receipt", "submit")
     key = (session_scope(record.session_id), "obs-1", "c" * 64, {"status": "awaiting_source_receipt"})
-    assert await store.transition(record.session_id, 1, "awaiting_source_receipt", {"step": 1}, ev, key) is True
+    assert (
+        await store.transition(record.session_id, 1, "awaiting_source_receipt", {"step": 1}, ev, key) is True
+    )
     got = await store.get(record.session_id)
     assert got is not None
     assert (got.version, got.status, got.state) == (2, "awaiting_source_receipt", {"step": 1})
@@ -244,7 +293,8 @@ async def test_a_transition_bumps_the_version_and_records_its_event(store: Sessi
     events = await store.events(record.session_id)
     assert [e.seq for e in events] == [1, 2] and events[1] == ev
     assert await store.idempotent(session_scope(record.session_id), "obs-1") == IdempotentAnswer(
-        "c" * 64, {"status": "awaiting_source_receipt"})
+        "c" * 64, {"status": "awaiting_source_receipt"}
+    )
     # a transition without an idempotency record is fine too
     ev3 = step(record, 2, "awaiting_source_receipt", "complete")
     assert await store.transition(record.session_id, 2, "complete", {"step": 2}, ev3) is True
@@ -253,11 +303,17 @@ async def test_a_transition_bumps_the_version_and_records_its_event(store: Sessi
 
 async def test_a_stale_version_changes_nothing(store: SessionStore) -> None:
     record = await create(store, {"step": 0})
-    assert await store.transition(record.session_id, 1, "s2", {"step": 1}, step(record, 1, "action_ready", "s2"))
+    assert await store.transition(
+        record.session_id, 1, "s2", {"step": 1}, step(record, 1, "action_ready", "s2")
+    )
     before = await store.get(record.session_id)
     key = (session_scope(record.session_id), "late", "d" * 64, {"late": True})
-    assert await store.transition(record.session_id, 1, "s3", {"step": 9}, step(record, 1, "action_ready", "s3"),
-                                  key) is False
+    assert (
+        await store.transition(
+            record.session_id, 1, "s3", {"step": 9}, step(record, 1, "action_ready", "s3"), key
+        )
+        is False
+    )
     assert await store.get(record.session_id) == before
     assert len(await store.events(record.session_id)) == 2
     assert await store.idempotent(session_scope(record.session_id), "late") is None
@@ -267,11 +323,19 @@ async def test_a_stale_version_changes_nothing(store: SessionStore) -> None:
 
 async def test_concurrent_transitions_from_one_version_have_exactly_one_winner(store: SessionStore) -> None:
     record = await create(store, {"step": 0})
-    results = await asyncio.gather(*(
-        store.transition(record.session_id, 1, f"to_{i}", {"winner": i}, step(record, 1, "action_ready", f"to_{i}"),
-                         (session_scope(record.session_id), f"k{i}", "e" * 64, {"i": i}))
-        for i in range(10)
-    ))
+    results = await asyncio.gather(
+        *(
+            store.transition(
+                record.session_id,
+                1,
+                f"to_{i}",
+                {"winner": i},
+                step(record, 1, "action_ready", f"to_{i}"),
+                (session_scope(record.session_id), f"k{i}", "e" * 64, {"i": i}),
+            )
+            for i in range(10)
+        )
+    )
     assert results.count(True) == 1
     winner = results.index(True)
     got = await store.get(record.session_id)
@@ -283,22 +347,42 @@ async def test_concurrent_transitions_from_one_version_have_exactly_one_winner(s
         assert await store.idempotent(session_scope(record.session_id), f"k{i}") == expected
 
 
-async def test_a_used_idempotency_key_inside_a_transition_raises_and_changes_nothing(store: SessionStore) -> None:
+async def test_a_used_idempotency_key_inside_a_transition_raises_and_changes_nothing(
+    store: SessionStore,
+) -> None:
     record = await create(store, {"step": 0})
     scope = session_scope(record.session_id)
-    assert await store.transition(record.session_id, 1, "s2", {"step": 1}, step(record, 1, "action_ready", "s2"),
-                                  (scope, "k", "f" * 64, {"first": True}))
+    assert await store.transition(
+        record.session_id,
+        1,
+        "s2",
+        {"step": 1},
+        step(record, 1, "action_ready", "s2"),
+        (scope, "k", "f" * 64, {"first": True}),
+    )
     before = await store.get(record.session_id)
     with pytest.raises(IdempotencyConflict):
-        await store.transition(record.session_id, 2, "s3", {"step": 2}, step(record, 2, "s2", "s3"),
-                               (scope, "k", "0" * 64, {"second": True}))
+        await store.transition(
+            record.session_id,
+            2,
+            "s3",
+            {"step": 2},
+            step(record, 2, "s2", "s3"),
+            (scope, "k", "0" * 64, {"second": True}),
+        )
     assert await store.get(record.session_id) == before
     assert [e.seq for e in await store.events(record.session_id)] == [1, 2]
     assert await store.idempotent(scope, "k") == IdempotentAnswer("f" * 64, {"first": True})
     # the same key on another session is another key
     other = await create(store)
-    assert await store.transition(other.session_id, 1, "s2", {}, step(other, 1, "action_ready", "s2"),
-                                  (session_scope(other.session_id), "k", "1" * 64, {}))
+    assert await store.transition(
+        other.session_id,
+        1,
+        "s2",
+        {},
+        step(other, 1, "action_ready", "s2"),
+        (session_scope(other.session_id), "k", "1" * 64, {}),
+    )
 
 
 async def test_count_by_status_and_event_order(store: SessionStore) -> None:
@@ -309,10 +393,13 @@ async def test_count_by_status_and_event_order(store: SessionStore) -> None:
     path = ["awaiting_source_receipt", "awaiting_destination", "action_ready", "complete"]
     previous = "action_ready"
     for version, status in enumerate(path, start=1):
-        assert await store.transition(a.session_id, version, status, {"v": version}, step(a, version, previous, status,
-                                                                                           f"ev{version}"))
+        assert await store.transition(
+            a.session_id, version, status, {"v": version}, step(a, version, previous, status, f"ev{version}")
+        )
         previous = status
-    assert await store.transition(b.session_id, 1, "cancelled", {}, step(b, 1, "action_ready", "cancelled", "cancel"))
+    assert await store.transition(
+        b.session_id, 1, "cancelled", {}, step(b, 1, "action_ready", "cancelled", "cancel")
+    )
     assert await store.count_by_status() == {"complete": 1, "cancelled": 1, "awaiting_destination": 1}
     events = await store.events(a.session_id)
     assert [(e.seq, e.from_status, e.event, e.to_status) for e in events] == [
@@ -330,7 +417,9 @@ async def test_start_is_idempotent_and_keeps_data(store: SessionStore) -> None:
     record = await create(store)
     await store.start()
     assert await store.get(record.session_id) == record
-    if isinstance(store, SqlSessionStore):  # a second instance (a restarted process) migrates to the same head
+    if isinstance(
+        store, SqlSessionStore
+    ):  # a second instance (a restarted process) migrates to the same head
         again = SqlSessionStore(_url_of(store))
         await again.start()
         await again.start()
@@ -343,12 +432,23 @@ async def test_start_is_idempotent_and_keeps_data(store: SessionStore) -> None:
 # ---- several OS processes ----------------------------------------------------------------------------
 
 
-async def _race_in_processes(url: str, session_id: str, expected: int, workdir: Path, n: int = 4) -> list[str]:
+async def _race_in_processes(
+    url: str, session_id: str, expected: int, workdir: Path, n: int = 4
+) -> list[str]:
     go = workdir / f"go-{secrets.token_hex(4)}"
     procs = [
         await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "tests.support.session_store_worker", url, session_id, str(expected), str(go),
-            f"p{i}", cwd=str(REPO), stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+            sys.executable,
+            "-m",
+            "tests.support.session_store_worker",
+            url,
+            session_id,
+            str(expected),
+            str(go),
+            f"p{i}",
+            cwd=str(REPO),
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
         )
         for i in range(n)
     ]
@@ -373,7 +473,9 @@ async def _race_in_processes(url: str, session_id: str, expected: int, workdir: 
                 await p.wait()
 
 
-@pytest.mark.parametrize("store", ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)], indirect=True)
+@pytest.mark.parametrize(
+    "store", ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)], indirect=True
+)
 async def test_two_processes_transitioning_one_version_have_exactly_one_winner(
     store: SessionStore, tmp_path: Path
 ) -> None:
@@ -401,9 +503,17 @@ async def test_the_sqlite_file_holds_only_the_token_hash(tmp_path: Path) -> None
     await store.start()
     try:
         record, event = new_session({"wallet": "0x" + "ab" * 20}, token_sha256=token_sha)
-        await store.create(record, event, create_scope(token_sha), "k", "a" * 64, {"session_id": record.session_id})
-        assert await store.transition(record.session_id, 1, "s2", {"w": 1}, step(record, 1, "action_ready", "s2"),
-                                      (session_scope(record.session_id), "k2", "b" * 64, {"ok": True}))
+        await store.create(
+            record, event, create_scope(token_sha), "k", "a" * 64, {"session_id": record.session_id}
+        )
+        assert await store.transition(
+            record.session_id,
+            1,
+            "s2",
+            {"w": 1},
+            step(record, 1, "action_ready", "s2"),
+            (session_scope(record.session_id), "k2", "b" * 64, {"ok": True}),
+        )
         files = [p for p in (tmp_path / "t").iterdir() if p.is_file()]  # the database, its WAL and shm
         blob = b"".join(p.read_bytes() for p in files)
         assert token_sha.encode() in blob  # the search can find what is there ...
@@ -450,7 +560,10 @@ async def test_unreachable_postgres_is_store_unavailable_without_secrets() -> No
     store = SqlSessionStore(url)
     record, event = new_session()
     calls = [
-        store.start, store.ping, lambda: store.get(record.session_id), store.count_by_status,
+        store.start,
+        store.ping,
+        lambda: store.get(record.session_id),
+        store.count_by_status,
         lambda: store.create(record, event, create_scope(record.token_sha256), "k", "a" * 64, {}),
         lambda: store.transition(record.session_id, 1, "s", {}, step(record, 1, "action_ready", "s")),
     ]
@@ -499,7 +612,9 @@ async def test_the_store_answers_unavailable_while_postgres_is_down_and_recovers
     try:
         await _truncate(store)
         record = await create(store, {"step": 0})
-        assert await store.transition(record.session_id, 1, "s2", {"step": 1}, step(record, 1, "action_ready", "s2"))
+        assert await store.transition(
+            record.session_id, 1, "s2", {"step": 1}, step(record, 1, "action_ready", "s2")
+        )
         with postgres_stopped():
             with pytest.raises(StoreUnavailable):
                 await store.get(record.session_id)

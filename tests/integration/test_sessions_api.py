@@ -42,11 +42,18 @@ class Api:
         assert r.status_code == 200, r.text
         return r.json()
 
-    def body(self, route: str, quote: dict[str, Any], key: str | None = None, **approval: str) -> dict[str, Any]:
+    def body(
+        self, route: str, quote: dict[str, Any], key: str | None = None, **approval: str
+    ) -> dict[str, Any]:
         key = key or f"k-{secrets.token_hex(6)}"
         appr = approval_for(quote, key=key, selected_mode="session", **approval)
-        return {"caller_approved": True, **intent_for(route, 100), "wallets": wallets_for(route), "approval_v3": appr,
-                "idempotency_key": key}  # fmt: skip
+        return {
+            "caller_approved": True,
+            **intent_for(route, 100),
+            "wallets": wallets_for(route),
+            "approval_v3": appr,
+            "idempotency_key": key,
+        }
 
     def create(self, body: Any, token: str | None) -> httpx.Response:
         headers = {SESSION_HEADER: token} if token else {}
@@ -120,12 +127,19 @@ def test_create_returns_a_verifiable_first_action(api: Api) -> None:
     s = r.json()
     assert s["status"] == "action_ready" and s["next_operation"] == "submit_current_action"
     assert s["action_available"] is True and s["current_step"] == 0 and s["step_count"] == 2
-    assert s["idempotent_replay"] is False and s["server_signing"] is False and s["server_submission"] is False
+    assert (
+        s["idempotent_replay"] is False and s["server_signing"] is False and s["server_submission"] is False
+    )
     bundle = s["current_action"]
     assert bundle["workflow_id"] == s["session_id"] and bundle["step_index"] == 0
-    findings = verify_bundle(bundle, intent=intent_for(MULTI, 100), wallets=wallets_for(MULTI),
-                             approval_v3=body["approval_v3"], direct_route_summary=q["direct_route_summary"],
-                             now_unix=int(api.clock.now().timestamp()))  # fmt: skip
+    findings = verify_bundle(
+        bundle,
+        intent=intent_for(MULTI, 100),
+        wallets=wallets_for(MULTI),
+        approval_v3=body["approval_v3"],
+        direct_route_summary=q["direct_route_summary"],
+        now_unix=int(api.clock.now().timestamp()),
+    )
     assert [f for f in findings if f.severity == "error"] == []
     assert s["funds"]["endpoint"] == "base:ETH" and s["funds"]["state"] == "in_wallet"
     assert token not in r.text
@@ -142,7 +156,9 @@ def test_create_replay_and_key_reuse(api: Api) -> None:
     assert again.json()["session_id"] == first.json()["session_id"]
     other = dict(body, wallets={"base": "0x" + "ab" * 20})
     r = api.create(other, token)
-    assert r.status_code == 409 and r.json()["reason_class"] == "idempotency_key_reused_with_different_request"
+    assert (
+        r.status_code == 409 and r.json()["reason_class"] == "idempotency_key_reused_with_different_request"
+    )
 
 
 def test_token_rules(api: Api) -> None:
@@ -205,7 +221,10 @@ def test_refresh_only_after_expiry_and_cancel_is_final(api: Api) -> None:
         f = fresh.json()
         assert f["status"] == "action_ready"
         assert f["current_action"]["action_id"] != before["current_action"]["action_id"]
-        assert f["current_action"]["unsigned_action"]["inputAmount"] == before["current_action"]["unsigned_action"]["inputAmount"]
+        assert (
+            f["current_action"]["unsigned_action"]["inputAmount"]
+            == before["current_action"]["unsigned_action"]["inputAmount"]
+        )
         replay = api.op(sid, "refresh", token, {"idempotency_key": "refresh-002"})
         assert replay.json()["idempotent_replay"] is True
         assert replay.json()["current_action"]["action_id"] == f["current_action"]["action_id"]
@@ -215,10 +234,16 @@ def test_refresh_only_after_expiry_and_cancel_is_final(api: Api) -> None:
     assert c.status_code == 200 and c.json()["status"] == "cancelled"
     assert c.json()["funds"]["endpoint"] == "base:ETH" and "nothing moved" in c.json()["funds"]["note"]
     v = c.json()["session_version"]
-    for op, body in (("observe", {"idempotency_key": "obs-00001", "transaction_hashes": ["0x" + "11" * 32]}),
-                     ("refresh", {"idempotency_key": "refresh-003"}), ("cancel", {"idempotency_key": "cancel-0002"})):
+    for op, body in (
+        ("observe", {"idempotency_key": "obs-00001", "transaction_hashes": ["0x" + "11" * 32]}),
+        ("refresh", {"idempotency_key": "refresh-003"}),
+        ("cancel", {"idempotency_key": "cancel-0002"}),
+    ):
         r = api.op(sid, op, token, body)
-        assert r.status_code == 409 and r.json()["reason_class"] == "operation_not_allowed_in_status", (op, r.text)
+        assert r.status_code == 409 and r.json()["reason_class"] == "operation_not_allowed_in_status", (
+            op,
+            r.text,
+        )
     after = api.read(sid, token).json()
     assert after["status"] == "cancelled" and after["session_version"] == v
 
@@ -226,7 +251,9 @@ def test_refresh_only_after_expiry_and_cancel_is_final(api: Api) -> None:
 def test_observe_without_a_configured_chain_is_503_and_changes_nothing(api: Api) -> None:
     sid, token, _, _ = created(api)
     before = api.read(sid, token).json()
-    r = api.op(sid, "observe", token, {"idempotency_key": "obs-000001", "transaction_hashes": ["0x" + "22" * 32]})
+    r = api.op(
+        sid, "observe", token, {"idempotency_key": "obs-000001", "transaction_hashes": ["0x" + "22" * 32]}
+    )
     assert r.status_code == 503, r.text
     assert r.json()["reason_class"] == "chain_rpc_not_configured"
     after = api.read(sid, token).json()
@@ -267,8 +294,13 @@ def test_capabilities_publish_session_readiness(api: Api) -> None:
     assert caps["session_ready_routes"] + len(caps["unavailable_routes"]) == 72
     assert all(u["reason"] for u in caps["unavailable_routes"])
     r = api.http.get("/v2/openapi.json").json()
-    for path in ("/v2/session", "/v2/session/{session_id}", "/v2/session/{session_id}/observe",
-                 "/v2/session/{session_id}/refresh", "/v2/session/{session_id}/cancel"):  # fmt: skip
+    for path in (
+        "/v2/session",
+        "/v2/session/{session_id}",
+        "/v2/session/{session_id}/observe",
+        "/v2/session/{session_id}/refresh",
+        "/v2/session/{session_id}/cancel",
+    ):
         assert path in r["paths"], path
 
 

@@ -45,19 +45,30 @@ def quote(url: str, route: str = ROUTE) -> dict[str, Any]:
     return r.json()
 
 
-def create(url: str, q: dict[str, Any], token: str, route: str = ROUTE, key: str | None = None) -> httpx.Response:
+def create(
+    url: str, q: dict[str, Any], token: str, route: str = ROUTE, key: str | None = None
+) -> httpx.Response:
     key = key or f"k-{secrets.token_hex(6)}"
-    body = {"caller_approved": True, **intent_for(route, 100), "wallets": wallets_for(route),
-            "approval_v3": approval_for(q, key=key, selected_mode="session"), "idempotency_key": key}  # fmt: skip
+    body = {
+        "caller_approved": True,
+        **intent_for(route, 100),
+        "wallets": wallets_for(route),
+        "approval_v3": approval_for(q, key=key, selected_mode="session"),
+        "idempotency_key": key,
+    }
     return httpx.post(f"{url}/v2/session", json=body, headers={SESSION_HEADER: token}, timeout=30)
 
 
 def read(url: str, sid: str, token: str, view: str = "session") -> httpx.Response:
-    return httpx.get(f"{url}/v2/session/{sid}", params={"view": view}, headers={SESSION_HEADER: token}, timeout=30)
+    return httpx.get(
+        f"{url}/v2/session/{sid}", params={"view": view}, headers={SESSION_HEADER: token}, timeout=30
+    )
 
 
 def op(url: str, sid: str, name: str, token: str, body: dict[str, Any]) -> httpx.Response:
-    return httpx.post(f"{url}/v2/session/{sid}/{name}", json=body, headers={SESSION_HEADER: token}, timeout=30)
+    return httpx.post(
+        f"{url}/v2/session/{sid}/{name}", json=body, headers={SESSION_HEADER: token}, timeout=30
+    )
 
 
 def created_on(url: str, route: str = ROUTE) -> tuple[str, str, dict[str, Any]]:
@@ -70,8 +81,14 @@ def created_on(url: str, route: str = ROUTE) -> tuple[str, str, dict[str, Any]]:
 def fingerprint(session: dict[str, Any]) -> tuple[Any, ...]:
     """What must survive a crash or an outage: status, version, step, and the exact action offered."""
     action = session.get("current_action") or {}
-    return (session["status"], session["session_version"], session["current_step"], session["next_operation"],
-            action.get("action_id"), action.get("payload_sha256"))  # fmt: skip
+    return (
+        session["status"],
+        session["session_version"],
+        session["current_step"],
+        session["next_operation"],
+        action.get("action_id"),
+        action.get("payload_sha256"),
+    )
 
 
 def sqlite_url(path: Path) -> str:
@@ -103,8 +120,12 @@ def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str
 @pytest.mark.redis
 def test_quote_on_a_session_on_b_read_and_cancel_on_c(pg_url: str, tmp_path: Path) -> None:
     require_redis()
-    settings = {"quote_store": "redis", "redis_url": REDIS_URL, "database_url": pg_url,
-                "signing_key": shared_signing_key()}  # fmt: skip
+    settings = {
+        "quote_store": "redis",
+        "redis_url": REDIS_URL,
+        "database_url": pg_url,
+        "signing_key": shared_signing_key(),
+    }
     with server_processes(tmp_path, ["a", "b", "c"], settings) as (a, b, c):
         token, key = new_token(), "create-on-b-1"
         q = quote(a.url, MULTI)
@@ -113,7 +134,10 @@ def test_quote_on_a_session_on_b_read_and_cancel_on_c(pg_url: str, tmp_path: Pat
         made = r.json()
         sid = made["session_id"]
         assert made["status"] == "action_ready" and made["step_count"] == 2
-        assert made["current_action"]["quote_binding"]["quote_fingerprint"] == q["continuation_v3"]["quote_fingerprint"]
+        assert (
+            made["current_action"]["quote_binding"]["quote_fingerprint"]
+            == q["continuation_v3"]["quote_fingerprint"]
+        )
         # every replica reads the same session from the shared database
         views = [read(s.url, sid, token).json() for s in (a, b, c)]
         assert {fingerprint(v) for v in views} == {fingerprint(made)}
@@ -149,7 +173,9 @@ def test_two_processes_share_one_sqlite_file(tmp_path: Path) -> None:
         seen = read(a.url, sid_a, tok_a).json()
         assert (seen["status"], seen["session_version"]) == ("cancelled", made_a["session_version"] + 1)
         tokens = (tok_a, tok_b)
-    blob = b"".join(p.read_bytes() for p in tmp_path.iterdir() if p.is_file())  # the database files and both logs
+    blob = b"".join(
+        p.read_bytes() for p in tmp_path.iterdir() if p.is_file()
+    )  # the database files and both logs
     assert b"SQLite format 3" in blob
     for t in tokens:
         assert t.encode() not in blob
@@ -226,7 +252,9 @@ def test_postgres_outage_is_503_then_the_same_server_recovers(pg_url: str, tmp_p
             assert down.json()["reason_class"] == "session_store_unavailable", down.text
             assert pg_url.rsplit("/", 1)[1] not in down.text  # the reason names no database
             refused = op(server.url, sid, "cancel", token, {"idempotency_key": "cancel-while-down"})
-            assert refused.status_code == 503 and refused.json()["reason_class"] == "session_store_unavailable"
+            assert (
+                refused.status_code == 503 and refused.json()["reason_class"] == "session_store_unavailable"
+            )
             assert quote(server.url)["quote_id"]  # quoting does not need the session database
         back = _poll(server, sid, token, 200)  # the same process, no restart
         assert fingerprint(back.json()) == fingerprint(before)
@@ -274,16 +302,31 @@ def test_concurrent_cancels_on_two_processes_one_wins(database_url: str, tmp_pat
             for round_ in range(6):
                 sid, token, made = created_on(a.url)
                 path, headers = f"/v2/session/{sid}/cancel", {SESSION_HEADER: token}
-                answers = race([partial(clients[i].post, path, headers=headers,
-                                        json={"idempotency_key": f"cancel-{round_}-by-{'ab'[i]}"}) for i in (0, 1)])  # fmt: skip
+                answers = race(
+                    [
+                        partial(
+                            clients[i].post,
+                            path,
+                            headers=headers,
+                            json={"idempotency_key": f"cancel-{round_}-by-{'ab'[i]}"},
+                        )
+                        for i in (0, 1)
+                    ]
+                )
                 got = [r for r in answers if r is not None]
                 assert len(got) == 2
                 codes = sorted(r.status_code for r in got)
                 assert codes == [200, 409], [r.text for r in got]
                 loser = next(r for r in got if r.status_code == 409).json()
-                assert loser["reason_class"] in ("operation_not_allowed_in_status", "session_changed_concurrently")
+                assert loser["reason_class"] in (
+                    "operation_not_allowed_in_status",
+                    "session_changed_concurrently",
+                )
                 final = read(b.url, sid, token).json()
-                assert (final["status"], final["session_version"]) == ("cancelled", made["session_version"] + 1)
+                assert (final["status"], final["session_version"]) == (
+                    "cancelled",
+                    made["session_version"] + 1,
+                )
                 assert read(a.url, sid, token).json()["session_version"] == made["session_version"] + 1
         finally:
             for c in clients:

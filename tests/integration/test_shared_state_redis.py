@@ -21,7 +21,6 @@ REDIS_URL = "redis://127.0.0.1:6379/14"
 ROUTE = "base:USDC->base:ETH"
 
 
-
 @pytest.fixture()
 def two_instances() -> Iterator[tuple[str, str]]:
     require_redis()
@@ -59,9 +58,14 @@ def test_quote_on_one_instance_binds_prepare_on_another(two_instances: tuple[str
     assert replay.status_code == 200 and replay.json()["idempotent_replay"] is True
     assert replay.json()["payload_sha256"] == bundle["payload_sha256"]
     # the same key with another request is refused on either instance
-    changed = prepare_body(quote, minimum_output_base=str(int(quote["continuation_v3"]["minimum_output_base"]) + 1))
+    changed = prepare_body(
+        quote, minimum_output_base=str(int(quote["continuation_v3"]["minimum_output_base"]) + 1)
+    )
     refused = httpx.post(f"{a}/v2/prepare", json=changed)
-    assert refused.status_code == 409 and refused.json()["reason"] == "idempotency_key_reused_with_different_request"
+    assert (
+        refused.status_code == 409
+        and refused.json()["reason"] == "idempotency_key_reused_with_different_request"
+    )
 
 
 def test_unknown_quote_fails_closed_everywhere(two_instances: tuple[str, str]) -> None:
@@ -85,8 +89,13 @@ async def test_stored_quote_round_trips_to_the_same_domain_objects() -> None:
     from routequote.storage.quotes import MemoryQuoteStore
     from routequote.storage.redis_store import issued_from_record, issued_to_record
 
-    service = RouteQuoteService(EmbeddedSnapshot(), MemoryQuoteStore(), FixedClock(datetime(2026, 11, 22, tzinfo=UTC)),
-                                SequentialIds(), ServiceConfig())  # fmt: skip
+    service = RouteQuoteService(
+        EmbeddedSnapshot(),
+        MemoryQuoteStore(),
+        FixedClock(datetime(2026, 11, 22, tzinfo=UTC)),
+        SequentialIds(),
+        ServiceConfig(),
+    )
     for key in ("robinhood:ETH->base:ETH", "solana:SOL->robinhood:ETH", "base:USDC->base:ETH"):
         src, dst = key.split("->")
         (fc, ft), (tc, tt) = src.split(":"), dst.split(":")

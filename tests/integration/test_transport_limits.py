@@ -20,15 +20,20 @@ from routequote.config import Settings
 from routequote.surfaces import input_guard
 from routequote.surfaces.input_guard import TransportLimits, uvicorn_options
 
-LIMITS = dict(max_header_bytes=4096, max_header_count=40, header_timeout_seconds=0.5, body_timeout_seconds=0.5)
+LIMITS = dict(
+    max_header_bytes=4096, max_header_count=40, header_timeout_seconds=0.5, body_timeout_seconds=0.5
+)
 
 
 @pytest.fixture(scope="module")
 def port() -> Iterator[int]:
     port = free_port()
     settings = Settings(rate_limit="off", port=port, **LIMITS)
-    protocol = type("LimitedProtocol", (input_guard.GuardedHttpToolsProtocol,),
-                    {"limits": TransportLimits.from_settings(settings)})  # fmt: skip
+    protocol = type(
+        "LimitedProtocol",
+        (input_guard.GuardedHttpToolsProtocol,),
+        {"limits": TransportLimits.from_settings(settings)},
+    )
     options = {**uvicorn_options(settings), "http": protocol}
     config = uvicorn.Config(create_app(settings), host="127.0.0.1", port=port, log_level="warning", **options)
     server = uvicorn.Server(config)
@@ -84,7 +89,9 @@ def test_too_many_headers_is_431(port: int) -> None:
 
 
 def test_huge_header_is_431_without_buffering_it(port: int) -> None:
-    answer = _exchange(port, b"GET /v2/status HTTP/1.1\r\nhost: a\r\nx-big: " + b"a" * (8 * 1024 * 1024) + b"\r\n\r\n")
+    answer = _exchange(
+        port, b"GET /v2/status HTTP/1.1\r\nhost: a\r\nx-big: " + b"a" * (8 * 1024 * 1024) + b"\r\n\r\n"
+    )
     assert _status(answer) == 431
 
 
@@ -113,7 +120,9 @@ def test_trickling_headers_are_refused(port: int) -> None:
 
 
 def test_slow_body_is_408(port: int) -> None:
-    head = b"POST /v2/quote HTTP/1.1\r\nhost: a\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n"
+    head = (
+        b"POST /v2/quote HTTP/1.1\r\nhost: a\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n"
+    )
     with socket.create_connection(("127.0.0.1", port)) as s:
         s.settimeout(30)
         s.sendall(head + b'{"amount_usd"')  # and nothing more

@@ -50,10 +50,21 @@ def test_v1_quote_is_the_v2_quote_of_the_corridor(http: httpx.Client, destinatio
     assert v1["corridor"] == f"solana:SOL->{chain}:ETH" and v1["destination_chain"] == chain
     quote = v1["quote"]
     assert quote["route"]["route"] == v1["corridor"]
-    assert quote["intent"] == {**quote["intent"], "from": "solana:SOL", "to": f"{chain}:ETH", "amount_usd": 500}
+    assert quote["intent"] == {
+        **quote["intent"],
+        "from": "solana:SOL",
+        "to": f"{chain}:ETH",
+        "amount_usd": 500,
+    }
     v2 = http.post(
         "/v2/quote",
-        json={"from_chain": "solana", "from_token": "SOL", "to_chain": chain, "to_token": "ETH", "amount_usd": 500},
+        json={
+            "from_chain": "solana",
+            "from_token": "SOL",
+            "to_chain": chain,
+            "to_token": "ETH",
+            "amount_usd": 500,
+        },
     ).json()
     assert quote["offer"]["expected_output_base"] == v2["offer"]["expected_output_base"]
     assert quote["offer"]["minimum_output_base"] == v2["offer"]["minimum_output_base"]

@@ -38,8 +38,12 @@ async def login(c: httpx.AsyncClient, wallet: Keypair) -> str:
     assert r.status_code == 200, r.text
     ch = r.json()
     assert ch["can_authorize_transaction"] is False and "cannot authorize a transaction" in ch["message"]
-    body = {"challenge_id": ch["challenge_id"], "source_wallet": str(wallet.pubkey()),
-            "signature": str(wallet.sign_message(ch["message"].encode())), "terms_version": ch["terms_version"]}
+    body = {
+        "challenge_id": ch["challenge_id"],
+        "source_wallet": str(wallet.pubkey()),
+        "signature": str(wallet.sign_message(ch["message"].encode())),
+        "terms_version": ch["terms_version"],
+    }
     r = await c.post("/v1/auth/verify", json=body)
     assert r.status_code == 200, r.text
     token: str = r.json()["access_token"]
@@ -65,8 +69,12 @@ async def test_login_session_binding_and_idempotency(client: httpx.AsyncClient) 
     wallet, other = Keypair(), Keypair()
     token, stranger = await login(c, wallet), await login(c, other)
     qid = await quote(c)
-    body: dict[str, Any] = {"quote_id": qid, "idempotency_key": "create-0001", "source_wallet": str(wallet.pubkey()),
-                            "destination_wallet": DEST}
+    body: dict[str, Any] = {
+        "quote_id": qid,
+        "idempotency_key": "create-0001",
+        "source_wallet": str(wallet.pubkey()),
+        "destination_wallet": DEST,
+    }
     for headers in ({}, {"Authorization": "Bearer nope-not-a-token-000000"}, {"Authorization": "Basic abc"}):
         r = await c.post("/v1/session", json=body, headers=headers)
         assert r.status_code == 401 and r.headers["www-authenticate"].startswith("Bearer"), r.text
@@ -78,19 +86,33 @@ async def test_login_session_binding_and_idempotency(client: httpx.AsyncClient) 
     assert r.status_code == 400 and r.json()["reason_class"] == "route_not_session_ready", r.text
     assert "solana_swap_needs_live_pool_state" in r.text
     # an unknown or expired quote
-    r = await c.post("/v1/session", json={**body, "quote_id": "00000000-0000-4000-8000-00000000abcd"},
-                     headers=bearer(token))
+    r = await c.post(
+        "/v1/session",
+        json={**body, "quote_id": "00000000-0000-4000-8000-00000000abcd"},
+        headers=bearer(token),
+    )
     assert r.status_code == 400 and r.json()["reason_class"] == "quote_not_found_or_expired"
     # a v2 quote of another route is not a corridor
-    r = await c.post("/v2/quote", json={"from_chain": "solana", "from_token": "SOL", "to_chain": "base",
-                                        "to_token": "USDC", "amount_usd": 50})
+    r = await c.post(
+        "/v2/quote",
+        json={
+            "from_chain": "solana",
+            "from_token": "SOL",
+            "to_chain": "base",
+            "to_token": "USDC",
+            "amount_usd": 50,
+        },
+    )
     r = await c.post("/v1/session", json={**body, "quote_id": r.json()["quote_id"]}, headers=bearer(token))
     assert r.status_code == 400 and r.json()["reason_class"] == "quote_not_v1_corridor"
     # reads of unknown sessions: 404 whatever the wallet
     r = await c.get("/v1/session/00000000-0000-4000-8000-00000000abcd", headers=bearer(token))
     assert r.status_code == 404 and r.json()["reason_class"] == "session_not_found"
-    r = await c.post("/v1/session/00000000-0000-4000-8000-00000000abcd/prepare-destination-action",
-                     json={"idempotency_key": "k-00000001", "extra": 1}, headers=bearer(token))
+    r = await c.post(
+        "/v1/session/00000000-0000-4000-8000-00000000abcd/prepare-destination-action",
+        json={"idempotency_key": "k-00000001", "extra": 1},
+        headers=bearer(token),
+    )
     assert r.status_code == 400 and r.json()["reason_class"] == "unknown_field"
 
 
@@ -101,14 +123,20 @@ async def test_openapi_documents_the_v1_session_shapes(client: httpx.AsyncClient
     create = paths["/v1/session"]["post"]
     assert create["security"] == [{"bearerAuth": []}] and "401" in create["responses"]
     schemas = doc["components"]["schemas"]
-    assert schemas["V1SessionCreateRequest"]["required"] == ["quote_id", "idempotency_key", "source_wallet",
-                                                             "destination_wallet"]
+    assert schemas["V1SessionCreateRequest"]["required"] == [
+        "quote_id",
+        "idempotency_key",
+        "source_wallet",
+        "destination_wallet",
+    ]
     assert schemas["WalletAuthFinishRequest"]["properties"]["signature"]["maxLength"] == 128
     assert "action_required" in str(schemas["V1Session"])
 
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
-async def test_login_records_in_the_session_database(backend: str, tmp_path_factory: pytest.TempPathFactory) -> None:
+async def test_login_records_in_the_session_database(
+    backend: str, tmp_path_factory: pytest.TempPathFactory
+) -> None:
     """Challenges are redeemed exactly once (two concurrent finishes: one grant), only the token's SHA-256 is
     kept, on SQLite and on PostgreSQL (migration 0002)."""
     import asyncio
@@ -130,12 +158,21 @@ async def test_login_records_in_the_session_database(backend: str, tmp_path_fact
         await store.start()
         try:
             now = datetime(2026, 11, 20, 12, tzinfo=UTC)
-            ch = LoginChallenge("00000000-0000-4000-8000-000000000001", "W" * 44, "message", "t", now,
-                                now + timedelta(minutes=5))  # fmt: skip
+            ch = LoginChallenge(
+                "00000000-0000-4000-8000-000000000001",
+                "W" * 44,
+                "message",
+                "t",
+                now,
+                now + timedelta(minutes=5),
+            )
             await store.put_challenge(ch)
             got = await store.get_challenge(ch.challenge_id)
             assert got is not None and got.message == "message" and got.used_at is None
-            grants = [AccessGrant(f"{i:064x}", ch.wallet, ch.challenge_id, now, now + timedelta(hours=1)) for i in (1, 2)]
+            grants = [
+                AccessGrant(f"{i:064x}", ch.wallet, ch.challenge_id, now, now + timedelta(hours=1))
+                for i in (1, 2)
+            ]
             results = await asyncio.gather(*(store.redeem_challenge(ch.challenge_id, now, g) for g in grants))
             assert sorted(results) == [False, True]
             kept = [await store.get_grant(g.token_sha256) for g in grants]
@@ -144,8 +181,12 @@ async def test_login_records_in_the_session_database(backend: str, tmp_path_fact
             assert used is not None and used.used_at == now
             late = LoginChallenge("00000000-0000-4000-8000-000000000002", ch.wallet, "m", "t", now, now)
             await store.put_challenge(late)
-            assert await store.redeem_challenge(late.challenge_id, now, AccessGrant(
-                "f" * 64, ch.wallet, late.challenge_id, now, now)) is False  # expired: nothing written
+            assert (
+                await store.redeem_challenge(
+                    late.challenge_id, now, AccessGrant("f" * 64, ch.wallet, late.challenge_id, now, now)
+                )
+                is False
+            )  # expired: nothing written
             assert await store.get_grant("f" * 64) is None
         finally:
             await store.aclose()

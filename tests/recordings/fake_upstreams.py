@@ -42,7 +42,11 @@ from routequote.market.live_evm import (
 from routequote.market.snapshot import EmbeddedSnapshot
 
 HERE = Path(__file__).resolve().parent
-EVM_HOSTS = {"rpc-base.test": Chain.BASE, "rpc-arbitrum.test": Chain.ARBITRUM, "rpc-robinhood.test": Chain.ROBINHOOD}
+EVM_HOSTS = {
+    "rpc-base.test": Chain.BASE,
+    "rpc-arbitrum.test": Chain.ARBITRUM,
+    "rpc-robinhood.test": Chain.ROBINHOOD,
+}
 
 
 def load(name: str) -> Any:
@@ -85,7 +89,10 @@ class FakeUpstreams:
             if p.clmm.venue == "uniswap_v3" and p.address:
                 a0 = ASSETS[p.token0]
                 chain = Chain(p.pool_id.split(":")[0])
-                self.evm_pools.setdefault(chain, {})[p.address.lower()] = (p.clmm, a0.wrapped_address or a0.address or "")
+                self.evm_pools.setdefault(chain, {})[p.address.lower()] = (
+                    p.clmm,
+                    a0.wrapped_address or a0.address or "",
+                )
         self.eth_calls = load("evm_eth_call.json")["results"]
         self.solana = load("solana_getMultipleAccounts.json")
         self.slot = int(self.solana["context"]["slot"])
@@ -122,7 +129,11 @@ class FakeUpstreams:
             if host == "iris.test":
                 parts = request.url.path.strip("/").split("/")  # v2/burn/USDC/fees/{s}/{d}
                 body = self.iris.get(f"{parts[-2]}/{parts[-1]}")
-                return httpx.Response(200, json=body) if body is not None else httpx.Response(404, json={"message": "no route"})
+                return (
+                    httpx.Response(200, json=body)
+                    if body is not None
+                    else httpx.Response(404, json={"message": "no route"})
+                )
             if host == "across.test":
                 origin = request.url.params.get("originChainId", "")
                 body = self.across.get(origin)
@@ -146,9 +157,17 @@ class FakeUpstreams:
 
         def one(req: dict[str, Any]) -> dict[str, Any]:
             try:
-                return {"jsonrpc": "2.0", "id": req["id"], "result": answer(req["method"], req.get("params", []))}
+                return {
+                    "jsonrpc": "2.0",
+                    "id": req["id"],
+                    "result": answer(req["method"], req.get("params", [])),
+                }
             except _Revert as e:
-                return {"jsonrpc": "2.0", "id": req["id"], "error": {"code": 3, "message": f"execution reverted: {e}"}}
+                return {
+                    "jsonrpc": "2.0",
+                    "id": req["id"],
+                    "error": {"code": 3, "message": f"execution reverted: {e}"},
+                }
 
         if isinstance(payload, list):
             return httpx.Response(200, json=[one(r) for r in payload])
@@ -158,7 +177,11 @@ class FakeUpstreams:
         if method == "eth_getBlockByNumber":
             n = self.blocks[chain]
             ts = int(self.clock.now().timestamp()) - (3600 if stale else 1)
-            return {"number": hex(n), "hash": "0x" + hashlib.sha256(f"{chain}{n}".encode()).hexdigest(), "timestamp": hex(ts)}
+            return {
+                "number": hex(n),
+                "hash": "0x" + hashlib.sha256(f"{chain}{n}".encode()).hexdigest(),
+                "timestamp": hex(ts),
+            }
         if method != "eth_call":
             raise _Revert(f"unsupported method {method}")
         to, data = params[0]["to"].lower(), params[0]["data"]
@@ -174,8 +197,13 @@ class FakeUpstreams:
     def _pool_call(pool: ClmmPool, token0: str, data: str) -> str:
         sel, args = data[:10], bytes.fromhex(data[10:])
         if sel == SEL_SLOT0:
-            return "0x" + encode(["uint160", "int24", "uint16", "uint16", "uint16", "uint8", "bool"],
-                                 [pool.sqrt_price, pool.tick_current, 0, 1, 1, 0, True]).hex()  # fmt: skip
+            return (
+                "0x"
+                + encode(
+                    ["uint160", "int24", "uint16", "uint16", "uint16", "uint8", "bool"],
+                    [pool.sqrt_price, pool.tick_current, 0, 1, 1, 0, True],
+                ).hex()
+            )
         if sel == SEL_LIQUIDITY:
             return _word(pool.liquidity)
         if sel == SEL_TICK_SPACING:
@@ -195,8 +223,13 @@ class FakeUpstreams:
         if sel == SEL_TICKS:
             (tick,) = decode(["int24"], args)
             net = dict(pool.ticks).get(tick, 0)
-            return "0x" + encode(["uint128", "int128", "uint256", "uint256", "int56", "uint160", "uint32", "bool"],
-                                 [abs(net), net, 0, 0, 0, 0, 0, net != 0]).hex()  # fmt: skip
+            return (
+                "0x"
+                + encode(
+                    ["uint128", "int128", "uint256", "uint256", "int56", "uint160", "uint32", "bool"],
+                    [abs(net), net, 0, 0, 0, 0, 0, net != 0],
+                ).hex()
+            )
         raise _Revert("unknown selector")
 
     def _solana(self, method: str, params: list[Any], stale: bool) -> Any:
@@ -206,8 +239,10 @@ class FakeUpstreams:
         assert opts["encoding"] == "base64"
         self.slot += -5 if stale else 3
         accounts = self.solana["accounts"]
-        return {"context": {"apiVersion": self.solana["context"]["apiVersion"], "slot": self.slot},
-                "value": [accounts.get(k) for k in keys]}  # fmt: skip
+        return {
+            "context": {"apiVersion": self.solana["context"]["apiVersion"], "slot": self.slot},
+            "value": [accounts.get(k) for k in keys],
+        }
 
 
 class _Revert(Exception):

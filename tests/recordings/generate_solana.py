@@ -99,8 +99,14 @@ def active(positions: list[tuple[int, int, int]], tick: int) -> int:
 
 
 def account(data_b64: str, owner: str) -> dict[str, object]:
-    return {"data": [data_b64, "base64"], "executable": False, "lamports": 72_161_280, "owner": owner,
-            "rentEpoch": 18446744073709551615, "space": len(base64.b64decode(data_b64))}  # fmt: skip
+    return {
+        "data": [data_b64, "base64"],
+        "executable": False,
+        "lamports": 72_161_280,
+        "owner": owner,
+        "rentEpoch": 18446744073709551615,
+        "space": len(base64.b64decode(data_b64)),
+    }
 
 
 def raydium(pinned: bool = False) -> tuple[dict[str, object], dict[str, object]]:
@@ -116,42 +122,97 @@ def raydium(pinned: bool = False) -> tuple[dict[str, object], dict[str, object]]
     if pinned:
         span = 60 * spacing
         positions = [(start + 10 * k, start + span + 20 * k, 10**11 * (k + 2)) for k in range(0, 20, 3)]
-        positions += [(start - 2 * span + 30, start + 2 * span + 40, 3 * 10**12), (tick // 10 * 10 - 20, tick // 10 * 10 + 30, 7 * 10**12)]
+        positions += [
+            (start - 2 * span + 30, start + 2 * span + 40, 3 * 10**12),
+            (tick // 10 * 10 - 20, tick // 10 * 10 + 30, 7 * 10**12),
+        ]
     else:
-        positions = [(start - 480 + 8 * k, start + 472 - 8 * (k % 7), 10**11 * (k + 1)) for k in range(0, 50, 3)]
+        positions = [
+            (start - 480 + 8 * k, start + 472 - 8 * (k % 7), 10**11 * (k + 1)) for k in range(0, 50, 3)
+        ]
         positions += [(tick // 8 * 8 - 16, tick // 8 * 8 + 24, 7 * 10**12)]
     ticks = positions_to_ticks(positions)
     arrays = []
     for s in sorted({tick_array_start("raydium_clmm", t, spacing) for t in ticks}):
-        arrays.append({"start": s, "ticks": [[t, str(n), str(g)] for t, (n, g) in ticks.items()
-                                             if tick_array_start("raydium_clmm", t, spacing) == s]})  # fmt: skip
-    pool = {"address": pool_addr, "config": config, "mint0": WSOL, "mint1": USDC, "dec0": 9, "dec1": 6,
-            "spacing": spacing, "fee": fee, "liquidity": str(active(positions, tick)), "sqrt_price": str(sqrt_price),
-            "tick": tick}  # fmt: skip
-    if pinned:  # the default tick-array bitmap marks each array holding a tick (bit floor(start / span) + 512)
+        arrays.append(
+            {
+                "start": s,
+                "ticks": [
+                    [t, str(n), str(g)]
+                    for t, (n, g) in ticks.items()
+                    if tick_array_start("raydium_clmm", t, spacing) == s
+                ],
+            }
+        )
+    pool = {
+        "address": pool_addr,
+        "config": config,
+        "mint0": WSOL,
+        "mint1": USDC,
+        "dec0": 9,
+        "dec1": 6,
+        "spacing": spacing,
+        "fee": fee,
+        "liquidity": str(active(positions, tick)),
+        "sqrt_price": str(sqrt_price),
+        "tick": tick,
+    }
+    if (
+        pinned
+    ):  # the default tick-array bitmap marks each array holding a tick (bit floor(start / span) + 512)
         bitmap = sum(1 << (a["start"] // (60 * spacing) + 512) for a in arrays)
-        pool.update(vault0=PINNED_RAY_VAULT_0, vault1=PINNED_RAY_VAULT_1, observation=RECORDED_OBSERVATION,
-                    config_index=2, bitmap_hex=bitmap.to_bytes(128, "little").hex())  # fmt: skip
-    enc = json.loads(subprocess.run(["node", "-e", NODE], input=json.dumps({"pool": pool, "arrays": arrays}),
-                                    capture_output=True, text=True, check=True, cwd=REFERENCE).stdout)  # fmt: skip
+        pool.update(
+            vault0=PINNED_RAY_VAULT_0,
+            vault1=PINNED_RAY_VAULT_1,
+            observation=RECORDED_OBSERVATION,
+            config_index=2,
+            bitmap_hex=bitmap.to_bytes(128, "little").hex(),
+        )
+    enc = json.loads(
+        subprocess.run(
+            ["node", "-e", NODE],
+            input=json.dumps({"pool": pool, "arrays": arrays}),
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=REFERENCE,
+        ).stdout
+    )
     for key, disc in (("pool", D_RAY_POOL), ("config", D_RAY_AMM_CONFIG)):
         raw = bytearray(base64.b64decode(enc[key]))
         raw[:8] = disc
         enc[key] = base64.b64encode(bytes(raw)).decode()
-    enc["arrays"] = [base64.b64encode(D_RAY_TICK_ARRAY + base64.b64decode(a)[8:]).decode() for a in enc["arrays"]]
-    accounts = {pool_addr: account(enc["pool"], RAYDIUM_CLMM_PROGRAM), config: account(enc["config"], RAYDIUM_CLMM_PROGRAM)}
+    enc["arrays"] = [
+        base64.b64encode(D_RAY_TICK_ARRAY + base64.b64decode(a)[8:]).decode() for a in enc["arrays"]
+    ]
+    accounts = {
+        pool_addr: account(enc["pool"], RAYDIUM_CLMM_PROGRAM),
+        config: account(enc["config"], RAYDIUM_CLMM_PROGRAM),
+    }
     for a, data in zip(arrays, enc["arrays"], strict=True):
-        accounts[tick_array_address("raydium_clmm", pool_addr, a["start"])] = account(data, RAYDIUM_CLMM_PROGRAM)
+        accounts[tick_array_address("raydium_clmm", pool_addr, a["start"])] = account(
+            data, RAYDIUM_CLMM_PROGRAM
+        )
     if pinned:  # TickArrayBitmapExtension: discriminator, pool_id, two empty [[u64; 8]; 14] bitmaps
         from solders.pubkey import Pubkey
 
         ext = D_RAY_BITMAP_EXTENSION + bytes(Pubkey.from_string(pool_addr)) + bytes(2 * 14 * 8 * 8)
-        accounts[raydium_bitmap_extension_address(pool_addr)] = account(base64.b64encode(ext).decode(), RAYDIUM_CLMM_PROGRAM)
-    expected = {"pool_id": "solana:raydium_clmm:SOL-USDC", "fee_pips": fee, "tick_spacing": spacing,
-                "sqrt_price": str(sqrt_price), "tick_current": tick, "liquidity": pool["liquidity"],
-                "ticks": [[t, str(n)] for t, (n, _) in ticks.items() if n]}  # fmt: skip
+        accounts[raydium_bitmap_extension_address(pool_addr)] = account(
+            base64.b64encode(ext).decode(), RAYDIUM_CLMM_PROGRAM
+        )
+    expected = {
+        "pool_id": "solana:raydium_clmm:SOL-USDC",
+        "fee_pips": fee,
+        "tick_spacing": spacing,
+        "sqrt_price": str(sqrt_price),
+        "tick_current": tick,
+        "liquidity": pool["liquidity"],
+        "ticks": [[t, str(n)] for t, (n, _) in ticks.items() if n],
+    }
     if pinned:
-        expected.update(observation=RECORDED_OBSERVATION, initialized_tick_arrays=[a["start"] for a in arrays])
+        expected.update(
+            observation=RECORDED_OBSERVATION, initialized_tick_arrays=[a["start"] for a in arrays]
+        )
     return accounts, expected
 
 
@@ -192,7 +253,11 @@ def orca() -> tuple[dict[str, object], dict[str, object]]:
                 raw[off + 17 : off + 33] = g.to_bytes(16, "little")
             raw[9956:9988] = bytes(Pubkey.from_string(ORCA_POOL))
         else:  # DynamicTickArray
-            raw = bytearray(D_ORCA_DYNAMIC_TICK_ARRAY + s.to_bytes(4, "little", signed=True) + bytes(Pubkey.from_string(ORCA_POOL)))
+            raw = bytearray(
+                D_ORCA_DYNAMIC_TICK_ARRAY
+                + s.to_bytes(4, "little", signed=True)
+                + bytes(Pubkey.from_string(ORCA_POOL))
+            )
             bitmap = 0
             body = bytearray()
             for k in range(88):
@@ -200,14 +265,24 @@ def orca() -> tuple[dict[str, object], dict[str, object]]:
                 if t in in_arr:
                     n, g = in_arr[t]
                     bitmap |= 1 << k
-                    body += b"\x01" + n.to_bytes(16, "little", signed=True) + g.to_bytes(16, "little") + bytes(80)
+                    body += (
+                        b"\x01" + n.to_bytes(16, "little", signed=True) + g.to_bytes(16, "little") + bytes(80)
+                    )
                 else:
                     body += b"\x00"
             raw += bitmap.to_bytes(16, "little") + body
-        accounts[tick_array_address("orca_whirlpool", ORCA_POOL, s)] = account(base64.b64encode(bytes(raw)).decode(), ORCA_PROGRAM)
-    expected = {"pool_id": "solana:orca_whirlpool:USDC-USDG", "fee_pips": fee, "tick_spacing": spacing,
-                "sqrt_price": str(sqrt_price), "tick_current": tick, "liquidity": str(liquidity),
-                "ticks": [[t, str(n)] for t, (n, _) in ticks.items() if n]}  # fmt: skip
+        accounts[tick_array_address("orca_whirlpool", ORCA_POOL, s)] = account(
+            base64.b64encode(bytes(raw)).decode(), ORCA_PROGRAM
+        )
+    expected = {
+        "pool_id": "solana:orca_whirlpool:USDC-USDG",
+        "fee_pips": fee,
+        "tick_spacing": spacing,
+        "sqrt_price": str(sqrt_price),
+        "tick_current": tick,
+        "liquidity": str(liquidity),
+        "ticks": [[t, str(n)] for t, (n, _) in ticks.items() if n],
+    }
     return accounts, expected
 
 
@@ -223,7 +298,10 @@ def main() -> None:
         "context": {"apiVersion": "2.3.6", "slot": SLOT},
         "accounts": {**o_acc, **r_acc},
         "expected_pools": [o_exp, r_exp],
-        "pool_accounts": {"solana:orca_whirlpool:USDC-USDG": ORCA_POOL, "solana:raydium_clmm:SOL-USDC": RAY_POOL},
+        "pool_accounts": {
+            "solana:orca_whirlpool:USDC-USDG": ORCA_POOL,
+            "solana:raydium_clmm:SOL-USDC": RAY_POOL,
+        },
         "pinned_raydium": {
             "note": "the pinned Raydium SOL/USDC pool account (2QdhepnK...) with its pinned AmmConfig and vaults; the "
             "observation key is a recording-only stand-in; merged into accounts only by the tests that need it",

@@ -4,8 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-CAMEL = {"from_chain": "fromChain", "from_token": "fromToken", "to_chain": "toChain", "to_token": "toToken",
-         "amount_usd": "amountUsd"}  # fmt: skip
+CAMEL = {
+    "from_chain": "fromChain",
+    "from_token": "fromToken",
+    "to_chain": "toChain",
+    "to_token": "toToken",
+    "amount_usd": "amountUsd",
+}
 
 
 def narrow(v: Any) -> Any:

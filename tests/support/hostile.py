@@ -12,12 +12,31 @@ from tests.unit.actions.support import intent_for, wallets_for
 
 HEX64 = "3f1c9a77e2b04d5e" * 4
 HEX128 = HEX64 + "ab" * 32
-JSONRPC_HEADERS = {"content-type": "application/json", "accept": "application/json, text/event-stream",
-                   "A2A-Version": "1.0"}  # fmt: skip
-QUOTE = {"from_chain": "solana", "from_token": "SOL", "to_chain": "base", "to_token": "USDC", "amount_usd": 50}
+JSONRPC_HEADERS = {
+    "content-type": "application/json",
+    "accept": "application/json, text/event-stream",
+    "A2A-Version": "1.0",
+}
+QUOTE = {
+    "from_chain": "solana",
+    "from_token": "SOL",
+    "to_chain": "base",
+    "to_token": "USDC",
+    "amount_usd": 50,
+}
 EVM_ROUTE = "base:USDC->base:ETH"
-LEAK_MARKERS = ("Traceback", "pydantic", "errors.pydantic.dev", "Validation error", "validation error",
-                "sys.set_int_max_str_digits", "recursion", "Exception", "Expecting", "line 1 column")  # fmt: skip
+LEAK_MARKERS = (
+    "Traceback",
+    "pydantic",
+    "errors.pydantic.dev",
+    "Validation error",
+    "validation error",
+    "sys.set_int_max_str_digits",
+    "recursion",
+    "Exception",
+    "Expecting",
+    "line 1 column",
+)
 
 SURFACES = ("v2", "v1", "prepare", "mcp", "a2a")
 PATHS = {"v2": "/v2/quote", "v1": "/v1/quote", "prepare": "/v2/prepare", "mcp": "/mcp", "a2a": "/a2a"}
@@ -45,12 +64,17 @@ def raw_body(surface: str, extra: str = "", amount: str = "50") -> bytes:
         return f'{{{_members(fixed)},"amount_usd":{amount}{tail}}}'.encode()
     if surface == "mcp":
         args = f'{{{_members(intent)},"amount_usd":{amount}{tail}}}'
-        return ('{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"service_v2_quote","arguments":'
-                + args + "}}").encode()  # fmt: skip
+        return (
+            '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"service_v2_quote","arguments":'
+            + args
+            + "}}"
+        ).encode()
     camel = {CAMEL[k]: v for k, v in intent.items()}
     data = f'{{{_members(camel)},"amountUsd":{amount}{tail}}}'
-    return ('{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"role":"ROLE_USER","messageId":"m1",'
-            '"parts":[{"data":' + data + ',"mediaType":"application/json"}]}}}').encode()  # fmt: skip
+    return (
+        '{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"role":"ROLE_USER","messageId":"m1",'
+        '"parts":[{"data":' + data + ',"mediaType":"application/json"}]}}}'
+    ).encode()
 
 
 def post(http: httpx.Client, surface: str, content: bytes) -> httpx.Response:
@@ -66,7 +90,12 @@ def refusal(surface: str, r: httpx.Response) -> tuple[int, str]:
     body = r.json()
     if surface in ("v2", "v1", "prepare"):
         return r.status_code, body["reason_class"]
-    if "error" in body and isinstance(body["error"], dict) and "code" in body["error"] and "data" in body["error"]:
+    if (
+        "error" in body
+        and isinstance(body["error"], dict)
+        and "code" in body["error"]
+        and "data" in body["error"]
+    ):
         assert body["jsonrpc"] == "2.0" and body["id"] is None
         return r.status_code, body["error"]["data"]["reason_class"]
     assert r.status_code == 200, r.text

@@ -110,7 +110,9 @@ def _ctl(action: str) -> None:
     cluster = _cluster()
     if cluster is None:
         pytest.skip("SKIPPED: cannot restart the local PostgreSQL here (needs pg_ctlcluster, run as root)")
-    subprocess.run(["pg_ctlcluster", cluster[0], cluster[1], action], check=True, capture_output=True, timeout=60)
+    subprocess.run(
+        ["pg_ctlcluster", cluster[0], cluster[1], action], check=True, capture_output=True, timeout=60
+    )
 
 
 def wait_postgres(timeout: float = 30.0) -> None:

@@ -22,7 +22,9 @@ def free_port() -> int:
 def running_server(app: Any, port: int | None = None) -> Iterator[str]:
     """Yields the base URL of `app` served by uvicorn (real HTTP over loopback)."""
     port = port or free_port()
-    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", access_log=False, lifespan="on")
+    config = uvicorn.Config(
+        app, host="127.0.0.1", port=port, log_level="warning", access_log=False, lifespan="on"
+    )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()

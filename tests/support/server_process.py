@@ -57,8 +57,15 @@ def start_server(log_dir: Path, name: str, settings: dict[str, str], timeout: fl
     """Start `routequote serve` with ROUTEQUOTE_<NAME> settings (rate limits off) and wait until /v2/status answers."""
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("ROUTEQUOTE_")}
-    env.update({"ROUTEQUOTE_RATE_LIMIT": "off", "ROUTEQUOTE_HOST": "127.0.0.1", "ROUTEQUOTE_PORT": str(port),
-                "ROUTEQUOTE_LOG_LEVEL": "info", "ROUTEQUOTE_DEV_SIGNING_KEY_PATH": ""})  # fmt: skip
+    env.update(
+        {
+            "ROUTEQUOTE_RATE_LIMIT": "off",
+            "ROUTEQUOTE_HOST": "127.0.0.1",
+            "ROUTEQUOTE_PORT": str(port),
+            "ROUTEQUOTE_LOG_LEVEL": "info",
+            "ROUTEQUOTE_DEV_SIGNING_KEY_PATH": "",
+        }
+    )
     env.update({f"ROUTEQUOTE_{k.upper()}": v for k, v in settings.items()})
     exe = Path(sys.executable).with_name("routequote")
     log = log_dir / f"{name}.log"
@@ -79,7 +86,9 @@ def start_server(log_dir: Path, name: str, settings: dict[str, str], timeout: fl
 
 
 @contextlib.contextmanager
-def server_processes(log_dir: Path, names: list[str], settings: dict[str, str]) -> Iterator[list[ServerProcess]]:
+def server_processes(
+    log_dir: Path, names: list[str], settings: dict[str, str]
+) -> Iterator[list[ServerProcess]]:
     """Several replicas of one deployment, started one after the other (the first runs the migrations)."""
     started: list[ServerProcess] = []
     try:

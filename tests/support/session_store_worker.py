@@ -29,10 +29,15 @@ async def main(url: str, session_id: str, expected: int, go_file: str, name: str
         if time.monotonic() > deadline:
             return 2
         await asyncio.sleep(0.002)
-    event = SessionEvent(session_id, expected + 1, record.status, f"observe_{name}", "awaiting_destination",
-                         datetime.now(UTC))
+    event = SessionEvent(
+        session_id, expected + 1, record.status, f"observe_{name}", "awaiting_destination", datetime.now(UTC)
+    )
     won = await store.transition(
-        session_id, expected, "awaiting_destination", {**record.state, "winner": name}, event,
+        session_id,
+        expected,
+        "awaiting_destination",
+        {**record.state, "winner": name},
+        event,
         (f"session:{session_id}", f"key-{name}", "0" * 64, {"by": name}),
     )
     print("won" if won else "lost", flush=True)

@@ -19,7 +19,17 @@ ASSET_ENDPOINT = {
 
 QUOTE_RESPONSE: dict[str, Any] = {
     "type": "object",
-    "required": ["quote_id", "status", "as_of", "ttl_seconds", "intent", "offer", "route", "risk", "execution"],
+    "required": [
+        "quote_id",
+        "status",
+        "as_of",
+        "ttl_seconds",
+        "intent",
+        "offer",
+        "route",
+        "risk",
+        "execution",
+    ],
     "properties": {
         "quote_id": {"type": "string", "format": "uuid"},
         "status": {"const": "capped_public_agent_release"},
@@ -105,8 +115,20 @@ CAPABILITIES_RESPONSE: dict[str, Any] = {
     "properties": {
         "status": {"const": "capped_public_agent_release"},
         "public_api_enabled": {"const": True},
-        "chains": {"type": "array", "items": {"enum": CHAINS}, "minItems": 4, "maxItems": 4, "uniqueItems": True},
-        "asset_endpoints": {"type": "array", "items": ASSET_ENDPOINT, "minItems": 9, "maxItems": 9, "uniqueItems": True},
+        "chains": {
+            "type": "array",
+            "items": {"enum": CHAINS},
+            "minItems": 4,
+            "maxItems": 4,
+            "uniqueItems": True,
+        },
+        "asset_endpoints": {
+            "type": "array",
+            "items": ASSET_ENDPOINT,
+            "minItems": 9,
+            "maxItems": 9,
+            "uniqueItems": True,
+        },
         "directed_conversion_routes": {"const": 72},
         "unsigned_route_plans_ready": {"const": 72},
         "server_signing": FALSE,
@@ -117,7 +139,11 @@ CAPABILITIES_RESPONSE: dict[str, Any] = {
 STATUS_RESPONSE: dict[str, Any] = {
     "type": "object",
     "required": ["status", "server_signing", "server_submission"],
-    "properties": {"status": {"const": "capped_public_agent_release"}, "server_signing": FALSE, "server_submission": FALSE},
+    "properties": {
+        "status": {"const": "capped_public_agent_release"},
+        "server_signing": FALSE,
+        "server_submission": FALSE,
+    },
 }
 
 ERROR_RESPONSE: dict[str, Any] = {

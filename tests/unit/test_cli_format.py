@@ -59,15 +59,20 @@ def _render(fn: Any, *args: Any, **kwargs: Any) -> str:
 def _amounts(q: dict[str, Any], base_units: bool) -> list[str]:
     out = []
     for s in q["direct_route_summary"]["steps"]:
-        for field, endpoint in (("expected_input_base", s["from"]), ("expected_output_base", s["to"]),
-                                ("minimum_output_base", s["to"])):  # fmt: skip
+        for field, endpoint in (
+            ("expected_input_base", s["from"]),
+            ("expected_output_base", s["to"]),
+            ("minimum_output_base", s["to"]),
+        ):
             out.append(s[field] if base_units else token_amount(s[field], endpoint))
     fee = q["cost_summary"]["service_fee"]
     out.append(fee["amount_base"] if base_units else token_amount(fee["amount_base"], fee["token"]))
     return out
 
 
-@pytest.mark.parametrize("route", ["base:ETH->arbitrum:USDC", "solana:SOL->robinhood:ETH", "robinhood:ETH->solana:SOL"])
+@pytest.mark.parametrize(
+    "route", ["base:ETH->arbitrum:USDC", "solana:SOL->robinhood:ETH", "robinhood:ETH->solana:SOL"]
+)
 @pytest.mark.parametrize("base_units", [False, True])
 def test_quote_fits_80_columns_with_every_digit(route: str, base_units: bool) -> None:
     q = _quote(route, 1000)
@@ -109,7 +114,9 @@ def test_cli_quote_token_units_base_units_and_json() -> None:
     steps = q["direct_route_summary"]["steps"]
     r = runner.invoke(app, ["quote", "base:ETH", "arbitrum:USDC", "100"], terminal_width=80)
     assert r.exit_code == 0, r.output
-    assert token_amount(steps[0]["expected_input_base"], "base:ETH") in r.output  # e.g. 0.032045632981365464 ETH
+    assert (
+        token_amount(steps[0]["expected_input_base"], "base:ETH") in r.output
+    )  # e.g. 0.032045632981365464 ETH
     assert f"{token_amount(steps[-1]['expected_output_base'], 'arbitrum:USDC')} expected" in r.output
     assert max(len(line) for line in r.output.splitlines()) <= 80
     r = runner.invoke(app, ["quote", "base:ETH", "arbitrum:USDC", "100", "--base-units"])

@@ -11,31 +11,56 @@ from routequote.config_check import ConfigurationError, load_settings, problems
 
 CASES = [
     ({"market": "bogus"}, "ROUTEQUOTE_MARKET: unknown market 'bogus' (embedded or live)"),
-    ({"market_fallback": "sometimes"}, "ROUTEQUOTE_MARKET_FALLBACK: unknown fallback 'sometimes' (none or embedded)"),
-    ({"market": "live", "live_solana_pools": "no-equals"}, "ROUTEQUOTE_LIVE_SOLANA_POOLS: every entry must be pool_id=ADDRESS"),
+    (
+        {"market_fallback": "sometimes"},
+        "ROUTEQUOTE_MARKET_FALLBACK: unknown fallback 'sometimes' (none or embedded)",
+    ),
+    (
+        {"market": "live", "live_solana_pools": "no-equals"},
+        "ROUTEQUOTE_LIVE_SOLANA_POOLS: every entry must be pool_id=ADDRESS",
+    ),
     ({"rpc_url_base": "ftp://rpc.example"}, "ROUTEQUOTE_RPC_URL_BASE: not an http(s) or ws(s) URL"),
     ({"iris_url": "iris.example"}, "ROUTEQUOTE_IRIS_URL: not an http(s) URL"),
     ({"quote_store": "disk"}, "ROUTEQUOTE_QUOTE_STORE: unknown store 'disk' (memory or redis)"),
     ({"quote_store": "redis"}, "ROUTEQUOTE_QUOTE_STORE=redis needs ROUTEQUOTE_REDIS_URL"),
     ({"redis_url": "http://cache.example"}, "ROUTEQUOTE_REDIS_URL: not a redis://, rediss:// or unix:// URL"),
-    ({"database_url": "mysql://u:p@db/x"},
-     "ROUTEQUOTE_DATABASE_URL: unsupported database backend 'mysql' (expected sqlite or postgresql)"),
-    ({"database_url": "sqlite+aiosqlite:///:memory:"},
-     "ROUTEQUOTE_DATABASE_URL: the SQLite session store needs a file path (use MemorySessionStore for memory)"),
-    ({"finality_confirmations": "base=ten"}, "ROUTEQUOTE_FINALITY_CONFIRMATIONS: bad entry 'base=ten' (want chain=N)"),
-    ({"finality_confirmations": "solana=3"}, "ROUTEQUOTE_FINALITY_CONFIRMATIONS: bad entry 'solana=3' (want chain=N)"),
+    (
+        {"database_url": "mysql://u:p@db/x"},
+        "ROUTEQUOTE_DATABASE_URL: unsupported database backend 'mysql' (expected sqlite or postgresql)",
+    ),
+    (
+        {"database_url": "sqlite+aiosqlite:///:memory:"},
+        "ROUTEQUOTE_DATABASE_URL: the SQLite session store needs a file path (use MemorySessionStore for memory)",
+    ),
+    (
+        {"finality_confirmations": "base=ten"},
+        "ROUTEQUOTE_FINALITY_CONFIRMATIONS: bad entry 'base=ten' (want chain=N)",
+    ),
+    (
+        {"finality_confirmations": "solana=3"},
+        "ROUTEQUOTE_FINALITY_CONFIRMATIONS: bad entry 'solana=3' (want chain=N)",
+    ),
     ({"fee_recipient_evm": "0x1234"}, "ROUTEQUOTE_FEE_RECIPIENT_EVM: must be a 0x-prefixed 20-byte address"),
-    ({"fee_recipient_solana": "0OIl"}, "ROUTEQUOTE_FEE_RECIPIENT_SOLANA: must be a base58 32-byte public key"),
+    (
+        {"fee_recipient_solana": "0OIl"},
+        "ROUTEQUOTE_FEE_RECIPIENT_SOLANA: must be a base58 32-byte public key",
+    ),
     ({"port": 0}, "ROUTEQUOTE_PORT: must be 1..65535"),
     ({"port": 65536}, "ROUTEQUOTE_PORT: must be 1..65535"),
     ({"host": " "}, "ROUTEQUOTE_HOST: must not be empty"),
     ({"workers": 0}, "ROUTEQUOTE_WORKERS: must be 1..64"),
     ({"base_url": "quotes.example.org"}, "ROUTEQUOTE_BASE_URL: not an http(s) URL with a host"),
-    ({"log_level": "loud"}, "ROUTEQUOTE_LOG_LEVEL: unknown level 'loud' (debug, info, warning, error, critical)"),
+    (
+        {"log_level": "loud"},
+        "ROUTEQUOTE_LOG_LEVEL: unknown level 'loud' (debug, info, warning, error, critical)",
+    ),
     ({"rate_limit": "lots"}, "ROUTEQUOTE_RATE_LIMIT: 'lots' is not a limit like 120/minute (or off)"),
     ({"release_commit": "abc"}, "ROUTEQUOTE_RELEASE_COMMIT: must be 40 lower-case hex characters"),
-    ({"otel_exporter": "jaeger"}, "ROUTEQUOTE_OTEL_EXPORTER: unknown exporter 'jaeger' (none, console or otlp)"),
-]  # fmt: skip
+    (
+        {"otel_exporter": "jaeger"},
+        "ROUTEQUOTE_OTEL_EXPORTER: unknown exporter 'jaeger' (none, console or otlp)",
+    ),
+]
 
 
 @pytest.mark.parametrize(("overrides", "line"), CASES, ids=[",".join(c[0]) for c in CASES])
@@ -48,9 +73,19 @@ def test_each_bad_setting_is_one_clear_line(overrides: dict[str, object], line: 
 
 def test_defaults_are_valid() -> None:
     assert problems(Settings()) == []
-    assert problems(Settings(quote_store="redis", redis_url="redis://127.0.0.1:6379/0", rate_limit="off",
-                             database_url="postgresql://u:p@db:5432/rq", market="live",
-                             finality_confirmations="base=1,arbitrum=2")) == []  # fmt: skip
+    assert (
+        problems(
+            Settings(
+                quote_store="redis",
+                redis_url="redis://127.0.0.1:6379/0",
+                rate_limit="off",
+                database_url="postgresql://u:p@db:5432/rq",
+                market="live",
+                finality_confirmations="base=1,arbitrum=2",
+            )
+        )
+        == []
+    )
 
 
 def test_all_problems_at_once_and_type_errors_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -60,8 +95,11 @@ def test_all_problems_at_once_and_type_errors_from_the_environment(monkeypatch: 
     monkeypatch.setenv("ROUTEQUOTE_DATABASE_URL", "mysql://admin:hunter2-secret@db.internal/x")
     settings, lines = load_settings()
     assert [line.split(":")[0] for line in lines] == [
-        "ROUTEQUOTE_PORT", "ROUTEQUOTE_QUOTE_TTL_SECONDS", "ROUTEQUOTE_MARKET", "ROUTEQUOTE_DATABASE_URL"
-    ]  # fmt: skip
+        "ROUTEQUOTE_PORT",
+        "ROUTEQUOTE_QUOTE_TTL_SECONDS",
+        "ROUTEQUOTE_MARKET",
+        "ROUTEQUOTE_DATABASE_URL",
+    ]
     assert settings.port == 8080 and settings.quote_ttl_seconds == 60  # the bad ones fell back to defaults
     assert not any("hunter2" in line or "internal" in line for line in lines)
 

@@ -20,7 +20,9 @@ EXACT_TAG = re.compile(r"^[a-z0-9./-]+(:\d+\.\d+(\.\d+)?[A-Za-z0-9._-]*)?(@sha25
 
 def _pinned(image: str) -> bool:
     """An exact version tag (`python:3.11.14-slim-bookworm`) or a digest; never `latest` or a bare name."""
-    return bool(EXACT_TAG.fullmatch(image)) and (":" in image or "@sha256:" in image) and ":latest" not in image
+    return (
+        bool(EXACT_TAG.fullmatch(image)) and (":" in image or "@sha256:" in image) and ":latest" not in image
+    )
 
 
 def _dockerfile() -> list[tuple[str, str]]:
@@ -37,13 +39,15 @@ def _dockerfile() -> list[tuple[str, str]]:
 def test_dockerfile_is_slim_pinned_non_root_and_health_checked() -> None:
     lines = _dockerfile()
     args = dict(rest.split("=", 1) for word, rest in lines if word == "ARG" and "=" in rest)
-    images = [args.get(rest.split()[0].strip("${}"), rest.split()[0]) for word, rest in lines if word == "FROM"]
+    images = [
+        args.get(rest.split()[0].strip("${}"), rest.split()[0]) for word, rest in lines if word == "FROM"
+    ]
     assert images and all(_pinned(i) and "slim" in i and i.startswith("python:3.11") for i in images), images
     users = [rest for word, rest in lines if word == "USER"]
     assert users, "no USER: the container would run as root"
     final_user = users[-1].split(":")[0]
     assert final_user not in ("root", "0") and (not final_user.isdigit() or int(final_user) >= 1000)
-    final_stage = lines[max(i for i, (w, _) in enumerate(lines) if w == "FROM"):]
+    final_stage = lines[max(i for i, (w, _) in enumerate(lines) if w == "FROM") :]
     assert any(w == "USER" for w, _ in final_stage), "the final stage must set USER"
     health = [rest for word, rest in lines if word == "HEALTHCHECK"]
     assert len(health) == 1 and "/livez" in health[0]
@@ -68,13 +72,26 @@ def test_compose_has_postgres_redis_and_two_pinned_replicas() -> None:
     app = services["routequote"]
     assert app["deploy"]["replicas"] >= 2 and app["build"] == "."
     env = app["environment"]
-    assert env["ROUTEQUOTE_DATABASE_URL"].startswith("postgresql://") and "@postgres:5432/" in env["ROUTEQUOTE_DATABASE_URL"]
-    assert env["ROUTEQUOTE_REDIS_URL"].startswith("redis://redis:") and env["ROUTEQUOTE_QUOTE_STORE"] == "redis"
-    assert "${POSTGRES_PASSWORD" in env["ROUTEQUOTE_DATABASE_URL"]  # from the operator's environment, never here
+    assert (
+        env["ROUTEQUOTE_DATABASE_URL"].startswith("postgresql://")
+        and "@postgres:5432/" in env["ROUTEQUOTE_DATABASE_URL"]
+    )
+    assert (
+        env["ROUTEQUOTE_REDIS_URL"].startswith("redis://redis:") and env["ROUTEQUOTE_QUOTE_STORE"] == "redis"
+    )
+    assert (
+        "${POSTGRES_PASSWORD" in env["ROUTEQUOTE_DATABASE_URL"]
+    )  # from the operator's environment, never here
     assert "${ROUTEQUOTE_SIGNING_KEY" in env["ROUTEQUOTE_SIGNING_KEY"]  # one key for every replica
-    assert {d: c["condition"] for d, c in app["depends_on"].items()} == {"postgres": "service_healthy",
-                                                                         "redis": "service_healthy"}  # fmt: skip
-    assert app["read_only"] is True and app["cap_drop"] == ["ALL"] and "no-new-privileges:true" in app["security_opt"]
+    assert {d: c["condition"] for d, c in app["depends_on"].items()} == {
+        "postgres": "service_healthy",
+        "redis": "service_healthy",
+    }
+    assert (
+        app["read_only"] is True
+        and app["cap_drop"] == ["ALL"]
+        and "no-new-privileges:true" in app["security_opt"]
+    )
     grace = int(str(app["stop_grace_period"]).rstrip("s"))
     assert grace > int(env["ROUTEQUOTE_GRACEFUL_SHUTDOWN_SECONDS"])
 
@@ -85,12 +102,16 @@ def test_compose_settings_pass_the_start_up_check() -> None:
     from routequote.config_check import problems
 
     env = yaml.safe_load((ROOT / "compose.yaml").read_text())["services"]["routequote"]["environment"]
+
     def fill(value: object) -> str:  # `${VAR:-default}` -> default, `${VAR:?message}` -> a placeholder
         return re.sub(r"\$\{[A-Z_]+(?::-([^}]*)|:\?[^}]*)\}", lambda m: m.group(1) or "x", str(value))
 
     filled = {k.removeprefix("ROUTEQUOTE_").lower(): fill(v) for k, v in env.items()}
-    filled.update(signing_key="", fee_recipient_evm="0x" + "11" * 20,
-                  fee_recipient_solana="DevFeeRecipientP1aceho1der11111111111111111")  # fmt: skip
+    filled.update(
+        signing_key="",
+        fee_recipient_evm="0x" + "11" * 20,
+        fee_recipient_solana="DevFeeRecipientP1aceho1der11111111111111111",
+    )
     assert problems(Settings(**filled)) == []
 
 
@@ -106,9 +127,17 @@ def test_systemd_unit_is_hardened() -> None:
     assert service["ExecStart"].endswith("routequote serve")
     assert service["KillSignal"] == "SIGTERM" and int(service["TimeoutStopSec"]) >= 20
     assert service["RestartPreventExitStatus"] == "2"  # a configuration error is not restarted in a loop
-    for key, value in {"DynamicUser": "yes", "NoNewPrivileges": "yes", "ProtectSystem": "strict", "ProtectHome": "yes",
-                       "PrivateTmp": "yes", "PrivateDevices": "yes", "CapabilityBoundingSet": "",
-                       "RestrictSUIDSGID": "yes", "UMask": "0077"}.items():  # fmt: skip
+    for key, value in {
+        "DynamicUser": "yes",
+        "NoNewPrivileges": "yes",
+        "ProtectSystem": "strict",
+        "ProtectHome": "yes",
+        "PrivateTmp": "yes",
+        "PrivateDevices": "yes",
+        "CapabilityBoundingSet": "",
+        "RestrictSUIDSGID": "yes",
+        "UMask": "0077",
+    }.items():
         assert service[key] == value, key
     assert "User" not in service or service["User"] != "root"
 
@@ -117,11 +146,19 @@ def test_systemd_analyze_verify() -> None:
     tool = shutil.which("systemd-analyze")
     if tool is None:
         pytest.skip("systemd-analyze is not installed")
-    done = subprocess.run([tool, "verify", str(ROOT / "deploy" / "routequote.service")], capture_output=True,
-                          text=True, timeout=60)  # fmt: skip
-    complaints = [line for line in (done.stdout + done.stderr).splitlines()
-                  if line.strip() and "is not executable" not in line  # the venv is not installed here
-                  and "Failed to" not in line]  # fmt: skip
+    done = subprocess.run(
+        [tool, "verify", str(ROOT / "deploy" / "routequote.service")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    complaints = [
+        line
+        for line in (done.stdout + done.stderr).splitlines()
+        if line.strip()
+        and "is not executable" not in line  # the venv is not installed here
+        and "Failed to" not in line
+    ]
     assert complaints == []
 
 

@@ -23,9 +23,27 @@ from routequote.storage.quotes import MemoryQuoteStore
 GOLDEN = Path(__file__).parent.parent / "golden" / "quote_hashes.json"
 CASES = [
     {"from_chain": "solana", "from_token": "SOL", "to_chain": "base", "to_token": "ETH", "amount_usd": 1000},
-    {"from_chain": "base", "from_token": "USDC", "to_chain": "robinhood", "to_token": "ETH", "amount_usd": 50},
-    {"from_chain": "robinhood", "from_token": "ETH", "to_chain": "arbitrum", "to_token": "ETH", "amount_usd": 1},
-    {"from_chain": "solana", "from_token": "USDG", "to_chain": "solana", "to_token": "SOL", "amount_usd": 250.5},
+    {
+        "from_chain": "base",
+        "from_token": "USDC",
+        "to_chain": "robinhood",
+        "to_token": "ETH",
+        "amount_usd": 50,
+    },
+    {
+        "from_chain": "robinhood",
+        "from_token": "ETH",
+        "to_chain": "arbitrum",
+        "to_token": "ETH",
+        "amount_usd": 1,
+    },
+    {
+        "from_chain": "solana",
+        "from_token": "USDG",
+        "to_chain": "solana",
+        "to_token": "SOL",
+        "amount_usd": 250.5,
+    },
 ]
 
 
@@ -66,7 +84,11 @@ def test_golden_quotes() -> None:
         GOLDEN.write_text(json.dumps(got, indent=1, sort_keys=True) + "\n")
     assert got == json.loads(GOLDEN.read_text())
     for g in got:
-        assert g["independent"] == [g["quote_fingerprint"], g["direct_route_summary_sha256"], g["quote_payload_sha256"]]
+        assert g["independent"] == [
+            g["quote_fingerprint"],
+            g["direct_route_summary_sha256"],
+            g["quote_payload_sha256"],
+        ]
 
 
 def test_cached_encodings_give_the_same_hashes_on_every_reissue() -> None:
@@ -74,7 +96,10 @@ def test_cached_encodings_give_the_same_hashes_on_every_reissue() -> None:
     from routequote.core.quote import substituted_payload
 
     service = RouteQuoteService(
-        EmbeddedSnapshot(), MemoryQuoteStore(), FixedClock(datetime(2026, 11, 22, tzinfo=UTC)), SequentialIds(),
+        EmbeddedSnapshot(),
+        MemoryQuoteStore(),
+        FixedClock(datetime(2026, 11, 22, tzinfo=UTC)),
+        SequentialIds(),
         ServiceConfig(),
     )
 

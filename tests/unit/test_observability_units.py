@@ -60,22 +60,35 @@ def test_free_text_loses_the_credential(text: str) -> None:
 
 
 def test_free_text_that_is_not_secret_is_kept() -> None:
-    for text in ("quote solana:SOL->base:USDC issued in 3 ms", "from_token=USDC to_token=ETH",
-                 "session 9b2f0c1e-1c1d-4f3a-9a51-4d2a0f6b7e11 created", "Started server process [123]"):  # fmt: skip
+    for text in (
+        "quote solana:SOL->base:USDC issued in 3 ms",
+        "from_token=USDC to_token=ETH",
+        "session 9b2f0c1e-1c1d-4f3a-9a51-4d2a0f6b7e11 created",
+        "Started server process [123]",
+    ):
         assert redact_text(text) == text
 
 
 def test_structured_fields() -> None:
     event = {
         "event": f"login with signature={TOKEN}",
-        "session_token": TOKEN, "Authorization": f"Bearer {TOKEN}", "idempotency_key": "abc-12345678",
-        "x_api_key": TOKEN, "private_key_hex": "00", "note": MNEMONIC, "raw": HEX_KEY,
+        "session_token": TOKEN,
+        "Authorization": f"Bearer {TOKEN}",
+        "idempotency_key": "abc-12345678",
+        "x_api_key": TOKEN,
+        "private_key_hex": "00",
+        "note": MNEMONIC,
+        "raw": HEX_KEY,
         "headers": {"x-routequote-session-token": TOKEN, "accept": "application/json"},
         "items": [{"accessToken": TOKEN}, "plain"],
         # hashes, ids and transaction signatures stay readable where the field says what they are
-        "tx_hash": HEX_KEY, "quote_fingerprint": "ab" * 32, "session_id": "9b2f0c1e-1c1d-4f3a-9a51-4d2a0f6b7e11",
-        "solana_txid": "5" * 88, "route": "base:ETH->base:USDC", "_record": object(),
-    }  # fmt: skip
+        "tx_hash": HEX_KEY,
+        "quote_fingerprint": "ab" * 32,
+        "session_id": "9b2f0c1e-1c1d-4f3a-9a51-4d2a0f6b7e11",
+        "solana_txid": "5" * 88,
+        "route": "base:ETH->base:USDC",
+        "_record": object(),
+    }
     out = redact_event(None, "info", dict(event))
     rendered = json.dumps({k: v for k, v in out.items() if not k.startswith("_")})
     for secret in (TOKEN, MNEMONIC, "abc-12345678"):
@@ -83,7 +96,9 @@ def test_structured_fields() -> None:
     assert out["raw"] == REDACTED and out["note"] == REDACTED and out["private_key_hex"] == REDACTED
     assert out["headers"] == {"x-routequote-session-token": REDACTED, "accept": "application/json"}
     assert out["items"] == [{"accessToken": REDACTED}, "plain"]
-    assert out["tx_hash"] == HEX_KEY and out["quote_fingerprint"] == "ab" * 32 and out["solana_txid"] == "5" * 88
+    assert (
+        out["tx_hash"] == HEX_KEY and out["quote_fingerprint"] == "ab" * 32 and out["solana_txid"] == "5" * 88
+    )
     assert out["route"] == "base:ETH->base:USDC" and out["_record"] is event["_record"]
 
 
@@ -91,8 +106,15 @@ def test_stdlib_record_with_arguments_and_traceback() -> None:
     try:
         raise RuntimeError(f"upstream said Authorization: Bearer {TOKEN}")
     except RuntimeError:
-        record = logging.getLogger("sdk").makeRecord("sdk", logging.ERROR, __file__, 1, "call %s failed: %r",
-                                                    ("x", {"session_token": TOKEN}), sys.exc_info())  # fmt: skip
+        record = logging.getLogger("sdk").makeRecord(
+            "sdk",
+            logging.ERROR,
+            __file__,
+            1,
+            "call %s failed: %r",
+            ("x", {"session_token": TOKEN}),
+            sys.exc_info(),
+        )
     redact_record(record)
     assert TOKEN not in record.getMessage() and TOKEN not in (record.exc_text or "")
     assert "call x failed" in record.getMessage()
@@ -114,8 +136,19 @@ def test_every_stdlib_line_is_json_with_redaction(capfd: pytest.CaptureFixture[s
     assert TOKEN not in err and HEX_KEY[2:] not in err and "ValueError" in lines[1]["exception"]
 
 
-@pytest.mark.parametrize(("value", "kept"), [("abc", True), ("a" * 128, True), ("A.b:c-d_9", True), ("", False),
-                                             ("a" * 129, False), ("a b", False), ("a/b", False), ("é", False)])  # fmt: skip
+@pytest.mark.parametrize(
+    ("value", "kept"),
+    [
+        ("abc", True),
+        ("a" * 128, True),
+        ("A.b:c-d_9", True),
+        ("", False),
+        ("a" * 129, False),
+        ("a b", False),
+        ("a/b", False),
+        ("é", False),
+    ],
+)
 def test_request_id_sanity(value: str, kept: bool) -> None:
     assert (sane_request_id(value) == value) is kept
 
@@ -126,9 +159,11 @@ def test_request_id_sanity(value: str, kept: bool) -> None:
 def test_tracing_off_imports_nothing_of_the_sdk() -> None:
     # redis-py imports the SDK's metrics on its own when the package is installed: what must stay out is the
     # tracing half this service would set up (its tracer provider and exporters)
-    code = ("import sys\nfrom routequote.app import create_app\nfrom routequote.config import Settings\n"
-            "app = create_app(Settings(rate_limit='off'))\nassert app.state.tracing is None\n"
-            "print(sorted(m for m in sys.modules if m.startswith(('opentelemetry.sdk.trace', 'opentelemetry.exporter'))))")  # fmt: skip
+    code = (
+        "import sys\nfrom routequote.app import create_app\nfrom routequote.config import Settings\n"
+        "app = create_app(Settings(rate_limit='off'))\nassert app.state.tracing is None\n"
+        "print(sorted(m for m in sys.modules if m.startswith(('opentelemetry.sdk.trace', 'opentelemetry.exporter'))))"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip().splitlines()[-1] == "[]"
@@ -163,11 +198,19 @@ async def test_spans_with_the_in_memory_exporter() -> None:
     memory = InMemorySpanExporter()
     app.state.tracing.provider.add_span_processor(SimpleSpanProcessor(memory))
     parent = "00-" + "1" * 32 + "-" + "2" * 16 + "-01"
-    body = {"from_chain": "base", "from_token": "ETH", "to_chain": "arbitrum", "to_token": "USDC", "amount_usd": 5}
+    body = {
+        "from_chain": "base",
+        "from_token": "ETH",
+        "to_chain": "arbitrum",
+        "to_token": "USDC",
+        "amount_usd": 5,
+    }
     async with app.router.lifespan_context(app):
         transport = httpx.ASGITransport(app=app)
         async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1:8080") as http:
-            r = await http.post("/v2/quote", json=body, headers={"traceparent": parent, "x-request-id": "trace-me-1"})
+            r = await http.post(
+                "/v2/quote", json=body, headers={"traceparent": parent, "x-request-id": "trace-me-1"}
+            )
             assert r.status_code == 200
     spans = {s.name: s for s in memory.get_finished_spans()}
     server, quote = spans["POST /v2/quote"], spans["routequote.quote"]

@@ -48,7 +48,9 @@ def approval_for(
     if mode not in MODES:
         raise ApprovalRefused("mode_invalid", f"mode must be one of {', '.join(MODES)}")
     if mode not in cont["allowed_modes"]:
-        raise ApprovalRefused("mode_not_allowed", f"{mode} is not allowed for this route (allowed: {cont['allowed_modes']})")
+        raise ApprovalRefused(
+            "mode_not_allowed", f"{mode} is not allowed for this route (allowed: {cont['allowed_modes']})"
+        )
     quoted_max = int(cont["input_base_bounds"]["maximum"])
     exact_input = int(cont["input_base_bounds"]["minimum"])
     quoted_min_out = int(cont["minimum_output_base"])
@@ -57,19 +59,27 @@ def approval_for(
     if max_in is None:
         max_in = quoted_max
     elif max_in > quoted_max:
-        raise ApprovalRefused("maximum_input_weaker_than_quote",
-                              f"maximum_input_base {max_in} is above the quoted maximum {quoted_max}")  # fmt: skip
+        raise ApprovalRefused(
+            "maximum_input_weaker_than_quote",
+            f"maximum_input_base {max_in} is above the quoted maximum {quoted_max}",
+        )
     if max_in < exact_input:
-        raise ApprovalRefused("maximum_input_below_exact_input",
-                              f"the action spends exactly {exact_input}; a maximum of {max_in} can never be met")  # fmt: skip
+        raise ApprovalRefused(
+            "maximum_input_below_exact_input",
+            f"the action spends exactly {exact_input}; a maximum of {max_in} can never be met",
+        )
     if min_out is None:
         min_out = quoted_min_out
     elif min_out < quoted_min_out:
-        raise ApprovalRefused("minimum_output_weaker_than_quote",
-                              f"minimum_output_base {min_out} is below the quoted minimum {quoted_min_out}")  # fmt: skip
+        raise ApprovalRefused(
+            "minimum_output_weaker_than_quote",
+            f"minimum_output_base {min_out} is below the quoted minimum {quoted_min_out}",
+        )
     key = idempotency_key or new_idempotency_key()
     if not IDEMPOTENCY_RE.fullmatch(key):
-        raise ApprovalRefused("invalid_idempotency_key", "idempotency_key must match ^[A-Za-z0-9._:-]{8,128}$")
+        raise ApprovalRefused(
+            "invalid_idempotency_key", "idempotency_key must match ^[A-Za-z0-9._:-]{8,128}$"
+        )
     return {
         "version": cont["approval_v3_version"],
         "quote_id": raw["quote_id"],

@@ -54,7 +54,9 @@ def _json(resp: httpx.Response, what: str) -> Any:
     try:
         return json.loads(resp.content, object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
     except (ValueError, RecursionError) as exc:
-        raise ResponseInvalid(what, [f"HTTP {resp.status_code} body is not strict JSON: {str(exc)[:120]}"]) from None
+        raise ResponseInvalid(
+            what, [f"HTTP {resp.status_code} body is not strict JSON: {str(exc)[:120]}"]
+        ) from None
 
 
 def _retry_after(resp: httpx.Response, body: dict[str, Any]) -> int | None:
@@ -129,7 +131,9 @@ class _Plans:
         try:
             ErrorResponse.model_validate(body)
         except ValidationError as exc:
-            raise ResponseInvalid(what, [f"HTTP {status} error body: {e['msg']}" for e in exc.errors()[:4]]) from None
+            raise ResponseInvalid(
+                what, [f"HTTP {status} error body: {e['msg']}" for e in exc.errors()[:4]]
+            ) from None
         if status == 429:
             raise RateLimited(status, body, _retry_after(resp, body))
         if status in (502, 503, 504):
@@ -153,7 +157,12 @@ class _Plans:
         return model
 
     def verified_action(
-        self, raw: Any, context: dict[str, Any], *, actual_input_base: int | None = None, what: str = "prepared action"
+        self,
+        raw: Any,
+        context: dict[str, Any],
+        *,
+        actual_input_base: int | None = None,
+        what: str = "prepared action",
     ) -> PreparedAction:
         """`raw` as a PreparedAction after routequote.verify.verify_bundle found no error against `context`
         (the caller-held verification context). Raises ActionVerificationFailed otherwise."""
@@ -181,7 +190,9 @@ class _Plans:
 
     # ---- plans --------------------------------------------------------------------------------------
     def plan_capabilities(self) -> _Call[Capabilities]:
-        return _Call("capabilities", "GET", "/v2/capabilities", lambda b: self._model(Capabilities, b, "capabilities"))
+        return _Call(
+            "capabilities", "GET", "/v2/capabilities", lambda b: self._model(Capabilities, b, "capabilities")
+        )
 
     def plan_status(self) -> _Call[Status]:
         return _Call("status", "GET", "/v2/status", lambda b: self._model(Status, b, "status"))
@@ -189,7 +200,13 @@ class _Plans:
     def plan_quote(self, source: str, target: str, amount_usd: int | float | str | Decimal) -> _Call[Quote]:
         fc, ft = _endpoint(source)
         tc, tt = _endpoint(target)
-        asked = {"from_chain": fc, "from_token": ft, "to_chain": tc, "to_token": tt, "amount_usd": _amount_json(amount_usd)}
+        asked = {
+            "from_chain": fc,
+            "from_token": ft,
+            "to_chain": tc,
+            "to_token": tt,
+            "amount_usd": _amount_json(amount_usd),
+        }
 
         def parse(body: dict[str, Any]) -> Quote:
             quote: Quote = self._model(Quote, body, "quote")
@@ -205,15 +222,22 @@ class _Plans:
         quote: Quote, wallets: dict[str, str], approval: dict[str, str], event_signer_public: str | None
     ) -> dict[str, Any]:
         return verification_context(
-            intent=quote.request_intent(), wallets=dict(wallets), event_signer_public=event_signer_public,
-            approval_v3=dict(approval), direct_route_summary=quote.raw["direct_route_summary"],
-        )  # fmt: skip
+            intent=quote.request_intent(),
+            wallets=dict(wallets),
+            event_signer_public=event_signer_public,
+            approval_v3=dict(approval),
+            direct_route_summary=quote.raw["direct_route_summary"],
+        )
 
     def _action_body(
         self, quote: Quote, wallets: dict[str, str], approval: dict[str, str], signer: str | None
     ) -> dict[str, Any]:
-        body: dict[str, Any] = {"caller_approved": True, **quote.request_intent(), "wallets": dict(wallets),
-                                "approval_v3": dict(approval)}  # fmt: skip
+        body: dict[str, Any] = {
+            "caller_approved": True,
+            **quote.request_intent(),
+            "wallets": dict(wallets),
+            "approval_v3": dict(approval),
+        }
         if signer is not None:
             body["event_signer_public"] = signer
         return body
@@ -231,13 +255,22 @@ class _Plans:
         def parse(body: dict[str, Any]) -> PreparedAction:
             action = self.verified_action(body, context)
             if action.step_index != 0:
-                raise ResponseInvalid("prepared action", [f"prepare answered step {action.step_index}, not 0"])
+                raise ResponseInvalid(
+                    "prepared action", [f"prepare answered step {action.step_index}, not 0"]
+                )
             return action
 
-        return _Call("prepare", "POST", "/v2/prepare", parse, body=self._action_body(quote, wallets, approval,
-                                                                                      event_signer_public))  # fmt: skip
+        return _Call(
+            "prepare",
+            "POST",
+            "/v2/prepare",
+            parse,
+            body=self._action_body(quote, wallets, approval, event_signer_public),
+        )
 
-    def _session_parser(self, handle_of: Callable[[dict[str, Any]], SessionHandle], what: str) -> Callable[[Any], Session]:
+    def _session_parser(
+        self, handle_of: Callable[[dict[str, Any]], SessionHandle], what: str
+    ) -> Callable[[Any], Session]:
         def parse(body: dict[str, Any]) -> Session:
             handle = handle_of(body)
             session: Session = self._model(Session, body, what)
@@ -247,14 +280,21 @@ class _Plans:
                 problems.append(f"answer is for session {session.session_id}, not {handle.session_id}")
             intent = ctx["intent"]
             assert isinstance(intent, dict)
-            route = f"{intent['from_chain']}:{intent['from_token']}->{intent['to_chain']}:{intent['to_token']}"
+            route = (
+                f"{intent['from_chain']}:{intent['from_token']}->{intent['to_chain']}:{intent['to_token']}"
+            )
             if session.route != route:
                 problems.append(f"session route {session.route} is not the approved {route}")
             approval = ctx["approval_v3"]
             assert isinstance(approval, dict)
             qb = session.quote_binding
-            for k in ("quote_id", "quote_fingerprint", "direct_route_summary_sha256", "maximum_input_base",
-                      "minimum_output_base"):  # fmt: skip
+            for k in (
+                "quote_id",
+                "quote_fingerprint",
+                "direct_route_summary_sha256",
+                "maximum_input_base",
+                "minimum_output_base",
+            ):
                 if qb.get(k) != approval[k]:
                     problems.append(f"quote_binding.{k} differs from your approval")
             if session.action_available and session.current_action is None:
@@ -266,8 +306,9 @@ class _Plans:
                 actual = None
                 if session.current_step > 0 and session.funds.amount_base is not None:
                     actual = int(session.funds.amount_base)
-                session.current_action = self.verified_action(action, ctx, actual_input_base=actual,
-                                                              what="session action")  # fmt: skip
+                session.current_action = self.verified_action(
+                    action, ctx, actual_input_base=actual, what="session action"
+                )
             session._handle = handle
             return session
 
@@ -286,8 +327,10 @@ class _Plans:
             raise ValueError("a session takes an approval_v3 with selected_mode 'session'")
         token = token or SessionToken.generate()
         context = self.context_for(quote, wallets, approval, event_signer_public)
-        body = {**self._action_body(quote, wallets, approval, event_signer_public),
-                "idempotency_key": approval["idempotency_key"]}  # fmt: skip
+        body = {
+            **self._action_body(quote, wallets, approval, event_signer_public),
+            "idempotency_key": approval["idempotency_key"],
+        }
 
         def handle_of(answer: dict[str, Any]) -> SessionHandle:
             sid = answer.get("session_id")
@@ -295,8 +338,15 @@ class _Plans:
                 raise ResponseInvalid("session", ["the answer has no session_id"])
             return SessionHandle(sid, token, context)
 
-        return _Call("session create", "POST", "/v2/session", self._session_parser(handle_of, "session"), body=body,
-                     token=token, ok=(201,))  # fmt: skip
+        return _Call(
+            "session create",
+            "POST",
+            "/v2/session",
+            self._session_parser(handle_of, "session"),
+            body=body,
+            token=token,
+            ok=(201,),
+        )
 
     @staticmethod
     def _path(handle: SessionHandle, op: str = "") -> str:
@@ -306,12 +356,20 @@ class _Plans:
         return f"/v2/session/{sid}" + (f"/{op}" if op else "")
 
     def plan_read_session(self, handle: SessionHandle) -> _Call[Session]:
-        return _Call("session", "GET", self._path(handle), self._session_parser(lambda _: handle, "session"),
-                     params={"view": "session"}, token=handle.token)  # fmt: skip
+        return _Call(
+            "session",
+            "GET",
+            self._path(handle),
+            self._session_parser(lambda _: handle, "session"),
+            params={"view": "session"},
+            token=handle.token,
+        )
 
     def plan_session_view(self, handle: SessionHandle, view: str) -> _Call[SessionView]:
         if view not in ("workflow", "receipt"):
-            raise ValueError("view is workflow or receipt (the session view is read_session; the action next_action)")
+            raise ValueError(
+                "view is workflow or receipt (the session view is read_session; the action next_action)"
+            )
 
         def parse(body: dict[str, Any]) -> SessionView:
             out: SessionView = self._model(SessionView, body, f"session {view}")
@@ -319,19 +377,35 @@ class _Plans:
                 raise ResponseInvalid(f"session {view}", ["answer is for another session or view"])
             return out
 
-        return _Call(f"session {view}", "GET", self._path(handle), parse, params={"view": view}, token=handle.token)
+        return _Call(
+            f"session {view}", "GET", self._path(handle), parse, params={"view": view}, token=handle.token
+        )
 
-    def plan_observe(self, handle: SessionHandle, transaction_hashes: list[str] | None, key: str | None) -> _Call[Session]:
+    def plan_observe(
+        self, handle: SessionHandle, transaction_hashes: list[str] | None, key: str | None
+    ) -> _Call[Session]:
         body: dict[str, Any] = {"idempotency_key": key or new_idempotency_key("obs")}
         if transaction_hashes:
             body["transaction_hashes"] = list(transaction_hashes)
-        return _Call("session observe", "POST", self._path(handle, "observe"),
-                     self._session_parser(lambda _: handle, "session"), body=body, token=handle.token)  # fmt: skip
+        return _Call(
+            "session observe",
+            "POST",
+            self._path(handle, "observe"),
+            self._session_parser(lambda _: handle, "session"),
+            body=body,
+            token=handle.token,
+        )
 
     def plan_key_only(self, handle: SessionHandle, op: str, key: str | None) -> _Call[Session]:
         body = {"idempotency_key": key or new_idempotency_key(op[:3])}
-        return _Call(f"session {op}", "POST", self._path(handle, op), self._session_parser(lambda _: handle, "session"),
-                     body=body, token=handle.token)  # fmt: skip
+        return _Call(
+            f"session {op}",
+            "POST",
+            self._path(handle, op),
+            self._session_parser(lambda _: handle, "session"),
+            body=body,
+            token=handle.token,
+        )
 
 
 class RouteQuoteClient(_Plans):
@@ -349,8 +423,9 @@ class RouteQuoteClient(_Plans):
         super().__init__(**options)
         self.base_url = base_url.rstrip("/")
         self._own = http is None
-        self._http = http or httpx.Client(base_url=self.base_url, timeout=timeout, transport=transport,
-                                          headers={"user-agent": USER_AGENT})  # fmt: skip
+        self._http = http or httpx.Client(
+            base_url=self.base_url, timeout=timeout, transport=transport, headers={"user-agent": USER_AGENT}
+        )
 
     def __repr__(self) -> str:
         return f"RouteQuoteClient({self.base_url!r})"
@@ -367,7 +442,9 @@ class RouteQuoteClient(_Plans):
 
     def _run(self, call: _Call[T]) -> T:
         try:
-            resp = self._http.request(call.method, call.path, json=call.body, params=call.params, headers=call.headers())
+            resp = self._http.request(
+                call.method, call.path, json=call.body, params=call.params, headers=call.headers()
+            )
         except httpx.TransportError as exc:
             raise ServiceUnreachable(f"{call.what}: {type(exc).__name__}") from None
         return self._finish(call, resp)
@@ -418,7 +495,11 @@ class RouteQuoteClient(_Plans):
         return self.read_session(handle).current_action
 
     def observe(
-        self, handle: SessionHandle, transaction_hashes: list[str] | None = None, *, idempotency_key: str | None = None
+        self,
+        handle: SessionHandle,
+        transaction_hashes: list[str] | None = None,
+        *,
+        idempotency_key: str | None = None,
     ) -> Session:
         return self._run(self.plan_observe(handle, transaction_hashes, idempotency_key))
 
@@ -444,8 +525,9 @@ class AsyncRouteQuoteClient(_Plans):
         super().__init__(**options)
         self.base_url = base_url.rstrip("/")
         self._own = http is None
-        self._http = http or httpx.AsyncClient(base_url=self.base_url, timeout=timeout, transport=transport,
-                                               headers={"user-agent": USER_AGENT})  # fmt: skip
+        self._http = http or httpx.AsyncClient(
+            base_url=self.base_url, timeout=timeout, transport=transport, headers={"user-agent": USER_AGENT}
+        )
 
     def __repr__(self) -> str:
         return f"AsyncRouteQuoteClient({self.base_url!r})"
@@ -462,8 +544,9 @@ class AsyncRouteQuoteClient(_Plans):
 
     async def _run(self, call: _Call[T]) -> T:
         try:
-            resp = await self._http.request(call.method, call.path, json=call.body, params=call.params,
-                                            headers=call.headers())  # fmt: skip
+            resp = await self._http.request(
+                call.method, call.path, json=call.body, params=call.params, headers=call.headers()
+            )
         except httpx.TransportError as exc:
             raise ServiceUnreachable(f"{call.what}: {type(exc).__name__}") from None
         return self._finish(call, resp)
@@ -510,7 +593,11 @@ class AsyncRouteQuoteClient(_Plans):
         return (await self.read_session(handle)).current_action
 
     async def observe(
-        self, handle: SessionHandle, transaction_hashes: list[str] | None = None, *, idempotency_key: str | None = None
+        self,
+        handle: SessionHandle,
+        transaction_hashes: list[str] | None = None,
+        *,
+        idempotency_key: str | None = None,
     ) -> Session:
         return await self._run(self.plan_observe(handle, transaction_hashes, idempotency_key))
 

@@ -14,15 +14,24 @@ from typing import Any
 import typer
 from rich.console import Console
 
-session_app = typer.Typer(help="Drive a session on a server (--url): create, show, next, observe, refresh, cancel. "
-                          "Never signs.")  # fmt: skip
+session_app = typer.Typer(
+    help="Drive a session on a server (--url): create, show, next, observe, refresh, cancel. Never signs."
+)
 console = Console()
 SESSION_FILE_VERSION = "routequote-cli-session-v1"
-TOKEN_OPT = typer.Option(Path("routequote-session.token"), "--token-file",
-                         help="Session token file (created 0600 with a fresh token if missing; never printed)")  # fmt: skip
-SESSION_OPT = typer.Option(Path("routequote-session.json"), "--session-file",
-                           help="Where the session id and its verification context are kept (no secret)")  # fmt: skip
-URL_OPT = typer.Option(None, "--url", envvar="ROUTEQUOTE_URL", help="Server base URL (default: the session file's)")
+TOKEN_OPT = typer.Option(
+    Path("routequote-session.token"),
+    "--token-file",
+    help="Session token file (created 0600 with a fresh token if missing; never printed)",
+)
+SESSION_OPT = typer.Option(
+    Path("routequote-session.json"),
+    "--session-file",
+    help="Where the session id and its verification context are kept (no secret)",
+)
+URL_OPT = typer.Option(
+    None, "--url", envvar="ROUTEQUOTE_URL", help="Server base URL (default: the session file's)"
+)
 KEY_OPT = typer.Option(None, "--idempotency-key", help="Reuse a key to retry the same request safely")
 
 
@@ -44,7 +53,9 @@ def _token(path: Path, *, create: bool) -> Any:
         if create:
             token, created = SessionToken.load_or_create(path)
             if created:
-                console.print(f"created token file {path} (mode 0600); keep it: it is the only key to this session")
+                console.print(
+                    f"created token file {path} (mode 0600); keep it: it is the only key to this session"
+                )
         else:
             token = SessionToken(path.read_text().strip())
     except FileNotFoundError:
@@ -86,8 +97,10 @@ def _show_session(s: Any) -> None:
     for st in s.steps:
         console.print(f"  step {st['index']} {st['provider']} {st['from']} -> {st['to']}: {st['status']}")
     if s.reapproval:
-        console.print(f"[yellow]reapproval[/yellow] {s.reapproval.get('reason')}: {s.reapproval.get('message')}",
-                      overflow="fold")  # fmt: skip
+        console.print(
+            f"[yellow]reapproval[/yellow] {s.reapproval.get('reason')}: {s.reapproval.get('message')}",
+            overflow="fold",
+        )
     if s.note:
         console.print(f"note: {s.note}", overflow="fold")
     if s.current_action is not None:
@@ -116,11 +129,17 @@ def _wallets(items: list[str]) -> dict[str, str]:
 
 @session_app.command("create")
 def create_cmd(
-    quote_file: Path = typer.Option(..., "--quote", help="A quote from this server, saved with "
-                                    "`routequote quote --url URL --save FILE` (its quote_id binds the session)"),
+    quote_file: Path = typer.Option(
+        ...,
+        "--quote",
+        help="A quote from this server, saved with "
+        "`routequote quote --url URL --save FILE` (its quote_id binds the session)",
+    ),
     wallet: list[str] = typer.Option(..., "--wallet", help="chain=public address, once per required chain"),
     url: str = typer.Option(..., "--url", envvar="ROUTEQUOTE_URL", help="Server base URL"),
-    event_signer: str = typer.Option(None, help="Public key of your fresh event-data keypair (Solana CCTP routes)"),
+    event_signer: str = typer.Option(
+        None, help="Public key of your fresh event-data keypair (Solana CCTP routes)"
+    ),
     min_output_base: str = typer.Option(None, help="Your own stricter minimum output (base units)"),
     idempotency_key: str = KEY_OPT,
     token_file: Path = TOKEN_OPT,
@@ -144,13 +163,21 @@ def create_cmd(
         _fail(f"[red]quote refused[/red]: {'; '.join(problems)}")
     token = _token(token_file, create=True)
     try:
-        approval = approval_for(quote, "session", minimum_output_base=min_output_base, idempotency_key=idempotency_key)
+        approval = approval_for(
+            quote, "session", minimum_output_base=min_output_base, idempotency_key=idempotency_key
+        )
         with RouteQuoteClient(url) as rq:
-            s = rq.create_session(quote, _wallets(wallet), approval=approval, event_signer_public=event_signer,
-                                  token=token)  # fmt: skip
+            s = rq.create_session(
+                quote, _wallets(wallet), approval=approval, event_signer_public=event_signer, token=token
+            )
     except ClientError as exc:
         _client_error(exc)
-    doc = {"version": SESSION_FILE_VERSION, "base_url": url, "session_id": s.session_id, "context": s.handle.context}
+    doc = {
+        "version": SESSION_FILE_VERSION,
+        "base_url": url,
+        "session_id": s.session_id,
+        "context": s.handle.context,
+    }
     session_file.write_text(json.dumps(doc, indent=1) + "\n")
     if json_out:
         typer.echo(json.dumps(s.raw, indent=2))
@@ -189,7 +216,9 @@ def next_cmd(
     url: str = URL_OPT,
     token_file: Path = TOKEN_OPT,
     session_file: Path = SESSION_OPT,
-    json_out: bool = typer.Option(False, "--json", help="Print the verified unsigned bundle JSON (for a wallet tool)"),
+    json_out: bool = typer.Option(
+        False, "--json", help="Print the verified unsigned bundle JSON (for a wallet tool)"
+    ),
 ) -> None:
     """The next action, verified, and what your wallet would be asked to sign. Exit 3 when none is ready."""
     from routequote.client import ClientError, RouteQuoteClient
@@ -211,8 +240,12 @@ def next_cmd(
 
 @session_app.command("observe")
 def observe_cmd(
-    tx: list[str] = typer.Option(None, "--tx", help="A transaction hash / signature you submitted (repeatable); "
-                                 "omit to re-check what you named before"),
+    tx: list[str] = typer.Option(
+        None,
+        "--tx",
+        help="A transaction hash / signature you submitted (repeatable); "
+        "omit to re-check what you named before",
+    ),
     idempotency_key: str = KEY_OPT,
     url: str = URL_OPT,
     token_file: Path = TOKEN_OPT,
@@ -230,7 +263,9 @@ def observe_cmd(
     _show_session(s)
 
 
-def _key_only(op: str, idempotency_key: str | None, url: str | None, token_file: Path, session_file: Path) -> None:
+def _key_only(
+    op: str, idempotency_key: str | None, url: str | None, token_file: Path, session_file: Path
+) -> None:
     from routequote.client import ClientError, RouteQuoteClient
 
     handle, base = _load(session_file, token_file, url)
@@ -244,7 +279,10 @@ def _key_only(op: str, idempotency_key: str | None, url: str | None, token_file:
 
 @session_app.command("refresh")
 def refresh_cmd(
-    idempotency_key: str = KEY_OPT, url: str = URL_OPT, token_file: Path = TOKEN_OPT, session_file: Path = SESSION_OPT
+    idempotency_key: str = KEY_OPT,
+    url: str = URL_OPT,
+    token_file: Path = TOKEN_OPT,
+    session_file: Path = SESSION_OPT,
 ) -> None:
     """A new action for an expired, unsubmitted step (inside the approved bounds)."""
     _key_only("refresh", idempotency_key, url, token_file, session_file)
@@ -252,7 +290,10 @@ def refresh_cmd(
 
 @session_app.command("cancel")
 def cancel_cmd(
-    idempotency_key: str = KEY_OPT, url: str = URL_OPT, token_file: Path = TOKEN_OPT, session_file: Path = SESSION_OPT
+    idempotency_key: str = KEY_OPT,
+    url: str = URL_OPT,
+    token_file: Path = TOKEN_OPT,
+    session_file: Path = SESSION_OPT,
 ) -> None:
     """Stop the session; prints where the funds are now."""
     _key_only("cancel", idempotency_key, url, token_file, session_file)

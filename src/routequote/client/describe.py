@@ -37,9 +37,13 @@ def _evm_labels(chain: Chain) -> tuple[dict[str, str], dict[str, str]]:
                 tokens[addr.lower()] = a.key
                 labels[addr.lower()] = f"{'W' + a.token.value if a.is_native else a.token.value} token"
     if dep is not None:
-        for name, addr in (("Uniswap SwapRouter02", dep.swap_router02), ("CCTP TokenMessengerV2", dep.token_messenger_v2),
-                           ("Across SpokePool", dep.across_spoke_pool), ("USDG OFT", dep.usdg_oft),
-                           ("CCTP MessageTransmitterV2", dep.message_transmitter_v2)):  # fmt: skip
+        for name, addr in (
+            ("Uniswap SwapRouter02", dep.swap_router02),
+            ("CCTP TokenMessengerV2", dep.token_messenger_v2),
+            ("Across SpokePool", dep.across_spoke_pool),
+            ("USDG OFT", dep.usdg_oft),
+            ("CCTP MessageTransmitterV2", dep.message_transmitter_v2),
+        ):
             if addr:
                 labels[addr.lower()] = name
     return labels, tokens
@@ -75,22 +79,35 @@ def _call_lines(call: Any, chain: Chain, to: str, indent: str) -> list[str]:
         return out
     if n == "exactInputSingle":
         p = a[0]
-        return [f"{indent}exactInputSingle: swap {tok(p[0], p[4])} for at least {tok(p[1], p[5])}",
-                f"{indent}  pool fee {p[2]} pips, recipient {who(p[3])}"]  # fmt: skip
+        return [
+            f"{indent}exactInputSingle: swap {tok(p[0], p[4])} for at least {tok(p[1], p[5])}",
+            f"{indent}  pool fee {p[2]} pips, recipient {who(p[3])}",
+        ]
     if n == "unwrapWETH9":
         return [f"{indent}unwrapWETH9: at least {token_amount(a[0], f'{chain.value}:ETH')} to {who(a[1])}"]
     if n == "depositForBurn":
-        return [f"{indent}depositForBurn: burn {tok(a[3], a[0])} to CCTP domain {a[1]}, mint recipient "
-                f"0x{a[2][-20:].hex()}", f"{indent}  max fee {tok(a[3], a[5])}, min finality {a[6]}"]  # fmt: skip
+        return [
+            f"{indent}depositForBurn: burn {tok(a[3], a[0])} to CCTP domain {a[1]}, mint recipient "
+            f"0x{a[2][-20:].hex()}",
+            f"{indent}  max fee {tok(a[3], a[5])}, min finality {a[6]}",
+        ]
     if n == "deposit":
-        return [f"{indent}Across deposit: {tok(a[2], a[4])} in, {a[5]} base units out on chain id {a[6]} to "
-                f"{_addr(a[1])}", f"{indent}  fill deadline {a[9]}"]  # fmt: skip
+        return [
+            f"{indent}Across deposit: {tok(a[2], a[4])} in, {a[5]} base units out on chain id {a[6]} to "
+            f"{_addr(a[1])}",
+            f"{indent}  fill deadline {a[9]}",
+        ]
     if n == "send":
         p = a[0]
-        return [f"{indent}OFT send: {tok(to, p[2])} (at least {tok(to, p[3])} delivered) to endpoint id {p[0]}, "
-                f"recipient 0x{p[1].hex()}", f"{indent}  LayerZero native fee {a[1][0]} wei"]  # fmt: skip
+        return [
+            f"{indent}OFT send: {tok(to, p[2])} (at least {tok(to, p[3])} delivered) to endpoint id {p[0]}, "
+            f"recipient 0x{p[1].hex()}",
+            f"{indent}  LayerZero native fee {a[1][0]} wei",
+        ]
     if n == "receiveMessage":
-        return [f"{indent}receiveMessage: CCTP message of {len(a[0])} bytes with its attestation (mints on arrival)"]
+        return [
+            f"{indent}receiveMessage: CCTP message of {len(a[0])} bytes with its attestation (mints on arrival)"
+        ]
     return [f"{indent}{n}{tuple(a)}"]
 
 
@@ -99,14 +116,23 @@ def describe_action(action: Any) -> list[str]:
     bundle = getattr(action, "raw", None) or action
     ua = bundle["unsigned_action"]
     src, dst = ua["source"], ua["destination"]
-    lines = [f"step {bundle['step_index']} of {bundle['route']}: {ua['provider']} {src} -> {dst}, "
-             f"expires {bundle['expires_at']}"]  # fmt: skip
-    lines.append(f"spend {token_amount(ua['inputAmount'], src)}"
-                 + (f" (service fee {token_amount(ua['routeFee'], src)} to {ua.get('feeRecipient')})"
-                    if int(ua.get("routeFee") or 0) else ""))  # fmt: skip
+    lines = [
+        f"step {bundle['step_index']} of {bundle['route']}: {ua['provider']} {src} -> {dst}, "
+        f"expires {bundle['expires_at']}"
+    ]
+    lines.append(
+        f"spend {token_amount(ua['inputAmount'], src)}"
+        + (
+            f" (service fee {token_amount(ua['routeFee'], src)} to {ua.get('feeRecipient')})"
+            if int(ua.get("routeFee") or 0)
+            else ""
+        )
+    )
     if ua.get("expectedOutput") is not None:
-        lines.append(f"receive about {token_amount(ua['expectedOutput'], dst)}, at least "
-                     f"{token_amount(ua['minimumOutput'], dst)}, to {ua.get('recipient')}")  # fmt: skip
+        lines.append(
+            f"receive about {token_amount(ua['expectedOutput'], dst)}, at least "
+            f"{token_amount(ua['minimumOutput'], dst)}, to {ua.get('recipient')}"
+        )
     if ua.get("family") == "evm":
         chain = Chain(ua["chain"])
         labels, _ = _evm_labels(chain)
@@ -115,8 +141,10 @@ def describe_action(action: Any) -> list[str]:
             to = tx["to"]
             fee_to = str(ua.get("feeRecipient") or "").lower()
             label = "service fee recipient" if to.lower() == fee_to else labels.get(to.lower(), "contract")
-            lines.append(f"tx {i + 1}/{len(ua['transactions'])} on {chain.value} (chain id {CHAINS[chain].chain_id}) "
-                         f"from {tx['from']}")  # fmt: skip
+            lines.append(
+                f"tx {i + 1}/{len(ua['transactions'])} on {chain.value} (chain id {CHAINS[chain].chain_id}) "
+                f"from {tx['from']}"
+            )
             lines.append(f"  to {label} {to}, value {token_amount(int(tx['value']), native)}")
             data = bytes.fromhex(tx["data"][2:]) if tx.get("data", "0x") != "0x" else b""
             call = decode_call(data)
@@ -127,9 +155,13 @@ def describe_action(action: Any) -> list[str]:
         for i, ix in enumerate(ixs):
             prog = ix["programId"]
             signers = sorted({k["pubkey"] for k in ix.get("keys", []) if k.get("isSigner")})
-            lines.append(f"  {i + 1}. {_SOLANA_PROGRAMS.get(prog, 'program')} {prog}: {len(ix.get('keys', []))} "
-                         f"accounts; signers {', '.join(signers) or 'none'}")  # fmt: skip
-    lines.append(f"payload_sha256 {bundle['payload_sha256']} (checked by routequote.verify before it was shown)")
+            lines.append(
+                f"  {i + 1}. {_SOLANA_PROGRAMS.get(prog, 'program')} {prog}: {len(ix.get('keys', []))} "
+                f"accounts; signers {', '.join(signers) or 'none'}"
+            )
+    lines.append(
+        f"payload_sha256 {bundle['payload_sha256']} (checked by routequote.verify before it was shown)"
+    )
     return lines
 
 
@@ -138,11 +170,16 @@ def describe_quote(quote: Any) -> list[dict[str, str]]:
     raw = getattr(quote, "raw", None) or quote
     out = []
     for s in raw["direct_route_summary"]["steps"]:
-        out.append({
-            "index": str(s["index"]), "provider": s["provider"], "from": s["from"], "to": s["to"],
-            "expected_input": token_amount(s["expected_input_base"], s["from"]),
-            "expected_output": token_amount(s["expected_output_base"], s["to"]),
-            "minimum_output": token_amount(s["minimum_output_base"], s["to"]),
-            "fee": f"{s['service_fee_bps']} bp" if s["service_fee_bps"] else "",
-        })  # fmt: skip
+        out.append(
+            {
+                "index": str(s["index"]),
+                "provider": s["provider"],
+                "from": s["from"],
+                "to": s["to"],
+                "expected_input": token_amount(s["expected_input_base"], s["from"]),
+                "expected_output": token_amount(s["expected_output_base"], s["to"]),
+                "minimum_output": token_amount(s["minimum_output_base"], s["to"]),
+                "fee": f"{s['service_fee_bps']} bp" if s["service_fee_bps"] else "",
+            }
+        )
     return out

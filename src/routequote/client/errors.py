@@ -16,7 +16,9 @@ class ResponseInvalid(ClientError):
     def __init__(self, what: str, problems: list[str]) -> None:
         self.what = what
         self.problems = list(problems)
-        shown = "; ".join(self.problems[:8]) + (f"; (+{len(self.problems) - 8} more)" if len(self.problems) > 8 else "")
+        shown = "; ".join(self.problems[:8]) + (
+            f"; (+{len(self.problems) - 8} more)" if len(self.problems) > 8 else ""
+        )
         super().__init__(f"{what} refused: {shown}")
 
 
@@ -26,7 +28,9 @@ class ActionVerificationFailed(ClientError):
     def __init__(self, findings: list[Any]) -> None:
         self.findings = list(findings)
         errors = [f for f in self.findings if getattr(f, "severity", "error") == "error"]
-        super().__init__("prepared action refused by the verifier: " + "; ".join(f"{f.code}: {f.message}" for f in errors))
+        super().__init__(
+            "prepared action refused by the verifier: " + "; ".join(f"{f.code}: {f.message}" for f in errors)
+        )
 
 
 class ApprovalRefused(ClientError, ValueError):

@@ -14,9 +14,15 @@ from routequote.contract.v2 import CapabilitiesResponse, Closed, Open, QuoteResp
 
 HEX64 = r"^[0-9a-f]{64}$"
 SessionStatus = Literal[
-    "action_ready", "awaiting_source_receipt", "awaiting_destination", "action_expired", "reapproval_required",
-    "complete", "cancelled", "failed",
-]  # fmt: skip
+    "action_ready",
+    "awaiting_source_receipt",
+    "awaiting_destination",
+    "action_expired",
+    "reapproval_required",
+    "complete",
+    "cancelled",
+    "failed",
+]
 NextOperation = Literal["submit_current_action", "observe", "refresh_action", "none"]
 
 
@@ -113,8 +119,13 @@ class Quote(QuoteResponse, _Raw):
         """The five quote fields (what prepare, sessions and the verifier take)."""
         fc, ft = self.raw["intent"]["from"].split(":")
         tc, tt = self.raw["intent"]["to"].split(":")
-        return {"from_chain": fc, "from_token": ft, "to_chain": tc, "to_token": tt,
-                "amount_usd": self.raw["intent"]["amount_usd"]}  # fmt: skip
+        return {
+            "from_chain": fc,
+            "from_token": ft,
+            "to_chain": tc,
+            "to_token": tt,
+            "amount_usd": self.raw["intent"]["amount_usd"],
+        }
 
 
 class Capabilities(CapabilitiesResponse, _Raw):
@@ -224,6 +235,15 @@ class SessionView(Open, _Raw):
 
 
 __all__ = [
-    "Capabilities", "Continuation", "DirectRouteSummary", "Funds", "PreparedAction", "Quote", "QuoteBinding",
-    "Session", "SessionView", "Status", "SummaryStep",
-]  # fmt: skip
+    "Capabilities",
+    "Continuation",
+    "DirectRouteSummary",
+    "Funds",
+    "PreparedAction",
+    "Quote",
+    "QuoteBinding",
+    "Session",
+    "SessionView",
+    "Status",
+    "SummaryStep",
+]

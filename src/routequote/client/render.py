@@ -53,14 +53,26 @@ def render_quote(console: Console, q: dict[str, Any], *, base_units: bool = Fals
     g.add_row("spend", _amount(first["expected_input_base"], first["from"], base_units))
     g.add_row("receive", f"{_amount(last['expected_output_base'], last['to'], base_units)} expected")
     g.add_row("", f"{_amount(last['minimum_output_base'], last['to'], base_units)} minimum")
-    g.add_row("value", f"≈ ${cost['expected_receive_value_usd']} expected, ≥ ${cost['minimum_receive_value_usd']} minimum")
-    g.add_row("cost", f"expected ${cost['expected_total_cost_usd']} ({cost['expected_total_cost_percent']}%), "
-                      f"max ${cost['maximum_total_cost_usd']} ({cost['maximum_total_cost_percent']}%)")  # fmt: skip
-    g.add_row("service fee", f"{_amount(fee['amount_base'], fee['token'], base_units)} (1 bp of step "
-                             f"{fee['step_index']}'s input, included)")  # fmt: skip
+    g.add_row(
+        "value",
+        f"≈ ${cost['expected_receive_value_usd']} expected, ≥ ${cost['minimum_receive_value_usd']} minimum",
+    )
+    g.add_row(
+        "cost",
+        f"expected ${cost['expected_total_cost_usd']} ({cost['expected_total_cost_percent']}%), "
+        f"max ${cost['maximum_total_cost_usd']} ({cost['maximum_total_cost_percent']}%)",
+    )
+    g.add_row(
+        "service fee",
+        f"{_amount(fee['amount_base'], fee['token'], base_units)} (1 bp of step "
+        f"{fee['step_index']}'s input, included)",
+    )
     for f in cost["provider_fee_components"]:
-        g.add_row("provider fee", f"step {f['step_index']} {f['provider']} {f['kind']}: "
-                                  f"{_amount(f['amount_base'], f['token'], base_units)}")  # fmt: skip
+        g.add_row(
+            "provider fee",
+            f"step {f['step_index']} {f['provider']} {f['kind']}: "
+            f"{_amount(f['amount_base'], f['token'], base_units)}",
+        )
     for gas in cost.get("network_gas", []):
         g.add_row("gas", f"{gas['chain']}: ~{gas['estimated_units']} {gas['unit']}, unpriced")
     eta = q["eta"]["estimated_time_seconds"]
@@ -94,7 +106,14 @@ def _label(endpoint: str, sep: str) -> str:
 
 def render_matrix(console: Console, cells: dict[str, dict[str, Any]], *, title: str) -> None:
     """The 9 x 9 matrix: rows are sources, columns targets; each cell `cost bps` over `ETA`."""
-    t = Table(title=title, box=box.SIMPLE_HEAD, padding=(0, 1), pad_edge=False, show_edge=False, title_justify="left")
+    t = Table(
+        title=title,
+        box=box.SIMPLE_HEAD,
+        padding=(0, 1),
+        pad_edge=False,
+        show_edge=False,
+        title_justify="left",
+    )
     t.add_column("from \\ to", no_wrap=True)
     for dst in ENDPOINT_KEYS:
         t.add_column(_label(dst, "\n"), justify="right", no_wrap=True)

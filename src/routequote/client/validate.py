@@ -67,13 +67,19 @@ def chaining_problems(steps: list[dict[str, Any]]) -> list[str]:
         if i + 1 < len(steps):
             nxt = steps[i + 1]
             if s.get("expected_output_base") != nxt.get("expected_input_base"):
-                out.append(f"summary step {i} expected output {eo} is not step {i + 1}'s expected input "
-                           f"{nxt.get('expected_input_base')}")  # fmt: skip
+                out.append(
+                    f"summary step {i} expected output {eo} is not step {i + 1}'s expected input "
+                    f"{nxt.get('expected_input_base')}"
+                )
             if s.get("minimum_output_base") != nxt.get("minimum_input_base"):
-                out.append(f"summary step {i} minimum output {mo} is not step {i + 1}'s minimum input "
-                           f"{nxt.get('minimum_input_base')}")  # fmt: skip
+                out.append(
+                    f"summary step {i} minimum output {mo} is not step {i + 1}'s minimum input "
+                    f"{nxt.get('minimum_input_base')}"
+                )
             if s.get("to") != nxt.get("from"):
-                out.append(f"summary step {i} ends at {s.get('to')} but step {i + 1} starts at {nxt.get('from')}")
+                out.append(
+                    f"summary step {i} ends at {s.get('to')} but step {i + 1} starts at {nxt.get('from')}"
+                )
     return out
 
 
@@ -90,9 +96,13 @@ def quote_problems(q: dict[str, Any], asked: dict[str, Any] | None = None) -> li
         want_from = f"{asked['from_chain']}:{asked['from_token']}"
         want_to = f"{asked['to_chain']}:{asked['to_token']}"
         if (q["intent"]["from"], q["intent"]["to"]) != (want_from, want_to):
-            out.append(f"quote is for {q['intent']['from']}->{q['intent']['to']}, asked {want_from}->{want_to}")
+            out.append(
+                f"quote is for {q['intent']['from']}->{q['intent']['to']}, asked {want_from}->{want_to}"
+            )
         if q["intent"]["amount_usd"] != asked["amount_usd"]:
-            out.append(f"quote amount_usd {q['intent']['amount_usd']} differs from the asked {asked['amount_usd']}")
+            out.append(
+                f"quote amount_usd {q['intent']['amount_usd']} differs from the asked {asked['amount_usd']}"
+            )
     if route.key != f"{q['intent']['from']}->{q['intent']['to']}" or summary["route"] != route.key:
         out.append("route, intent and summary name different routes")
     # --- the route's shape: providers and endpoints step by step
@@ -101,10 +111,14 @@ def quote_problems(q: dict[str, Any], asked: dict[str, Any] | None = None) -> li
     else:
         for s, rs in zip(steps, route.steps, strict=True):
             if (s["provider"], s["from"], s["to"]) != (rs.provider.value, rs.source.key, rs.target.key):
-                out.append(f"summary step {rs.index} is not {rs.provider.value} {rs.source.key}->{rs.target.key}")
+                out.append(
+                    f"summary step {rs.index} is not {rs.provider.value} {rs.source.key}->{rs.target.key}"
+                )
             want_fee = 1 if rs.fee_step else 0
             if s["service_fee_bps"] != want_fee:
-                out.append(f"summary step {rs.index} service_fee_bps {s['service_fee_bps']} (expected {want_fee})")
+                out.append(
+                    f"summary step {rs.index} service_fee_bps {s['service_fee_bps']} (expected {want_fee})"
+                )
     out += chaining_problems(steps)
     if out:
         return out
@@ -118,20 +132,40 @@ def quote_problems(q: dict[str, Any], asked: dict[str, Any] | None = None) -> li
         ("route.minimum_output_base", q["route"].get("minimum_output_base"), last["minimum_output_base"]),
         ("offer.expected_output_base", q["offer"].get("expected_output_base"), last["expected_output_base"]),
         ("offer.minimum_output_base", q["offer"].get("minimum_output_base"), last["minimum_output_base"]),
-        ("continuation_v3.input_base_bounds.minimum", cont["input_base_bounds"].get("minimum"), first["expected_input_base"]),
-        ("continuation_v3.input_base_bounds.maximum", cont["input_base_bounds"].get("maximum"), first["expected_input_base"]),
+        (
+            "continuation_v3.input_base_bounds.minimum",
+            cont["input_base_bounds"].get("minimum"),
+            first["expected_input_base"],
+        ),
+        (
+            "continuation_v3.input_base_bounds.maximum",
+            cont["input_base_bounds"].get("maximum"),
+            first["expected_input_base"],
+        ),
         ("continuation_v3.minimum_output_base", cont["minimum_output_base"], last["minimum_output_base"]),
-    ]  # fmt: skip
+    ]
     if len(raw_steps) != len(steps):
         out.append("route.steps and direct_route_summary.steps differ in length")
     else:
         for raw, s in zip(raw_steps, steps, strict=True):
             i = s["index"]
             pairs += [
-                (f"route.steps[{i}].expected_input_base", raw.get("expected_input_base"), s["expected_input_base"]),
+                (
+                    f"route.steps[{i}].expected_input_base",
+                    raw.get("expected_input_base"),
+                    s["expected_input_base"],
+                ),
                 (f"route.steps[{i}].floor_input_base", raw.get("floor_input_base"), s["minimum_input_base"]),
-                (f"route.steps[{i}].expected_output_base", raw.get("expected_output_base"), s["expected_output_base"]),
-                (f"route.steps[{i}].minimum_output_base", raw.get("minimum_output_base"), s["minimum_output_base"]),
+                (
+                    f"route.steps[{i}].expected_output_base",
+                    raw.get("expected_output_base"),
+                    s["expected_output_base"],
+                ),
+                (
+                    f"route.steps[{i}].minimum_output_base",
+                    raw.get("minimum_output_base"),
+                    s["minimum_output_base"],
+                ),
             ]
     for name, got, want in pairs:
         if _int(got) is None or _int(got) != int(want):
@@ -141,8 +175,10 @@ def quote_problems(q: dict[str, Any], asked: dict[str, Any] | None = None) -> li
     if isinstance(fee_step, int) and 0 <= fee_step < len(steps):
         want_fee_base = int(steps[fee_step]["expected_input_base"]) // 10_000
         if _int(fee.get("amount_base")) != want_fee_base:
-            out.append(f"cost_summary.service_fee.amount_base {fee.get('amount_base')!r} is not "
-                       f"floor(step {fee_step} input / 10000) = {want_fee_base}")  # fmt: skip
+            out.append(
+                f"cost_summary.service_fee.amount_base {fee.get('amount_base')!r} is not "
+                f"floor(step {fee_step} input / 10000) = {want_fee_base}"
+            )
     # --- the continuation: identity, route facts, specs
     expect = {
         "version": CONTINUATION_VERSION,

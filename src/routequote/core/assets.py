@@ -79,8 +79,22 @@ ASSETS: dict[str, Asset] = {
     a.key: a
     for a in (
         Asset(Chain.SOLANA, Token.SOL, 9, None, WSOL_MINT, SPL_TOKEN_PROGRAM),
-        Asset(Chain.SOLANA, Token.USDC, 6, "EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v", None, SPL_TOKEN_PROGRAM),
-        Asset(Chain.SOLANA, Token.USDG, 6, "2u1tszSeqZ3qBWF3uNGPFc8TzMk2tdiwknnRMWGWjGWH", None, TOKEN_2022_PROGRAM),
+        Asset(
+            Chain.SOLANA,
+            Token.USDC,
+            6,
+            "EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v",
+            None,
+            SPL_TOKEN_PROGRAM,
+        ),
+        Asset(
+            Chain.SOLANA,
+            Token.USDG,
+            6,
+            "2u1tszSeqZ3qBWF3uNGPFc8TzMk2tdiwknnRMWGWjGWH",
+            None,
+            TOKEN_2022_PROGRAM,
+        ),
         Asset(Chain.BASE, Token.ETH, 18, None, "0x4200000000000000000000000000000000000006"),
         Asset(Chain.BASE, Token.USDC, 6, "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913"),
         Asset(Chain.ARBITRUM, Token.ETH, 18, None, "0x82aF49447D8a07e3bd95BD0d56f35241523fBab1"),

@@ -31,7 +31,13 @@ def iso(t: datetime) -> str:
 
 
 def login_message(
-    *, domain: str, wallet: str, challenge_id: str, nonce: str, issued_at: datetime, expires_at: datetime,
+    *,
+    domain: str,
+    wallet: str,
+    challenge_id: str,
+    nonce: str,
+    issued_at: datetime,
+    expires_at: datetime,
     terms_version: str,
 ) -> str:
     """The exact text the wallet signs (SIWS-like; one field per line)."""
@@ -67,7 +73,11 @@ def valid_wallet(wallet: object) -> bool:
 def signature_valid(*, wallet: str, message: str, signature: str) -> bool:
     """True when `signature` (base58, 64 bytes) is `wallet`'s Ed25519 signature of exactly `message`'s
     UTF-8 bytes. Malformed input is simply not valid (never an exception)."""
-    if not isinstance(signature, str) or not 64 <= len(signature) <= 128 or not BASE58_RE.fullmatch(signature):
+    if (
+        not isinstance(signature, str)
+        or not 64 <= len(signature) <= 128
+        or not BASE58_RE.fullmatch(signature)
+    ):
         return False
     if not valid_wallet(wallet):
         return False

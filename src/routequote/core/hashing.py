@@ -26,7 +26,9 @@ MAX_SAFE_INTEGER = 9_007_199_254_740_991
 
 
 def canonical_json(value: Any) -> bytes:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
+    return json.dumps(
+        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    ).encode()
 
 
 def canonical_json_numberless(value: Any) -> bytes:

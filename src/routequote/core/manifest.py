@@ -160,7 +160,9 @@ def verify_signature(manifest: dict[str, Any], key: Ed25519PublicKey) -> None:
     if not isinstance(sig, dict):
         raise ManifestError("signature_missing", "the manifest has no signature object")
     if sig.get("algorithm") != SIGNATURE_ALGORITHM:
-        raise ManifestError("signature_algorithm_unsupported", f"algorithm is {sig.get('algorithm')!r}, not Ed25519")
+        raise ManifestError(
+            "signature_algorithm_unsupported", f"algorithm is {sig.get('algorithm')!r}, not Ed25519"
+        )
     try:
         value = b64url_decode(sig.get("value"))
     except ValueError:
@@ -204,11 +206,15 @@ def _execution_rules(manifest: dict[str, Any], report: VerificationReport) -> No
         report.fail("fee_policy_violated", "execution.fee_policy is not exactly 1 bp")
 
 
-def _signature_metadata_rules(manifest: dict[str, Any], sig: dict[str, Any], report: VerificationReport) -> None:
+def _signature_metadata_rules(
+    manifest: dict[str, Any], sig: dict[str, Any], report: VerificationReport
+) -> None:
     """The signature object is not covered by the signature, so each of its members must be bound:
     fixed values for algorithm and canonicalization, and the signed `verification` block for the rest."""
     if set(sig) != SIGNATURE_KEYS:
-        report.fail("signature_malformed", f"signature members are {sorted(sig)}, expected {sorted(SIGNATURE_KEYS)}")
+        report.fail(
+            "signature_malformed", f"signature members are {sorted(sig)}, expected {sorted(SIGNATURE_KEYS)}"
+        )
     if sig.get("canonicalization") != MANIFEST_CANONICALIZATION:
         report.fail("signature_metadata_mismatch", f"canonicalization is {sig.get('canonicalization')!r}")
     raw_verification = manifest.get("verification")
@@ -248,7 +254,9 @@ def verify_documents(
         report.fail("manifest_malformed", "the manifest is not a JSON object")
         return report
     if not canonical:
-        report.fail("manifest_not_canonical", "served bytes differ from sorted-key compact UTF-8 JSON of the value")
+        report.fail(
+            "manifest_not_canonical", "served bytes differ from sorted-key compact UTF-8 JSON of the value"
+        )
     missing = sorted(MANIFEST_KEYS - set(manifest))
     if missing:
         report.fail("manifest_malformed", f"missing members: {', '.join(missing)}")
@@ -282,7 +290,9 @@ def verify_documents(
     if key is not None:
         actual_id = key_id_for(key)
         if sig.get("key_id") != actual_id:
-            report.fail("key_id_mismatch", f"signature.key_id {sig.get('key_id')!r} is not the key's id {actual_id!r}")
+            report.fail(
+                "key_id_mismatch", f"signature.key_id {sig.get('key_id')!r} is not the key's id {actual_id!r}"
+            )
         if pinned_key_id is not None and actual_id != pinned_key_id:
             report.fail("public_key_mismatch", f"key id {actual_id!r} is not the pinned {pinned_key_id!r}")
         try:
@@ -322,7 +332,9 @@ def verify_documents(
         if age < -clock_skew_seconds:
             report.fail("manifest_not_yet_valid", f"issued_at {manifest.get('issued_at')} is in the future")
         if max_age_seconds is not None and age > max_age_seconds:
-            report.fail("manifest_stale", f"issued {int(age)} s ago, more than the allowed {max_age_seconds} s")
+            report.fail(
+                "manifest_stale", f"issued {int(age)} s ago, more than the allowed {max_age_seconds} s"
+            )
     _execution_rules(manifest, report)
     return report
 

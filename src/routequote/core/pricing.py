@@ -107,7 +107,9 @@ def _price_step(view: MarketView, step: Step, exp_in: int, min_in: int) -> Price
         domain = _cctp_domain(step)
         bps_milli = view.cctp.fast_fee_bps_milli[domain]
         fee = _ceil_div(x * bps_milli, BPS * 1000)
-        max_fee = _ceil_div(_ceil_div(m * bps_milli, BPS * 1000) * (100 + view.cctp.max_fee_buffer_percent), 100)
+        max_fee = _ceil_div(
+            _ceil_div(m * bps_milli, BPS * 1000) * (100 + view.cctp.max_fee_buffer_percent), 100
+        )
         out, min_out = x - fee, m - max_fee
         prov_fee, prov_max, tol = fee, max_fee, 0
     elif step.provider is Provider.ACROSS:
@@ -126,7 +128,9 @@ def _price_step(view: MarketView, step: Step, exp_in: int, min_in: int) -> Price
     else:  # pragma: no cover - the registry only composes the providers above
         raise AssertionError(step.provider)
     if out <= 0 or min_out <= 0:
-        raise InvalidRequest("amount_below_route_minimum", f"step {step.index} ({step.provider}) would deliver nothing")
+        raise InvalidRequest(
+            "amount_below_route_minimum", f"step {step.index} ({step.provider}) would deliver nothing"
+        )
     return PricedStep(
         step=step,
         expected_input_base=exp_in,
@@ -169,8 +173,12 @@ def check_route_available(route: Route, view: MarketView) -> None:
         if reason:
             details = {"unavailable_component": comp}
             if reason.startswith("rate_limited"):
-                raise CapacityBusy("market_source_rate_limited", reason, retry_after_seconds=15, details=details)
-            raise UpstreamUnavailable("market_source_unavailable", reason, retry_after_seconds=5, details=details)
+                raise CapacityBusy(
+                    "market_source_rate_limited", reason, retry_after_seconds=15, details=details
+                )
+            raise UpstreamUnavailable(
+                "market_source_unavailable", reason, retry_after_seconds=5, details=details
+            )
 
 
 def price_route(route: Route, input_base: int, view: MarketView) -> RoutePricing:

@@ -33,12 +33,15 @@ SUMMARY_VERSION = "routequote-direct-route-summary-v1"
 CONTINUATION_VERSION = "routequote-quote-bound-continuation-v3"
 APPROVAL_VERSION = "routequote-quote-bound-approval-v3"
 SESSION_HEADER = "X-RouteQuote-Session-Token"
-FINGERPRINT_SPEC = "sha256 of " + CANONICAL_JSON_SPEC + " of quote_fingerprint_claim (numbers as decimal strings)"
+FINGERPRINT_SPEC = (
+    "sha256 of " + CANONICAL_JSON_SPEC + " of quote_fingerprint_claim (numbers as decimal strings)"
+)
 SUMMARY_HASH_SPEC = "sha256 of " + CANONICAL_JSON_SPEC + " of direct_route_summary"
 PAYLOAD_HASH_SPEC = (
     "quote without continuation_v3; direct_route_summary decimal strings substituted into intent.estimated_input_base, "
     "route.input_base, route.expected_output_base, route.minimum_output_base and each route.steps[i] "
-    "expected_input_base, floor_input_base, expected_output_base, minimum_output_base; then " + TYPED_CANONICAL_SPEC
+    "expected_input_base, floor_input_base, expected_output_base, minimum_output_base; then "
+    + TYPED_CANONICAL_SPEC
 )
 APPROVAL_FIELDS = (
     "direct_route_summary_sha256",
@@ -195,7 +198,9 @@ def eta(pricing: RoutePricing, view: MarketView) -> dict[str, Any]:
     complete = all(x is not None for x in per_step)
     total = sum(x for x in per_step if x is not None) if complete else None
     low = sum((x + 1) // 2 for x in per_step if x is not None) if complete else None
-    sources = sorted({_ETA_SOURCES[ps.step.provider] for ps in pricing.steps if ps.step.provider in _ETA_SOURCES})
+    sources = sorted(
+        {_ETA_SOURCES[ps.step.provider] for ps in pricing.steps if ps.step.provider in _ETA_SOURCES}
+    )
     return {
         "estimated_time_seconds": total,
         "estimated_time_range_seconds": [low, total] if complete else None,
@@ -317,10 +322,12 @@ def quote_body(intent: QuoteIntent, pricing: RoutePricing, view: MarketView) -> 
     exp_usd = _usd(pricing.expected_output_base, dst, view)
     min_usd = _usd(pricing.minimum_output_base, dst, view)
     fees = _fee_components(pricing, view)
-    native_exp = sum((Fraction(ps.native_fee_wei, 10**18) for ps in pricing.steps), Fraction(0)) * view.price(Token.ETH)
-    native_max = sum((Fraction(ps.native_fee_max_wei, 10**18) for ps in pricing.steps), Fraction(0)) * view.price(
+    native_exp = sum((Fraction(ps.native_fee_wei, 10**18) for ps in pricing.steps), Fraction(0)) * view.price(
         Token.ETH
     )
+    native_max = sum(
+        (Fraction(ps.native_fee_max_wei, 10**18) for ps in pricing.steps), Fraction(0)
+    ) * view.price(Token.ETH)
     exp_cost = input_usd - exp_usd + native_exp
     max_cost = input_usd - min_usd + native_max
     max_cost_bps = max_cost * 10_000 / input_usd
@@ -408,7 +415,9 @@ def quote_body(intent: QuoteIntent, pricing: RoutePricing, view: MarketView) -> 
         "version": view.version,
         "notes": list(view.notes),
         "label": (
-            "live market data" if view.live else f"modelled from the embedded market snapshot of {view.as_of}; not live"
+            "live market data"
+            if view.live
+            else f"modelled from the embedded market snapshot of {view.as_of}; not live"
         ),
     }
     return QuoteBody(
@@ -477,7 +486,9 @@ def _payload_sha256(body: QuoteBody, quote: dict[str, Any]) -> str:
                 k: (
                     body.encoded_substituted(k, lambda: substituted_payload(quote)["route"])
                     if k in _SUBSTITUTED_ROUTE_KEYS
-                    else body.encoded(v) if k in body.route_fields and v is body.route_fields[k] else v
+                    else body.encoded(v)
+                    if k in body.route_fields and v is body.route_fields[k]
+                    else v
                 )
                 for k, v in value.items()
             }

@@ -105,7 +105,12 @@ class Route:
         return len(self.steps) > 1
 
 
-_HUB_TOKEN = {Chain.SOLANA: Token.USDC, Chain.BASE: Token.USDC, Chain.ARBITRUM: Token.USDC, Chain.ROBINHOOD: Token.USDG}
+_HUB_TOKEN = {
+    Chain.SOLANA: Token.USDC,
+    Chain.BASE: Token.USDC,
+    Chain.ARBITRUM: Token.USDC,
+    Chain.ROBINHOOD: Token.USDG,
+}
 # The one venue that trades each non-hub endpoint against its chain's hub.
 _HUB_VENUE = {
     "solana:SOL": Provider.RAYDIUM_CLMM,
@@ -177,7 +182,8 @@ def build_route(src: Asset, dst: Asset) -> Route:
         raise ValueError("identity route")
     mode, legs, fee_index = _compose(src, dst)
     steps = tuple(
-        Step(index=i, provider=p, source=a, target=b, fee_step=(i == fee_index)) for i, (p, a, b) in enumerate(legs)
+        Step(index=i, provider=p, source=a, target=b, fee_step=(i == fee_index))
+        for i, (p, a, b) in enumerate(legs)
     )
     for prev, nxt in zip(steps, steps[1:], strict=False):
         if prev.target.key != nxt.source.key:

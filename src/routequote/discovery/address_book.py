@@ -50,35 +50,123 @@ _EVM_ROLES = {
 
 # Involved in routes but not called by a builder in this build.
 REFERENCE: tuple[Contract, ...] = (
-    Contract(Provider.CIRCLE_CCTP, Chain.BASE, "message_transmitter_v2", "0x81D40F21F12A8F0E3252Bccb954D722d4c464B64",
-             "issuer_docs", "destination mint: the caller's receiveMessage transaction"),
-    Contract(Provider.CIRCLE_CCTP, Chain.ARBITRUM, "message_transmitter_v2", "0x81D40F21F12A8F0E3252Bccb954D722d4c464B64",
-             "issuer_docs", "destination mint: the caller's receiveMessage transaction"),
-    Contract(Provider.CIRCLE_CCTP, Chain.SOLANA, "message_transmitter_v2", str(CCTP_MESSAGE_TRANSMITTER_V2),
-             "pinned_in_action_builder", "passed to the CCTP burn instruction; destination mint on Solana"),
-)  # fmt: skip
+    Contract(
+        Provider.CIRCLE_CCTP,
+        Chain.BASE,
+        "message_transmitter_v2",
+        "0x81D40F21F12A8F0E3252Bccb954D722d4c464B64",
+        "issuer_docs",
+        "destination mint: the caller's receiveMessage transaction",
+    ),
+    Contract(
+        Provider.CIRCLE_CCTP,
+        Chain.ARBITRUM,
+        "message_transmitter_v2",
+        "0x81D40F21F12A8F0E3252Bccb954D722d4c464B64",
+        "issuer_docs",
+        "destination mint: the caller's receiveMessage transaction",
+    ),
+    Contract(
+        Provider.CIRCLE_CCTP,
+        Chain.SOLANA,
+        "message_transmitter_v2",
+        str(CCTP_MESSAGE_TRANSMITTER_V2),
+        "pinned_in_action_builder",
+        "passed to the CCTP burn instruction; destination mint on Solana",
+    ),
+)
 
 # Solana swap venues: programs and pool accounts pinned in the swap builder. Their swaps are prepared only
 # from a live read of the pinned pool (tick arrays and, on Raydium, the observation come from that read).
 _LIVE_ONLY = "swap_v2 built only from a live read of this pool (ROUTEQUOTE_MARKET=live)"
 SOLANA_SWAPS: tuple[Contract, ...] = (
-    Contract(Provider.RAYDIUM_CLMM, Chain.SOLANA, "clmm_program", str(sw.RAYDIUM_CLMM_PROGRAM),
-             "pinned_in_action_builder", SOLANA_UNPINNED.get(Provider.RAYDIUM_CLMM) or _LIVE_ONLY),
-    Contract(Provider.ORCA_WHIRLPOOL, Chain.SOLANA, "whirlpool_program", str(sw.ORCA_WHIRLPOOL_PROGRAM),
-             "pinned_in_action_builder", SOLANA_UNPINNED.get(Provider.ORCA_WHIRLPOOL) or _LIVE_ONLY),
-    *(c for p in sw.RAYDIUM_POOLS.values() for c in (
-        Contract(Provider.RAYDIUM_CLMM, Chain.SOLANA, f"pool:{p.pool_id}", p.pool, "pinned_in_action_builder", _LIVE_ONLY),
-        Contract(Provider.RAYDIUM_CLMM, Chain.SOLANA, f"amm_config:{p.pool_id}", p.amm_config, "pinned_in_action_builder"),
-        Contract(Provider.RAYDIUM_CLMM, Chain.SOLANA, f"vault_0:{p.pool_id}", p.vault_0, "pinned_in_action_builder"),
-        Contract(Provider.RAYDIUM_CLMM, Chain.SOLANA, f"vault_1:{p.pool_id}", p.vault_1, "pinned_in_action_builder"),
-    )),
-    *(c for p in sw.ORCA_POOLS.values() for c in (
-        Contract(Provider.ORCA_WHIRLPOOL, Chain.SOLANA, f"pool:{p.pool_id}", p.whirlpool, "pinned_in_action_builder", _LIVE_ONLY),
-        Contract(Provider.ORCA_WHIRLPOOL, Chain.SOLANA, f"vault_a:{p.pool_id}", p.vault_a, "pinned_in_action_builder"),
-        Contract(Provider.ORCA_WHIRLPOOL, Chain.SOLANA, f"vault_b:{p.pool_id}", p.vault_b, "pinned_in_action_builder"),
-        Contract(Provider.ORCA_WHIRLPOOL, Chain.SOLANA, f"oracle:{p.pool_id}", p.oracle, "pinned_in_action_builder"),
-    )),
-)  # fmt: skip
+    Contract(
+        Provider.RAYDIUM_CLMM,
+        Chain.SOLANA,
+        "clmm_program",
+        str(sw.RAYDIUM_CLMM_PROGRAM),
+        "pinned_in_action_builder",
+        SOLANA_UNPINNED.get(Provider.RAYDIUM_CLMM) or _LIVE_ONLY,
+    ),
+    Contract(
+        Provider.ORCA_WHIRLPOOL,
+        Chain.SOLANA,
+        "whirlpool_program",
+        str(sw.ORCA_WHIRLPOOL_PROGRAM),
+        "pinned_in_action_builder",
+        SOLANA_UNPINNED.get(Provider.ORCA_WHIRLPOOL) or _LIVE_ONLY,
+    ),
+    *(
+        c
+        for p in sw.RAYDIUM_POOLS.values()
+        for c in (
+            Contract(
+                Provider.RAYDIUM_CLMM,
+                Chain.SOLANA,
+                f"pool:{p.pool_id}",
+                p.pool,
+                "pinned_in_action_builder",
+                _LIVE_ONLY,
+            ),
+            Contract(
+                Provider.RAYDIUM_CLMM,
+                Chain.SOLANA,
+                f"amm_config:{p.pool_id}",
+                p.amm_config,
+                "pinned_in_action_builder",
+            ),
+            Contract(
+                Provider.RAYDIUM_CLMM,
+                Chain.SOLANA,
+                f"vault_0:{p.pool_id}",
+                p.vault_0,
+                "pinned_in_action_builder",
+            ),
+            Contract(
+                Provider.RAYDIUM_CLMM,
+                Chain.SOLANA,
+                f"vault_1:{p.pool_id}",
+                p.vault_1,
+                "pinned_in_action_builder",
+            ),
+        )
+    ),
+    *(
+        c
+        for p in sw.ORCA_POOLS.values()
+        for c in (
+            Contract(
+                Provider.ORCA_WHIRLPOOL,
+                Chain.SOLANA,
+                f"pool:{p.pool_id}",
+                p.whirlpool,
+                "pinned_in_action_builder",
+                _LIVE_ONLY,
+            ),
+            Contract(
+                Provider.ORCA_WHIRLPOOL,
+                Chain.SOLANA,
+                f"vault_a:{p.pool_id}",
+                p.vault_a,
+                "pinned_in_action_builder",
+            ),
+            Contract(
+                Provider.ORCA_WHIRLPOOL,
+                Chain.SOLANA,
+                f"vault_b:{p.pool_id}",
+                p.vault_b,
+                "pinned_in_action_builder",
+            ),
+            Contract(
+                Provider.ORCA_WHIRLPOOL,
+                Chain.SOLANA,
+                f"oracle:{p.pool_id}",
+                p.oracle,
+                "pinned_in_action_builder",
+            ),
+        )
+    ),
+)
 
 
 def _used() -> set[tuple[Provider, Chain]]:
@@ -94,15 +182,26 @@ def contracts(deployments: Mapping[Chain, EvmDeployment] | None = None) -> list[
     for provider, chain in sorted(used, key=lambda pc: (pc[1].value, pc[0].value)):
         if chain is Chain.SOLANA:
             if provider is Provider.CIRCLE_CCTP:
-                out.append(Contract(provider, chain, "token_messenger_minter_v2", str(CCTP_TOKEN_MESSENGER_MINTER_V2),
-                                    "pinned_in_action_builder"))  # fmt: skip
+                out.append(
+                    Contract(
+                        provider,
+                        chain,
+                        "token_messenger_minter_v2",
+                        str(CCTP_TOKEN_MESSENGER_MINTER_V2),
+                        "pinned_in_action_builder",
+                    )
+                )
             continue
         dep = deps.get(chain)
         address = dep.contract(provider) if dep is not None else None
         if address is not None:
             out.append(Contract(provider, chain, _EVM_ROLES[provider], address, "pinned_in_action_builder"))
         else:
-            reason = dep.unpinned_reasons.get(provider.value) if dep is not None else "no deployment for the chain"
-            out.append(Contract(provider, chain, _EVM_ROLES.get(provider, "contract"), None, "not_pinned", reason))
+            reason = (
+                dep.unpinned_reasons.get(provider.value) if dep is not None else "no deployment for the chain"
+            )
+            out.append(
+                Contract(provider, chain, _EVM_ROLES.get(provider, "contract"), None, "not_pinned", reason)
+            )
     reference = [c for c in REFERENCE if (c.provider, c.chain) in used or c.role == "message_transmitter_v2"]
     return out + reference + [c for c in SOLANA_SWAPS if (c.provider, c.chain) in used]

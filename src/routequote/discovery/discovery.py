@@ -63,10 +63,16 @@ ECONOMICS_MIN_AGE_SECONDS = 60.0
 DOCUMENTS: dict[str, tuple[str, str]] = {
     MANIFEST_PATH: ("application/json", "Signed release manifest (Ed25519 over canonical JSON)"),
     PUBLIC_KEY_PATH: ("application/x-pem-file", "Manifest signing public key (SPKI PEM)"),
-    SAFETY_PATH: ("application/json", "Safety-evidence document: claims, evidence, known limitations, verifier rules"),
+    SAFETY_PATH: (
+        "application/json",
+        "Safety-evidence document: claims, evidence, known limitations, verifier rules",
+    ),
     INDEX_PATH: ("application/json", "API index: every surface and document of this instance"),
     EVALUATION_PATH: ("application/json", "How an agent should evaluate this service before using it"),
-    ECONOMICS_PATH: ("application/json", "Route economics: modelled cost per route at USD 1/50/250/1000 (advisory)"),
+    ECONOMICS_PATH: (
+        "application/json",
+        "Route economics: modelled cost per route at USD 1/50/250/1000 (advisory)",
+    ),
     LLMS_PATH: ("text/plain", "llms.txt: a short agent-readable guide with links"),
     EVIDENCE_PATH: ("application/json", "Evidence: market data source and time, build, route registry hash"),
     TERMS_PATH: ("text/markdown", "Terms of use"),
@@ -82,7 +88,9 @@ def release_commit(settings: Settings) -> tuple[str | None, str]:
     """(40-hex commit or None, where it came from)."""
     configured = settings.release_commit.strip().lower()
     if configured:
-        return (configured, "configuration") if _HEX40.fullmatch(configured) else (None, "configuration_invalid")
+        return (
+            (configured, "configuration") if _HEX40.fullmatch(configured) else (None, "configuration_invalid")
+        )
     try:
         out = subprocess.run(
             ["git", "rev-parse", "HEAD"],
@@ -102,7 +110,9 @@ def source_fingerprint() -> str:
     """sha256 over the package's Python sources and data (sorted relative paths and contents)."""
     root = Path(str(resources.files("routequote")))
     digest = hashlib.sha256()
-    for path in sorted(p for p in root.rglob("*") if p.suffix in (".py", ".json") and "__pycache__" not in p.parts):
+    for path in sorted(
+        p for p in root.rglob("*") if p.suffix in (".py", ".json") and "__pycache__" not in p.parts
+    ):
         digest.update(path.relative_to(root).as_posix().encode() + b"\0")
         digest.update(hashlib.sha256(path.read_bytes()).digest())
     return digest.hexdigest()
@@ -188,12 +198,21 @@ class Discovery:
             if not path:
                 continue
             entry = out.setdefault(
-                path, {"path": path, "url": self.url(path), "methods": set(), "surface": _surface(path), "summary": ""}
+                path,
+                {
+                    "path": path,
+                    "url": self.url(path),
+                    "methods": set(),
+                    "surface": _surface(path),
+                    "summary": "",
+                },
             )
             entry["methods"] |= set(getattr(r, "methods", None) or ()) - {"HEAD"}
             if not entry["summary"]:
                 endpoint = getattr(r, "endpoint", None)
-                paragraph = " ".join((getattr(endpoint, "__doc__", None) or "").strip().split("\n\n")[0].split())
+                paragraph = " ".join(
+                    (getattr(endpoint, "__doc__", None) or "").strip().split("\n\n")[0].split()
+                )
                 doc = paragraph.split(". ")[0].rstrip(".") + "." if paragraph else ""
                 entry["summary"] = getattr(r, "summary", None) or doc
             if isinstance(getattr(r, "original_route", r), Mount):
@@ -210,7 +229,9 @@ class Discovery:
     def _endpoints_by_surface(self) -> dict[str, list[dict[str, Any]]]:
         grouped: dict[str, list[dict[str, Any]]] = {}
         for e in self.endpoints():
-            grouped.setdefault(e["surface"], []).append({"path": e["path"], "methods": e["methods"], "url": e["url"]})
+            grouped.setdefault(e["surface"], []).append(
+                {"path": e["path"], "methods": e["methods"], "url": e["url"]}
+            )
         return grouped
 
     def _has(self, prefix: str) -> bool:
@@ -336,8 +357,19 @@ class Discovery:
             )
         unpinned = sorted(pid for pid, p in view.pools.items() if not p.address)
         if unpinned:
-            out.append({"id": "pool_accounts_not_pinned", "text": "no pool account pinned for: " + ", ".join(unpinned)})
-        third = sorted({f"{c.provider.value}:{c.chain.value}:{c.role}" for c in self.contracts if c.basis == "third_party"})
+            out.append(
+                {
+                    "id": "pool_accounts_not_pinned",
+                    "text": "no pool account pinned for: " + ", ".join(unpinned),
+                }
+            )
+        third = sorted(
+            {
+                f"{c.provider.value}:{c.chain.value}:{c.role}"
+                for c in self.contracts
+                if c.basis == "third_party"
+            }
+        )
         if third:
             out.append(
                 {
@@ -345,7 +377,9 @@ class Discovery:
                     "text": "addresses taken from third-party sources; check on chain: " + ", ".join(third),
                 }
             )
-        missing = sorted(f"{c.provider.value}:{c.chain.value}:{c.role}" for c in self.contracts if c.address is None)
+        missing = sorted(
+            f"{c.provider.value}:{c.chain.value}:{c.role}" for c in self.contracts if c.address is None
+        )
         if missing:
             out.append({"id": "programs_not_pinned", "text": "no address pinned for: " + ", ".join(missing)})
         if view.oft.delivery_seconds is None:
@@ -448,7 +482,9 @@ class Discovery:
                 "route_registry": {
                     "route_count": len(ROUTES),
                     "sha256": canonical_sha256(route_table),
-                    "sha256_spec": "sha256 of " + CANONICAL_JSON_SPEC + " of [{route, providers, fee_step_index}]",
+                    "sha256_spec": "sha256 of "
+                    + CANONICAL_JSON_SPEC
+                    + " of [{route, providers, fee_step_index}]",
                 },
                 "signing_key": self.signing_key_facts(),
                 "public_urls": {
@@ -511,7 +547,11 @@ class Discovery:
             "release_commit": self.commit,
             "issued_at": iso_seconds(issued_at),
             "valid_until": iso_seconds(issued_at + timedelta(seconds=self.settings.manifest_valid_seconds)),
-            "market": {"source": view.source, "live": view.live, "data_as_of": None if view.live else view.as_of},
+            "market": {
+                "source": view.source,
+                "live": view.live,
+                "data_as_of": None if view.live else view.as_of,
+            },
             "signing_key": self.signing_key_facts(),
             "safety_bundle": {
                 "schema": SAFETY_SCHEMA,
@@ -543,7 +583,9 @@ class Discovery:
         async with self._economics_lock:
             now = self.clock.monotonic()
             cached = self._economics
-            if cached is None or (cached[0] != view.version and now - self._economics_at >= ECONOMICS_MIN_AGE_SECONDS):
+            if cached is None or (
+                cached[0] != view.version and now - self._economics_at >= ECONOMICS_MIN_AGE_SECONDS
+            ):
                 doc = await asyncio.to_thread(route_economics, view)
                 self._economics = (view.version, doc)
                 self._economics_at = now

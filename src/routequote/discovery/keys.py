@@ -97,13 +97,17 @@ def write_private_key(path: Path, key: Ed25519PrivateKey) -> None:
 
 def load_signing_key(settings: Settings) -> SigningKey:
     if settings.signing_key.strip():
-        return SigningKey(parse_private_key(settings.signing_key.strip(), "ROUTEQUOTE_SIGNING_KEY"), "environment")
+        return SigningKey(
+            parse_private_key(settings.signing_key.strip(), "ROUTEQUOTE_SIGNING_KEY"), "environment"
+        )
     if settings.signing_key_path:
         path = Path(settings.signing_key_path)
         try:
             text = path.read_bytes()
         except OSError as exc:
-            raise SigningKeyError(f"ROUTEQUOTE_SIGNING_KEY_PATH: cannot read {path} ({exc.strerror})") from None
+            raise SigningKeyError(
+                f"ROUTEQUOTE_SIGNING_KEY_PATH: cannot read {path} ({exc.strerror})"
+            ) from None
         return SigningKey(parse_private_key(text, "ROUTEQUOTE_SIGNING_KEY_PATH"), "file")
     log = structlog.get_logger()
     if settings.dev_signing_key_path:
@@ -116,7 +120,9 @@ def load_signing_key(settings: Settings) -> SigningKey:
                 write_private_key(path, key)
             except FileExistsError:  # another worker generated it first: use theirs
                 return SigningKey(parse_private_key(path.read_bytes(), str(path)), "development_file")
-            log.warning("development_signing_key_generated", path=str(path), key_id=key_id_for(key.public_key()))
+            log.warning(
+                "development_signing_key_generated", path=str(path), key_id=key_id_for(key.public_key())
+            )
             return SigningKey(key, "development_file")
         except (OSError, SigningKeyError) as exc:
             log.warning("development_signing_key_not_persisted", path=str(path), error=str(exc))

@@ -18,7 +18,9 @@ class FailingMarket:
     async def view(self) -> MarketView:
         if self.mode == "busy":
             raise CapacityBusy("market_source_saturated", "market source is saturated", retry_after_seconds=2)
-        raise UpstreamUnavailable("market_source_unavailable", "market source is failing", retry_after_seconds=10)
+        raise UpstreamUnavailable(
+            "market_source_unavailable", "market source is failing", retry_after_seconds=10
+        )
 
     def health(self) -> list[SourceHealth]:
         return [SourceHealth(name="failing", ok=False, reason=f"market source {self.mode}")]

@@ -68,7 +68,9 @@ def _is_rate_limit(err: dict[str, Any]) -> bool:
 class JsonRpcClient:
     """JSON-RPC over HTTP POST. `client` is shared (connection pooling); `timeout` bounds each POST."""
 
-    def __init__(self, url: str, client: httpx.AsyncClient, *, timeout: float = 1.5, max_batch: int = 1000) -> None:
+    def __init__(
+        self, url: str, client: httpx.AsyncClient, *, timeout: float = 1.5, max_batch: int = 1000
+    ) -> None:
         self.url = url
         self.client = client
         self.timeout = timeout
@@ -116,10 +118,18 @@ class JsonRpcClient:
 
     async def call(self, method: str, params: Sequence[Any] | dict[str, Any] = ()) -> Any:
         rid = next(self._ids)
-        body = await self._post({"jsonrpc": "2.0", "id": rid, "method": method, "params": list(params)
-                                 if not isinstance(params, dict) else params})
+        body = await self._post(
+            {
+                "jsonrpc": "2.0",
+                "id": rid,
+                "method": method,
+                "params": list(params) if not isinstance(params, dict) else params,
+            }
+        )
         if isinstance(body, dict) and body.get("id") not in (rid, None):
-            raise RpcProtocolError(f"{method}: response id {body.get('id')!r} does not match request id {rid}")
+            raise RpcProtocolError(
+                f"{method}: response id {body.get('id')!r} does not match request id {rid}"
+            )
         return self._result(method, body)
 
     async def batch(
@@ -140,7 +150,9 @@ class JsonRpcClient:
             out.extend(await self._batch_chunk(chunk, return_exceptions))
         return out
 
-    async def _singles(self, calls: Sequence[tuple[str, Sequence[Any]]], return_exceptions: bool) -> list[Any]:
+    async def _singles(
+        self, calls: Sequence[tuple[str, Sequence[Any]]], return_exceptions: bool
+    ) -> list[Any]:
         async def one(method: str, params: Sequence[Any]) -> Any:
             try:
                 return await self.call(method, params)
@@ -151,10 +163,13 @@ class JsonRpcClient:
 
         return list(await asyncio.gather(*(one(m, p) for m, p in calls)))
 
-    async def _batch_chunk(self, calls: Sequence[tuple[str, Sequence[Any]]], return_exceptions: bool) -> list[Any]:
+    async def _batch_chunk(
+        self, calls: Sequence[tuple[str, Sequence[Any]]], return_exceptions: bool
+    ) -> list[Any]:
         ids = [next(self._ids) for _ in calls]
         payload = [
-            {"jsonrpc": "2.0", "id": rid, "method": m, "params": list(p)} for rid, (m, p) in zip(ids, calls, strict=True)
+            {"jsonrpc": "2.0", "id": rid, "method": m, "params": list(p)}
+            for rid, (m, p) in zip(ids, calls, strict=True)
         ]
         try:
             body = await self._post(payload)

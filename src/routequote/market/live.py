@@ -230,7 +230,9 @@ class LiveMarket:
             rpc = rpcs[chain]
             if rpc is None:
                 for c in comps:
-                    self.static_unavailable[c] = f"not_configured: no RPC URL for {chain.value} (ROUTEQUOTE_RPC_URL_{chain.value.upper()})"
+                    self.static_unavailable[c] = (
+                        f"not_configured: no RPC URL for {chain.value} (ROUTEQUOTE_RPC_URL_{chain.value.upper()})"
+                    )
                 continue
             src = UniswapV3PoolsSource(chain, rpc, specs)
             out.append(LiveSource(f"evm_pools:{chain.value}", comps, src.fetch, cfg.pool_max_age_seconds))
@@ -245,18 +247,30 @@ class LiveMarket:
                 )
                 continue
             sol_specs.append(
-                SolanaPoolSpec(p.pool_id, p.venue, addr, p.token0, p.token1, self._hint(p.pool_id), **_pinned(p.pool_id, addr))  # type: ignore[arg-type]
+                SolanaPoolSpec(
+                    p.pool_id,
+                    p.venue,
+                    addr,
+                    p.token0,
+                    p.token1,
+                    self._hint(p.pool_id),
+                    **_pinned(p.pool_id, addr),
+                )  # type: ignore[arg-type]
             )
         if sol_specs and rpcs[Chain.SOLANA] is not None:
             sol_rpc = rpcs[Chain.SOLANA]
             assert sol_rpc is not None
             sol = SolanaClmmSource(sol_rpc, sol_specs)
             out.append(
-                LiveSource("solana_pools", tuple(s.pool_id for s in sol_specs), sol.fetch, cfg.pool_max_age_seconds)
+                LiveSource(
+                    "solana_pools", tuple(s.pool_id for s in sol_specs), sol.fetch, cfg.pool_max_age_seconds
+                )
             )
         elif sol_specs:
             for s in sol_specs:
-                self.static_unavailable[s.pool_id] = "not_configured: no RPC URL for solana (ROUTEQUOTE_RPC_URL_SOLANA)"
+                self.static_unavailable[s.pool_id] = (
+                    "not_configured: no RPC URL for solana (ROUTEQUOTE_RPC_URL_SOLANA)"
+                )
         pairs = sorted(
             {
                 (CHAINS[s.source.chain].cctp_domain, CHAINS[s.target.chain].cctp_domain)
@@ -265,20 +279,32 @@ class LiveMarket:
                 if s.provider is Provider.CIRCLE_CCTP
             }
         )
-        iris = IrisFeesSource(self.http(), cfg.iris_url, [(int(a or 0), int(b or 0)) for a, b in pairs], cfg.timeout_seconds)
-        out.append(LiveSource("circle_iris", (Provider.CIRCLE_CCTP.value,), iris.fetch, cfg.fee_max_age_seconds))
+        iris = IrisFeesSource(
+            self.http(), cfg.iris_url, [(int(a or 0), int(b or 0)) for a, b in pairs], cfg.timeout_seconds
+        )
+        out.append(
+            LiveSource("circle_iris", (Provider.CIRCLE_CCTP.value,), iris.fetch, cfg.fee_max_age_seconds)
+        )
         usdg = ASSETS["robinhood:USDG"].address or ""
         across_routes = [
-            AcrossRoute(CHAINS[c].chain_id or 0, ASSETS[f"{c.value}:USDC"].address or "", usdg,
-                        CHAINS[Chain.ROBINHOOD].chain_id or 0)
+            AcrossRoute(
+                CHAINS[c].chain_id or 0,
+                ASSETS[f"{c.value}:USDC"].address or "",
+                usdg,
+                CHAINS[Chain.ROBINHOOD].chain_id or 0,
+            )
             for c in (Chain.BASE, Chain.ARBITRUM)
         ]
-        across = AcrossFeesSource(self.http(), cfg.across_url, across_routes, cfg.across_amount_base, cfg.timeout_seconds)
+        across = AcrossFeesSource(
+            self.http(), cfg.across_url, across_routes, cfg.across_amount_base, cfg.timeout_seconds
+        )
         out.append(LiveSource("across", (Provider.ACROSS.value,), across.fetch, cfg.fee_max_age_seconds))
         rh = rpcs[Chain.ROBINHOOD]
         if rh is not None:
             oft = OftQuoteSource(rh, USDG_OFT_ROBINHOOD, LZ_EID_SOLANA, 1_000_000_000)
-            out.append(LiveSource("layerzero_oft", (Provider.PAXOS_OFT.value,), oft.fetch, cfg.pool_max_age_seconds))
+            out.append(
+                LiveSource("layerzero_oft", (Provider.PAXOS_OFT.value,), oft.fetch, cfg.pool_max_age_seconds)
+            )
         else:
             self.static_unavailable[Provider.PAXOS_OFT.value] = "not_configured: no RPC URL for robinhood"
         for chain, feeds in CHAINLINK_FEEDS.items():
@@ -286,7 +312,9 @@ class LiveMarket:
             rpc = rpcs[chain]
             if rpc is None:
                 for c in comps:
-                    self.static_unavailable[c] = f"not_configured: no RPC URL for {chain.value} (Chainlink feed)"
+                    self.static_unavailable[c] = (
+                        f"not_configured: no RPC URL for {chain.value} (Chainlink feed)"
+                    )
                 continue
             cl = ChainlinkSource(rpc, feeds)
             out.append(LiveSource(f"chainlink:{chain.value}", comps, cl.fetch, cfg.price_max_age_seconds))
@@ -360,7 +388,10 @@ class LiveMarket:
                         f"data is {age:.0f} s old (time {_iso(as_of)}), more than the {src.max_age_seconds:g} s allowed",
                     )
                 if key is not None and src.key is not None and key < src.key:
-                    raise _Failure(StaleSourceData.kind, f"answered from block/slot {key}, older than {src.key} already seen")
+                    raise _Failure(
+                        StaleSourceData.kind,
+                        f"answered from block/slot {key}, older than {src.key} already seen",
+                    )
             except _Failure as f:
                 src.failures += 1
                 src.reading = None
@@ -394,7 +425,9 @@ class LiveMarket:
 
     async def view(self) -> MarketView:
         await self.refresh()
-        stamp = tuple((s.name, s.fetched_at if s.reading is not None else None, s.error) for s in self.sources)
+        stamp = tuple(
+            (s.name, s.fetched_at if s.reading is not None else None, s.error) for s in self.sources
+        )
         if self._view is None or stamp != self._view_stamp:
             self._view = self._compose()
             self._view_stamp = stamp
@@ -414,7 +447,9 @@ class LiveMarket:
         cctp_fees: dict[int, int] | None = None
         across: AcrossFees | None = None
         oft: OftFee | None = None
-        notes: list[str] = ["Live market data: every number below was read from its source at the time stated."]
+        notes: list[str] = [
+            "Live market data: every number below was read from its source at the time stated."
+        ]
         times: list[float] = []
         for src in self.sources:
             r = src.reading
@@ -423,7 +458,9 @@ class LiveMarket:
                     unavailable[c] = self._reason(src) if src.error else f"not_fetched: {src.name}"
                 continue
             if src.as_of_unix is not None and isinstance(r, (EvmPoolsState, SolanaPoolsState, OftFee)):
-                times.append(src.as_of_unix)  # as_of: the oldest block / slot read (feed update times are not)
+                times.append(
+                    src.as_of_unix
+                )  # as_of: the oldest block / slot read (feed update times are not)
             if isinstance(r, EvmPoolsState):
                 pools.update(r.pools)
                 notes.append(f"{src.name}: block {r.block.number} ({_iso(r.block.timestamp)})")
@@ -440,7 +477,9 @@ class LiveMarket:
                 oft = r
                 notes.append(f"{src.name}: quoteSend at block {r.block_number}")
             elif isinstance(r, FeedPrices):
-                prices.update({t: v for t, v in r.prices_usd_e8.items() if f"price:{t.value}" in src.components})
+                prices.update(
+                    {t: v for t, v in r.prices_usd_e8.items() if f"price:{t.value}" in src.components}
+                )
                 notes.append(f"{src.name}: prices as of {_iso(r.as_of_unix)}")
         fallback_used: list[str] = []
         if self.config.fallback == "embedded":
@@ -448,7 +487,9 @@ class LiveMarket:
                 if comp in snap.pools:
                     pools[comp] = snap.pools[comp]
                 elif comp.startswith("price:"):
-                    prices[Token(comp.removeprefix("price:"))] = snap.prices_usd_e8[Token(comp.removeprefix("price:"))]
+                    prices[Token(comp.removeprefix("price:"))] = snap.prices_usd_e8[
+                        Token(comp.removeprefix("price:"))
+                    ]
                 elif comp == Provider.CIRCLE_CCTP.value:
                     cctp_fees = dict(snap.cctp.fast_fee_bps_milli)
                 elif comp == Provider.ACROSS.value:
@@ -483,20 +524,24 @@ class LiveMarket:
             if across is not None
             else snap.across
         )
-        oft_model = (
-            replace(snap.oft, native_fee_wei=oft.native_fee_wei) if oft is not None else snap.oft
-        )
+        oft_model = replace(snap.oft, native_fee_wei=oft.native_fee_wei) if oft is not None else snap.oft
         numbers = {
             "pools": [pool_document(p) for _, p in sorted(pools.items())],
             "prices": {t.value: str(v) for t, v in sorted(prices.items())},
             "cctp": {str(k): v for k, v in sorted(cctp.fast_fee_bps_milli.items())},
-            "across": [across_model.lp_fee_ppm, across_model.relayer_capital_fee_ppm,
-                       str(across_model.relayer_gas_fee_base), across_model.fill_seconds],
+            "across": [
+                across_model.lp_fee_ppm,
+                across_model.relayer_capital_fee_ppm,
+                str(across_model.relayer_gas_fee_base),
+                across_model.fill_seconds,
+            ],
             "oft": str(oft_model.native_fee_wei),
             "unavailable": dict(sorted(unavailable.items())),
             "fallback": fallback_used,
         }
-        digest = hashlib.sha256(json.dumps(numbers, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+        digest = hashlib.sha256(
+            json.dumps(numbers, sort_keys=True, separators=(",", ":")).encode()
+        ).hexdigest()
         as_of = _iso(min(times)) if times else self.clock.now().isoformat().replace("+00:00", "Z")
         return MarketView(
             source="live+embedded_fallback" if fallback_used else "live",
@@ -529,7 +574,9 @@ class LiveMarket:
         ]
         for comp, reason in sorted(self.static_unavailable.items()):
             if self.config.fallback != "embedded":
-                out.append(SourceHealth(name=f"unconfigured:{comp}", ok=False, reason=reason, components=(comp,)))
+                out.append(
+                    SourceHealth(name=f"unconfigured:{comp}", ok=False, reason=reason, components=(comp,))
+                )
         return out
 
     def source_stats(self) -> list[dict[str, Any]]:

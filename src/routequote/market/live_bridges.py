@@ -51,7 +51,9 @@ async def get_json(client: httpx.AsyncClient, url: str, params: Any, timeout: fl
     except httpx.TimeoutException as exc:
         raise RpcTimeout(f"no answer from {httpx.URL(url).host} within {timeout:g} s") from exc
     except httpx.HTTPError as exc:
-        raise RpcTransportError(f"transport error talking to {httpx.URL(url).host}: {type(exc).__name__}") from exc
+        raise RpcTransportError(
+            f"transport error talking to {httpx.URL(url).host}: {type(exc).__name__}"
+        ) from exc
     if resp.status_code == 429:
         raise RpcRateLimited(f"{httpx.URL(url).host} rate-limited the request (HTTP 429)")
     if resp.status_code >= 500:
@@ -64,7 +66,9 @@ async def get_json(client: httpx.AsyncClient, url: str, params: Any, timeout: fl
                 detail = str(body.get("message") or body.get("error") or "")[:160]
         except ValueError:
             pass
-        raise SourceDataError(f"{httpx.URL(url).host} answered HTTP {resp.status_code}{': ' + detail if detail else ''}")
+        raise SourceDataError(
+            f"{httpx.URL(url).host} answered HTTP {resp.status_code}{': ' + detail if detail else ''}"
+        )
     try:
         return json.loads(resp.content, parse_float=Decimal)
     except ValueError as exc:
@@ -105,7 +109,9 @@ class IrisFeesSource:
 
         docs = await asyncio.gather(
             *(
-                get_json(self.client, f"{self.base_url.rstrip('/')}/v2/burn/USDC/fees/{s}/{d}", None, self.timeout)
+                get_json(
+                    self.client, f"{self.base_url.rstrip('/')}/v2/burn/USDC/fees/{s}/{d}", None, self.timeout
+                )
                 for s, d in self.pairs
             )
         )
@@ -118,7 +124,11 @@ class IrisFeesSource:
     def fast_fee_bps_milli(doc: Any, src: int, dst: int) -> int:
         if not isinstance(doc, list):
             raise SourceDataError(f"Iris fees {src}->{dst}: expected a JSON array")
-        fast = [e for e in doc if isinstance(e, dict) and _int(e.get("finalityThreshold"), "finalityThreshold") <= 1000]
+        fast = [
+            e
+            for e in doc
+            if isinstance(e, dict) and _int(e.get("finalityThreshold"), "finalityThreshold") <= 1000
+        ]
         if not fast:
             raise SourceDataError(f"Iris fees {src}->{dst}: no fast-transfer (finalityThreshold 1000) entry")
         fee = fast[0].get("minimumFee")
@@ -250,13 +260,24 @@ class OftQuoteSource:
     extra_options: bytes = b""  # the OApp's enforced options apply
 
     def calldata(self) -> str:
-        send_param = (self.dst_eid, self.recipient32, self.amount_ld, self.amount_ld, self.extra_options, b"", b"")
+        send_param = (
+            self.dst_eid,
+            self.recipient32,
+            self.amount_ld,
+            self.amount_ld,
+            self.extra_options,
+            b"",
+            b"",
+        )
         args = encode(["(uint32,bytes32,uint256,uint256,bytes,bytes,bytes)", "bool"], [send_param, False])
         return SEL_QUOTE_SEND + args.hex()
 
     async def fetch(self) -> OftFee:
         head, res = await self.rpc.batch(
-            [("eth_getBlockByNumber", ["latest", False]), eth_call(self.oft_address, self.calldata(), "latest")],
+            [
+                ("eth_getBlockByNumber", ["latest", False]),
+                eth_call(self.oft_address, self.calldata(), "latest"),
+            ],
             return_exceptions=True,
         )
         block = parse_block(head)
@@ -296,7 +317,10 @@ class ChainlinkSource:
         tokens = list(self.feeds)
         calls = [("eth_getBlockByNumber", ["latest", False])]
         for t in tokens:
-            calls += [eth_call(self.feeds[t], SEL_DECIMALS, "latest"), eth_call(self.feeds[t], SEL_LATEST_ROUND_DATA, "latest")]
+            calls += [
+                eth_call(self.feeds[t], SEL_DECIMALS, "latest"),
+                eth_call(self.feeds[t], SEL_LATEST_ROUND_DATA, "latest"),
+            ]
         res = await self.rpc.batch(calls, return_exceptions=True)
         block = parse_block(res[0])
         prices: dict[Token, int] = {}
@@ -311,7 +335,9 @@ class ChainlinkSource:
                 ["uint80", "int256", "uint256", "uint256", "uint80"], round_r, f"Chainlink {t.value}/USD"
             )
             if answer <= 0 or updated == 0:
-                raise SourceDataError(f"Chainlink {t.value}/USD: answer {answer} / updatedAt {updated} is not valid")
+                raise SourceDataError(
+                    f"Chainlink {t.value}/USD: answer {answer} / updatedAt {updated} is not valid"
+                )
             prices[t] = to_e8(int(answer), int(dec))
             oldest = min(oldest, int(updated))
         return FeedPrices(prices, oldest, block.number)
@@ -347,7 +373,9 @@ class PythHermesSource:
     def parse(doc: Any, tokens: Sequence[Token]) -> FeedPrices:
         if not isinstance(doc, dict) or not isinstance(doc.get("parsed"), list):
             raise SourceDataError("Pyth Hermes: response lacks the parsed price list")
-        by_id = {str(p.get("id", "")).lower().removeprefix("0x"): p for p in doc["parsed"] if isinstance(p, dict)}
+        by_id = {
+            str(p.get("id", "")).lower().removeprefix("0x"): p for p in doc["parsed"] if isinstance(p, dict)
+        }
         prices: dict[Token, int] = {}
         oldest: int | None = None
         for t in tokens:

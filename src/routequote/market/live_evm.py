@@ -136,7 +136,9 @@ class EvmPoolSpec:
     token0: str  # asset key of the pool's token0
     token1: str
     token0_address: str | None = None  # when set, token0() must equal it
-    hint: tuple[int, int] | None = None  # (tick, tick spacing) expected on a cold start, e.g. from the snapshot
+    hint: tuple[int, int] | None = (
+        None  # (tick, tick spacing) expected on a cold start, e.g. from the snapshot
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -305,7 +307,9 @@ class UniswapV3PoolsSource:
             (spacing,) = abi_decode(["int24"], chunk[2], "tickSpacing")
             (fee,) = abi_decode(["uint24"], chunk[3], "fee")
             (token0,) = abi_decode(["address"], chunk[4], "token0")
-            if spec.token0_address and to_checksum_address(token0) != to_checksum_address(spec.token0_address):
+            if spec.token0_address and to_checksum_address(token0) != to_checksum_address(
+                spec.token0_address
+            ):
                 raise SourceDataError(f"{spec.pool_id}: token0() is {token0}, expected {spec.token0_address}")
             if spacing <= 0:
                 raise SourceDataError(f"{spec.pool_id}: tickSpacing {spacing} is not positive")

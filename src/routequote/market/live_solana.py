@@ -248,7 +248,9 @@ def _raydium_array_initialized(pool: DecodedPool, start: int, has_ticks: bool, w
     if bit is None:
         return has_ticks
     if bit and not has_ticks:
-        raise SourceDataError(f"{what}: the pool bitmap marks tick array {start} initialized but it has no initialized tick")
+        raise SourceDataError(
+            f"{what}: the pool bitmap marks tick array {start} initialized but it has no initialized tick"
+        )
     return bit
 
 
@@ -259,8 +261,12 @@ class SolanaPoolSpec:
     address: str
     token0: str  # asset key of mint A (Orca) / token_mint_0 (Raydium)
     token1: str
-    hint: tuple[int, int] | None = None  # (tick, tick spacing) expected on a cold start, e.g. from the snapshot
-    amm_config: str | None = None  # Raydium: the pool's AmmConfig account, if known (checked against the pool)
+    hint: tuple[int, int] | None = (
+        None  # (tick, tick spacing) expected on a cold start, e.g. from the snapshot
+    )
+    amm_config: str | None = (
+        None  # Raydium: the pool's AmmConfig account, if known (checked against the pool)
+    )
     # pinned accounts the pool account must name (Raydium: amm_config, vault_0, vault_1) and its pinned tick
     # spacing; a mismatch refuses the read
     pinned: tuple[tuple[str, str], ...] = ()
@@ -315,7 +321,9 @@ class SolanaClmmSource:
         if not isinstance(values, list) or len(values) != len(keys):
             raise SourceDataError("getMultipleAccounts: value is not one entry per requested account")
         if slot < self.last_slot:
-            raise StaleSourceData(f"getMultipleAccounts answered at slot {slot}, older than slot {self.last_slot}")
+            raise StaleSourceData(
+                f"getMultipleAccounts answered at slot {slot}, older than slot {self.last_slot}"
+            )
         return slot, values
 
     def _decode_pool(self, spec: SolanaPoolSpec, value: Any) -> DecodedPool:
@@ -350,10 +358,16 @@ class SolanaClmmSource:
 
     async def fetch(self) -> SolanaPoolsState:
         trips0 = self.rpc.round_trips
-        for s in self.specs:  # a hinted pool starts with a guessed window: cold reads take one call when right
+        for (
+            s
+        ) in self.specs:  # a hinted pool starts with a guessed window: cold reads take one call when right
             if s.amm_config and s.pool_id not in self._configs:
                 self._configs[s.pool_id] = s.amm_config
-            if s.hint and s.pool_id not in self._centers and (s.venue != "raydium_clmm" or s.pool_id in self._configs):
+            if (
+                s.hint
+                and s.pool_id not in self._centers
+                and (s.venue != "raydium_clmm" or s.pool_id in self._configs)
+            ):
                 self._centers[s.pool_id] = tick_array_start(s.venue, s.hint[0], s.hint[1])
                 self._spacings[s.pool_id] = s.hint[1]
         if any(s.pool_id not in self._centers for s in self.specs) or any(
@@ -398,7 +412,9 @@ class SolanaClmmSource:
                 center = self._centers[spec.pool_id]
                 now_start = tick_array_start(spec.venue, p.tick_current, p.tick_spacing)
                 span = tick_array_span(spec.venue, p.tick_spacing)
-                if used_spacing != p.tick_spacing or abs(now_start - center) > span * max(0, self.arrays_each_side - 1):
+                if used_spacing != p.tick_spacing or abs(now_start - center) > span * max(
+                    0, self.arrays_each_side - 1
+                ):
                     self._centers[spec.pool_id] = now_start
                     moved = True
                 if cfg_idx >= 0 and p.amm_config and p.amm_config != self._configs[spec.pool_id]:
@@ -430,7 +446,9 @@ class SolanaClmmSource:
                     else:
                         got_start, found = decode_raydium_tick_array(data)
                     if got_start != start:
-                        raise SourceDataError(f"{spec.pool_id}: tick array at {start} says it starts at {got_start}")
+                        raise SourceDataError(
+                            f"{spec.pool_id}: tick array at {start} says it starts at {got_start}"
+                        )
                     if _raydium_array_initialized(p, start, bool(found), spec.pool_id):
                         initialized.append(start)
                     for t, net in found:
@@ -452,17 +470,30 @@ class SolanaClmmSource:
                 accounts: dict[str, str] = {}
                 if spec.venue == "raydium_clmm":
                     assert p.amm_config and p.vault0 and p.vault1 and p.observation
-                    accounts = {"amm_config": p.amm_config, "vault_0": p.vault0, "vault_1": p.vault1,
-                                "observation": p.observation}  # fmt: skip
-                    ext = _account_bytes(values[ext_idx[spec.pool_id]], f"{spec.pool_id} tick array bitmap extension")
+                    accounts = {
+                        "amm_config": p.amm_config,
+                        "vault_0": p.vault0,
+                        "vault_1": p.vault1,
+                        "observation": p.observation,
+                    }
+                    ext = _account_bytes(
+                        values[ext_idx[spec.pool_id]], f"{spec.pool_id} tick array bitmap extension"
+                    )
                     if ext is not None:
                         if ext[:8] != D_RAY_BITMAP_EXTENSION:
-                            raise SourceDataError(f"{spec.pool_id}: the bitmap extension PDA holds another account type")
+                            raise SourceDataError(
+                                f"{spec.pool_id}: the bitmap extension PDA holds another account type"
+                            )
                         accounts["tick_array_bitmap_extension"] = keys[ext_idx[spec.pool_id]]
                 pools[spec.pool_id] = PoolState(
-                    spec.pool_id, spec.address, spec.token0, spec.token1, clmm,
-                    accounts=accounts, initialized_tick_arrays=tuple(sorted(initialized)),
-                )  # fmt: skip
+                    spec.pool_id,
+                    spec.address,
+                    spec.token0,
+                    spec.token1,
+                    clmm,
+                    accounts=accounts,
+                    initialized_tick_arrays=tuple(sorted(initialized)),
+                )
             if not moved:
                 self.last_slot = slot
                 return SolanaPoolsState(slot, pools, self.rpc.round_trips - trips0)

@@ -59,8 +59,14 @@ def apply_view(old_doc: dict[str, Any], view: MarketView, clock: Clock) -> Refre
             continue
         before = old.prices_usd_e8.get(token, 0)
         doc["prices_usd_e8"][token.value] = str(e8)
-        res.changes.append(Change(f"price {token.value}/USD", f"{before / 1e8:,.4f}", f"{e8 / 1e8:,.4f}",
-                                  _pct(Fraction(before), Fraction(e8))))
+        res.changes.append(
+            Change(
+                f"price {token.value}/USD",
+                f"{before / 1e8:,.4f}",
+                f"{e8 / 1e8:,.4f}",
+                _pct(Fraction(before), Fraction(e8)),
+            )
+        )
     by_id = {p["pool_id"]: i for i, p in enumerate(doc["pools"])}
     for pool_id, ps in sorted(view.pools.items()):
         if pool_id in view.unavailable or pool_id not in by_id:
@@ -71,17 +77,29 @@ def apply_view(old_doc: dict[str, Any], view: MarketView, clock: Clock) -> Refre
         doc["pools"][by_id[pool_id]] = {**new_doc, **keep, "address": ps.address or prev.address}
         p_old = pool_price(prev.clmm, prev.token0, prev.token1)
         p_new = pool_price(ps.clmm, ps.token0, ps.token1)
-        res.changes.append(Change(f"{pool_id} price", f"{float(p_old):,.6g}", f"{float(p_new):,.6g}", _pct(p_old, p_new)))
         res.changes.append(
-            Change(f"{pool_id} in-range liquidity", str(prev.clmm.liquidity), str(ps.clmm.liquidity),
-                   _pct(Fraction(prev.clmm.liquidity), Fraction(ps.clmm.liquidity)))
+            Change(f"{pool_id} price", f"{float(p_old):,.6g}", f"{float(p_new):,.6g}", _pct(p_old, p_new))
+        )
+        res.changes.append(
+            Change(
+                f"{pool_id} in-range liquidity",
+                str(prev.clmm.liquidity),
+                str(ps.clmm.liquidity),
+                _pct(Fraction(prev.clmm.liquidity), Fraction(ps.clmm.liquidity)),
+            )
         )
     if "circle_cctp" not in view.unavailable:
         for dom, fee in sorted(view.cctp.fast_fee_bps_milli.items()):
             before = old.cctp.fast_fee_bps_milli.get(dom, 0)
             doc["cctp"]["fast_fee_bps_milli"][str(dom)] = fee
-            res.changes.append(Change(f"CCTP fast fee, domain {dom} (bp)", f"{before / 1000:g}", f"{fee / 1000:g}",
-                                      _pct(Fraction(before), Fraction(fee))))
+            res.changes.append(
+                Change(
+                    f"CCTP fast fee, domain {dom} (bp)",
+                    f"{before / 1000:g}",
+                    f"{fee / 1000:g}",
+                    _pct(Fraction(before), Fraction(fee)),
+                )
+            )
     if "across_intent_bridge" not in view.unavailable:
         a = view.across
         for key, before, after in (
@@ -91,12 +109,20 @@ def apply_view(old_doc: dict[str, Any], view: MarketView, clock: Clock) -> Refre
             ("fill_seconds", old.across.fill_seconds, a.fill_seconds),
         ):
             doc["across"][key] = str(after) if key == "relayer_gas_fee_base" else after
-            res.changes.append(Change(f"Across {key}", str(before), str(after), _pct(Fraction(before), Fraction(after))))
+            res.changes.append(
+                Change(f"Across {key}", str(before), str(after), _pct(Fraction(before), Fraction(after)))
+            )
     if "paxos_usdg_layerzero_oft" not in view.unavailable:
         before = old.oft.native_fee_wei
         doc["oft"]["native_fee_wei"] = str(view.oft.native_fee_wei)
-        res.changes.append(Change("LayerZero OFT native fee (wei)", str(before), str(view.oft.native_fee_wei),
-                                  _pct(Fraction(before), Fraction(view.oft.native_fee_wei))))
+        res.changes.append(
+            Change(
+                "LayerZero OFT native fee (wei)",
+                str(before),
+                str(view.oft.native_fee_wei),
+                _pct(Fraction(before), Fraction(view.oft.native_fee_wei)),
+            )
+        )
     now = clock.now().isoformat().replace("+00:00", "Z")
     doc["as_of"] = view.as_of
     doc["version"] = f"refreshed-{view.version}"
@@ -109,7 +135,9 @@ def apply_view(old_doc: dict[str, Any], view: MarketView, clock: Clock) -> Refre
     return res
 
 
-async def refresh_snapshot(market: LiveMarket, old_doc: dict[str, Any], progress: Any | None = None) -> RefreshResult:
+async def refresh_snapshot(
+    market: LiveMarket, old_doc: dict[str, Any], progress: Any | None = None
+) -> RefreshResult:
     """Read every live source once (`progress`: a rich Progress to advance per source) and apply the view."""
     sources = market.ensure_sources()
     task = progress.add_task("reading live sources", total=len(sources)) if progress is not None else None

@@ -44,6 +44,7 @@ class EmbeddedSnapshot:
                 ok=True,
                 reason=None,
                 checked_at=self._view.as_of,
-                components=tuple(self._view.pools) + ("circle_cctp", "across_intent_bridge", "paxos_usdg_layerzero_oft"),
+                components=tuple(self._view.pools)
+                + ("circle_cctp", "across_intent_bridge", "paxos_usdg_layerzero_oft"),
             )
         ]

@@ -35,24 +35,79 @@ class PoolSpec:
     tolerance_bps: int  # minimum-output tolerance the quote applies to this venue
 
 
-PRICES_USD_E8 = {Token.SOL: 152_40_000000, Token.ETH: 3120_55_000000, Token.USDC: 1_00000000, Token.USDG: 1_00000000}
+PRICES_USD_E8 = {
+    Token.SOL: 152_40_000000,
+    Token.ETH: 3120_55_000000,
+    Token.USDC: 1_00000000,
+    Token.USDG: 1_00000000,
+}
 
 POOLS = (
-    PoolSpec("base:uniswap_v3:ETH-USDC", "uniswap_v3", "0xd0b53D9277642d899DF5C87A3966A349A798F224",
-             "base:ETH", "base:USDC", 500, 10, 40_000_000, 20.0, 50),
-    PoolSpec("arbitrum:uniswap_v3:ETH-USDC", "uniswap_v3", "0xC6962004f452bE9203591991D15f6b388e09E8D0",
-             "arbitrum:ETH", "arbitrum:USDC", 500, 10, 30_000_000, 20.0, 50),
-    PoolSpec("robinhood:uniswap_v3:ETH-USDG", "uniswap_v3", "0x69BfaF19C9f377BB306a89aEd9F6B07e2c1a8d9a",
-             "robinhood:ETH", "robinhood:USDG", 500, 10, 4_000_000, 25.0, 75),
+    PoolSpec(
+        "base:uniswap_v3:ETH-USDC",
+        "uniswap_v3",
+        "0xd0b53D9277642d899DF5C87A3966A349A798F224",
+        "base:ETH",
+        "base:USDC",
+        500,
+        10,
+        40_000_000,
+        20.0,
+        50,
+    ),
+    PoolSpec(
+        "arbitrum:uniswap_v3:ETH-USDC",
+        "uniswap_v3",
+        "0xC6962004f452bE9203591991D15f6b388e09E8D0",
+        "arbitrum:ETH",
+        "arbitrum:USDC",
+        500,
+        10,
+        30_000_000,
+        20.0,
+        50,
+    ),
+    PoolSpec(
+        "robinhood:uniswap_v3:ETH-USDG",
+        "uniswap_v3",
+        "0x69BfaF19C9f377BB306a89aEd9F6B07e2c1a8d9a",
+        "robinhood:ETH",
+        "robinhood:USDG",
+        500,
+        10,
+        4_000_000,
+        25.0,
+        75,
+    ),
     # Raydium CLMM SOL/USDC, AmmConfig index 2 (HfERMT5DRA6C1TAqecrJQFpmkf3wsWTMncqnj3RDg5aw: trade fee 500
     # pips, tick spacing 10), as served by api.raydium.io/v2/ammV3/ammPools and re-derived in public client
     # tests (PDA ["pool", amm_config, wSOL, USDC]); see routequote.core.actions.solana_swaps.RAYDIUM_SOL_USDC.
-    PoolSpec("solana:raydium_clmm:SOL-USDC", "raydium_clmm", "2QdhepnKRTLjjSqPL1PtKNwqrUkoLee5Gqs8bvZhRdMv",
-             "solana:SOL", "solana:USDC", 500, 10, 12_000_000, 25.0, 50),
+    PoolSpec(
+        "solana:raydium_clmm:SOL-USDC",
+        "raydium_clmm",
+        "2QdhepnKRTLjjSqPL1PtKNwqrUkoLee5Gqs8bvZhRdMv",
+        "solana:SOL",
+        "solana:USDC",
+        500,
+        10,
+        12_000_000,
+        25.0,
+        50,
+    ),
     # Orca Whirlpool USDG/USDC, tick spacing 1 (PDA ["whirlpool", 2Lecsh…, USDG, USDC, 1u16]); see
     # routequote.core.actions.solana_swaps.ORCA_USDG_USDC for the sources.
-    PoolSpec("solana:orca_whirlpool:USDC-USDG", "orca_whirlpool", "9RqDTfwCx2SgxsvKpspQHc38HUo3B6hRd3oR9JR966Ps",
-             "solana:USDG", "solana:USDC", 100, 1, 3_000_000, 0.6, 10),
+    PoolSpec(
+        "solana:orca_whirlpool:USDC-USDG",
+        "orca_whirlpool",
+        "9RqDTfwCx2SgxsvKpspQHc38HUo3B6hRd3oR9JR966Ps",
+        "solana:USDG",
+        "solana:USDC",
+        100,
+        1,
+        3_000_000,
+        0.6,
+        10,
+    ),
 )
 
 NOTES = (
@@ -163,17 +218,43 @@ def build_snapshot(*, as_of: str, seed: int = 20261120) -> dict[str, Any]:
             "output_tolerance_bps": 25,
             "fill_seconds": 4,
         },
-        "oft": {"native_fee_wei": "42000000000000", "native_fee_buffer_percent": 25, "delivery_seconds": None},
+        "oft": {
+            "native_fee_wei": "42000000000000",
+            "native_fee_buffer_percent": 25,
+            "delivery_seconds": None,
+        },
         "gas_units": {
-            "base": {"erc20_approve": 46000, "uniswap_v3_swap": 137000, "cctp_deposit_for_burn": 140000,
-                     "cctp_receive_message": 200000, "across_deposit": 98000, "native_transfer": 21000,
-                     "erc20_transfer": 52000},
-            "arbitrum": {"erc20_approve": 46000, "uniswap_v3_swap": 137000, "cctp_deposit_for_burn": 140000,
-                         "cctp_receive_message": 200000, "across_deposit": 98000, "native_transfer": 21000,
-                         "erc20_transfer": 52000},
-            "robinhood": {"erc20_approve": 46000, "uniswap_v3_swap": 137000, "oft_send": 180000,
-                          "native_transfer": 21000, "erc20_transfer": 52000},
-            "solana": {"raydium_clmm_swap": 150000, "orca_whirlpool_swap": 120000, "cctp_deposit_for_burn": 120000,
-                       "cctp_receive_message": 200000, "spl_transfer": 30000},
+            "base": {
+                "erc20_approve": 46000,
+                "uniswap_v3_swap": 137000,
+                "cctp_deposit_for_burn": 140000,
+                "cctp_receive_message": 200000,
+                "across_deposit": 98000,
+                "native_transfer": 21000,
+                "erc20_transfer": 52000,
+            },
+            "arbitrum": {
+                "erc20_approve": 46000,
+                "uniswap_v3_swap": 137000,
+                "cctp_deposit_for_burn": 140000,
+                "cctp_receive_message": 200000,
+                "across_deposit": 98000,
+                "native_transfer": 21000,
+                "erc20_transfer": 52000,
+            },
+            "robinhood": {
+                "erc20_approve": 46000,
+                "uniswap_v3_swap": 137000,
+                "oft_send": 180000,
+                "native_transfer": 21000,
+                "erc20_transfer": 52000,
+            },
+            "solana": {
+                "raydium_clmm_swap": 150000,
+                "orca_whirlpool_swap": 120000,
+                "cctp_deposit_for_burn": 120000,
+                "cctp_receive_message": 200000,
+                "spl_transfer": 30000,
+            },
         },
     }

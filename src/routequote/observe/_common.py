@@ -49,7 +49,9 @@ class Breaker:
 
     @property
     def state(self) -> str:
-        return "open" if self.failures >= self.failure_threshold and self.clock() < self.open_until else "closed"
+        return (
+            "open" if self.failures >= self.failure_threshold and self.clock() < self.open_until else "closed"
+        )
 
 
 def unavailable(exc: Exception, name: str) -> ObservationUnavailable:
@@ -66,14 +68,24 @@ HEX_DIGITS = frozenset("0123456789abcdefABCDEF")
 
 def quantity(value: Any, what: str) -> int:
     """A JSON-RPC QUANTITY: a string `0x` + at least one hex digit. Nothing else is accepted."""
-    if not isinstance(value, str) or not value.startswith("0x") or len(value) < 3 or not set(value[2:]) <= HEX_DIGITS:
+    if (
+        not isinstance(value, str)
+        or not value.startswith("0x")
+        or len(value) < 3
+        or not set(value[2:]) <= HEX_DIGITS
+    ):
         raise WireError(f"{what}: not a hex quantity: {value!r}")
     return int(value, 16)
 
 
 def data_bytes(value: Any, what: str) -> bytes:
     """JSON-RPC DATA: `0x` + an even number of hex digits."""
-    if not isinstance(value, str) or not value.startswith("0x") or len(value) % 2 or not set(value[2:]) <= HEX_DIGITS:
+    if (
+        not isinstance(value, str)
+        or not value.startswith("0x")
+        or len(value) % 2
+        or not set(value[2:]) <= HEX_DIGITS
+    ):
         raise WireError(f"{what}: not hex data: {value!r}")
     return bytes.fromhex(value[2:])
 

@@ -31,7 +31,11 @@ ADDRESS = re.compile(r"^0x[0-9a-fA-F]{40}$")
 
 
 def default_chain_ids() -> dict[str, int]:
-    return {c.value: info.chain_id for c, info in CHAINS.items() if info.chain_id is not None and c is not Chain.SOLANA}
+    return {
+        c.value: info.chain_id
+        for c, info in CHAINS.items()
+        if info.chain_id is not None and c is not Chain.SOLANA
+    }
 
 
 def _address(value: Any, what: str) -> str:
@@ -65,7 +69,10 @@ def parse_transaction(
     if not isinstance(tx, dict) or not isinstance(receipt, dict) or not isinstance(block, dict):
         raise WireError("transaction, receipt or block is not an object")
     want = tx_hash.lower()
-    if hash32(tx.get("hash"), "tx.hash") != want or hash32(receipt.get("transactionHash"), "receipt.hash") != want:
+    if (
+        hash32(tx.get("hash"), "tx.hash") != want
+        or hash32(receipt.get("transactionHash"), "receipt.hash") != want
+    ):
         raise WireError("the node answered for another transaction hash")
     if tx.get("chainId") is not None and quantity(tx["chainId"], "tx.chainId") != chain_id:
         raise WireError("transaction chainId differs from the node's eth_chainId")
@@ -109,7 +116,9 @@ class JsonRpcEvmReader:
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.chain_ids = dict(chain_ids) if chain_ids is not None else default_chain_ids()
-        self.rpcs = {chain: JsonRpcClient(url, client, timeout=timeout) for chain, url in rpc_urls.items() if url}
+        self.rpcs = {
+            chain: JsonRpcClient(url, client, timeout=timeout) for chain, url in rpc_urls.items() if url
+        }
         self.breakers = {
             chain: Breaker(chain, failure_threshold, cooldown_seconds, clock) for chain in self.rpcs
         }
@@ -144,7 +153,8 @@ class JsonRpcEvmReader:
         want = self.chain_ids.get(chain)
         if want is not None and got != want:
             raise ObservationUnavailable(
-                f"rpc_wrong_chain:{chain}", f"the RPC configured for {chain} serves chain id {got}, not {want}"
+                f"rpc_wrong_chain:{chain}",
+                f"the RPC configured for {chain} serves chain id {got}, not {want}",
             )
         return got
 
@@ -168,7 +178,9 @@ class JsonRpcEvmReader:
             if not isinstance(receipt, dict):
                 raise WireError("receipt: not an object")
             block = await rpc.call("eth_getBlockByNumber", [receipt.get("blockNumber"), False])
-            return parse_transaction(tx_hash, tx, receipt, block, quantity(latest_raw, "eth_blockNumber"), chain_id)
+            return parse_transaction(
+                tx_hash, tx, receipt, block, quantity(latest_raw, "eth_blockNumber"), chain_id
+            )
 
         result: EvmTransaction | None = await self._guard(chain, breaker, read())
         return result
@@ -188,7 +200,11 @@ class JsonRpcEvmReader:
             raw = await rpc.call("eth_getLogs", [flt])
             if not isinstance(raw, list):
                 raise WireError("eth_getLogs: not a list")
-            return [parse_log(item) for item in raw if not (isinstance(item, dict) and item.get("removed") is True)]
+            return [
+                parse_log(item)
+                for item in raw
+                if not (isinstance(item, dict) and item.get("removed") is True)
+            ]
 
         result: list[EvmLog] = await self._guard(chain, breaker, read())
         return result

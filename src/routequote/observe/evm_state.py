@@ -42,7 +42,9 @@ class JsonRpcEvmState:
         return out
 
     async def call(self, chain: str, to: str, data: str) -> bytes:
-        return await self._read(chain, "eth_call", [{"to": str(to_checksum_address(to)), "data": data}, "latest"])
+        return await self._read(
+            chain, "eth_call", [{"to": str(to_checksum_address(to)), "data": data}, "latest"]
+        )
 
     async def code(self, chain: str, address: str) -> bytes:
         return await self._read(chain, "eth_getCode", [str(to_checksum_address(address)), "latest"])

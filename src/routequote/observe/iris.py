@@ -86,7 +86,9 @@ def parse_message(item: Any) -> CctpMessage:
         max_fee=_opt_int(body.get("maxFee"), "maxFee"),
         fee_executed=_opt_int(body.get("feeExecuted"), "feeExecuted"),
         min_finality_threshold=_opt_int(decoded.get("minFinalityThreshold"), "minFinalityThreshold"),
-        finality_threshold_executed=_opt_int(decoded.get("finalityThresholdExecuted"), "finalityThresholdExecuted"),
+        finality_threshold_executed=_opt_int(
+            decoded.get("finalityThresholdExecuted"), "finalityThresholdExecuted"
+        ),
     )
 
 
@@ -124,7 +126,9 @@ class IrisAttestationReader:
         if isinstance(source_domain, bool) or not isinstance(source_domain, int) or source_domain < 0:
             raise InvalidRequest("invalid_cctp_domain", "a CCTP domain is a non-negative integer")
         if self.base_url is None:
-            raise ObservationUnavailable("attestation_service_not_configured", "no Circle Iris URL is configured")
+            raise ObservationUnavailable(
+                "attestation_service_not_configured", "no Circle Iris URL is configured"
+            )
         self.breaker.check()
         url = f"{self.base_url}/v2/messages/{source_domain}"
         try:

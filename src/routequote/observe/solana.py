@@ -174,10 +174,13 @@ class JsonRpcSolanaReader:
         try:
             Signature.from_string(signature)
         except (ValueError, TypeError) as exc:
-            raise InvalidRequest("invalid_transaction_signature", "a Solana signature is 64 bytes in base58") from exc
+            raise InvalidRequest(
+                "invalid_transaction_signature", "a Solana signature is 64 bytes in base58"
+            ) from exc
         if self.rpc is None:
             raise ObservationUnavailable(
-                "chain_rpc_not_configured", "no RPC URL is configured for solana: its transactions cannot be observed"
+                "chain_rpc_not_configured",
+                "no RPC URL is configured for solana: its transactions cannot be observed",
             )
         self.breaker.check()
         try:

@@ -63,7 +63,12 @@ class MemoryIdempotencyStore:
         return found
 
     async def put(
-        self, key: str, request_sha256: str, response: dict[str, Any], ttl_seconds: float, now_monotonic: float
+        self,
+        key: str,
+        request_sha256: str,
+        response: dict[str, Any],
+        ttl_seconds: float,
+        now_monotonic: float,
     ) -> None:
         self._records.put(key, (request_sha256, response), now_monotonic + ttl_seconds)
 

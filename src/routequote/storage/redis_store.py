@@ -52,7 +52,9 @@ def issued_to_record(issued: IssuedQuote) -> dict[str, Any]:
 def issued_from_record(record: dict[str, Any], expires_at_monotonic: float) -> IssuedQuote:
     payload = record["payload"]
     route = ROUTES[payload["route"]["route"]]
-    intent = QuoteIntent(ASSETS[payload["intent"]["from"]], ASSETS[payload["intent"]["to"]], payload["intent"]["amount_usd"])
+    intent = QuoteIntent(
+        ASSETS[payload["intent"]["from"]], ASSETS[payload["intent"]["to"]], payload["intent"]["amount_usd"]
+    )
     steps = tuple(
         PricedStep(step=step, **{k: int(v) for k, v in raw.items()})
         for step, raw in zip(route.steps, record["steps"], strict=True)
@@ -108,7 +110,9 @@ class RedisQuoteStore(_RedisClient):
     async def put(self, issued: IssuedQuote) -> None:
         ttl_ms = int(issued.payload["ttl_seconds"]) * 1000
         try:
-            await self.client.set(self.prefix + issued.payload["quote_id"], orjson.dumps(issued_to_record(issued)), px=ttl_ms)
+            await self.client.set(
+                self.prefix + issued.payload["quote_id"], orjson.dumps(issued_to_record(issued)), px=ttl_ms
+            )
         except (RedisError, OSError) as exc:
             raise self.unavailable(exc) from exc
 
@@ -142,7 +146,12 @@ class RedisIdempotencyStore(_RedisClient):
         return record["request_sha256"], record["response"]
 
     async def put(
-        self, key: str, request_sha256: str, response: dict[str, Any], ttl_seconds: float, now_monotonic: float
+        self,
+        key: str,
+        request_sha256: str,
+        response: dict[str, Any],
+        ttl_seconds: float,
+        now_monotonic: float,
     ) -> None:
         # NX: when two workers race on one key, the first answer stays the answer
         body = orjson.dumps({"request_sha256": request_sha256, "response": response})

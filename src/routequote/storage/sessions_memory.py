@@ -44,8 +44,13 @@ class MemorySessionStore:
         return None
 
     async def create(
-        self, record: SessionRecord, event: SessionEvent, idempotency_scope: str, idempotency_key: str,
-        request_sha256: str, response: dict[str, Any],
+        self,
+        record: SessionRecord,
+        event: SessionEvent,
+        idempotency_scope: str,
+        idempotency_key: str,
+        request_sha256: str,
+        response: dict[str, Any],
     ) -> IdempotentAnswer | None:
         check_create(record, event)
         state_json, response_json = json_dumps(record.state), json_dumps(response)
@@ -55,10 +60,16 @@ class MemorySessionStore:
                 return IdempotentAnswer(stored[0], json_loads(stored[1]))
             if record.session_id in self._sessions:
                 raise ValueError("session_id already exists")
-            kept = replace(record, created_at=utc(record.created_at), updated_at=utc(record.updated_at), state={})
+            kept = replace(
+                record, created_at=utc(record.created_at), updated_at=utc(record.updated_at), state={}
+            )
             self._sessions[record.session_id] = _Row(kept, state_json)
             self._events[record.session_id] = [replace(event, at=utc(event.at))]
-            self._idempotency[(idempotency_scope, idempotency_key)] = (request_sha256, response_json, utc(event.at))
+            self._idempotency[(idempotency_scope, idempotency_key)] = (
+                request_sha256,
+                response_json,
+                utc(event.at),
+            )
             return None
 
     async def get(self, session_id: str) -> SessionRecord | None:
@@ -69,7 +80,12 @@ class MemorySessionStore:
             return replace(row.record, state=json_loads(row.state_json))
 
     async def transition(
-        self, session_id: str, expected_version: int, status: str, state: dict[str, Any], event: SessionEvent,
+        self,
+        session_id: str,
+        expected_version: int,
+        status: str,
+        state: dict[str, Any],
+        event: SessionEvent,
         idempotency: tuple[str, str, str, dict[str, Any]] | None = None,
     ) -> bool:
         check_transition(session_id, expected_version, status, event)
@@ -112,7 +128,10 @@ class MemorySessionStore:
             if challenge.challenge_id in self._challenges:
                 raise ValueError("challenge_id already exists")
             self._challenges[challenge.challenge_id] = replace(
-                challenge, issued_at=utc(challenge.issued_at), expires_at=utc(challenge.expires_at), used_at=None
+                challenge,
+                issued_at=utc(challenge.issued_at),
+                expires_at=utc(challenge.expires_at),
+                used_at=None,
             )
 
     async def get_challenge(self, challenge_id: str) -> LoginChallenge | None:

@@ -68,7 +68,9 @@ MIGRATIONS_DIR = Path(__file__).with_name("migrations")
 VERSION_TABLE = "routequote_alembic_version"
 # pg_advisory_xact_lock key for the schema upgrade: int64 of b"rqsessn1" (any fixed value of our own)
 _MIGRATION_LOCK_KEY = int.from_bytes(b"rqsessn1", "big", signed=True)
-_WRITE = "routequote_write"  # execution option: this connection's transactions write (SQLite: BEGIN IMMEDIATE)
+_WRITE = (
+    "routequote_write"  # execution option: this connection's transactions write (SQLite: BEGIN IMMEDIATE)
+)
 T = TypeVar("T")
 
 
@@ -94,7 +96,8 @@ _Json = JSON().with_variant(pg.JSONB(), "postgresql")
 
 metadata = MetaData()
 sessions = Table(
-    "sessions", metadata,
+    "sessions",
+    metadata,
     Column("session_id", String(64), primary_key=True),
     Column("token_sha256", String(64), nullable=False, index=True),
     Column("version", Integer, nullable=False),
@@ -105,7 +108,8 @@ sessions = Table(
     Column("state", _Json, nullable=False),
 )
 session_events = Table(
-    "session_events", metadata,
+    "session_events",
+    metadata,
     Column("session_id", String(64), ForeignKey("sessions.session_id", ondelete="CASCADE"), primary_key=True),
     Column("seq", Integer, primary_key=True),
     Column("from_status", String(64), nullable=True),
@@ -114,7 +118,8 @@ session_events = Table(
     Column("at", UtcDateTime, nullable=False),
 )
 session_idempotency = Table(
-    "session_idempotency", metadata,
+    "session_idempotency",
+    metadata,
     Column("scope", String(160), primary_key=True),
     Column("key", String(255), primary_key=True),
     Column("request_sha256", String(64), nullable=False),
@@ -130,9 +135,11 @@ class _Encoded(str):
 def _serialize(value: Any) -> str:
     return value if isinstance(value, _Encoded) else json_dumps(value)
 
+
 # v1 wallet login (migration 0002): single-use challenges and wallet-bound access tokens (SHA-256 only)
 login_challenges = Table(
-    "login_challenges", metadata,
+    "login_challenges",
+    metadata,
     Column("challenge_id", String(64), primary_key=True),
     Column("wallet", String(64), nullable=False),
     Column("message", Text, nullable=False),
@@ -142,7 +149,8 @@ login_challenges = Table(
     Column("used_at", UtcDateTime, nullable=True),
 )
 access_tokens = Table(
-    "access_tokens", metadata,
+    "access_tokens",
+    metadata,
     Column("token_sha256", String(64), primary_key=True),
     Column("wallet", String(64), nullable=False, index=True),
     Column("challenge_id", String(64), nullable=False, unique=True),
@@ -158,9 +166,13 @@ _INSERT_EVENT = session_events.insert()
 _ADVANCE_SESSION = (
     update(sessions)
     .where(sessions.c.session_id == bindparam("b_session_id"), sessions.c.version == bindparam("b_expected"))
-    .values(version=sessions.c.version + 1, status=bindparam("b_status"), state=bindparam("b_state"),
-            updated_at=bindparam("b_at"))
-)  # fmt: skip
+    .values(
+        version=sessions.c.version + 1,
+        status=bindparam("b_status"),
+        state=bindparam("b_state"),
+        updated_at=bindparam("b_at"),
+    )
+)
 _SELECT_SESSION = select(sessions).where(sessions.c.session_id == bindparam("b_session_id"))
 _SELECT_ANSWER = select(session_idempotency.c.request_sha256, session_idempotency.c.response).where(
     session_idempotency.c.scope == bindparam("b_scope"), session_idempotency.c.key == bindparam("b_key")
@@ -218,7 +230,9 @@ def normalise_url(url: str) -> URL:
     try:
         parsed = make_url(url)
     except (ArgumentError, ValueError):
-        raise ValueError("the database URL does not parse (expected sqlite:///path or postgresql://...)") from None
+        raise ValueError(
+            "the database URL does not parse (expected sqlite:///path or postgresql://...)"
+        ) from None
     backend = parsed.get_backend_name()
     if backend in ("postgresql", "postgres"):
         query = dict(parsed.query)
@@ -261,8 +275,13 @@ class SqlSessionStore:
     """SessionStore on SQLite (file) or PostgreSQL; see the module docstring."""
 
     def __init__(
-        self, url: str, *, connect_timeout: float = 3.0, statement_timeout: float = 10.0,
-        sqlite_busy_timeout: float = 15.0, pool_size: int = 20,
+        self,
+        url: str,
+        *,
+        connect_timeout: float = 3.0,
+        statement_timeout: float = 10.0,
+        sqlite_busy_timeout: float = 15.0,
+        pool_size: int = 20,
     ) -> None:
         self._url = normalise_url(url)
         self.scope = "postgresql" if self._url.get_backend_name() == "postgresql" else "sqlite"
@@ -372,8 +391,13 @@ class SqlSessionStore:
     # ---- writes --------------------------------------------------------------------------------------
 
     async def create(
-        self, record: SessionRecord, event: SessionEvent, idempotency_scope: str, idempotency_key: str,
-        request_sha256: str, response: dict[str, Any],
+        self,
+        record: SessionRecord,
+        event: SessionEvent,
+        idempotency_scope: str,
+        idempotency_key: str,
+        request_sha256: str,
+        response: dict[str, Any],
     ) -> IdempotentAnswer | None:
         check_create(record, event)
         # encoded once, here: a document JSON cannot hold is the caller's error (ValueError), before any I/O
@@ -382,9 +406,14 @@ class SqlSessionStore:
         def operation(conn: Connection) -> IdempotentAnswer | None:
             inserted = conn.execute(
                 _INSERT_ANSWER_IGNORED[self.scope],
-                {"scope": idempotency_scope, "key": idempotency_key, "request_sha256": request_sha256,
-                 "response": response_json, "created_at": event.at},
-            )  # fmt: skip
+                {
+                    "scope": idempotency_scope,
+                    "key": idempotency_key,
+                    "request_sha256": request_sha256,
+                    "response": response_json,
+                    "created_at": event.at,
+                },
+            )
             if inserted.rowcount == 0:
                 # the key is taken (perhaps by a concurrent create that just committed): its answer
                 answer = self._idempotent(conn, idempotency_scope, idempotency_key)
@@ -395,10 +424,17 @@ class SqlSessionStore:
             try:
                 conn.execute(
                     _INSERT_SESSION,
-                    {"session_id": record.session_id, "token_sha256": record.token_sha256, "version": record.version,
-                     "status": record.status, "route": record.route, "created_at": record.created_at,
-                     "updated_at": record.updated_at, "state": state_json},
-                )  # fmt: skip
+                    {
+                        "session_id": record.session_id,
+                        "token_sha256": record.token_sha256,
+                        "version": record.version,
+                        "status": record.status,
+                        "route": record.route,
+                        "created_at": record.created_at,
+                        "updated_at": record.updated_at,
+                        "state": state_json,
+                    },
+                )
             except IntegrityError:
                 conn.rollback()
                 raise ValueError("session_id already exists") from None
@@ -409,7 +445,12 @@ class SqlSessionStore:
         return await self._run(operation, write=True)
 
     async def transition(
-        self, session_id: str, expected_version: int, status: str, state: dict[str, Any], event: SessionEvent,
+        self,
+        session_id: str,
+        expected_version: int,
+        status: str,
+        state: dict[str, Any],
+        event: SessionEvent,
         idempotency: tuple[str, str, str, dict[str, Any]] | None = None,
     ) -> bool:
         check_transition(session_id, expected_version, status, event)
@@ -419,9 +460,14 @@ class SqlSessionStore:
         def operation(conn: Connection) -> bool:
             updated = conn.execute(
                 _ADVANCE_SESSION,
-                {"b_session_id": session_id, "b_expected": expected_version, "b_status": status, "b_state": state_json,
-                 "b_at": event.at},
-            )  # fmt: skip
+                {
+                    "b_session_id": session_id,
+                    "b_expected": expected_version,
+                    "b_status": status,
+                    "b_state": state_json,
+                    "b_at": event.at,
+                },
+            )
             if updated.rowcount != 1:
                 conn.rollback()
                 return False
@@ -430,9 +476,14 @@ class SqlSessionStore:
                 scope, key, request_sha256, _response = idempotency
                 inserted = conn.execute(
                     _INSERT_ANSWER_IGNORED[self.scope],
-                    {"scope": scope, "key": key, "request_sha256": request_sha256, "response": response_json,
-                     "created_at": event.at},
-                )  # fmt: skip
+                    {
+                        "scope": scope,
+                        "key": key,
+                        "request_sha256": request_sha256,
+                        "response": response_json,
+                        "created_at": event.at,
+                    },
+                )
                 if inserted.rowcount == 0:
                     conn.rollback()
                     raise IdempotencyConflict("idempotency key already used in this scope")
@@ -453,8 +504,14 @@ class SqlSessionStore:
         if row is None:
             return None
         return SessionRecord(
-            session_id=row.session_id, token_sha256=row.token_sha256, version=row.version, status=row.status,
-            route=row.route, created_at=row.created_at, updated_at=row.updated_at, state=row.state,
+            session_id=row.session_id,
+            token_sha256=row.token_sha256,
+            version=row.version,
+            status=row.status,
+            route=row.route,
+            created_at=row.created_at,
+            updated_at=row.updated_at,
+            state=row.state,
         )
 
     async def idempotent(self, scope: str, key: str) -> IdempotentAnswer | None:
@@ -468,7 +525,9 @@ class SqlSessionStore:
     async def events(self, session_id: str) -> list[SessionEvent]:
         def operation(conn: Connection) -> list[Any]:
             rows = conn.execute(
-                select(session_events).where(session_events.c.session_id == session_id).order_by(session_events.c.seq)
+                select(session_events)
+                .where(session_events.c.session_id == session_id)
+                .order_by(session_events.c.seq)
             ).all()
             conn.rollback()
             return list(rows)
@@ -476,7 +535,11 @@ class SqlSessionStore:
         rows = await self._run(operation, write=False)
         return [
             SessionEvent(
-                session_id=r.session_id, seq=r.seq, from_status=r.from_status, event=r.event, to_status=r.to_status,
+                session_id=r.session_id,
+                seq=r.seq,
+                from_status=r.from_status,
+                event=r.event,
+                to_status=r.to_status,
                 at=r.at,
             )
             for r in rows
@@ -496,9 +559,13 @@ class SqlSessionStore:
         def operation(conn: Connection) -> None:
             conn.execute(
                 login_challenges.insert().values(
-                    challenge_id=challenge.challenge_id, wallet=challenge.wallet, message=challenge.message,
-                    terms_version=challenge.terms_version, issued_at=challenge.issued_at,
-                    expires_at=challenge.expires_at, used_at=None,
+                    challenge_id=challenge.challenge_id,
+                    wallet=challenge.wallet,
+                    message=challenge.message,
+                    terms_version=challenge.terms_version,
+                    issued_at=challenge.issued_at,
+                    expires_at=challenge.expires_at,
+                    used_at=None,
                 )
             )
             conn.commit()
@@ -507,7 +574,9 @@ class SqlSessionStore:
 
     async def get_challenge(self, challenge_id: str) -> LoginChallenge | None:
         def operation(conn: Connection) -> Any:
-            row = conn.execute(select(login_challenges).where(login_challenges.c.challenge_id == challenge_id)).first()
+            row = conn.execute(
+                select(login_challenges).where(login_challenges.c.challenge_id == challenge_id)
+            ).first()
             conn.rollback()
             return row
 
@@ -515,8 +584,13 @@ class SqlSessionStore:
         if row is None:
             return None
         return LoginChallenge(
-            challenge_id=row.challenge_id, wallet=row.wallet, message=row.message, terms_version=row.terms_version,
-            issued_at=row.issued_at, expires_at=row.expires_at, used_at=row.used_at,
+            challenge_id=row.challenge_id,
+            wallet=row.wallet,
+            message=row.message,
+            terms_version=row.terms_version,
+            issued_at=row.issued_at,
+            expires_at=row.expires_at,
+            used_at=row.used_at,
         )
 
     async def redeem_challenge(self, challenge_id: str, now: datetime, grant: AccessGrant) -> bool:
@@ -539,8 +613,11 @@ class SqlSessionStore:
                 return False
             conn.execute(
                 access_tokens.insert().values(
-                    token_sha256=grant.token_sha256, wallet=grant.wallet, challenge_id=grant.challenge_id,
-                    issued_at=grant.issued_at, expires_at=grant.expires_at,
+                    token_sha256=grant.token_sha256,
+                    wallet=grant.wallet,
+                    challenge_id=grant.challenge_id,
+                    issued_at=grant.issued_at,
+                    expires_at=grant.expires_at,
                 )
             )
             conn.commit()
@@ -550,7 +627,9 @@ class SqlSessionStore:
 
     async def get_grant(self, token_sha256: str) -> AccessGrant | None:
         def operation(conn: Connection) -> Any:
-            row = conn.execute(select(access_tokens).where(access_tokens.c.token_sha256 == token_sha256)).first()
+            row = conn.execute(
+                select(access_tokens).where(access_tokens.c.token_sha256 == token_sha256)
+            ).first()
             conn.rollback()
             return row
 
@@ -558,7 +637,10 @@ class SqlSessionStore:
         if row is None:
             return None
         return AccessGrant(
-            token_sha256=row.token_sha256, wallet=row.wallet, challenge_id=row.challenge_id, issued_at=row.issued_at,
+            token_sha256=row.token_sha256,
+            wallet=row.wallet,
+            challenge_id=row.challenge_id,
+            issued_at=row.issued_at,
             expires_at=row.expires_at,
         )
 
@@ -572,8 +654,12 @@ class SqlSessionStore:
     @staticmethod
     def _event_row(event: SessionEvent) -> dict[str, Any]:
         return {
-            "session_id": event.session_id, "seq": event.seq, "from_status": event.from_status,
-            "event": event.event, "to_status": event.to_status, "at": event.at,
+            "session_id": event.session_id,
+            "seq": event.seq,
+            "from_status": event.from_status,
+            "event": event.event,
+            "to_status": event.to_status,
+            "at": event.at,
         }
 
     @asynccontextmanager

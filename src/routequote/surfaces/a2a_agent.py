@@ -178,16 +178,20 @@ class RouteQuoteAgent:
                 )
             extra = sorted(set(data) - op.fields - {"operation"})
             if extra:
-                raise InvalidRequest(
-                    "unknown_field", f"fields not accepted by {op.name}: {name_list(extra)}"
-                )
+                raise InvalidRequest("unknown_field", f"fields not accepted by {op.name}: {name_list(extra)}")
             reply: dict[str, Any] = a2a_safe(await op.run(narrow_numbers(data)))
             return reply
         except RouteQuoteError as exc:
             return {"error": g.agent_error(exc)}
         except Exception as exc:  # never a traceback or caller input in a reply; the log has the type
             log.error("a2a_operation_failed", error_type=type(exc).__name__)
-            return {"error": {"code": "internal_error", "error": "internal_error", "reason_class": "internal_error"}}
+            return {
+                "error": {
+                    "code": "internal_error",
+                    "error": "internal_error",
+                    "reason_class": "internal_error",
+                }
+            }
 
     @staticmethod
     def _single_data_part(parts: list[Any]) -> dict[str, Any]:
@@ -211,7 +215,9 @@ class AgentExecutorAdapter(AgentExecutor):
                 data_parts = [None]  # a non-data part: refused as not exactly one data part
         except Exception:
             data_parts = []
-        client = context.call_context.state.get("client_host", "unknown")  # the REST key: one budget per client
+        client = context.call_context.state.get(
+            "client_host", "unknown"
+        )  # the REST key: one budget per client
         reply = await self.agent.handle(data_parts, str(client))
         await event_queue.enqueue_event(new_message(parts=[data_part(reply)], context_id=context.context_id))
 
@@ -276,7 +282,9 @@ class PrepareCapability(Protocol):
 
 def _same_copy(theirs: Any, ours: Any, reason: str, what: str) -> None:
     if theirs != ours:
-        raise InvalidRequest(reason, f"verificationContext.{what} is not an exact copy of the request's {what}")
+        raise InvalidRequest(
+            reason, f"verificationContext.{what} is not an exact copy of the request's {what}"
+        )
 
 
 def check_prepare_request(data: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
@@ -305,19 +313,25 @@ def check_prepare_request(data: dict[str, Any]) -> tuple[dict[str, Any], dict[st
         )
     ctx = data.get("verificationContext")
     if ctx is None:
-        raise InvalidRequest("verification_context_required", "prepare needs the hash-bound verificationContext")
+        raise InvalidRequest(
+            "verification_context_required", "prepare needs the hash-bound verificationContext"
+        )
     problems = check_verification_context(ctx)
     if problems:
         raise InvalidRequest(
-            "verification_context_invalid", "the verification context does not verify", details={"problems": problems}
+            "verification_context_invalid",
+            "the verification context does not verify",
+            details={"problems": problems},
         )
     body = {snake: data[camel] for camel, snake in PREPARE_FIELDS.items() if camel in data}
     _same_copy(ctx["intent"], intent.as_request(), "verification_context_intent_mismatch", "intent")
     _same_copy(ctx["wallets"], body.get("wallets"), "verification_context_wallets_mismatch", "wallets")
     _same_copy(
-        ctx["event_signer_public"], body.get("event_signer_public"),
-        "verification_context_event_signer_mismatch", "event_signer_public",
-    )  # fmt: skip
+        ctx["event_signer_public"],
+        body.get("event_signer_public"),
+        "verification_context_event_signer_mismatch",
+        "event_signer_public",
+    )
     _same_copy(ctx["approval_v3"], raw_approval, "verification_context_approval_mismatch", "approval_v3")
     return body, approval, ctx
 
@@ -410,7 +424,9 @@ def prepare_operation(prepare: PrepareCapability, clock: Clock) -> Operation:
         )
         errors = [f.as_dict() for f in findings if f.severity == "error"]
         if errors:
-            log.error("a2a_prepare_bundle_rejected", route=bundle.get("route"), codes=[e["code"] for e in errors])
+            log.error(
+                "a2a_prepare_bundle_rejected", route=bundle.get("route"), codes=[e["code"] for e in errors]
+            )
             raise SafetyBoundaryFailed(
                 "prepared_action_failed_verification",
                 "the prepared action failed verification against your bounds and was withheld",
@@ -422,8 +438,16 @@ def prepare_operation(prepare: PrepareCapability, clock: Clock) -> Operation:
             "action_verification": {
                 "verified": True,
                 "verifier": "routequote.verify.verify_bundle",
-                "checked_against": ["intent", "wallets", "approval_v3", "direct_route_summary", "fee_recipient",
-                                    "pinned_contracts_and_programs", "deadlines", "payload_hashes"],
+                "checked_against": [
+                    "intent",
+                    "wallets",
+                    "approval_v3",
+                    "direct_route_summary",
+                    "fee_recipient",
+                    "pinned_contracts_and_programs",
+                    "deadlines",
+                    "payload_hashes",
+                ],
                 "warnings": [f.as_dict() for f in findings],
             },
             "caller_wallet_handoff": caller_wallet_handoff(bundle),
@@ -446,8 +470,16 @@ MAX_TRANSACTION_HASHES = 8
 SESSION_CALL_FIELDS = frozenset({"sessionToken", "sessionId", "verificationContext"})
 SESSION_CREATE_FIELDS = frozenset(PREPARE_FIELDS) | {"idempotencyKey", "sessionToken", "verificationContext"}
 RECEIVE_PHASE = "cctp_destination_mint"  # a CCTP destination mint (receiveMessage): spends nothing
-SESSION_CHECKED_AGAINST = ["intent", "wallets", "approval_v3", "direct_route_summary", "fee_recipient",
-                           "pinned_contracts_and_programs", "deadlines", "payload_hashes"]  # fmt: skip
+SESSION_CHECKED_AGAINST = [
+    "intent",
+    "wallets",
+    "approval_v3",
+    "direct_route_summary",
+    "fee_recipient",
+    "pinned_contracts_and_programs",
+    "deadlines",
+    "payload_hashes",
+]
 
 
 class SessionCapability(Protocol):
@@ -463,8 +495,11 @@ class SessionCapability(Protocol):
 def _session_token(data: Mapping[str, Any]) -> str:
     token = data.get("sessionToken")
     if token is None:
-        raise InvalidRequest("session_token_required", "send sessionToken: 32 random bytes you generated, base64url "
-                             "without padding (43 characters); keep it, never log it")  # fmt: skip
+        raise InvalidRequest(
+            "session_token_required",
+            "send sessionToken: 32 random bytes you generated, base64url "
+            "without padding (43 characters); keep it, never log it",
+        )
     if not isinstance(token, str) or not SESSION_TOKEN_RE.fullmatch(token):
         raise InvalidRequest("session_token_invalid", "sessionToken must be exactly 43 base64url characters")
     return token
@@ -482,12 +517,16 @@ def _session_context(data: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str,
     its parsed approval, the route key of its intent)."""
     ctx = data.get("verificationContext")
     if ctx is None:
-        raise InvalidRequest("verification_context_required", "every session call needs the hash-bound "
-                             "verificationContext (session version)")  # fmt: skip
+        raise InvalidRequest(
+            "verification_context_required",
+            "every session call needs the hash-bound verificationContext (session version)",
+        )
     problems = check_verification_context(ctx)
     if problems:
         raise InvalidRequest(
-            "verification_context_invalid", "the verification context does not verify", details={"problems": problems}
+            "verification_context_invalid",
+            "the verification context does not verify",
+            details={"problems": problems},
         )
     approval = parse_approval(ctx["approval_v3"])
     if approval["selected_mode"] != "session" or ctx["version"] != SESSION_CONTEXT_VERSION:
@@ -509,12 +548,16 @@ def check_session_create(data: dict[str, Any]) -> tuple[dict[str, Any], dict[str
     session verification context consistent and holding exact copies of the request's intent, wallets, event
     signer and approval."""
     if data.get("callerApproved") is not True:
-        raise InvalidRequest("caller_approval_required", "callerApproved must be true: the caller selected this quote")
+        raise InvalidRequest(
+            "caller_approval_required", "callerApproved must be true: the caller selected this quote"
+        )
     token = _session_token(data)
     key = _idempotency_key(data)
     raw_approval = data.get("approvalV3")
     if raw_approval is None:
-        raise InvalidRequest("approval_v3_required", "session_create needs approvalV3 (selected_mode session)")
+        raise InvalidRequest(
+            "approval_v3_required", "session_create needs approvalV3 (selected_mode session)"
+        )
     approval = parse_approval(raw_approval)
     if approval["selected_mode"] != "session":
         raise InvalidRequest(
@@ -523,16 +566,20 @@ def check_session_create(data: dict[str, Any]) -> tuple[dict[str, Any], dict[str
             details={"selected_mode": approval["selected_mode"], "required_mode": "session"},
         )
     if approval["idempotency_key"] != key:
-        raise InvalidRequest("idempotency_key_mismatch", "idempotencyKey must equal approvalV3.idempotency_key")
+        raise InvalidRequest(
+            "idempotency_key_mismatch", "idempotencyKey must equal approvalV3.idempotency_key"
+        )
     intent = parse_quote_request(quote_body(data))
     ctx, _, _ = _session_context(data)
     body = {snake: data[camel] for camel, snake in PREPARE_FIELDS.items() if camel in data}
     _same_copy(ctx["intent"], intent.as_request(), "verification_context_intent_mismatch", "intent")
     _same_copy(ctx["wallets"], body.get("wallets"), "verification_context_wallets_mismatch", "wallets")
     _same_copy(
-        ctx["event_signer_public"], body.get("event_signer_public"),
-        "verification_context_event_signer_mismatch", "event_signer_public",
-    )  # fmt: skip
+        ctx["event_signer_public"],
+        body.get("event_signer_public"),
+        "verification_context_event_signer_mismatch",
+        "event_signer_public",
+    )
     _same_copy(ctx["approval_v3"], raw_approval, "verification_context_approval_mismatch", "approval_v3")
     body["idempotency_key"] = key
     return body, approval, ctx, token
@@ -550,26 +597,40 @@ def check_session_call(data: dict[str, Any]) -> tuple[str, str, dict[str, Any], 
 
 
 def _session_matches_context(
-    workflow: dict[str, Any], session: dict[str, Any], ctx: dict[str, Any], approval: dict[str, Any], route_key: str
+    workflow: dict[str, Any],
+    session: dict[str, Any],
+    ctx: dict[str, Any],
+    approval: dict[str, Any],
+    route_key: str,
 ) -> None:
     """The session the token opens must be the one the context describes: same route, same wallets (workflow
     view), bound to the same approved quote (session view)."""
     if workflow.get("route") != route_key or session.get("route") != route_key:
-        raise InvalidRequest("verification_context_route_mismatch",
-                             "this session carries another route than your verificationContext")  # fmt: skip
+        raise InvalidRequest(
+            "verification_context_route_mismatch",
+            "this session carries another route than your verificationContext",
+        )
     if workflow.get("wallets") != ctx["wallets"]:
-        raise InvalidRequest("verification_context_wallets_mismatch",
-                             "this session's wallets are not your verificationContext's wallets")  # fmt: skip
+        raise InvalidRequest(
+            "verification_context_wallets_mismatch",
+            "this session's wallets are not your verificationContext's wallets",
+        )
     binding = session.get("quote_binding") or {}
-    if (binding.get("quote_id"), binding.get("quote_fingerprint")) != (approval["quote_id"],
-                                                                        approval["quote_fingerprint"]):  # fmt: skip
-        raise InvalidRequest("verification_context_quote_mismatch",
-                             "this session is bound to another quote than your verificationContext's approval")  # fmt: skip
+    if (binding.get("quote_id"), binding.get("quote_fingerprint")) != (
+        approval["quote_id"],
+        approval["quote_fingerprint"],
+    ):
+        raise InvalidRequest(
+            "verification_context_quote_mismatch",
+            "this session is bound to another quote than your verificationContext's approval",
+        )
 
 
 def _withheld(reason: str, message: str, session: Mapping[str, Any], **details: Any) -> SafetyBoundaryFailed:
     where = {k: session.get(k) for k in ("session_id", "status", "session_version", "next_operation")}
-    return SafetyBoundaryFailed(reason, message, details={"session": where, "action_withheld": True, **details})
+    return SafetyBoundaryFailed(
+        reason, message, details={"session": where, "action_withheld": True, **details}
+    )
 
 
 def _actual_input(session: Mapping[str, Any], bundle: dict[str, Any], idx: int) -> int:
@@ -579,21 +640,33 @@ def _actual_input(session: Mapping[str, Any], bundle: dict[str, Any], idx: int) 
         actual = bundle["workflow"]["steps"][idx]["actual_input_base"]
         value = int(actual)
     except (KeyError, IndexError, TypeError, ValueError):
-        raise _withheld("session_actual_input_unknown", "the action does not state the verified input of its step",
-                        session) from None  # fmt: skip
+        raise _withheld(
+            "session_actual_input_unknown",
+            "the action does not state the verified input of its step",
+            session,
+        ) from None
     funds = session.get("funds")
     if isinstance(funds, dict):
         step = bundle["workflow"]["steps"][idx]
         if str(funds.get("amount_base")) != str(actual) or funds.get("endpoint") != step.get("from"):
-            raise _withheld("session_actual_input_mismatch", "the action's input is not the session's verified "
-                            "funds for this step", session)  # fmt: skip
+            raise _withheld(
+                "session_actual_input_mismatch",
+                "the action's input is not the session's verified funds for this step",
+                session,
+            )
     return value
 
 
 def verify_session_action(
-    bundle: dict[str, Any], session: Mapping[str, Any], ctx: dict[str, Any], approval: dict[str, Any], *,
-    now_unix: int, fee_recipients: dict[str, str], deployments: dict[Any, Any],
-) -> dict[str, Any]:  # fmt: skip
+    bundle: dict[str, Any],
+    session: Mapping[str, Any],
+    ctx: dict[str, Any],
+    approval: dict[str, Any],
+    *,
+    now_unix: int,
+    fee_recipients: dict[str, str],
+    deployments: dict[Any, Any],
+) -> dict[str, Any]:
     """verify_bundle against the caller's context; the action_verification block, or SafetyBoundaryFailed."""
     kwargs: dict[str, Any] = {
         "intent": ctx["intent"],
@@ -606,7 +679,9 @@ def verify_session_action(
         "deployments": deployments,
     }
     raw_idx = bundle.get("step_index")
-    idx = raw_idx if isinstance(raw_idx, int) and not isinstance(raw_idx, bool) else 0  # a bad index: verifier's
+    idx = (
+        raw_idx if isinstance(raw_idx, int) and not isinstance(raw_idx, bool) else 0
+    )  # a bad index: verifier's
     action = bundle.get("unsigned_action")
     receive = isinstance(action, dict) and action.get("phase") == RECEIVE_PHASE
     later_step = idx > 0 and not receive
@@ -616,17 +691,27 @@ def verify_session_action(
         findings = verify_bundle(bundle, **kwargs)
     except TypeError:
         findings = None
-    unsupported = findings is None or (later_step and any(
-        f.code == "bundle_malformed" and "session_actual_input_base" in f.message for f in findings))  # fmt: skip
+    unsupported = findings is None or (
+        later_step
+        and any(f.code == "bundle_malformed" and "session_actual_input_base" in f.message for f in findings)
+    )
     if unsupported:
-        raise _withheld("verifier_lacks_session_actual_input_base", "this verifier cannot check an action whose "
-                        "input is the previous step's verified output; the action was withheld", session)  # fmt: skip
+        raise _withheld(
+            "verifier_lacks_session_actual_input_base",
+            "this verifier cannot check an action whose "
+            "input is the previous step's verified output; the action was withheld",
+            session,
+        )
     assert findings is not None
     errors = [f.as_dict() for f in findings if f.severity == "error"]
     if errors:
         log.error("a2a_session_action_rejected", route=bundle.get("route"), codes=[e["code"] for e in errors])
-        raise _withheld("prepared_action_failed_verification", "the session's action failed verification against "
-                        "your bounds and was withheld", session, findings=errors[:20])  # fmt: skip
+        raise _withheld(
+            "prepared_action_failed_verification",
+            "the session's action failed verification against your bounds and was withheld",
+            session,
+            findings=errors[:20],
+        )
     return {
         "verified": True,
         "verifier": "routequote.verify.verify_bundle",
@@ -661,8 +746,10 @@ def session_guidance(session: Mapping[str, Any], operation: str, handoff: bool) 
 
 def _holds_token(value: Any, token: str) -> bool:
     if isinstance(value, dict):
-        return any(k in ("session_token", "sessionToken") or token in str(k) or _holds_token(v, token)
-                   for k, v in value.items())  # fmt: skip
+        return any(
+            k in ("session_token", "sessionToken") or token in str(k) or _holds_token(v, token)
+            for k, v in value.items()
+        )
     if isinstance(value, list):
         return any(_holds_token(v, token) for v in value)
     return isinstance(value, str) and token in value
@@ -673,37 +760,61 @@ def session_operations(sessions: SessionCapability, clock: Clock) -> list[Operat
     deployments = sessions.prepare.deployments
     exempt = frozenset({"sessionToken"})
 
-    def reply(operation: str, session: dict[str, Any], ctx: dict[str, Any], approval: dict[str, Any],
-              route_key: str, token: str) -> dict[str, Any]:  # fmt: skip
+    def reply(
+        operation: str,
+        session: dict[str, Any],
+        ctx: dict[str, Any],
+        approval: dict[str, Any],
+        route_key: str,
+        token: str,
+    ) -> dict[str, Any]:
         if session.get("route") != route_key:
             raise _withheld("session_route_mismatch", "the session answered for another route", session)
         binding = session.get("quote_binding")
         if isinstance(binding, dict) and (binding.get("quote_id"), binding.get("quote_fingerprint")) != (
-            approval["quote_id"], approval["quote_fingerprint"]
+            approval["quote_id"],
+            approval["quote_fingerprint"],
         ):
-            raise _withheld("session_not_bound_to_your_approval", "the session is bound to another quote", session)
+            raise _withheld(
+                "session_not_bound_to_your_approval", "the session is bound to another quote", session
+            )
         out: dict[str, Any] = {"session": session}
         bundle = session.get("current_action") or session.get("next_action")
         if isinstance(bundle, dict):
             out["action_verification"] = verify_session_action(
-                bundle, session, ctx, approval, now_unix=int(clock.now().timestamp()),
-                fee_recipients=fee_recipients, deployments=deployments,
-            )  # fmt: skip
+                bundle,
+                session,
+                ctx,
+                approval,
+                now_unix=int(clock.now().timestamp()),
+                fee_recipients=fee_recipients,
+                deployments=deployments,
+            )
             out["caller_wallet_handoff"] = caller_wallet_handoff(bundle)
         out["guidance"] = session_guidance(session, operation, "caller_wallet_handoff" in out)
         if _holds_token(out, token):  # the engine never echoes it; if it ever did, nothing leaves
-            raise _withheld("session_token_echo_blocked", "the answer held your session token and was withheld",
-                            {})  # fmt: skip
-        log.info("a2a_session_operation", operation=operation, session_id=session.get("session_id"),
-                 status=session.get("status"), session_version=session.get("session_version"))  # fmt: skip
+            raise _withheld(
+                "session_token_echo_blocked", "the answer held your session token and was withheld", {}
+            )
+        log.info(
+            "a2a_session_operation",
+            operation=operation,
+            session_id=session.get("session_id"),
+            status=session.get("status"),
+            session_version=session.get("session_version"),
+        )
         return out
 
     async def create(data: dict[str, Any]) -> dict[str, Any]:
         body, approval, ctx, token = check_session_create(data)
         answer = await sessions.create(body, token)
-        return reply("session_create", answer.body, ctx, approval, parse_quote_request(ctx["intent"]).route_key, token)
+        return reply(
+            "session_create", answer.body, ctx, approval, parse_quote_request(ctx["intent"]).route_key, token
+        )
 
-    async def checked(data: dict[str, Any]) -> tuple[str, str, dict[str, Any], dict[str, Any], str, dict[str, Any]]:
+    async def checked(
+        data: dict[str, Any],
+    ) -> tuple[str, str, dict[str, Any], dict[str, Any], str, dict[str, Any]]:
         """The call's rules, then reads of the session (workflow and session views; reads change nothing but a
         due expiry): its route, wallets and quote binding must be the context's before anything is asked of it.
         Returns (token, id, context, approval, route key, {view: what was read})."""
@@ -724,11 +835,15 @@ def session_operations(sessions: SessionCapability, clock: Clock) -> list[Operat
     async def observe(data: dict[str, Any]) -> dict[str, Any]:
         key = _idempotency_key(data)
         hashes = data.get("transactionHashes")
-        if (not isinstance(hashes, list) or not 1 <= len(hashes) <= MAX_TRANSACTION_HASHES
-                or not all(isinstance(h, str) for h in hashes)):  # fmt: skip
-            raise InvalidRequest("transaction_hashes_invalid",
-                                 f"transactionHashes must list 1..{MAX_TRANSACTION_HASHES} transaction hashes or "
-                                 "signatures")  # fmt: skip
+        if (
+            not isinstance(hashes, list)
+            or not 1 <= len(hashes) <= MAX_TRANSACTION_HASHES
+            or not all(isinstance(h, str) for h in hashes)
+        ):
+            raise InvalidRequest(
+                "transaction_hashes_invalid",
+                f"transactionHashes must list 1..{MAX_TRANSACTION_HASHES} transaction hashes or signatures",
+            )
         token, sid, ctx, approval, route_key, _ = await checked(data)
         answer = await sessions.observe(sid, token, {"idempotency_key": key, "transaction_hashes": hashes})
         return reply("observe_source", answer.body, ctx, approval, route_key, token)
@@ -745,19 +860,27 @@ def session_operations(sessions: SessionCapability, clock: Clock) -> list[Operat
     return [
         Operation("session_create", SESSION_CREATE_FIELDS, create, exempt),
         Operation("session_get", SESSION_CALL_FIELDS | {"view"}, get, exempt),
-        Operation("observe_source", SESSION_CALL_FIELDS | {"idempotencyKey", "transactionHashes"}, observe, exempt),
-        Operation("refresh_action", SESSION_CALL_FIELDS | {"idempotencyKey"}, key_only("refresh_action", "refresh"),
-                  exempt),  # fmt: skip
-        Operation("session_cancel", SESSION_CALL_FIELDS | {"idempotencyKey"}, key_only("session_cancel", "cancel"),
-                  exempt),  # fmt: skip
+        Operation(
+            "observe_source", SESSION_CALL_FIELDS | {"idempotencyKey", "transactionHashes"}, observe, exempt
+        ),
+        Operation(
+            "refresh_action",
+            SESSION_CALL_FIELDS | {"idempotencyKey"},
+            key_only("refresh_action", "refresh"),
+            exempt,
+        ),
+        Operation(
+            "session_cancel",
+            SESSION_CALL_FIELDS | {"idempotencyKey"},
+            key_only("session_cancel", "cancel"),
+            exempt,
+        ),
     ]
 
 
 # ---- the card ------------------------------------------------------------------------------------------
 
-_QUOTE_EXAMPLE = (
-    '{"fromChain":"solana","fromToken":"SOL","toChain":"base","toToken":"USDC","amountUsd":1000}'
-)
+_QUOTE_EXAMPLE = '{"fromChain":"solana","fromToken":"SOL","toChain":"base","toToken":"USDC","amountUsd":1000}'
 
 
 def quote_skill() -> AgentSkill:
@@ -767,13 +890,16 @@ def quote_skill() -> AgentSkill:
         description=(
             f"One fresh, fee-inclusive, non-binding quote between the nine asset endpoints ({len(ROUTES)} directed "
             "routes, USD 1 through 1,000). Send one data part with fromChain, fromToken, toChain, toToken, "
-            "amountUsd (operation omitted or \"quote\"). Returns {quote, guidance}: an unranked_candidate that "
+            'amountUsd (operation omitted or "quote"). Returns {quote, guidance}: an unranked_candidate that '
             "expires; never select it automatically. Read-only: does not inspect balances and never prepares, "
             "signs or submits. Base-unit amounts are decimal strings."
         ),
         tags=["quote", "cross-chain", "bridge", "swap", "read-only", "non-custodial"],
-        examples=[_QUOTE_EXAMPLE, '{"operation":"quote","fromChain":"base","fromToken":"ETH","toChain":"arbitrum",'
-                  '"toToken":"USDC","amountUsd":50}'],
+        examples=[
+            _QUOTE_EXAMPLE,
+            '{"operation":"quote","fromChain":"base","fromToken":"ETH","toChain":"arbitrum",'
+            '"toToken":"USDC","amountUsd":50}',
+        ],
         input_modes=[MEDIA],
         output_modes=[MEDIA],
     )
@@ -785,7 +911,7 @@ def prepare_skill() -> AgentSkill:
         name="Prepare the first unsigned action (one-shot)",
         description=(
             "Explicit one-shot prepare (POST /v2/prepare) of a single-step route the caller approved: operation "
-            "\"prepare\", callerApproved true, fromChain, fromToken, toChain, toToken, amountUsd, wallets (chain -> "
+            '"prepare", callerApproved true, fromChain, fromToken, toChain, toToken, amountUsd, wallets (chain -> '
             "public address), eventSignerPublic (Solana CCTP burns only), approvalV3 with selected_mode one_shot "
             "and the hash-bound verificationContext. Multi-step quotes reject one-shot. The context is checked "
             "before anything is prepared; the returned action is verified against your bounds and comes with a "
@@ -825,7 +951,14 @@ def session_skill() -> AgentSkill:
             "and a caller_wallet_handoff carrying its own SHA-256. A next step priced below your approval is "
             "reapproval_required with where the funds are (funds) and the intent to quote from there."
         ),
-        tags=["session", "receipt-driven", "unsigned-action", "non-custodial", "caller-approved", "multi-step"],
+        tags=[
+            "session",
+            "receipt-driven",
+            "unsigned-action",
+            "non-custodial",
+            "caller-approved",
+            "multi-step",
+        ],
         examples=[
             '{"operation":"session_create","callerApproved":true,"fromChain":"base","fromToken":"ETH","toChain":'
             '"arbitrum","toToken":"USDC","amountUsd":100,"wallets":{"base":"0x...","arbitrum":"0x..."},'
@@ -850,7 +983,9 @@ def agent_card(base_url: str, skills: list[AgentSkill]) -> AgentCard:
         ),
         version=CARD_VERSION,
         supported_interfaces=[
-            AgentInterface(url=f"{base_url}{A2A_PATH}", protocol_binding="JSONRPC", protocol_version=PROTOCOL_VERSION)
+            AgentInterface(
+                url=f"{base_url}{A2A_PATH}", protocol_binding="JSONRPC", protocol_version=PROTOCOL_VERSION
+            )
         ],
         provider=AgentProvider(organization="routequote (self-hosted)", url=base_url),
         documentation_url=f"{base_url}/v2/openapi.json",
@@ -886,8 +1021,12 @@ def build_a2a(
     card = agent_card(settings.resolved_base_url(), skills)
     agent = RouteQuoteAgent(operations, limiter)
     store = InMemoryTaskStore()
-    handler = DefaultRequestHandler(agent_executor=AgentExecutorAdapter(agent), task_store=store, agent_card=card)
-    rpc = a2a_jsonrpc_routes(handler, A2A_PATH, _ContextBuilder())  # errors: code + fixed message, no SDK text
+    handler = DefaultRequestHandler(
+        agent_executor=AgentExecutorAdapter(agent), task_store=store, agent_card=card
+    )
+    rpc = a2a_jsonrpc_routes(
+        handler, A2A_PATH, _ContextBuilder()
+    )  # errors: code + fixed message, no SDK text
     for route in rpc:  # the same 1 MiB body limit as every REST POST
         route.app = RequestBodyLimitMiddleware(route.app, MAX_BODY_BYTES)
     routes: list[Route] = [

@@ -62,7 +62,9 @@ def quote_guidance(quote: dict[str, Any]) -> dict[str, Any]:
         "requote_before_selection": True,
         "quote_expires_at": quote.get("expires_at"),
         "allowed_modes": continuation.get("allowed_modes", []),
-        "first_unsigned_action_supported": bool(quote.get("execution", {}).get("first_unsigned_action_supported")),
+        "first_unsigned_action_supported": bool(
+            quote.get("execution", {}).get("first_unsigned_action_supported")
+        ),
         **_NOTHING_DONE,
         "note": (
             "An unranked, non-binding estimate that expires. Do not select it automatically: a human or the "

@@ -65,7 +65,11 @@ class Probes:
     """The dependency checks behind /readyz and the health gauges of /metrics."""
 
     def __init__(
-        self, market: MarketData, sessions: SessionStore | None, redis_url: str = "", market_fallback: str = "none"
+        self,
+        market: MarketData,
+        sessions: SessionStore | None,
+        redis_url: str = "",
+        market_fallback: str = "none",
     ) -> None:
         self.market = market
         self.sessions = sessions
@@ -80,8 +84,9 @@ class Probes:
         down = sorted(h.name for h in health if not h.ok)
         up = len(health) - len(down)
         ok = up > 0 or self.market_fallback == "embedded"
-        return Component(ok, None if ok else "no market source is healthy",
-                         {"sources_up": up, "sources_down": down})  # fmt: skip
+        return Component(
+            ok, None if ok else "no market source is healthy", {"sources_up": up, "sources_down": down}
+        )
 
     async def _database(self) -> Component:
         if self.sessions is None:
@@ -103,7 +108,9 @@ class Probes:
                 import redis.asyncio as aioredis
 
                 self._redis = aioredis.Redis.from_url(
-                    self.redis_url, socket_timeout=CHECK_TIMEOUT_SECONDS, socket_connect_timeout=CHECK_TIMEOUT_SECONDS
+                    self.redis_url,
+                    socket_timeout=CHECK_TIMEOUT_SECONDS,
+                    socket_connect_timeout=CHECK_TIMEOUT_SECONDS,
                 )
             async with asyncio.timeout(CHECK_TIMEOUT_SECONDS):
                 await self._redis.ping()
@@ -147,6 +154,8 @@ def router(probes: Probes) -> APIRouter:
     @api.get("/readyz")
     async def readyz(_: Request) -> Response:
         report = await probes.check()
-        return json_response(report.as_json(), 200 if report.ready else 503, headers={"cache-control": "no-store"})
+        return json_response(
+            report.as_json(), 200 if report.ready else 503, headers={"cache-control": "no-store"}
+        )
 
     return api

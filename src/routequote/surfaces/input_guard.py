@@ -102,15 +102,22 @@ def rest_error(status: int, reason_class: str | None = None, message: str | None
     if status >= 500:
         return {"error": "internal_error", "reason_class": "internal_error"}
     error, text = _REASONS.get(status, ("request_rejected", "Request rejected"))
-    return {"error": "invalid_request" if reason_class else error, "reason_class": reason_class or error,
-            "message": message or text}  # fmt: skip
+    return {
+        "error": "invalid_request" if reason_class else error,
+        "reason_class": reason_class or error,
+        "message": message or text,
+    }
 
 
 async def _answer(
     send: Send, status: int, payload: dict[str, Any], extra: list[tuple[bytes, bytes]] | None = None
 ) -> None:
     body = orjson.dumps(payload)
-    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), *(extra or [])]
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(body)).encode()),
+        *(extra or []),
+    ]
     if status >= 500 or status in (408, 413, 431):  # the connection's state is unknown: do not reuse it
         headers.append((b"connection", b"close"))
     await send({"type": "http.response.start", "status": status, "headers": headers})
@@ -200,7 +207,9 @@ class InputGuard:
 async def _refuse(
     send: Send, jsonrpc: bool, status: int, reason_class: str | None = None, message: str | None = None
 ) -> None:
-    payload = jsonrpc_error(status, reason_class, message) if jsonrpc else rest_error(status, reason_class, message)
+    payload = (
+        jsonrpc_error(status, reason_class, message) if jsonrpc else rest_error(status, reason_class, message)
+    )
     await _answer(send, status, payload)
 
 
@@ -338,8 +347,12 @@ if HttpToolsProtocol is not None:
             live = _live_by_loop.get(self.loop)
             if live is None:
                 live = _live_by_loop[self.loop] = set()
-                interval = min(1.0, max(0.05, min(self._limits.header_timeout_seconds,
-                                                  self._limits.body_timeout_seconds) / 4))  # fmt: skip
+                interval = min(
+                    1.0,
+                    max(
+                        0.05, min(self._limits.header_timeout_seconds, self._limits.body_timeout_seconds) / 4
+                    ),
+                )
                 self.loop.call_later(interval, _sweep, self.loop, interval)
             live.add(self)
 
@@ -439,8 +452,15 @@ def a2a_jsonrpc_routes(handler: Any, path: str, context_builder: Any) -> list[An
     from starlette.routing import Route
 
     messages = {code: cls.message for cls, code in JSON_RPC_ERROR_CODE_MAP.items()}
-    messages.update({-32700: "Parse error", -32600: InvalidRequestError.message, -32601: MethodNotFoundError.message,
-                     -32602: InvalidParamsError.message, -32603: "Internal error"})  # fmt: skip
+    messages.update(
+        {
+            -32700: "Parse error",
+            -32600: InvalidRequestError.message,
+            -32601: MethodNotFoundError.message,
+            -32602: InvalidParamsError.message,
+            -32603: "Internal error",
+        }
+    )
 
     def generic(error: Any) -> dict[str, Any]:
         code = error.get("code") if isinstance(error, dict) else None

@@ -133,7 +133,12 @@ V1_SESSION_OPERATIONS = (
 
 
 async def v1_session_operation(
-    state: Any, operation: str, args: dict[str, Any], *, token: Any = None, session_id: Any = None,
+    state: Any,
+    operation: str,
+    args: dict[str, Any],
+    *,
+    token: Any = None,
+    session_id: Any = None,
     client: str = "unknown",
 ) -> tuple[int, dict[str, Any]]:
     """One v1 operation over the app's session engine and wallet login: (HTTP-style status, body).

@@ -92,7 +92,9 @@ Uuid = Annotated[str, Field(pattern=UUID_PATTERN, json_schema_extra={"format": "
 SourceWallet = Annotated[str, Field(min_length=32, max_length=64)]
 Signature = Annotated[str, Field(min_length=64, max_length=128)]
 IdempotencyKey = Annotated[str, Field(min_length=8, max_length=128)]
-AccessToken = Annotated[str, Field(min_length=20, max_length=512, description="Sensitive: never logged or echoed")]
+AccessToken = Annotated[
+    str, Field(min_length=20, max_length=512, description="Sensitive: never logged or echoed")
+]
 
 
 class StartWalletAuthArguments(ToolInput):
@@ -177,8 +179,12 @@ ToolRun = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
 READ_ONLY = mt.ToolAnnotations(
     read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
 )
-QUOTE = mt.ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
-STATEFUL = mt.ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=True)
+QUOTE = mt.ToolAnnotations(
+    read_only_hint=True, destructive_hint=False, idempotent_hint=False, open_world_hint=False
+)
+STATEFUL = mt.ToolAnnotations(
+    read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=True
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -356,15 +362,28 @@ def v1_session_tools(state: Any) -> list[ToolDef]:
         async def run(args: dict[str, Any]) -> dict[str, Any]:
             rest = {k: v for k, v in args.items() if k not in ("access_token", "session_id")}
             _status, body = await v1_session_operation(
-                state, operation, rest, token=args.get("access_token"), session_id=args.get("session_id"),
+                state,
+                operation,
+                rest,
+                token=args.get("access_token"),
+                session_id=args.get("session_id"),
                 client=_CLIENT.get(),
-            )  # fmt: skip
+            )
             if operation == "start_wallet_auth":
-                return {"challenge": body, "guidance": {"sign_message_only": True, "can_authorize_transaction": False}}
+                return {
+                    "challenge": body,
+                    "guidance": {"sign_message_only": True, "can_authorize_transaction": False},
+                }
             if operation == "finish_wallet_auth":
                 return {"auth": body, "guidance": {"sensitive": True, "never_log_access_token": True}}
-            return {"session": body, "guidance": {"next_operation": body.get("next_operation"),
-                                                  "server_signing": False, "server_submission": False}}  # fmt: skip
+            return {
+                "session": body,
+                "guidance": {
+                    "next_operation": body.get("next_operation"),
+                    "server_signing": False,
+                    "server_submission": False,
+                },
+            }
 
         return run
 
@@ -389,7 +408,11 @@ def tool_error(exc: RouteQuoteError) -> mt.CallToolResult:
 def invalid_arguments(exc: ValidationError) -> mt.CallToolResult:
     """Which argument broke which rule of the schema; never the values the caller sent."""
     details = [
-        {"loc": [p if isinstance(p, int) else safe_name(p) for p in e["loc"]], "type": e["type"], "msg": e["msg"]}
+        {
+            "loc": [p if isinstance(p, int) else safe_name(p) for p in e["loc"]],
+            "type": e["type"],
+            "msg": e["msg"],
+        }
         for e in exc.errors(include_url=False, include_input=False, include_context=False)
     ]
     return _result(
@@ -415,9 +438,7 @@ def _client_key(ctx: ServerRequestContext[Any, Any]) -> str:
     return str(client.host) if client else "local"
 
 
-def build_server(
-    tools: Sequence[ToolDef], *, limiter: RateLimiter | None = None
-) -> Server[Any]:
+def build_server(tools: Sequence[ToolDef], *, limiter: RateLimiter | None = None) -> Server[Any]:
     by_name = {t.name: t for t in tools}
     listing = mt.ListToolsResult(tools=[t.tool() for t in tools])
     schemas = {t.name: input_schema(t.model) for t in tools}
@@ -427,7 +448,9 @@ def build_server(
     ) -> mt.ListToolsResult:
         return listing
 
-    async def on_call_tool(ctx: ServerRequestContext[Any, Any], params: mt.CallToolRequestParams) -> mt.CallToolResult:
+    async def on_call_tool(
+        ctx: ServerRequestContext[Any, Any], params: mt.CallToolRequestParams
+    ) -> mt.CallToolResult:
         tool = by_name.get(params.name)
         if tool is None:
             raise MCPError(code=mt.INVALID_PARAMS, message="unknown tool")
@@ -436,7 +459,9 @@ def build_server(
         try:
             if limiter is not None:
                 await limiter.check(_client_key(ctx))
-            check_tree(args)  # the strict reader's depth / Unicode rules, for callers that bypass /mcp (stdio)
+            check_tree(
+                args
+            )  # the strict reader's depth / Unicode rules, for callers that bypass /mcp (stdio)
             tool.model.model_validate(args)
         except ValidationError as exc:
             return invalid_arguments(exc)
@@ -449,7 +474,13 @@ def build_server(
         except Exception as exc:  # never a traceback or caller input in a result; the log has the type
             log.error("mcp_tool_failed", tool=tool.name, error_type=type(exc).__name__)
             return _result(
-                {"error": {"code": "internal_error", "error": "internal_error", "reason_class": "internal_error"}},
+                {
+                    "error": {
+                        "code": "internal_error",
+                        "error": "internal_error",
+                        "reason_class": "internal_error",
+                    }
+                },
                 is_error=True,
             )
 
@@ -483,7 +514,9 @@ def allowed_hosts(settings: Settings) -> list[str]:
 def transport_security(settings: Settings) -> TransportSecuritySettings:
     hosts = allowed_hosts(settings)
     origins = [f"{scheme}://{h}" for h in hosts for scheme in ("http", "https")]
-    return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins)
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins
+    )
 
 
 class _PostOnly:
@@ -557,7 +590,10 @@ def mount_mcp(app: Any) -> McpSurface:
     """Mount /mcp on the composition root's app (call last: reads the capabilities set on app.state)."""
     state = app.state
     surface = build_mcp(
-        state.service, state.settings, limiter=state.limiter, manifest=manifest_provider(state),
+        state.service,
+        state.settings,
+        limiter=state.limiter,
+        manifest=manifest_provider(state),
         extra_tools=v1_session_tools(state),
     )
     app.router.routes.extend(surface.routes)

@@ -59,7 +59,15 @@ def _route_rules() -> dict[str, Any]:
 PREPARE_REQUEST_SCHEMA: dict[str, Any] = {
     "type": "object",
     "additionalProperties": False,
-    "required": ["caller_approved", "from_chain", "from_token", "to_chain", "to_token", "amount_usd", "wallets"],
+    "required": [
+        "caller_approved",
+        "from_chain",
+        "from_token",
+        "to_chain",
+        "to_token",
+        "amount_usd",
+        "wallets",
+    ],
     "description": (
         "An approved quote's intent and the caller's public wallets. Secret-looking fields anywhere (private key, "
         "seed, mnemonic, signature, signed transaction) are refused with 400 secret_material_rejected. "
@@ -71,9 +79,16 @@ PREPARE_REQUEST_SCHEMA: dict[str, Any] = {
         "wallet (event_signer_public_not_fresh), and the route's first step must be prepare-ready now "
         "(route_not_prepare_ready; GET /v2/capabilities lists the routes that are not, with why)."
     ),
-    "allOf": [*_endpoint_rules()["allOf"], _route_rules()],  # from side, to side, no identity route, per route
+    "allOf": [
+        *_endpoint_rules()["allOf"],
+        _route_rules(),
+    ],  # from side, to side, no identity route, per route
     "properties": {
-        "caller_approved": {"type": "boolean", "const": True, "description": "advisory; not proof of human approval"},
+        "caller_approved": {
+            "type": "boolean",
+            "const": True,
+            "description": "advisory; not proof of human approval",
+        },
         "from_chain": {"type": "string", "enum": [c.value for c in Chain]},
         "from_token": {"type": "string", "enum": [t.value for t in Token]},
         "to_chain": {"type": "string", "enum": [c.value for c in Chain]},
@@ -128,7 +143,10 @@ def router(prepare: PrepareService, limiter: RateLimiter) -> APIRouter:
             "(`routequote verify-action`)."
         ),
         openapi_extra={
-            "requestBody": {"required": True, "content": {"application/json": {"schema": PREPARE_REQUEST_SCHEMA}}}
+            "requestBody": {
+                "required": True,
+                "content": {"application/json": {"schema": PREPARE_REQUEST_SCHEMA}},
+            }
         },
     )
     async def prepare_action(request: Request) -> Response:

@@ -41,7 +41,10 @@ CREATE_SCHEMA: dict[str, Any] = {
         "idempotency_key": IDEMPOTENCY_KEY,
         "approval_v3": {
             **_APPROVAL,
-            "properties": {**_APPROVAL["properties"], "selected_mode": {"type": "string", "const": "session"}},
+            "properties": {
+                **_APPROVAL["properties"],
+                "selected_mode": {"type": "string", "const": "session"},
+            },
         },
     },
 }
@@ -103,10 +106,17 @@ def router(sessions: SessionService, limiter: RateLimiter) -> APIRouter:
         operation_id="readSession",
         responses={400: _ERR, 404: _ERR, 429: _ERR, 503: _ERR},
         summary="Read a session: session, workflow, receipt (quoted vs actual) or next_action",
-        openapi_extra={"parameters": [  # the path's session_id comes from the signature
-            _TOKEN_PARAM,
-            {"name": "view", "in": "query", "required": False, "schema": {"type": "string", "enum": list(VIEWS)}},
-        ]},  # fmt: skip
+        openapi_extra={
+            "parameters": [  # the path's session_id comes from the signature
+                _TOKEN_PARAM,
+                {
+                    "name": "view",
+                    "in": "query",
+                    "required": False,
+                    "schema": {"type": "string", "enum": list(VIEWS)},
+                },
+            ]
+        },
     )
     async def read(request: Request, session_id: str) -> Response:
         async def produce() -> Any:
@@ -124,14 +134,32 @@ def router(sessions: SessionService, limiter: RateLimiter) -> APIRouter:
         )
         async def handler(request: Request, session_id: str) -> Response:
             async def produce() -> Any:
-                return await getattr(sessions, method)(session_id, token(request), await read_json_body(request))
+                return await getattr(sessions, method)(
+                    session_id, token(request), await read_json_body(request)
+                )
 
             return await answer(limiter, request, produce, group="session_api")
 
-    mutating("observe", "observeSession", "Name what you submitted; the service reads the chain and advances only "
-             "on verified actual output", OBSERVE_SCHEMA, "observe")  # fmt: skip
-    mutating("refresh", "refreshSessionAction", "A new action for an expired, unsubmitted step, inside the approved "
-             "bounds (never after an observation)", KEY_ONLY_SCHEMA, "refresh")  # fmt: skip
-    mutating("cancel", "cancelSession", "Stop the session; the answer says where the funds are now",
-             KEY_ONLY_SCHEMA, "cancel")  # fmt: skip
+    mutating(
+        "observe",
+        "observeSession",
+        "Name what you submitted; the service reads the chain and advances only on verified actual output",
+        OBSERVE_SCHEMA,
+        "observe",
+    )
+    mutating(
+        "refresh",
+        "refreshSessionAction",
+        "A new action for an expired, unsubmitted step, inside the approved "
+        "bounds (never after an observation)",
+        KEY_ONLY_SCHEMA,
+        "refresh",
+    )
+    mutating(
+        "cancel",
+        "cancelSession",
+        "Stop the session; the answer says where the funds are now",
+        KEY_ONLY_SCHEMA,
+        "cancel",
+    )
     return api

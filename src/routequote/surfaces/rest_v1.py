@@ -85,7 +85,9 @@ class _Strict(BaseModel):
 
 class WalletAuthStartRequest(_Strict):
     source_wallet: str = Field(
-        min_length=32, max_length=44, pattern=r"^[1-9A-HJ-NP-Za-km-z]{32,44}$",
+        min_length=32,
+        max_length=44,
+        pattern=r"^[1-9A-HJ-NP-Za-km-z]{32,44}$",
         description="Solana public key: base58 that must decode to 32 bytes (else 400 invalid_source_wallet)",
     )
 
@@ -108,10 +110,14 @@ class WalletAuthChallenge(BaseModel):
 class WalletAuthFinishRequest(_Strict):
     challenge_id: str = Field(pattern=_UUID)
     source_wallet: str = Field(
-        min_length=32, max_length=44, pattern=r"^[1-9A-HJ-NP-Za-km-z]{32,44}$",
+        min_length=32,
+        max_length=44,
+        pattern=r"^[1-9A-HJ-NP-Za-km-z]{32,44}$",
         description="The wallet the challenge was issued for (base58, 32 bytes)",
     )
-    signature: str = Field(min_length=64, max_length=128, description="base58 Ed25519 signature of the message")
+    signature: str = Field(
+        min_length=64, max_length=128, description="base58 Ed25519 signature of the message"
+    )
     terms_version: str = Field(min_length=1, max_length=160)
 
 
@@ -129,12 +135,19 @@ class WalletAuthToken(BaseModel):
 class V1SessionCreateRequest(_Strict):
     quote_id: str = Field(pattern=_UUID, description="A fresh quote from POST /v1/quote")
     idempotency_key: str = _KEY
-    source_wallet: str = Field(min_length=32, max_length=44, pattern=r"^[1-9A-HJ-NP-Za-km-z]{32,44}$", description="Must be the logged-in wallet")
+    source_wallet: str = Field(
+        min_length=32,
+        max_length=44,
+        pattern=r"^[1-9A-HJ-NP-Za-km-z]{32,44}$",
+        description="Must be the logged-in wallet",
+    )
     destination_wallet: str = Field(pattern=r"^0x[0-9a-fA-F]{40}$")
 
 
 class V1PrepareSourceRequest(_Strict):
-    idempotency_key: str | None = Field(None, min_length=8, max_length=128, pattern=r"^[A-Za-z0-9._:-]{8,128}$")
+    idempotency_key: str | None = Field(
+        None, min_length=8, max_length=128, pattern=r"^[A-Za-z0-9._:-]{8,128}$"
+    )
 
 
 class V1VerifySourceRequest(_Strict):
@@ -167,8 +180,17 @@ class V1Session(BaseModel):
 
     model_config = ConfigDict(extra="allow")
     session_id: str
-    status: Literal["action_required", "action_ready", "awaiting_source_receipt", "awaiting_destination",
-                    "action_expired", "reapproval_required", "complete", "cancelled", "failed"]
+    status: Literal[
+        "action_required",
+        "action_ready",
+        "awaiting_source_receipt",
+        "awaiting_destination",
+        "action_expired",
+        "reapproval_required",
+        "complete",
+        "cancelled",
+        "failed",
+    ]
     next_operation: Literal["prepare_action", "submit_current_action", "observe", "refresh_action", "none"]
     mode: Literal["v1_corridor"]
     route: str
@@ -214,7 +236,12 @@ def _bearer(request: Request) -> str | None:
 
 
 async def _v1_answer(
-    limiter: RateLimiter, request: Request, operation: str, *, body: bool = True, session_id: str | None = None,
+    limiter: RateLimiter,
+    request: Request,
+    operation: str,
+    *,
+    body: bool = True,
+    session_id: str | None = None,
     args: dict[str, Any] | None = None,
 ) -> Response:
     """answer() for the v1 session surface: an invalid access token is 401 with `WWW-Authenticate`."""
@@ -224,7 +251,12 @@ async def _v1_answer(
         payload = await read_json_body(request) if body else (args or {})
         token = _bearer(request)
         status, out = await v1_session_operation(
-            request.app.state, operation, payload, token=token, session_id=session_id, client=client_key(request)
+            request.app.state,
+            operation,
+            payload,
+            token=token,
+            session_id=session_id,
+            client=client_key(request),
         )
         return json_response(out, status, headers=headers)
     except AccessTokenInvalid as exc:
@@ -260,7 +292,9 @@ def router(service: RouteQuoteService, limiter: RateLimiter) -> APIRouter:
         openapi_extra={
             "requestBody": {
                 "required": True,
-                "content": {"application/json": {"schema": {"$ref": "#/components/schemas/LegacyQuoteRequest"}}},
+                "content": {
+                    "application/json": {"schema": {"$ref": "#/components/schemas/LegacyQuoteRequest"}}
+                },
             }
         },
     )
@@ -272,47 +306,105 @@ def router(service: RouteQuoteService, limiter: RateLimiter) -> APIRouter:
 
     _errs = {400: _ERR, 401: _ERR, 404: _ERR, 409: _ERR, 429: _ERR, 503: _ERR}
 
-    @v1.post("/auth/challenge", operation_id="startWalletAuth", response_model=WalletAuthChallenge,
-             responses={400: _ERR, 429: _ERR, 503: _ERR}, openapi_extra=_body("WalletAuthStartRequest", False),
-             summary="Wallet login, step 1: a sign-message-only challenge (cannot authorize a transaction)")
+    @v1.post(
+        "/auth/challenge",
+        operation_id="startWalletAuth",
+        response_model=WalletAuthChallenge,
+        responses={400: _ERR, 429: _ERR, 503: _ERR},
+        openapi_extra=_body("WalletAuthStartRequest", False),
+        summary="Wallet login, step 1: a sign-message-only challenge (cannot authorize a transaction)",
+    )
     async def auth_challenge(request: Request) -> Response:
         return await _v1_answer(limiter, request, "start_wallet_auth")
 
-    @v1.post("/auth/verify", operation_id="finishWalletAuth", response_model=WalletAuthToken,
-             responses={400: _ERR, 429: _ERR, 503: _ERR}, openapi_extra=_body("WalletAuthFinishRequest", False),
-             summary="Wallet login, step 2: the Ed25519 signature of the challenge -> a wallet-bound access token")
+    @v1.post(
+        "/auth/verify",
+        operation_id="finishWalletAuth",
+        response_model=WalletAuthToken,
+        responses={400: _ERR, 429: _ERR, 503: _ERR},
+        openapi_extra=_body("WalletAuthFinishRequest", False),
+        summary="Wallet login, step 2: the Ed25519 signature of the challenge -> a wallet-bound access token",
+    )
     async def auth_verify(request: Request) -> Response:
         return await _v1_answer(limiter, request, "finish_wallet_auth")
 
-    @v1.post("/session", operation_id="createLegacySession", response_model=V1Session, status_code=201,
-             responses=_errs, openapi_extra=_body("V1SessionCreateRequest"),
-             summary="Lock a fresh corridor quote into one wallet-bound session (creates no transaction)")
+    @v1.post(
+        "/session",
+        operation_id="createLegacySession",
+        response_model=V1Session,
+        status_code=201,
+        responses=_errs,
+        openapi_extra=_body("V1SessionCreateRequest"),
+        summary="Lock a fresh corridor quote into one wallet-bound session (creates no transaction)",
+    )
     async def create_session(request: Request) -> Response:
         return await _v1_answer(limiter, request, "create_session")
 
-    @v1.get("/session/{session_id}", operation_id="readLegacySession", response_model=V1Session,
-            responses=_errs, openapi_extra={"security": _BEARER},
-            summary="Read a corridor session: view session | workflow | receipt | next_action")
+    @v1.get(
+        "/session/{session_id}",
+        operation_id="readLegacySession",
+        response_model=V1Session,
+        responses=_errs,
+        openapi_extra={"security": _BEARER},
+        summary="Read a corridor session: view session | workflow | receipt | next_action",
+    )
     async def read_session(
-        request: Request, session_id: str, view: Literal["session", "workflow", "receipt", "next_action"] = Query(
-            "session")
+        request: Request,
+        session_id: str,
+        view: Literal["session", "workflow", "receipt", "next_action"] = Query("session"),
     ) -> Response:
-        return await _v1_answer(limiter, request, "read_session", body=False, session_id=session_id,
-                                args={"view": request.query_params.get("view")})
+        return await _v1_answer(
+            limiter,
+            request,
+            "read_session",
+            body=False,
+            session_id=session_id,
+            args={"view": request.query_params.get("view")},
+        )
 
     steps = (
-        ("prepare-source-action", "prepare_source_action", "prepareLegacySourceAction", "V1PrepareSourceRequest",
-         "Step 1: the unsigned Raydium SOL->USDC swap (1 bp fee)"),
-        ("verify-source-receipt", "verify_source_receipt", "verifyLegacySourceReceipt", "V1VerifySourceRequest",
-         "Step 1 done: the finalized signature; the actual USDC from its token balance deltas"),
-        ("prepare-cctp-action", "prepare_cctp_action", "prepareLegacyCctpAction", "V1PrepareCctpRequest",
-         "Step 2: the unsigned CCTP v2 deposit_for_burn of the actual USDC (fast finality, bounded max_fee)"),
-        ("observe-cctp", "observe_cctp", "observeLegacyCctp", "V1ObserveCctpRequest",
-         "Step 2 done: the burn, Circle's attestation and the relayed mint on the destination"),
-        ("prepare-destination-action", "prepare_destination_action", "prepareLegacyDestinationAction",
-         "V1PrepareDestinationRequest", "Step 3: the unsigned ERC-4337 settlement plan (permit, swap to ETH)"),
-        ("observe-destination", "observe_destination", "observeLegacyDestination", "V1ObserveDestinationRequest",
-         "Step 3 done: the handleOps transaction of the user operation; the ETH received completes the session"),
+        (
+            "prepare-source-action",
+            "prepare_source_action",
+            "prepareLegacySourceAction",
+            "V1PrepareSourceRequest",
+            "Step 1: the unsigned Raydium SOL->USDC swap (1 bp fee)",
+        ),
+        (
+            "verify-source-receipt",
+            "verify_source_receipt",
+            "verifyLegacySourceReceipt",
+            "V1VerifySourceRequest",
+            "Step 1 done: the finalized signature; the actual USDC from its token balance deltas",
+        ),
+        (
+            "prepare-cctp-action",
+            "prepare_cctp_action",
+            "prepareLegacyCctpAction",
+            "V1PrepareCctpRequest",
+            "Step 2: the unsigned CCTP v2 deposit_for_burn of the actual USDC (fast finality, bounded max_fee)",
+        ),
+        (
+            "observe-cctp",
+            "observe_cctp",
+            "observeLegacyCctp",
+            "V1ObserveCctpRequest",
+            "Step 2 done: the burn, Circle's attestation and the relayed mint on the destination",
+        ),
+        (
+            "prepare-destination-action",
+            "prepare_destination_action",
+            "prepareLegacyDestinationAction",
+            "V1PrepareDestinationRequest",
+            "Step 3: the unsigned ERC-4337 settlement plan (permit, swap to ETH)",
+        ),
+        (
+            "observe-destination",
+            "observe_destination",
+            "observeLegacyDestination",
+            "V1ObserveDestinationRequest",
+            "Step 3 done: the handleOps transaction of the user operation; the ETH received completes the session",
+        ),
     )
     for path, operation, op_id, schema, summary in steps:
 
@@ -323,9 +415,15 @@ def router(service: RouteQuoteService, limiter: RateLimiter) -> APIRouter:
             return endpoint
 
         v1.add_api_route(
-            f"/session/{{session_id}}/{path}", make(), methods=["POST"], operation_id=op_id, response_model=V1Session,
-            responses=_errs, openapi_extra=_body(schema), summary=summary,
-        )  # fmt: skip
+            f"/session/{{session_id}}/{path}",
+            make(),
+            methods=["POST"],
+            operation_id=op_id,
+            response_model=V1Session,
+            responses=_errs,
+            openapi_extra=_body(schema),
+            summary=summary,
+        )
 
     cache: dict[str, Any] = {}
 
@@ -345,9 +443,12 @@ def router(service: RouteQuoteService, limiter: RateLimiter) -> APIRouter:
             for name, model in V1_BODIES.items():
                 schemas[name] = model.model_json_schema()
             doc["components"]["securitySchemes"] = {
-                "bearerAuth": {"type": "http", "scheme": "bearer",
-                               "description": "The access token of the v1 wallet login (POST /v1/auth/verify)"}
-            }  # fmt: skip
+                "bearerAuth": {
+                    "type": "http",
+                    "scheme": "bearer",
+                    "description": "The access token of the v1 wallet login (POST /v1/auth/verify)",
+                }
+            }
             doc["info"]["x-build-version"] = __version__
             doc["x-current-interface"] = "/v2/openapi.json"
             doc["x-service-safety"] = {"server_signing": False, "server_submission": False, "legacy": True}

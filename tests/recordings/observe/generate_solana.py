@@ -55,14 +55,22 @@ def instruction(d: dict[str, Any]) -> Instruction:
 
 def token_balance(index: int, owner: str, amount: int) -> dict[str, Any]:
     return {
-        "accountIndex": index, "mint": USDC, "owner": owner, "programId": TOKEN_PROGRAM,
-        "uiTokenAmount": {"amount": str(amount), "decimals": 6, "uiAmount": amount / 10**6,
-                          "uiAmountString": f"{amount / 10**6:g}"},
-    }  # fmt: skip
+        "accountIndex": index,
+        "mint": USDC,
+        "owner": owner,
+        "programId": TOKEN_PROGRAM,
+        "uiTokenAmount": {
+            "amount": str(amount),
+            "decimals": 6,
+            "uiAmount": amount / 10**6,
+            "uiAmountString": f"{amount / 10**6:g}",
+        },
+    }
 
 
-def build(action: dict[str, Any], *, label: str, extra: list[Instruction] | None = None,
-          err: Any = None) -> dict[str, Any]:  # fmt: skip
+def build(
+    action: dict[str, Any], *, label: str, extra: list[Instruction] | None = None, err: Any = None
+) -> dict[str, Any]:
     caller = action["feePayer"]
     set_limit = Instruction(COMPUTE_BUDGET, bytes([2]) + struct.pack("<I", 200_000), [])
     ixs = [set_limit, *(instruction(d) for d in action["instructions"]), *(extra or [])]
@@ -90,7 +98,9 @@ def build(action: dict[str, Any], *, label: str, extra: list[Instruction] | None
     else:
         post[keys.index(caller)] -= fee
         post_tok = list(pre_tok)
-    for i, k in enumerate(keys):  # accounts that exist before (programs, PDAs, mint) hold lamports that do not move
+    for i, k in enumerate(
+        keys
+    ):  # accounts that exist before (programs, PDAs, mint) hold lamports that do not move
         if pre[i] == 0 and k not in (fee_ata, event_account):
             pre[i] = 1_141_440 if msg.is_key_called_as_program(i) else 1_461_600
             post[i] = pre[i]
@@ -103,7 +113,9 @@ def build(action: dict[str, Any], *, label: str, extra: list[Instruction] | None
             "fee": fee,
             "innerInstructions": [],
             "loadedAddresses": {"readonly": [], "writable": []},
-            "logMessages": [f"Program {k} invoke [1]" for k in dict.fromkeys(str(ix.program_id) for ix in ixs)],
+            "logMessages": [
+                f"Program {k} invoke [1]" for k in dict.fromkeys(str(ix.program_id) for ix in ixs)
+            ],
             "postBalances": post,
             "postTokenBalances": post_tok,
             "preBalances": pre,
@@ -121,10 +133,14 @@ def build(action: dict[str, Any], *, label: str, extra: list[Instruction] | None
                     "numRequiredSignatures": h.num_required_signatures,
                 },
                 "instructions": [
-                    {"accounts": list(ci.accounts), "data": b58encode(bytes(ci.data)),
-                     "programIdIndex": ci.program_id_index, "stackHeight": None}
+                    {
+                        "accounts": list(ci.accounts),
+                        "data": b58encode(bytes(ci.data)),
+                        "programIdIndex": ci.program_id_index,
+                        "stackHeight": None,
+                    }
                     for ci in msg.instructions
-                ],  # fmt: skip
+                ],
                 "recentBlockhash": str(blockhash),
             },
             "signatures": signatures,
@@ -143,40 +159,62 @@ def cctp_message(action: dict[str, Any], *, nonce: bytes, executed: int, fee_exe
     amount, domain = struct.unpack_from("<QI", burn, 8)
     max_fee, finality = struct.unpack_from("<QI", burn, 84)
     header = (
-        struct.pack(">III", 1, 5, domain) + nonce + bytes(Pubkey.from_string(TOKEN_MESSENGER_MINTER_V2))
-        + bytes(12) + bytes.fromhex(TOKEN_MESSENGER_V2[2:]) + bytes(32) + struct.pack(">II", finality, executed)
-    )  # fmt: skip
+        struct.pack(">III", 1, 5, domain)
+        + nonce
+        + bytes(Pubkey.from_string(TOKEN_MESSENGER_MINTER_V2))
+        + bytes(12)
+        + bytes.fromhex(TOKEN_MESSENGER_V2[2:])
+        + bytes(32)
+        + struct.pack(">II", finality, executed)
+    )
     body = (
-        struct.pack(">I", 1) + bytes(Pubkey.from_string(USDC)) + burn[20:52] + amount.to_bytes(32, "big")
-        + bytes(Pubkey.from_string(action["feePayer"])) + max_fee.to_bytes(32, "big")
-        + fee_executed.to_bytes(32, "big") + (0).to_bytes(32, "big")
-    )  # fmt: skip
+        struct.pack(">I", 1)
+        + bytes(Pubkey.from_string(USDC))
+        + burn[20:52]
+        + amount.to_bytes(32, "big")
+        + bytes(Pubkey.from_string(action["feePayer"]))
+        + max_fee.to_bytes(32, "big")
+        + fee_executed.to_bytes(32, "big")
+        + (0).to_bytes(32, "big")
+    )
     return header + body
 
 
 def iris_answer(action: dict[str, Any], message: bytes, *, status: str, attestation: str) -> dict[str, Any]:
     amount = int.from_bytes(message[148 + 68 : 148 + 100], "big")
-    return {"messages": [{
-        "attestation": attestation,
-        "cctpVersion": 2,
-        "decodedMessage": {
-            "decodedMessageBody": {
-                "amount": str(amount), "burnToken": USDC, "expirationBlock": "0",
-                "feeExecuted": str(int.from_bytes(message[148 + 164 : 148 + 196], "big")), "hookData": "",
-                "maxFee": str(int.from_bytes(message[148 + 132 : 148 + 164], "big")),
-                "messageSender": action["feePayer"], "mintRecipient": action["recipient"],
-            },
-            "destinationCaller": "0x" + "00" * 32, "destinationDomain": "3",
-            "finalityThresholdExecuted": str(int.from_bytes(message[144:148], "big")),
-            "messageBody": "0x" + message[148:].hex(), "minFinalityThreshold": "1000",
-            "nonce": "0x" + message[12:44].hex(), "recipient": TOKEN_MESSENGER_V2,
-            "sender": TOKEN_MESSENGER_MINTER_V2, "sourceDomain": "5",
-        },
-        "delayReason": None,
-        "eventNonce": "0x" + message[12:44].hex(),
-        "message": "0x" + message.hex(),
-        "status": status,
-    }]}  # fmt: skip
+    return {
+        "messages": [
+            {
+                "attestation": attestation,
+                "cctpVersion": 2,
+                "decodedMessage": {
+                    "decodedMessageBody": {
+                        "amount": str(amount),
+                        "burnToken": USDC,
+                        "expirationBlock": "0",
+                        "feeExecuted": str(int.from_bytes(message[148 + 164 : 148 + 196], "big")),
+                        "hookData": "",
+                        "maxFee": str(int.from_bytes(message[148 + 132 : 148 + 164], "big")),
+                        "messageSender": action["feePayer"],
+                        "mintRecipient": action["recipient"],
+                    },
+                    "destinationCaller": "0x" + "00" * 32,
+                    "destinationDomain": "3",
+                    "finalityThresholdExecuted": str(int.from_bytes(message[144:148], "big")),
+                    "messageBody": "0x" + message[148:].hex(),
+                    "minFinalityThreshold": "1000",
+                    "nonce": "0x" + message[12:44].hex(),
+                    "recipient": TOKEN_MESSENGER_V2,
+                    "sender": TOKEN_MESSENGER_MINTER_V2,
+                    "sourceDomain": "5",
+                },
+                "delayReason": None,
+                "eventNonce": "0x" + message[12:44].hex(),
+                "message": "0x" + message.hex(),
+                "status": status,
+            }
+        ]
+    }
 
 
 def main() -> None:
@@ -185,19 +223,27 @@ def main() -> None:
     memo = Instruction(Pubkey.from_string("MemoSq4gqABAXKb96qnH8TysNcWxMyWCqXgDLGmfcHr"), b"hi", [])
     cases = {
         "solana_cctp_burn": build(action, label="ok"),
-        "solana_cctp_burn_failed": build(action, label="failed", err={"InstructionError": [3, {"Custom": 1}]}),
+        "solana_cctp_burn_failed": build(
+            action, label="failed", err={"InstructionError": [3, {"Custom": 1}]}
+        ),
         "solana_cctp_burn_extra_instruction": build(action, label="extra", extra=[memo]),
     }
     for name, result in cases.items():
         sig = result["transaction"]["signatures"][0]
-        doc = {"route": ROUTE, "unsigned_action": action, "signature": sig,
-               "response": {"jsonrpc": "2.0", "id": 1, "result": result}}  # fmt: skip
+        doc = {
+            "route": ROUTE,
+            "unsigned_action": action,
+            "signature": sig,
+            "response": {"jsonrpc": "2.0", "id": 1, "result": result},
+        }
         (HERE / f"{name}.json").write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
         print(name, sig[:12])
     nonce = hashlib.sha256(b"iris nonce").digest()
     done = cctp_message(action, nonce=nonce, executed=1000, fee_executed=9_999)
     waiting = cctp_message(action, nonce=bytes(32), executed=0, fee_executed=0)
-    attestation = "0x" + b"".join(hashlib.sha512(f"attester {i}".encode()).digest() + b"\x1b" for i in (1, 2)).hex()
+    attestation = (
+        "0x" + b"".join(hashlib.sha512(f"attester {i}".encode()).digest() + b"\x1b" for i in (1, 2)).hex()
+    )
     iris = {
         "source_signature": cases["solana_cctp_burn"]["transaction"]["signatures"][0],
         "complete": iris_answer(action, done, status="complete", attestation=attestation),

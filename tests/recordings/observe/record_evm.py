@@ -42,14 +42,19 @@ def record() -> None:
             before_eth = int(chain.rpc.call("eth_getBalance", who, "latest"), 16)
             before_usdc = balance_of(chain, a["token6"], who)
             action, hashes = run_route(chain, a, route, amount, revert=revert)
-            rpc: dict[str, Any] = {"eth_chainId": chain.rpc.call("eth_chainId"),
-                                   "eth_blockNumber": chain.rpc.call("eth_blockNumber"), "transactions": {}}  # fmt: skip
+            rpc: dict[str, Any] = {
+                "eth_chainId": chain.rpc.call("eth_chainId"),
+                "eth_blockNumber": chain.rpc.call("eth_blockNumber"),
+                "transactions": {},
+            }
             for h in hashes:
                 receipt = chain.rpc.call("eth_getTransactionReceipt", h)
                 rpc["transactions"][h] = {
                     "eth_getTransactionByHash": chain.rpc.call("eth_getTransactionByHash", h),
                     "eth_getTransactionReceipt": receipt,
-                    "eth_getBlockByNumber": chain.rpc.call("eth_getBlockByNumber", receipt["blockNumber"], False),
+                    "eth_getBlockByNumber": chain.rpc.call(
+                        "eth_getBlockByNumber", receipt["blockNumber"], False
+                    ),
                 }
             doc = {
                 "route": route,

@@ -31,7 +31,10 @@ FEE_RECIPIENTS = {"evm": SETTINGS.fee_recipient_evm, "solana": SETTINGS.fee_reci
 
 
 def wallets_for(route_key: str) -> dict[str, str]:
-    return {c: SOLANA_WALLET if c == "solana" else EVM_WALLETS[c] for c in ROUTES[route_key].required_wallet_chains}
+    return {
+        c: SOLANA_WALLET if c == "solana" else EVM_WALLETS[c]
+        for c in ROUTES[route_key].required_wallet_chains
+    }
 
 
 def intent_for(route_key: str, amount_usd: int | float = 100) -> dict[str, Any]:
@@ -68,7 +71,11 @@ class Env:
 def make_env(deployments: dict[Chain, EvmDeployment] | None = None, start: datetime = START) -> Env:
     clock = FixedClock(start)
     service = RouteQuoteService(
-        EmbeddedSnapshot(None), MemoryQuoteStore(), clock, SequentialIds(), ServiceConfig(quote_ttl_seconds=60)
+        EmbeddedSnapshot(None),
+        MemoryQuoteStore(),
+        clock,
+        SequentialIds(),
+        ServiceConfig(quote_ttl_seconds=60),
     )
     prepare = PrepareService(service, SETTINGS, deployments=deployments)
     service.config.prepare_ready_routes = prepare.supported_routes()

@@ -56,7 +56,9 @@ BASE_WALLET_HEX = EVM_WALLETS["base"][2:].lower()
 ARB_WALLET_HEX = EVM_WALLETS["arbitrum"][2:].lower()
 AMOUNT, MAX_FEE, FEE_EXECUTED = 99_990_000, 15_600, 12_999
 NONCE = bytes.fromhex("5e" * 16 + "a1" * 16)
-ATTESTATION = bytes(range(65)) + bytes(range(100, 165))  # two 65-byte signatures (shape only; checked on chain)
+ATTESTATION = bytes(range(65)) + bytes(
+    range(100, 165)
+)  # two 65-byte signatures (shape only; checked on chain)
 NOW = int(START.timestamp()) + 10
 
 
@@ -93,7 +95,9 @@ def hand_message(
         + u32(destination_domain)  # destinationDomain (Base = 6)
         + NONCE  # nonce, filled in by the attester
         + pad(MESSENGER_HEX)  # sender: TokenMessengerV2 on the source chain
-        + (recipient if recipient is not None else pad(MESSENGER_HEX))  # recipient: TokenMessengerV2 on the destination
+        + (
+            recipient if recipient is not None else pad(MESSENGER_HEX)
+        )  # recipient: TokenMessengerV2 on the destination
         + destination_caller  # destinationCaller: zero = anyone may relay
         + u32(1000)  # minFinalityThreshold: Fast
         + u32(1000)  # finalityThresholdExecuted
@@ -101,9 +105,13 @@ def hand_message(
     body = (
         u32(1)  # body version
         + (burn_token if burn_token is not None else pad(ARB_USDC_HEX))  # burnToken: Arbitrum USDC
-        + (mint_recipient if mint_recipient is not None else pad(BASE_WALLET_HEX))  # mintRecipient: your base wallet
+        + (
+            mint_recipient if mint_recipient is not None else pad(BASE_WALLET_HEX)
+        )  # mintRecipient: your base wallet
         + u256(amount)
-        + (message_sender if message_sender is not None else pad(ARB_WALLET_HEX))  # messageSender: the depositor
+        + (
+            message_sender if message_sender is not None else pad(ARB_WALLET_HEX)
+        )  # messageSender: the depositor
         + u256(max_fee)
         + u256(fee_executed)
         + u256(0)  # expirationBlock
@@ -129,10 +137,19 @@ def test_parser_reads_a_hand_built_message_at_circles_offsets() -> None:
     assert b["version"] == 1 and b["burn_token"] == "0x" + "00" * 12 + ARB_USDC_HEX
     assert b["mint_recipient"] == "0x" + "00" * 12 + BASE_WALLET_HEX
     assert b["message_sender"] == "0x" + "00" * 12 + ARB_WALLET_HEX
-    assert (b["amount"], b["max_fee"], b["fee_executed"], b["expiration_block"]) == (AMOUNT, MAX_FEE, FEE_EXECUTED, 0)
+    assert (b["amount"], b["max_fee"], b["fee_executed"], b["expiration_block"]) == (
+        AMOUNT,
+        MAX_FEE,
+        FEE_EXECUTED,
+        0,
+    )
     assert b["hook_data"] == "0x0102"
     # spot-check raw offsets against the contracts' index constants
-    assert msg[8:12] == u32(6) and msg[148 + 68 : 148 + 100] == u256(AMOUNT) and msg[148 + 164 : 148 + 196] == u256(FEE_EXECUTED)
+    assert (
+        msg[8:12] == u32(6)
+        and msg[148 + 68 : 148 + 100] == u256(AMOUNT)
+        and msg[148 + 164 : 148 + 196] == u256(FEE_EXECUTED)
+    )
 
 
 def test_encoder_is_the_inverse_of_the_parser() -> None:
@@ -140,13 +157,23 @@ def test_encoder_is_the_inverse_of_the_parser() -> None:
     m = parse_cctp_message(msg)
     b = m["burn"]
     again = encode_cctp_burn_message(
-        source_domain=m["source_domain"], destination_domain=m["destination_domain"], nonce=m["nonce"],
-        sender=m["sender"], recipient=m["recipient"], destination_caller=m["destination_caller"],
-        min_finality_threshold=m["min_finality_threshold"], finality_threshold_executed=m["finality_threshold_executed"],
-        burn_token=b["burn_token"], mint_recipient=b["mint_recipient"], amount=b["amount"],
-        message_sender=b["message_sender"], max_fee=b["max_fee"], fee_executed=b["fee_executed"],
-        expiration_block=b["expiration_block"], hook_data=bytes.fromhex(b["hook_data"][2:]),
-    )  # fmt: skip
+        source_domain=m["source_domain"],
+        destination_domain=m["destination_domain"],
+        nonce=m["nonce"],
+        sender=m["sender"],
+        recipient=m["recipient"],
+        destination_caller=m["destination_caller"],
+        min_finality_threshold=m["min_finality_threshold"],
+        finality_threshold_executed=m["finality_threshold_executed"],
+        burn_token=b["burn_token"],
+        mint_recipient=b["mint_recipient"],
+        amount=b["amount"],
+        message_sender=b["message_sender"],
+        max_fee=b["max_fee"],
+        fee_executed=b["fee_executed"],
+        expiration_block=b["expiration_block"],
+        hook_data=bytes.fromhex(b["hook_data"][2:]),
+    )
     assert again == msg
 
 
@@ -155,8 +182,8 @@ def test_parser_refuses_what_is_not_a_v2_burn_message() -> None:
     with pytest.raises(CctpMessageError, match="at least 148"):
         parse_cctp_message(msg[:147])
     with pytest.raises(CctpMessageError, match="at least 228"):
-        parse_cctp_message(msg[:148 + 227])
-    generic = parse_cctp_message(msg[:148 + 10], require_burn=False)
+        parse_cctp_message(msg[: 148 + 227])
+    generic = parse_cctp_message(msg[: 148 + 10], require_burn=False)
     assert generic["burn"] is None and generic["message_body"] == "0x" + msg[148:158].hex()
     with pytest.raises(CctpMessageError):
         parse_cctp_message("0x00")  # type: ignore[arg-type]
@@ -165,8 +192,12 @@ def test_parser_refuses_what_is_not_a_v2_burn_message() -> None:
 # ---- builder ------------------------------------------------------------------------------------------
 
 
-def _build(msg: bytes, caller: str = EVM_WALLETS["base"], attestation: bytes = ATTESTATION, chain: Chain = Chain.BASE) -> Any:
-    return build_cctp_receive(chain, caller, msg, attestation, {}, prepared_at_unix=NOW, deadline_unix=NOW + 240)
+def _build(
+    msg: bytes, caller: str = EVM_WALLETS["base"], attestation: bytes = ATTESTATION, chain: Chain = Chain.BASE
+) -> Any:
+    return build_cctp_receive(
+        chain, caller, msg, attestation, {}, prepared_at_unix=NOW, deadline_unix=NOW + 240
+    )
 
 
 def test_builder_makes_one_receive_message_call_on_the_pinned_transmitter() -> None:
@@ -176,7 +207,11 @@ def test_builder_makes_one_receive_message_call_on_the_pinned_transmitter() -> N
     assert tx["to"] == TRANSMITTER == DEFAULT_DEPLOYMENTS[Chain.BASE].message_transmitter_v2
     assert (tx["chainId"], tx["from"], tx["value"]) == (8453, EVM_WALLETS["base"], "0")
     data = bytes.fromhex(tx["data"][2:])
-    assert data[:4] == function_signature_to_4byte_selector("receiveMessage(bytes,bytes)") == bytes.fromhex("57ecfd28")
+    assert (
+        data[:4]
+        == function_signature_to_4byte_selector("receiveMessage(bytes,bytes)")
+        == bytes.fromhex("57ecfd28")
+    )
     assert decode(["bytes", "bytes"], data[4:]) == (msg, ATTESTATION)
     assert build.kinds == ["cctp_receive_message"] and build.approval is None and build.spend_token == "none"
     assert build.destination == {"chain": "base", "recipient": EVM_WALLETS["base"], "domain": 6}
@@ -185,20 +220,51 @@ def test_builder_makes_one_receive_message_call_on_the_pinned_transmitter() -> N
 @pytest.mark.parametrize(
     ("msg", "caller", "attestation", "reason"),
     [
-        (hand_message(mint_recipient=pad("44" * 20)), EVM_WALLETS["base"], ATTESTATION, "cctp_message_recipient_mismatch"),
-        (hand_message(destination_domain=3), EVM_WALLETS["base"], ATTESTATION, "cctp_message_destination_mismatch"),
-        (hand_message(destination_caller=pad("55" * 20)), EVM_WALLETS["base"], ATTESTATION,
-         "cctp_message_destination_caller_mismatch"),
-        (hand_message(recipient=pad("66" * 20)), EVM_WALLETS["base"], ATTESTATION, "cctp_message_handler_mismatch"),
-        (hand_message(fee_executed=MAX_FEE + 1), EVM_WALLETS["base"], ATTESTATION, "cctp_message_fee_invalid"),
+        (
+            hand_message(mint_recipient=pad("44" * 20)),
+            EVM_WALLETS["base"],
+            ATTESTATION,
+            "cctp_message_recipient_mismatch",
+        ),
+        (
+            hand_message(destination_domain=3),
+            EVM_WALLETS["base"],
+            ATTESTATION,
+            "cctp_message_destination_mismatch",
+        ),
+        (
+            hand_message(destination_caller=pad("55" * 20)),
+            EVM_WALLETS["base"],
+            ATTESTATION,
+            "cctp_message_destination_caller_mismatch",
+        ),
+        (
+            hand_message(recipient=pad("66" * 20)),
+            EVM_WALLETS["base"],
+            ATTESTATION,
+            "cctp_message_handler_mismatch",
+        ),
+        (
+            hand_message(fee_executed=MAX_FEE + 1),
+            EVM_WALLETS["base"],
+            ATTESTATION,
+            "cctp_message_fee_invalid",
+        ),
         (hand_message(max_fee=AMOUNT), EVM_WALLETS["base"], ATTESTATION, "cctp_message_fee_invalid"),
         (hand_message(), EVM_WALLETS["base"], ATTESTATION[:64], "cctp_attestation_malformed"),
         (hand_message(), EVM_WALLETS["base"], b"", "cctp_attestation_malformed"),
         (hand_message()[:200], EVM_WALLETS["base"], ATTESTATION, "cctp_message_malformed"),
-        (b"\x00\x00\x00\x02" + hand_message()[4:], EVM_WALLETS["base"], ATTESTATION, "cctp_message_version_unsupported"),
+        (
+            b"\x00\x00\x00\x02" + hand_message()[4:],
+            EVM_WALLETS["base"],
+            ATTESTATION,
+            "cctp_message_version_unsupported",
+        ),
     ],
-)  # fmt: skip
-def test_builder_refuses_a_message_that_is_not_the_callers_mint(msg: bytes, caller: str, attestation: bytes, reason: str) -> None:
+)
+def test_builder_refuses_a_message_that_is_not_the_callers_mint(
+    msg: bytes, caller: str, attestation: bytes, reason: str
+) -> None:
     with pytest.raises(ActionUnavailable) as err:
         _build(msg, caller, attestation)
     assert err.value.reason == reason
@@ -211,8 +277,15 @@ def test_builder_allows_the_caller_as_destination_caller_and_refuses_chains_with
     assert err.value.reason == "cctp_receive_chain_not_supported"
     unpinned = {Chain.BASE: DEFAULT_DEPLOYMENTS[Chain.BASE].with_overrides(message_transmitter_v2=None)}
     with pytest.raises(ActionUnavailable) as err:
-        build_cctp_receive(Chain.BASE, EVM_WALLETS["base"], hand_message(), ATTESTATION, unpinned,
-                           prepared_at_unix=NOW, deadline_unix=NOW + 240)  # fmt: skip
+        build_cctp_receive(
+            Chain.BASE,
+            EVM_WALLETS["base"],
+            hand_message(),
+            ATTESTATION,
+            unpinned,
+            prepared_at_unix=NOW,
+            deadline_unix=NOW + 240,
+        )
     assert err.value.reason == "cctp_message_transmitter_not_pinned_on_base"
 
 
@@ -230,17 +303,33 @@ class Receive:
         self.quote = quote
         self.intent = intent_for(route_key, 100)
         self.msg = msg
-        binding = {"quote_id": quote["quote_id"], "quote_fingerprint": quote["continuation_v3"]["quote_fingerprint"],
-                   "selected_mode": "session"}  # fmt: skip
+        binding = {
+            "quote_id": quote["quote_id"],
+            "quote_fingerprint": quote["continuation_v3"]["quote_fingerprint"],
+            "selected_mode": "session",
+        }
         self.bundle = assemble_receive_bundle(
-            self.route, self.step, self.wallets, msg, ATTESTATION, None,
-            workflow_id="wf-1", action_id="act-2", prepared_at=START, quote_binding=binding,
+            self.route,
+            self.step,
+            self.wallets,
+            msg,
+            ATTESTATION,
+            None,
+            workflow_id="wf-1",
+            action_id="act-2",
+            prepared_at=START,
+            quote_binding=binding,
             summary_steps=quote["direct_route_summary"]["steps"],
-        )  # fmt: skip
+        )
 
     def errors(self, bundle: dict[str, Any] | None = None, **overrides: Any) -> set[str]:
-        kwargs: dict[str, Any] = {"intent": self.intent, "wallets": self.wallets, "now_unix": NOW,
-                                  "approval_v3": self.approval, "direct_route_summary": self.quote["direct_route_summary"]}
+        kwargs: dict[str, Any] = {
+            "intent": self.intent,
+            "wallets": self.wallets,
+            "now_unix": NOW,
+            "approval_v3": self.approval,
+            "direct_route_summary": self.quote["direct_route_summary"],
+        }
         kwargs.update(overrides)
         found = verify_bundle(self.bundle if bundle is None else bundle, **kwargs)
         return {f.code for f in found if f.severity == "error"}
@@ -255,18 +344,36 @@ def test_receive_bundle_golden_and_accepted_by_the_verifier(arb_to_base_eth: Rec
     b = arb_to_base_eth.bundle
     action, receipt = b["unsigned_action"], b["unsigned_action"]["safety_receipt"]
     assert b["step_index"] == 0 and b["workflow"]["current_phase"] == "cctp_destination_mint"
-    assert (action["chain"], action["sender"], action["recipient"]) == ("base", EVM_WALLETS["base"], EVM_WALLETS["base"])
+    assert (action["chain"], action["sender"], action["recipient"]) == (
+        "base",
+        EVM_WALLETS["base"],
+        EVM_WALLETS["base"],
+    )
     assert (action["inputAmount"], action["routeFee"], action["feeRecipient"]) == ("0", "0", None)
-    assert action["expectedOutput"] == str(AMOUNT - FEE_EXECUTED) and action["minimumOutput"] == str(AMOUNT - MAX_FEE)
-    assert receipt["action"]["kind"] == "cctp_receive_message" and receipt["spend"]["exact_amount_base"] == "0"
-    assert receipt["service_fee"]["exact_amount_base"] == "0" and receipt["native_value_cap"]["maximum_base"] == "0"
-    assert receipt["receive"] == {"token": "base:USDC", "expected_amount_base": str(AMOUNT - FEE_EXECUTED),
-                                  "minimum_amount_base": str(AMOUNT - MAX_FEE)}  # fmt: skip
+    assert action["expectedOutput"] == str(AMOUNT - FEE_EXECUTED) and action["minimumOutput"] == str(
+        AMOUNT - MAX_FEE
+    )
+    assert (
+        receipt["action"]["kind"] == "cctp_receive_message" and receipt["spend"]["exact_amount_base"] == "0"
+    )
+    assert (
+        receipt["service_fee"]["exact_amount_base"] == "0"
+        and receipt["native_value_cap"]["maximum_base"] == "0"
+    )
+    assert receipt["receive"] == {
+        "token": "base:USDC",
+        "expected_amount_base": str(AMOUNT - FEE_EXECUTED),
+        "minimum_amount_base": str(AMOUNT - MAX_FEE),
+    }
     assert receipt["target_or_program_allowlist"] == [TRANSMITTER]
     assert receipt["selector_or_instruction_allowlist"] == [f"{TRANSMITTER}:0x57ecfd28"]
     assert arb_to_base_eth.errors() == set()
-    golden = {"message_hex": "0x" + arb_to_base_eth.msg.hex(), "parsed": parse_cctp_message(arb_to_base_eth.msg),
-              "payload_sha256": b["payload_sha256"], "unsigned_action": action}  # fmt: skip
+    golden = {
+        "message_hex": "0x" + arb_to_base_eth.msg.hex(),
+        "parsed": parse_cctp_message(arb_to_base_eth.msg),
+        "payload_sha256": b["payload_sha256"],
+        "unsigned_action": action,
+    }
     if REGEN:
         GOLDEN.write_text(json.dumps(golden, indent=1, sort_keys=True) + "\n")
     assert golden == json.loads(GOLDEN.read_text())
@@ -274,12 +381,20 @@ def test_receive_bundle_golden_and_accepted_by_the_verifier(arb_to_base_eth: Rec
 
 def test_receive_from_a_solana_burn_checks_the_solana_depositor_and_mint() -> None:
     usdc_mint = bytes(Pubkey.from_string("EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v"))
-    msg = hand_message(source_domain=5, burn_token=usdc_mint, message_sender=bytes(Pubkey.from_string(SOLANA_WALLET)),
-                       max_fee=9_000, fee_executed=8_000)  # fmt: skip
+    msg = hand_message(
+        source_domain=5,
+        burn_token=usdc_mint,
+        message_sender=bytes(Pubkey.from_string(SOLANA_WALLET)),
+        max_fee=9_000,
+        fee_executed=8_000,
+    )
     r = Receive("solana:USDC->base:USDC", msg)
     assert r.errors() == set()
     with pytest.raises(ActionUnavailable) as err:
-        Receive("solana:USDC->base:USDC", hand_message(source_domain=5, burn_token=usdc_mint, max_fee=9_000, fee_executed=8_000))
+        Receive(
+            "solana:USDC->base:USDC",
+            hand_message(source_domain=5, burn_token=usdc_mint, max_fee=9_000, fee_executed=8_000),
+        )
     assert err.value.reason == "cctp_message_depositor_mismatch"
 
 
@@ -324,11 +439,15 @@ def test_verifier_refuses_tampered_receive_bundles(arb_to_base_eth: Receive) -> 
     assert r.errors(_with_message(r, hand_message(mint_recipient=pad("44" * 20)))) == {"recipient_mismatch"}
     assert r.errors(_with_message(r, hand_message(destination_domain=2))) == {"destination_mismatch"}
     assert r.errors(_with_message(r, hand_message(source_domain=0))) == {"source_domain_mismatch"}
-    assert r.errors(_with_message(r, hand_message(destination_caller=pad("55" * 20)))) == {"destination_caller_not_allowed"}
+    assert r.errors(_with_message(r, hand_message(destination_caller=pad("55" * 20)))) == {
+        "destination_caller_not_allowed"
+    }
     assert r.errors(_with_message(r, hand_message(recipient=pad("66" * 20)))) == {"message_handler_mismatch"}
     assert r.errors(_with_tx(r, to="0x" + "99" * 20)) == {"target_not_allowed"}
     assert r.errors(_with_tx(r, value="1")) == {"native_value_not_allowed"}
-    assert r.errors(_with_tx(r, data="0x" + encode_call("transfer", "0x" + "44" * 20, 5).hex())) == {"selector_not_allowed"}
+    assert r.errors(_with_tx(r, data="0x" + encode_call("transfer", "0x" + "44" * 20, 5).hex())) == {
+        "selector_not_allowed"
+    }
     # an honest message with more fee taken than the action states: the receive amounts no longer match
     more_fee = r.errors(_with_message(r, hand_message(fee_executed=FEE_EXECUTED + 1)))
     assert more_fee == {"receive_amount_mismatch", "receipt_receive_mismatch"}

@@ -18,8 +18,13 @@ runner = CliRunner()
 
 def _files(tmp_path: Path, p: Prepared) -> dict[str, str]:
     out = {}
-    for name, value in (("bundle", p.bundle), ("intent", p.intent), ("wallets", p.wallets),
-                        ("approval", p.approval), ("quote", p.quote)):  # fmt: skip
+    for name, value in (
+        ("bundle", p.bundle),
+        ("intent", p.intent),
+        ("wallets", p.wallets),
+        ("approval", p.approval),
+        ("quote", p.quote),
+    ):
         f = tmp_path / f"{name}.json"
         f.write_text(json.dumps(value))
         out[name] = str(f)
@@ -28,9 +33,22 @@ def _files(tmp_path: Path, p: Prepared) -> dict[str, str]:
 
 def _args(f: dict[str, str], p: Prepared) -> list[str]:
     return [
-        "verify-action", f["bundle"], "--intent", f["intent"], "--wallets", f["wallets"], "--approval", f["approval"],
-        "--quote", f["quote"], "--fee-recipient-evm", FEE_RECIPIENTS["evm"], "--now", str(p.now_unix), "--json",
-    ]  # fmt: skip
+        "verify-action",
+        f["bundle"],
+        "--intent",
+        f["intent"],
+        "--wallets",
+        f["wallets"],
+        "--approval",
+        f["approval"],
+        "--quote",
+        f["quote"],
+        "--fee-recipient-evm",
+        FEE_RECIPIENTS["evm"],
+        "--now",
+        str(p.now_unix),
+        "--json",
+    ]
 
 
 def test_verify_action_accepts_honest_and_rejects_tampered(tmp_path: Path) -> None:
@@ -51,15 +69,24 @@ def test_verify_action_accepts_honest_and_rejects_tampered(tmp_path: Path) -> No
 def test_verify_action_with_verification_context(tmp_path: Path) -> None:
     p = asyncio.run(prepare_route(make_env(), "base:ETH->base:USDC", 100))
     ctx = verification_context(
-        intent=p.intent, wallets=p.wallets, event_signer_public=None, approval_v3=p.approval,
+        intent=p.intent,
+        wallets=p.wallets,
+        event_signer_public=None,
+        approval_v3=p.approval,
         direct_route_summary=p.quote["direct_route_summary"],
-    )  # fmt: skip
+    )
     assert ctx["version"] == "routequote-one-shot-verification-context-v1"
     assert check_verification_context(ctx) == []
     (tmp_path / "ctx.json").write_text(json.dumps(ctx))
     (tmp_path / "bundle.json").write_text(json.dumps(p.bundle))
-    args = ["verify-action", str(tmp_path / "bundle.json"), "--context", str(tmp_path / "ctx.json"),
-            "--now", str(p.now_unix)]  # fmt: skip
+    args = [
+        "verify-action",
+        str(tmp_path / "bundle.json"),
+        "--context",
+        str(tmp_path / "ctx.json"),
+        "--now",
+        str(p.now_unix),
+    ]
     res = runner.invoke(app, args)
     assert res.exit_code == 0, res.output
     broken = {**ctx, "wallets": {"base": "0x4444444444444444444444444444444444444444"}}

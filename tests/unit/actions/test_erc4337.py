@@ -36,19 +36,40 @@ MIN_OUT = 31_000_000_000_000_000  # 0.031 ETH
 
 def request(**changes: Any) -> aa.SettlementRequest:
     base = aa.SettlementRequest(
-        chain_id=8453, wallet=WALLET, smart_account=ACCOUNT, account_deployed=False, entry_point_nonce=0,
-        permit_nonce=3, usdc=USDC, weth=WETH, router=ROUTER, pool_fee=500, amount_in=AMOUNT, minimum_eth_out=MIN_OUT,
-        now_unix=NOW, deadline_unix=NOW + 240, salt=7,
-    )  # fmt: skip
+        chain_id=8453,
+        wallet=WALLET,
+        smart_account=ACCOUNT,
+        account_deployed=False,
+        entry_point_nonce=0,
+        permit_nonce=3,
+        usdc=USDC,
+        weth=WETH,
+        router=ROUTER,
+        pool_fee=500,
+        amount_in=AMOUNT,
+        minimum_eth_out=MIN_OUT,
+        now_unix=NOW,
+        deadline_unix=NOW + 240,
+        salt=7,
+    )
     return replace(base, **changes)
 
 
 def verify_kwargs(**changes: Any) -> dict[str, Any]:
     out: dict[str, Any] = {
-        "wallet": WALLET, "smart_account": ACCOUNT, "chain_id": 8453, "entry_point": aa.ENTRY_POINT_V07,
-        "usdc": USDC, "router": ROUTER, "weth": WETH, "minimum_eth_out": MIN_OUT, "now_unix": NOW + 5,
-        "amount_in": AMOUNT, "factory": aa.SIMPLE_ACCOUNT_FACTORY_V07, "salt": 7,
-    }  # fmt: skip
+        "wallet": WALLET,
+        "smart_account": ACCOUNT,
+        "chain_id": 8453,
+        "entry_point": aa.ENTRY_POINT_V07,
+        "usdc": USDC,
+        "router": ROUTER,
+        "weth": WETH,
+        "minimum_eth_out": MIN_OUT,
+        "now_unix": NOW + 5,
+        "amount_in": AMOUNT,
+        "factory": aa.SIMPLE_ACCOUNT_FACTORY_V07,
+        "salt": 7,
+    }
     out.update(changes)
     return out
 
@@ -85,15 +106,27 @@ def test_user_op_hash_matches_a_hand_computation() -> None:
     init, data = bytes.fromhex(op["initCode"][2:]), bytes.fromhex(op["callData"][2:])
     # abi.encode of static words is plain concatenation of 32-byte words: done by hand, no eth_abi
     inner = keccak(
-        word(ACCOUNT) + word(0) + keccak(init) + keccak(data) + bytes.fromhex(op["accountGasLimits"][2:])
-        + word(int(op["preVerificationGas"], 16)) + bytes.fromhex(op["gasFees"][2:]) + keccak(b"")
-    )  # fmt: skip
+        word(ACCOUNT)
+        + word(0)
+        + keccak(init)
+        + keccak(data)
+        + bytes.fromhex(op["accountGasLimits"][2:])
+        + word(int(op["preVerificationGas"], 16))
+        + bytes.fromhex(op["gasFees"][2:])
+        + keccak(b"")
+    )
     want = keccak(inner + word(aa.ENTRY_POINT_V07) + word(8453))
     assert plan["userOpHash"] == "0x" + want.hex()
     # the packed gas words: verification ‖ call and priority ‖ max fee, 128 bits each
     gas = aa.DEFAULT_GAS
-    assert op["accountGasLimits"] == "0x" + (gas.verification_gas_limit << 128 | gas.call_gas_limit).to_bytes(32, "big").hex()
-    assert op["gasFees"] == "0x" + (gas.max_priority_fee_per_gas << 128 | gas.max_fee_per_gas).to_bytes(32, "big").hex()
+    assert (
+        op["accountGasLimits"]
+        == "0x" + (gas.verification_gas_limit << 128 | gas.call_gas_limit).to_bytes(32, "big").hex()
+    )
+    assert (
+        op["gasFees"]
+        == "0x" + (gas.max_priority_fee_per_gas << 128 | gas.max_fee_per_gas).to_bytes(32, "big").hex()
+    )
     # a different chain id or EntryPoint gives another hash
     view = aa.PlanView.parse(plan)
     assert aa.user_op_hash(**{**_hash_fields(view, data), "chain_id": 42161}) != want
@@ -101,29 +134,50 @@ def test_user_op_hash_matches_a_hand_computation() -> None:
 
 
 def _hash_fields(view: aa.PlanView, data: bytes) -> dict[str, Any]:
-    return dict(sender=view.sender, nonce=view.nonce, init_code=view.init_code, call_data=data,
-                account_gas_limits=view.account_gas_limits, pre_verification_gas=view.pre_verification_gas,
-                gas_fees=view.gas_fees, paymaster_and_data=b"", entry_point=view.entry_point, chain_id=view.chain_id)  # fmt: skip
+    return dict(
+        sender=view.sender,
+        nonce=view.nonce,
+        init_code=view.init_code,
+        call_data=data,
+        account_gas_limits=view.account_gas_limits,
+        pre_verification_gas=view.pre_verification_gas,
+        gas_fees=view.gas_fees,
+        paymaster_and_data=b"",
+        entry_point=view.entry_point,
+        chain_id=view.chain_id,
+    )
 
 
 def test_permit_digest_is_the_eip712_hash_and_the_wallet_signs_it() -> None:
     plan = aa.build_settlement_plan(request())
     typed = plan["permit"]["typedData"]
     assert typed["domain"] == {"name": "USD Coin", "version": "2", "chainId": 8453, "verifyingContract": USDC}
-    assert typed["message"] == {"owner": WALLET, "spender": ACCOUNT, "value": str(AMOUNT), "nonce": "3",
-                                "deadline": str(NOW + 240)}  # fmt: skip
+    assert typed["message"] == {
+        "owner": WALLET,
+        "spender": ACCOUNT,
+        "value": str(AMOUNT),
+        "nonce": "3",
+        "deadline": str(NOW + 240),
+    }
     signable = encode_typed_data(full_message=typed)
     eip712 = keccak(b"\x19" + signable.version + signable.header + signable.body)
     assert plan["permit"]["digest"] == "0x" + eip712.hex()
     # and by hand: domain separator and struct hash of the published type strings
     domain = keccak(
         keccak(text="EIP712Domain(string name,string version,uint256 chainId,address verifyingContract)")
-        + keccak(text="USD Coin") + keccak(text="2") + word(8453) + word(USDC)
-    )  # fmt: skip
+        + keccak(text="USD Coin")
+        + keccak(text="2")
+        + word(8453)
+        + word(USDC)
+    )
     struct = keccak(
         keccak(text="Permit(address owner,address spender,uint256 value,uint256 nonce,uint256 deadline)")
-        + word(WALLET) + word(ACCOUNT) + word(AMOUNT) + word(3) + word(NOW + 240)
-    )  # fmt: skip
+        + word(WALLET)
+        + word(ACCOUNT)
+        + word(AMOUNT)
+        + word(3)
+        + word(NOW + 240)
+    )
     assert eip712 == keccak(b"\x19\x01" + domain + struct)
     sig = sign_permit(plan)
     assert Account._recover_hash(eip712, signature=bytes.fromhex(sig[2:])) == WALLET
@@ -140,10 +194,18 @@ def test_call_data_decodes_to_the_four_bounded_calls() -> None:
     sig = bytes.fromhex(plan["permit"]["signature"][2:])
     assert funcs[0][:4] == keccak(text="permit(address,address,uint256,uint256,uint8,bytes32,bytes32)")[:4]
     assert (to_checksum_address(permit[0]), to_checksum_address(permit[1]), permit[2], permit[3]) == (
-        WALLET, ACCOUNT, AMOUNT, NOW + 240)  # fmt: skip
+        WALLET,
+        ACCOUNT,
+        AMOUNT,
+        NOW + 240,
+    )
     assert (permit[4], permit[5], permit[6]) == (sig[64], sig[:32], sig[32:64])
     assert funcs[1][:4] == keccak(text="transferFrom(address,address,uint256)")[:4]
-    assert decode(["address", "address", "uint256"], funcs[1][4:]) == (WALLET.lower(), ACCOUNT.lower(), AMOUNT)
+    assert decode(["address", "address", "uint256"], funcs[1][4:]) == (
+        WALLET.lower(),
+        ACCOUNT.lower(),
+        AMOUNT,
+    )
     approve = decode_call(funcs[2])
     assert approve is not None and approve.name == "approve" and approve.args == (ROUTER.lower(), AMOUNT)
     multicall = decode_call(funcs[3])
@@ -167,7 +229,9 @@ def test_bounds_are_stated_and_nothing_is_signed_by_the_service() -> None:
     assert b["permitDeadline"] == b["swapDeadline"] == b["validUntil"] == NOW + 240
     assert b["targets"] == [USDC, ROUTER] and b["serviceFee"] == "0"
     g = aa.DEFAULT_GAS
-    assert int(b["maxGasCostWei"]) == g.max_fee_per_gas * (g.verification_gas_limit + g.call_gas_limit + g.pre_verification_gas)
+    assert int(b["maxGasCostWei"]) == g.max_fee_per_gas * (
+        g.verification_gas_limit + g.call_gas_limit + g.pre_verification_gas
+    )
     assert plan["userOperation"]["callData"] is None and plan["userOpHash"] is None
     assert plan["userOperation"]["signature"] is None and plan["permit"]["signature"] is None
     assert plan["serverSigning"] is False and plan["serverSubmission"] is False
@@ -201,17 +265,24 @@ def test_signature_helpers() -> None:
     v, r, s = aa.split_signature(sig)
     assert (v, r, s) == (sig[64], sig[:32], sig[32:64])
     assert aa.split_signature(sig[:64] + bytes([sig[64] - 27])) == (v, r, s)
-    high_s = (0xFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFEBAAEDCE6AF48A03BBFD25E8CD0364141 - int.from_bytes(s, "big")).to_bytes(32, "big")
+    high_s = (
+        0xFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFEBAAEDCE6AF48A03BBFD25E8CD0364141 - int.from_bytes(s, "big")
+    ).to_bytes(32, "big")
     for bad in (sig[:64], sig[:64] + b"\x05", r + high_s + bytes([v])):
         with pytest.raises(ValueError):
             aa.split_signature(bad)
     # the owner's signature over the userOpHash goes into the packed operation and the RPC form
     signed = aa.attach_permit_signature(plan, sig)
-    owner_sig = Account.sign_message(encode_defunct(primitive=bytes.fromhex(signed["userOpHash"][2:])), OWNER.key).signature
+    owner_sig = Account.sign_message(
+        encode_defunct(primitive=bytes.fromhex(signed["userOpHash"][2:])), OWNER.key
+    ).signature
     op = aa.packed_user_operation(signed, owner_sig)
     assert op[0] == ACCOUNT and op[8] == bytes(owner_sig)
     rpc = aa.rpc_user_operation(signed, owner_sig)
-    assert rpc["factory"] == aa.SIMPLE_ACCOUNT_FACTORY_V07 and rpc["callData"] == signed["userOperation"]["callData"]
+    assert (
+        rpc["factory"] == aa.SIMPLE_ACCOUNT_FACTORY_V07
+        and rpc["callData"] == signed["userOperation"]["callData"]
+    )
     assert int(rpc["callGasLimit"], 16) == aa.DEFAULT_GAS.call_gas_limit
     with pytest.raises(ValueError):
         aa.packed_user_operation(plan, owner_sig)  # the permit signature is not attached yet
@@ -220,9 +291,13 @@ def test_signature_helpers() -> None:
 def test_read_calls() -> None:
     call = aa.account_address_call(aa.SIMPLE_ACCOUNT_FACTORY_V07, WALLET, 7)
     assert call["to"] == aa.SIMPLE_ACCOUNT_FACTORY_V07
-    assert call["data"] == "0x" + (keccak(text="getAddress(address,uint256)")[:4] + word(WALLET) + word(7)).hex()
+    assert (
+        call["data"] == "0x" + (keccak(text="getAddress(address,uint256)")[:4] + word(WALLET) + word(7)).hex()
+    )
     nonce = aa.entry_point_nonce_call(aa.ENTRY_POINT_V07, ACCOUNT)
-    assert nonce["data"] == "0x" + (keccak(text="getNonce(address,uint192)")[:4] + word(ACCOUNT) + word(0)).hex()
+    assert (
+        nonce["data"] == "0x" + (keccak(text="getNonce(address,uint192)")[:4] + word(ACCOUNT) + word(0)).hex()
+    )
     assert aa.permit_nonce_call(USDC, WALLET)["data"][:10] == "0x" + keccak(text="nonces(address)")[:4].hex()
     assert aa.decode_uint(word(5)) == 5 and aa.decode_address(word(ACCOUNT)) == ACCOUNT
 
@@ -233,15 +308,26 @@ def test_read_calls() -> None:
 def test_verifier_accepts_the_plan_before_and_after_the_permit_signature() -> None:
     plan = aa.build_settlement_plan(request())
     assert verify_settlement_plan(plan, **verify_kwargs()) == []
-    assert verify_settlement_plan(aa.attach_permit_signature(plan, sign_permit(plan)), **verify_kwargs()) == []
+    assert (
+        verify_settlement_plan(aa.attach_permit_signature(plan, sign_permit(plan)), **verify_kwargs()) == []
+    )
     deployed = aa.build_settlement_plan(request(account_deployed=True, entry_point_nonce=4))
     assert verify_settlement_plan(deployed, **verify_kwargs()) == []
 
 
 def _swap_in_template(plan: dict[str, Any], **changes: Any) -> None:
     """Rewrite the plan's callData template as the service could (its bounds left as they were)."""
-    kwargs = dict(usdc=USDC, router=ROUTER, weth=WETH, wallet=WALLET, account=ACCOUNT, amount_in=AMOUNT,
-                  minimum_eth_out=MIN_OUT, pool_fee=500, deadline=NOW + 240)  # fmt: skip
+    kwargs = dict(
+        usdc=USDC,
+        router=ROUTER,
+        weth=WETH,
+        wallet=WALLET,
+        account=ACCOUNT,
+        amount_in=AMOUNT,
+        minimum_eth_out=MIN_OUT,
+        pool_fee=500,
+        deadline=NOW + 240,
+    )
     kwargs.update(changes)
     plan["callDataTemplate"] = "0x" + aa.settlement_calls(**kwargs).call_data.hex()  # type: ignore[arg-type]
 
@@ -323,10 +409,14 @@ def test_verifier_refuses_a_tampered_signed_plan_and_malformed_input() -> None:
     bad_hash = dict(plan, userOpHash="0x" + "00" * 32)
     assert errors(verify_settlement_plan(bad_hash, **verify_kwargs())) == {"settlement_user_op_hash_mismatch"}
     other = signed_plan(minimum_eth_out=1)  # callData of a plan with minimum 1, bounds of the real plan
-    spliced = dict(plan, userOperation=dict(plan["userOperation"], callData=other["userOperation"]["callData"]))
+    spliced = dict(
+        plan, userOperation=dict(plan["userOperation"], callData=other["userOperation"]["callData"])
+    )
     assert "settlement_calldata_mismatch" in errors(verify_settlement_plan(spliced, **verify_kwargs()))
     owner_signed = dict(plan, userOperation=dict(plan["userOperation"], signature="0x" + "11" * 65))
-    assert "settlement_owner_signature_present" in errors(verify_settlement_plan(owner_signed, **verify_kwargs()))
+    assert "settlement_owner_signature_present" in errors(
+        verify_settlement_plan(owner_signed, **verify_kwargs())
+    )
     for junk in (None, [], {"kind": "erc4337_settlement"}, dict(plan, bounds="x"), dict(plan, salt=True)):
         assert "settlement_plan_malformed" in errors(verify_settlement_plan(junk, **verify_kwargs()))
 
@@ -334,13 +424,34 @@ def test_verifier_refuses_a_tampered_signed_plan_and_malformed_input() -> None:
 # ---- the evidence check on synthetic mined transactions ----------------------------------------------------
 
 
-def _mined(plan: dict[str, Any], *, success: bool = True, eth_out: int = MIN_OUT + 5, chain_id: int = 8453,
-           confirmations: int = 3, other_op_first: bool = True) -> tuple[EvmTransaction, str]:  # fmt: skip
-    owner_sig = Account.sign_message(encode_defunct(primitive=bytes.fromhex(plan["userOpHash"][2:])), OWNER.key).signature
+def _mined(
+    plan: dict[str, Any],
+    *,
+    success: bool = True,
+    eth_out: int = MIN_OUT + 5,
+    chain_id: int = 8453,
+    confirmations: int = 3,
+    other_op_first: bool = True,
+) -> tuple[EvmTransaction, str]:
+    owner_sig = Account.sign_message(
+        encode_defunct(primitive=bytes.fromhex(plan["userOpHash"][2:])), OWNER.key
+    ).signature
     op = aa.packed_user_operation(plan, owner_sig)
     ep = aa.ENTRY_POINT_V07
-    other = ("0x000000000000000000000000000000000000bEEF", 0, b"", b"", op[4], 50_000, op[6], b"", b"\x01" * 65)
-    data = aa.handle_ops_call_data([other, op] if other_op_first else [op], "0x000000000000000000000000000000000000b0b0")
+    other = (
+        "0x000000000000000000000000000000000000bEEF",
+        0,
+        b"",
+        b"",
+        op[4],
+        50_000,
+        op[6],
+        b"",
+        b"\x01" * 65,
+    )
+    data = aa.handle_ops_call_data(
+        [other, op] if other_op_first else [op], "0x000000000000000000000000000000000000b0b0"
+    )
     h = "0x" + "ab" * 32
     logs: list[EvmLog] = []
 
@@ -353,21 +464,47 @@ def _mined(plan: dict[str, Any], *, success: bool = True, eth_out: int = MIN_OUT
     log(ep, [TOPIC0_4337["BeforeExecution"]], b"")
     if other_op_first:  # another operation of the bundle unwraps WETH too: not ours
         log(WETH, [TOPIC0["Withdrawal"], t(ROUTER)], word(10**18))
-        log(ep, [TOPIC0_4337["UserOperationEvent"], "0x" + "cd" * 32, t(other[0]), t("0x" + "00" * 20)],
-            encode(["uint256", "bool", "uint256", "uint256"], [0, True, 1, 1]))  # fmt: skip
+        log(
+            ep,
+            [TOPIC0_4337["UserOperationEvent"], "0x" + "cd" * 32, t(other[0]), t("0x" + "00" * 20)],
+            encode(["uint256", "bool", "uint256", "uint256"], [0, True, 1, 1]),
+        )
     if success:
         log(USDC, [TOPIC0["Transfer"], t(WALLET), t(ACCOUNT)], word(AMOUNT))
         log(WETH, [TOPIC0["Withdrawal"], t(ROUTER)], word(eth_out))
-    log(ep, [TOPIC0_4337["UserOperationEvent"], plan["userOpHash"], t(ACCOUNT), t("0x" + "00" * 20)],
-        encode(["uint256", "bool", "uint256", "uint256"], [0, success, 123_456, 789]))  # fmt: skip
-    tx = EvmTransaction(chain_id, h, "0x000000000000000000000000000000000000b0b0", ep, 0, data, 1, 10, NOW + 20,
-                        confirmations, 500_000, 10**9, tuple(logs))  # fmt: skip
+    log(
+        ep,
+        [TOPIC0_4337["UserOperationEvent"], plan["userOpHash"], t(ACCOUNT), t("0x" + "00" * 20)],
+        encode(["uint256", "bool", "uint256", "uint256"], [0, success, 123_456, 789]),
+    )
+    tx = EvmTransaction(
+        chain_id,
+        h,
+        "0x000000000000000000000000000000000000b0b0",
+        ep,
+        0,
+        data,
+        1,
+        10,
+        NOW + 20,
+        confirmations,
+        500_000,
+        10**9,
+        tuple(logs),
+    )
     return tx, plan["userOpHash"]
 
 
 def _evidence(plan: dict[str, Any], tx: EvmTransaction, **changes: Any) -> Any:
-    kwargs: dict[str, Any] = dict(plan=plan, entry_point=aa.ENTRY_POINT_V07, account=ACCOUNT, wallet=WALLET, weth=WETH,
-                                  minimum_eth_out=MIN_OUT, required_confirmations=2)  # fmt: skip
+    kwargs: dict[str, Any] = dict(
+        plan=plan,
+        entry_point=aa.ENTRY_POINT_V07,
+        account=ACCOUNT,
+        wallet=WALLET,
+        weth=WETH,
+        minimum_eth_out=MIN_OUT,
+        required_confirmations=2,
+    )
     kwargs.update(changes)
     return verify_userop_settlement(tx, **kwargs)
 
@@ -380,7 +517,11 @@ def test_evidence_reads_only_the_plans_operation() -> None:
     assert ev.status == "final" and ev.tx_ids == (tx.tx_hash,)
     assert (ev.actual_input_base, ev.actual_output_base, ev.service_fee_paid_base) == (AMOUNT, MIN_OUT + 5, 0)
     assert ev.network_fee == {"wei": 123_456}
-    assert ev.bridge is not None and ev.bridge["user_op_hash"] == op_hash and ev.bridge["kind"] == "erc4337_user_operation"
+    assert (
+        ev.bridge is not None
+        and ev.bridge["user_op_hash"] == op_hash
+        and ev.bridge["kind"] == "erc4337_user_operation"
+    )
     assert _evidence(stored, _mined(signed, confirmations=1)[0]).status == "pending"
 
 
@@ -429,7 +570,18 @@ def test_evidence_checks_the_session_values_against_the_plan() -> None:
 
 def test_encode_call_is_shared_with_the_prepare_builder() -> None:
     """The swap part is built by the same SwapRouter02 encoder as /v2/prepare's swaps."""
-    calls = aa.settlement_calls(usdc=USDC, router=ROUTER, weth=WETH, wallet=WALLET, account=ACCOUNT, amount_in=AMOUNT,
-                                minimum_eth_out=MIN_OUT, pool_fee=500, deadline=NOW + 240)  # fmt: skip
+    calls = aa.settlement_calls(
+        usdc=USDC,
+        router=ROUTER,
+        weth=WETH,
+        wallet=WALLET,
+        account=ACCOUNT,
+        amount_in=AMOUNT,
+        minimum_eth_out=MIN_OUT,
+        pool_fee=500,
+        deadline=NOW + 240,
+    )
     swap = encode_call("exactInputSingle", (USDC, WETH, 500, ROUTER_ADDRESS_THIS, AMOUNT, MIN_OUT, 0))
-    assert calls.calls[3][2] == encode_call("multicall", NOW + 240, [swap, encode_call("unwrapWETH9", MIN_OUT, WALLET)])
+    assert calls.calls[3][2] == encode_call(
+        "multicall", NOW + 240, [swap, encode_call("unwrapWETH9", MIN_OUT, WALLET)]
+    )

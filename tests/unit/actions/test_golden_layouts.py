@@ -53,16 +53,30 @@ TOKEN_MESSENGER_V2_DEPOSIT_FOR_BURN = {
 OFT_SEND = {
     "name": "send",
     "inputs": [
-        {"name": "_sendParam", "type": "tuple", "components": [
-            {"name": "dstEid", "type": "uint32"}, {"name": "to", "type": "bytes32"},
-            {"name": "amountLD", "type": "uint256"}, {"name": "minAmountLD", "type": "uint256"},
-            {"name": "extraOptions", "type": "bytes"}, {"name": "composeMsg", "type": "bytes"},
-            {"name": "oftCmd", "type": "bytes"}]},
-        {"name": "_fee", "type": "tuple", "components": [
-            {"name": "nativeFee", "type": "uint256"}, {"name": "lzTokenFee", "type": "uint256"}]},
+        {
+            "name": "_sendParam",
+            "type": "tuple",
+            "components": [
+                {"name": "dstEid", "type": "uint32"},
+                {"name": "to", "type": "bytes32"},
+                {"name": "amountLD", "type": "uint256"},
+                {"name": "minAmountLD", "type": "uint256"},
+                {"name": "extraOptions", "type": "bytes"},
+                {"name": "composeMsg", "type": "bytes"},
+                {"name": "oftCmd", "type": "bytes"},
+            ],
+        },
+        {
+            "name": "_fee",
+            "type": "tuple",
+            "components": [
+                {"name": "nativeFee", "type": "uint256"},
+                {"name": "lzTokenFee", "type": "uint256"},
+            ],
+        },
         {"name": "_refundAddress", "type": "address"},
     ],
-}  # fmt: skip
+}
 
 
 def _type(p: dict[str, Any]) -> str:
@@ -105,15 +119,23 @@ def test_solana_cctp_deposit_for_burn_layout_matches_golden() -> None:
     assert flags["event_rent_payer"] == (True, True)
     assert flags["message_sent_event_data"] == (True, True)
     assert {n for n, (_, w) in flags.items() if w} == {
-        "event_rent_payer", "burn_token_account", "message_transmitter", "local_token", "burn_token_mint",
+        "event_rent_payer",
+        "burn_token_account",
+        "message_transmitter",
+        "local_token",
+        "burn_token_mint",
         "message_sent_event_data",
-    }  # fmt: skip
+    }
     tmm = sol.CCTP_TOKEN_MESSENGER_MINTER_V2
     by_name = {a["name"]: a["pubkey"] for a in named}
     assert by_name["message_sent_event_data"] == EVENT_SIGNER
     assert by_name["burn_token_account"] == str(ak.associated_token_address(SOLANA_WALLET, usdc))
-    assert by_name["local_token"] == str(Pubkey.find_program_address([b"local_token", bytes(ak.mint(usdc))], tmm)[0])
-    assert by_name["remote_token_messenger"] == str(Pubkey.find_program_address([b"remote_token_messenger", b"6"], tmm)[0])
+    assert by_name["local_token"] == str(
+        Pubkey.find_program_address([b"local_token", bytes(ak.mint(usdc))], tmm)[0]
+    )
+    assert by_name["remote_token_messenger"] == str(
+        Pubkey.find_program_address([b"remote_token_messenger", b"6"], tmm)[0]
+    )
     assert by_name["program"] == by_name["token_messenger_minter_program"] == str(tmm)
 
 
@@ -122,7 +144,10 @@ def test_bundles_match_golden() -> None:
     out = {}
     for key in BUNDLE_ROUTES:
         p = asyncio.run(prepare_route(env, key, 100))
-        out[key] = {"payload_sha256": p.bundle["payload_sha256"], "unsigned_action": p.bundle["unsigned_action"]}
+        out[key] = {
+            "payload_sha256": p.bundle["payload_sha256"],
+            "unsigned_action": p.bundle["unsigned_action"],
+        }
     assert out == _golden("actions_bundles.json", out)
 
 
@@ -145,7 +170,9 @@ def test_cctp_evm_calldata_decoded_with_published_abi() -> None:
     assert spender.lower() == burn["to"].lower() and allowance == f["amount"]
     fee = action["transactions"][0]
     to, amount = decode(["address", "uint256"], bytes.fromhex(fee["data"][10:]))
-    assert to.lower() == FEE_RECIPIENTS["evm"].lower() and amount == int(step["expected_input_base"]) // 10_000
+    assert (
+        to.lower() == FEE_RECIPIENTS["evm"].lower() and amount == int(step["expected_input_base"]) // 10_000
+    )
 
 
 def test_oft_send_calldata_decoded_with_published_abi() -> None:

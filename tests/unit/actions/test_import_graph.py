@@ -28,7 +28,9 @@ def _sibling_imports(path: Path) -> tuple[set[str], list[str]]:
             elif node.module.startswith("routequote.core.actions."):
                 out.add(node.module.rsplit(".", 1)[1])
         elif isinstance(node, ast.Import):
-            out |= {a.name.rsplit(".", 1)[1] for a in node.names if a.name.startswith("routequote.core.actions.")}
+            out |= {
+                a.name.rsplit(".", 1)[1] for a in node.names if a.name.startswith("routequote.core.actions.")
+            }
         return out & set(MODULES)
 
     for node in tree.body:
@@ -66,7 +68,10 @@ def test_no_cycle_and_no_function_local_sibling_imports() -> None:
 @pytest.mark.parametrize("module", MODULES)
 def test_each_module_imports_alone_in_a_fresh_interpreter(module: str) -> None:
     done = subprocess.run(
-        [sys.executable, "-c", f"import routequote.core.actions.{module}"], capture_output=True, text=True, timeout=60
+        [sys.executable, "-c", f"import routequote.core.actions.{module}"],
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert done.returncode == 0, done.stderr
 

@@ -50,20 +50,33 @@ class Env:
         if mutate is not None:
             mutate(fake.solana["accounts"])
         self.market = pinned_live_market(self.clock, fake, raydium=True)
-        self.service = RouteQuoteService(self.market, MemoryQuoteStore(), self.clock, SequentialIds(), ServiceConfig(quote_ttl_seconds=60))  # fmt: skip
+        self.service = RouteQuoteService(
+            self.market, MemoryQuoteStore(), self.clock, SequentialIds(), ServiceConfig(quote_ttl_seconds=60)
+        )
         self.prepare = PrepareService(self.service, SETTINGS)
 
     async def prepared(self, route_key: str, usd: float = 100) -> tuple[dict[str, Any], dict[str, Any]]:
         intent = intent_for(route_key, usd)
         quote = await self.service.quote_request(intent)
-        body = {"caller_approved": True, **intent, "wallets": wallets_for(route_key), "approval_v3": approval_for(quote)}
+        body = {
+            "caller_approved": True,
+            **intent,
+            "wallets": wallets_for(route_key),
+            "approval_v3": approval_for(quote),
+        }
         signer = EVENT_SIGNER if ROUTES[route_key].event_signer_required else None
         if signer:
             body["event_signer_public"] = signer
         bundle = await self.prepare.prepare(body)
-        kwargs = {"intent": intent, "wallets": wallets_for(route_key), "approval_v3": body["approval_v3"],
-                  "direct_route_summary": quote["direct_route_summary"], "now_unix": int(self.clock.now().timestamp()),
-                  "fee_recipients": FEE_RECIPIENTS, "event_signer_public": signer}  # fmt: skip
+        kwargs = {
+            "intent": intent,
+            "wallets": wallets_for(route_key),
+            "approval_v3": body["approval_v3"],
+            "direct_route_summary": quote["direct_route_summary"],
+            "now_unix": int(self.clock.now().timestamp()),
+            "fee_recipients": FEE_RECIPIENTS,
+            "event_signer_public": signer,
+        }
         return bundle, kwargs
 
 
@@ -89,8 +102,13 @@ async def test_live_pool_state_carries_the_pinned_accounts(live: Env) -> None:
     view = await live.market.view()
     pool = view.pools[RP.pool_id]
     assert view.live and pool.address == RP.pool and pool.clmm.tick_current == RECORDED_TICK
-    assert pool.accounts == {"amm_config": RP.amm_config, "vault_0": RP.vault_0, "vault_1": RP.vault_1,
-                             "observation": RECORDED_OBSERVATION, "tick_array_bitmap_extension": RP.bitmap_extension}  # fmt: skip
+    assert pool.accounts == {
+        "amm_config": RP.amm_config,
+        "vault_0": RP.vault_0,
+        "vault_1": RP.vault_1,
+        "observation": RECORDED_OBSERVATION,
+        "tick_array_bitmap_extension": RP.bitmap_extension,
+    }
     assert pool.initialized_tick_arrays == (-20400, -19200, -18600, -18000)  # -19800 has no account
     assert live.prepare.supported_routes() >= set(RAYDIUM_ROUTES) and len(RAYDIUM_ROUTES) == 9
 
@@ -108,7 +126,11 @@ async def test_every_raydium_route_prepares_a_bundle_that_verifies(live: Env, ro
     assert stated["source"].startswith("server_live_read")
     swap = _swap(bundle)
     keys = [k["pubkey"] for k in swap["keys"]]
-    assert keys[1:3] == [RP.amm_config, RP.pool] and keys[7] == RECORDED_OBSERVATION and keys[13] == RP.bitmap_extension
+    assert (
+        keys[1:3] == [RP.amm_config, RP.pool]
+        and keys[7] == RECORDED_OBSERVATION
+        and keys[13] == RP.bitmap_extension
+    )
     assert keys[5:7] == ([RP.vault_0, RP.vault_1] if zero_for_one else [RP.vault_1, RP.vault_0])
     assert keys[14:] == [sw.raydium_tick_array_address(RP.pool, s) for s in starts]
     data = base64.b64decode(swap["data"])
@@ -165,7 +187,9 @@ def _other_payer_account(b: dict[str, Any]) -> None:
 
 def _stated_arrays_of_another_pool(b: dict[str, Any]) -> None:  # the label only; the instruction is unchanged
     stated = b["unsigned_action"]["poolAccountsFromLiveChainState"]
-    stated["tickArrays"] = [sw.raydium_tick_array_address(str(Pubkey.new_unique()), s) for s in stated["tickArrayStartIndexes"]]
+    stated["tickArrays"] = [
+        sw.raydium_tick_array_address(str(Pubkey.new_unique()), s) for s in stated["tickArrayStartIndexes"]
+    ]
 
 
 TAMPERS = {
@@ -233,11 +257,19 @@ async def test_a_live_pool_naming_another_vault_is_refused() -> None:
     try:
         view = await env.market.view()  # the Solana pools component is unavailable, with the reason
         assert RP.pool_id not in view.pools
-        assert "names vault_0" in view.unavailable[RP.pool_id] and "not the pinned" in view.unavailable[RP.pool_id]
+        assert (
+            "names vault_0" in view.unavailable[RP.pool_id]
+            and "not the pinned" in view.unavailable[RP.pool_id]
+        )
         before = env.service.ids._n  # type: ignore[attr-defined]
         with pytest.raises((InvalidRequest, UpstreamUnavailable)):
-            await env.prepare.prepare({"caller_approved": True, **intent_for("solana:SOL->solana:USDC"),
-                                       "wallets": wallets_for("solana:SOL->solana:USDC")})  # fmt: skip
+            await env.prepare.prepare(
+                {
+                    "caller_approved": True,
+                    **intent_for("solana:SOL->solana:USDC"),
+                    "wallets": wallets_for("solana:SOL->solana:USDC"),
+                }
+            )
         assert env.service.ids._n == before  # type: ignore[attr-defined]
     finally:
         await env.market.aclose()
@@ -255,12 +287,19 @@ async def test_no_initialized_tick_array_in_swap_direction_is_refused() -> None:
     try:
         before = env.service.ids._n  # type: ignore[attr-defined]
         with pytest.raises(InvalidRequest) as exc:
-            await env.prepare.prepare({"caller_approved": True, **intent_for("solana:USDC->solana:SOL"),
-                                       "wallets": wallets_for("solana:USDC->solana:SOL")})  # fmt: skip
+            await env.prepare.prepare(
+                {
+                    "caller_approved": True,
+                    **intent_for("solana:USDC->solana:SOL"),
+                    "wallets": wallets_for("solana:USDC->solana:SOL"),
+                }
+            )
         assert exc.value.details["unavailable_reason"] == "solana_no_initialized_tick_array_in_swap_direction"
         assert env.service.ids._n == before  # type: ignore[attr-defined]
         bundle, kwargs = await env.prepared("solana:SOL->solana:USDC")  # price-down still has -20400
-        assert bundle["unsigned_action"]["poolAccountsFromLiveChainState"]["tickArrayStartIndexes"] == [-20400]
+        assert bundle["unsigned_action"]["poolAccountsFromLiveChainState"]["tickArrayStartIndexes"] == [
+            -20400
+        ]
         assert _errors(bundle, kwargs) == set()
     finally:
         await env.market.aclose()

@@ -58,17 +58,29 @@ def _derived() -> dict[str, Any]:
         "token1": usdg if int(weth, 16) < int(usdg, 16) else weth,
         "weth": weth,
         "usdg": usdg,
-        "pools_by_fee_pips": {str(f): v3_pool_address(FACTORY, weth, usdg, f, POOL_INIT_CODE_HASH)
-                              for f in (100, 500, 3000, 10000)},
-    }  # fmt: skip
+        "pools_by_fee_pips": {
+            str(f): v3_pool_address(FACTORY, weth, usdg, f, POOL_INIT_CODE_HASH)
+            for f in (100, 500, 3000, 10000)
+        },
+    }
 
 
 def test_pool_address_derivation_reproduces_known_mainnet_pools() -> None:
     # the derivation itself, on the canonical Base and Arbitrum WETH/USDC 0.05 % pools the market also reads
-    base = v3_pool_address("0x33128a8fC17869897dcE68Ed026d694621f6FDfD", "0x4200000000000000000000000000000000000006",
-                           "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913", 500, POOL_INIT_CODE_HASH)  # fmt: skip
-    arb = v3_pool_address("0x1F98431c8aD98523631AE4a59f267346ea31F984", "0x82aF49447D8a07e3bd95BD0d56f35241523fBab1",
-                          "0xaf88d065e77c8cC2239327C5EDb3A432268e5831", 500, POOL_INIT_CODE_HASH)  # fmt: skip
+    base = v3_pool_address(
+        "0x33128a8fC17869897dcE68Ed026d694621f6FDfD",
+        "0x4200000000000000000000000000000000000006",
+        "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913",
+        500,
+        POOL_INIT_CODE_HASH,
+    )
+    arb = v3_pool_address(
+        "0x1F98431c8aD98523631AE4a59f267346ea31F984",
+        "0x82aF49447D8a07e3bd95BD0d56f35241523fBab1",
+        "0xaf88d065e77c8cC2239327C5EDb3A432268e5831",
+        500,
+        POOL_INIT_CODE_HASH,
+    )
     by_id = {p.pool_id: p.address for p in POOLS}
     assert base == by_id["base:uniswap_v3:ETH-USDC"] == "0xd0b53D9277642d899DF5C87A3966A349A798F224"
     assert arb == by_id["arbitrum:uniswap_v3:ETH-USDC"] == "0xC6962004f452bE9203591991D15f6b388e09E8D0"
@@ -87,7 +99,12 @@ def test_robinhood_pools_follow_from_the_factory_golden() -> None:
 def test_market_prices_the_factory_derived_pool() -> None:
     spec = next(p for p in POOLS if p.pool_id == "robinhood:uniswap_v3:ETH-USDG")
     want = _derived()["pools_by_fee_pips"][str(spec.fee_pips)]
-    assert (spec.address, spec.fee_pips, spec.token0, spec.token1) == (want, 500, "robinhood:ETH", "robinhood:USDG")
+    assert (spec.address, spec.fee_pips, spec.token0, spec.token1) == (
+        want,
+        500,
+        "robinhood:ETH",
+        "robinhood:USDG",
+    )
     snap = json.loads(SNAPSHOT.read_text())
     rows = [p for p in snap["pools"] if p["pool_id"] == spec.pool_id]
     assert len(rows) == 1 and rows[0]["address"] == want and rows[0]["fee_pips"] == 500
@@ -102,8 +119,11 @@ def test_swap_router_pinned_for_robinhood() -> None:
 
 def test_every_route_swapping_first_on_robinhood_prepares_and_verifies() -> None:
     env = make_env()
-    keys = sorted(k for k, r in ROUTES.items()
-                  if r.steps[0].provider is Provider.UNISWAP_V3 and r.steps[0].source.chain is Chain.ROBINHOOD)  # fmt: skip
+    keys = sorted(
+        k
+        for k, r in ROUTES.items()
+        if r.steps[0].provider is Provider.UNISWAP_V3 and r.steps[0].source.chain is Chain.ROBINHOOD
+    )
     assert len(keys) == 9 and set(keys) <= env.prepare.supported_routes()
     for key in keys:
         p = asyncio.run(prepare_route(env, key, 100))

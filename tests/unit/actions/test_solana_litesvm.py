@@ -31,8 +31,12 @@ def _chain(asset: Asset, wallet: Pubkey) -> LiteSVM:
     program = ak.token_program(asset)
     mint = Mint(Pubkey.new_unique(), 10**15, asset.decimals, True, None)
     svm.set_account(ak.mint(asset), Account(10**9, bytes(mint), program, False, 0))
-    acct = TokenAccount(ak.mint(asset), wallet, START_BALANCE, None, TokenAccountState.Initialized, None, 0, None)
-    svm.set_account(ak.associated_token_address(wallet, asset), Account(10**9, bytes(acct), program, False, 0))
+    acct = TokenAccount(
+        ak.mint(asset), wallet, START_BALANCE, None, TokenAccountState.Initialized, None, 0, None
+    )
+    svm.set_account(
+        ak.associated_token_address(wallet, asset), Account(10**9, bytes(acct), program, False, 0)
+    )
     return svm
 
 
@@ -58,7 +62,10 @@ def test_fee_transfer_and_token_account_creation_execute(endpoint: str) -> None:
     assert svm.get_account(fee_ata) is None
     input_base = 123_456_789
     fee = service_fee(input_base)
-    ixs = [sol.create_ata_idempotent(kp.pubkey(), recipient, asset), sol.transfer_checked(kp.pubkey(), recipient, asset, fee)]
+    ixs = [
+        sol.create_ata_idempotent(kp.pubkey(), recipient, asset),
+        sol.transfer_checked(kp.pubkey(), recipient, asset, fee),
+    ]
     assert ixs[1].program_id == ak.token_program(asset)
     _send(svm, kp, ixs)
     assert _amount(svm, fee_ata) == fee == 12_345
@@ -82,8 +89,11 @@ def test_wrong_decimals_are_refused_by_the_token_program() -> None:
     from solders.instruction import Instruction
 
     tampered = Instruction(bad.program_id, bytes(data), bad.accounts)
-    msg = Message.new_with_blockhash([sol.create_ata_idempotent(kp.pubkey(), recipient, asset), tampered],
-                                     kp.pubkey(), svm.latest_blockhash())  # fmt: skip
+    msg = Message.new_with_blockhash(
+        [sol.create_ata_idempotent(kp.pubkey(), recipient, asset), tampered],
+        kp.pubkey(),
+        svm.latest_blockhash(),
+    )
     result = svm.send_transaction(Transaction([kp], msg, svm.latest_blockhash()))
     assert hasattr(result, "err")
 

@@ -32,25 +32,55 @@ from routequote.market.live_solana import tick_array_address
 GOLDEN = Path(__file__).resolve().parents[2] / "golden" / "actions_solana_swaps.json"
 OWNER = "9WzDXwBbmkg8ZTbNMqUxvQRAyrZzDsGYdLVL9zYtAWWM"
 # a test-only stand-in: the Raydium pool's real observation account comes from the live read (see solana_swaps)
-TEST_OBSERVATION = str(Pubkey.find_program_address([b"routequote-test-observation"], sw.RAYDIUM_CLMM_PROGRAM)[0])
+TEST_OBSERVATION = str(
+    Pubkey.find_program_address([b"routequote-test-observation"], sw.RAYDIUM_CLMM_PROGRAM)[0]
+)
 
 
 def live_accounts(tick: int, zero_for_one: bool, ext: bool = True) -> sw.RaydiumLiveAccounts:
     """Live-read stand-in: the arrays holding and following the current tick all initialized."""
     starts = tuple(sw.raydium_tick_array_starts(tick, 10, zero_for_one))
-    return sw.RaydiumLiveAccounts(TEST_OBSERVATION, starts, sw.RAYDIUM_SOL_USDC.bitmap_extension if ext else None)
+    return sw.RaydiumLiveAccounts(
+        TEST_OBSERVATION, starts, sw.RAYDIUM_SOL_USDC.bitmap_extension if ext else None
+    )
+
 
 ORCA_ACCOUNT_NAMES = (
-    "token_program_a", "token_program_b", "memo_program", "token_authority", "whirlpool", "token_mint_a",
-    "token_mint_b", "token_owner_account_a", "token_vault_a", "token_owner_account_b", "token_vault_b",
-    "tick_array_0", "tick_array_1", "tick_array_2", "oracle",
-)  # fmt: skip
+    "token_program_a",
+    "token_program_b",
+    "memo_program",
+    "token_authority",
+    "whirlpool",
+    "token_mint_a",
+    "token_mint_b",
+    "token_owner_account_a",
+    "token_vault_a",
+    "token_owner_account_b",
+    "token_vault_b",
+    "tick_array_0",
+    "tick_array_1",
+    "tick_array_2",
+    "oracle",
+)
 RAYDIUM_ACCOUNT_NAMES = (
-    "payer", "amm_config", "pool_state", "input_token_account", "output_token_account", "input_vault",
-    "output_vault", "observation_state", "token_program", "token_program_2022", "memo_program", "input_vault_mint",
-    "output_vault_mint", "remaining:tickarray_bitmap_extension", "remaining:tick_array_0", "remaining:tick_array_1",
+    "payer",
+    "amm_config",
+    "pool_state",
+    "input_token_account",
+    "output_token_account",
+    "input_vault",
+    "output_vault",
+    "observation_state",
+    "token_program",
+    "token_program_2022",
+    "memo_program",
+    "input_vault_mint",
+    "output_vault_mint",
+    "remaining:tickarray_bitmap_extension",
+    "remaining:tick_array_0",
+    "remaining:tick_array_1",
     "remaining:tick_array_2",
-)  # fmt: skip
+)
 
 
 # ---- pinned accounts ---------------------------------------------------------------------------------
@@ -58,14 +88,18 @@ RAYDIUM_ACCOUNT_NAMES = (
 
 def test_pinned_orca_accounts_derive_from_their_seeds() -> None:
     p = sw.ORCA_USDG_USDC
-    config = Pubkey.from_string("2LecshUwdy9xi7meFgHtFJQNSKk4KdTrcpvaB56dP2NQ")  # Orca mainnet WhirlpoolsConfig
+    config = Pubkey.from_string(
+        "2LecshUwdy9xi7meFgHtFJQNSKk4KdTrcpvaB56dP2NQ"
+    )  # Orca mainnet WhirlpoolsConfig
     a, b = ak.mint(ASSETS[p.token_a]), ak.mint(ASSETS[p.token_b])
     assert bytes(a) < bytes(b)  # Whirlpool mint order
     seeds = [b"whirlpool", bytes(config), bytes(a), bytes(b), p.tick_spacing.to_bytes(2, "little")]
     assert str(Pubkey.find_program_address(seeds, sw.ORCA_WHIRLPOOL_PROGRAM)[0]) == p.whirlpool
     assert sw.orca_oracle_address(p.whirlpool) == p.oracle
     # tick-array PDAs agree with the live reader's derivation
-    assert sw.orca_tick_array_address(p.whirlpool, -88) == tick_array_address("orca_whirlpool", p.whirlpool, -88)
+    assert sw.orca_tick_array_address(p.whirlpool, -88) == tick_array_address(
+        "orca_whirlpool", p.whirlpool, -88
+    )
 
 
 def test_pinned_raydium_accounts_derive_from_their_seeds() -> None:
@@ -73,7 +107,14 @@ def test_pinned_raydium_accounts_derive_from_their_seeds() -> None:
     prog = sw.RAYDIUM_CLMM_PROGRAM
     assert str(Pubkey.find_program_address([b"amm_config", (2).to_bytes(2, "big")], prog)[0]) == p.amm_config
     m0, m1 = ak.mint(ASSETS[p.token_0]), ak.mint(ASSETS[p.token_1])
-    assert str(Pubkey.find_program_address([b"pool", bytes(Pubkey.from_string(p.amm_config)), bytes(m0), bytes(m1)], prog)[0]) == p.pool  # fmt: skip
+    assert (
+        str(
+            Pubkey.find_program_address(
+                [b"pool", bytes(Pubkey.from_string(p.amm_config)), bytes(m0), bytes(m1)], prog
+            )[0]
+        )
+        == p.pool
+    )
     assert sw.raydium_bitmap_extension_address(p.pool) == p.bitmap_extension
     assert sw.raydium_tick_array_address(p.pool, -600) == tick_array_address("raydium_clmm", p.pool, -600)
     assert not hasattr(p, "observation")  # not citable: taken from the live pool account at prepare time
@@ -93,29 +134,45 @@ def test_snapshot_pools_are_the_pinned_accounts() -> None:
 
 def _named(ix: Any, names: tuple[str, ...]) -> list[dict[str, Any]]:
     assert len(ix.accounts) == len(names)
-    return [{"name": n, "pubkey": str(a.pubkey), "isSigner": a.is_signer, "isWritable": a.is_writable}
-            for n, a in zip(names, ix.accounts, strict=True)]  # fmt: skip
+    return [
+        {"name": n, "pubkey": str(a.pubkey), "isSigner": a.is_signer, "isWritable": a.is_writable}
+        for n, a in zip(names, ix.accounts, strict=True)
+    ]
 
 
 def _layouts() -> dict[str, Any]:
     out: dict[str, Any] = {"discriminator_sha256_global_swap_v2": sw.SWAP_V2_DISCRIMINATOR.hex()}
     for name, a_to_b, tick in (("orca_usdg_to_usdc", True, 3), ("orca_usdc_to_usdg", False, -1)):
         ix = sw.orca_swap_v2(OWNER, sw.ORCA_USDG_USDC, 123_456_789, 123_000_000, a_to_b, tick)
-        out[name] = {"program_id": str(ix.program_id), "data_hex": bytes(ix.data).hex(), "pool_tick_current": tick,
-                     "accounts": _named(ix, ORCA_ACCOUNT_NAMES)}  # fmt: skip
+        out[name] = {
+            "program_id": str(ix.program_id),
+            "data_hex": bytes(ix.data).hex(),
+            "pool_tick_current": tick,
+            "accounts": _named(ix, ORCA_ACCOUNT_NAMES),
+        }
     for name, z, tick in (("raydium_sol_to_usdc", True, -18813), ("raydium_usdc_to_sol", False, -18813)):
-        ix = sw.raydium_swap_v2(OWNER, sw.RAYDIUM_SOL_USDC, 1_000_000_000, 150_000_000, z, live_accounts(tick, z))
-        out[name] = {"program_id": str(ix.program_id), "data_hex": bytes(ix.data).hex(), "pool_tick_current": tick,
-                     "observation_is_a_test_stand_in": True, "accounts": _named(ix, RAYDIUM_ACCOUNT_NAMES)}  # fmt: skip
+        ix = sw.raydium_swap_v2(
+            OWNER, sw.RAYDIUM_SOL_USDC, 1_000_000_000, 150_000_000, z, live_accounts(tick, z)
+        )
+        out[name] = {
+            "program_id": str(ix.program_id),
+            "data_hex": bytes(ix.data).hex(),
+            "pool_tick_current": tick,
+            "observation_is_a_test_stand_in": True,
+            "accounts": _named(ix, RAYDIUM_ACCOUNT_NAMES),
+        }
     # live read: the array below the current one is not initialized and no bitmap extension account exists
     gap = sw.RaydiumLiveAccounts(TEST_OBSERVATION, (-19200, -20400), None)
     ix = sw.raydium_swap_v2(OWNER, sw.RAYDIUM_SOL_USDC, 1_000_000_000, 150_000_000, True, gap)
     names = (*RAYDIUM_ACCOUNT_NAMES[:13], "remaining:tick_array_0", "remaining:tick_array_1")
     out["raydium_sol_to_usdc_gap_no_extension"] = {
-        "program_id": str(ix.program_id), "data_hex": bytes(ix.data).hex(), "pool_tick_current": -18813,
-        "tick_array_start_indexes": list(gap.tick_array_starts), "observation_is_a_test_stand_in": True,
+        "program_id": str(ix.program_id),
+        "data_hex": bytes(ix.data).hex(),
+        "pool_tick_current": -18813,
+        "tick_array_start_indexes": list(gap.tick_array_starts),
+        "observation_is_a_test_stand_in": True,
         "accounts": _named(ix, names),
-    }  # fmt: skip
+    }
     return out
 
 
@@ -139,7 +196,9 @@ def test_orca_swap_v2_data_and_roles_follow_the_idl() -> None:
     keys = [str(a.pubkey) for a in ix.accounts]
     usdg, usdc = ASSETS["solana:USDG"], ASSETS["solana:USDC"]
     assert keys[0] == str(sw.TOKEN_2022) and keys[1] == str(sw.SPL_TOKEN)  # USDG is Token-2022
-    assert keys[7] == str(ak.associated_token_address(OWNER, usdg)) and keys[9] == str(ak.associated_token_address(OWNER, usdc))
+    assert keys[7] == str(ak.associated_token_address(OWNER, usdg)) and keys[9] == str(
+        ak.associated_token_address(OWNER, usdc)
+    )
     assert [a.is_signer for a in ix.accounts] == [i == 3 for i in range(15)]
     assert [a.is_writable for a in ix.accounts] == [i in (4, 7, 8, 9, 10, 11, 12, 13, 14) for i in range(15)]
     b2a = bytes(sw.orca_swap_v2(OWNER, p, 1, 1, False, 3).data)
@@ -158,7 +217,9 @@ def test_raydium_swap_v2_data_follows_the_idl() -> None:
     assert not ix.accounts[13].is_writable and all(a.is_writable for a in ix.accounts[14:])
     assert keys[7] == TEST_OBSERVATION and keys[13] == sw.RAYDIUM_SOL_USDC.bitmap_extension
     # no extension account read live: none is passed (the program would try to load it)
-    no_ext = sw.raydium_swap_v2(OWNER, sw.RAYDIUM_SOL_USDC, 10**9, 1, True, live_accounts(-18813, True, ext=False))
+    no_ext = sw.raydium_swap_v2(
+        OWNER, sw.RAYDIUM_SOL_USDC, 10**9, 1, True, live_accounts(-18813, True, ext=False)
+    )
     assert [str(a.pubkey) for a in no_ext.accounts] == keys[:13] + keys[14:]
     assert sw.decode_raydium_swap_v2(data) == (10**9, 149_000_000, 0, True)
     assert sw.decode_raydium_swap_v2(data[:40]) is None
@@ -210,7 +271,10 @@ def _svm_with_usdc(wallet: Pubkey) -> LiteSVM:
     mint = Mint(Pubkey.new_unique(), 10**15, usdc.decimals, True, None)
     svm.set_account(ak.mint(usdc), Account(10**9, bytes(mint), ak.token_program(usdc), False, 0))
     native = ASSETS["solana:SOL"]  # the native mint as on mainnet: no authority, 9 decimals
-    svm.set_account(ak.mint(native), Account(10**9, bytes(Mint(None, 0, 9, True, None)), ak.token_program(native), False, 0))
+    svm.set_account(
+        ak.mint(native),
+        Account(10**9, bytes(Mint(None, 0, 9, True, None)), ak.token_program(native), False, 0),
+    )
     return svm
 
 
@@ -250,7 +314,9 @@ def test_wsol_wrap_fee_and_output_account_execute_then_close_unwraps() -> None:
     _send(svm, kp, [sol.close_wsol(owner, sol_asset)])
     assert svm.get_account(wsol) is None or svm.get_account(wsol).lamports == 0
     fee_ata = ak.associated_token_address(fee_owner, sol_asset)
-    fee_rent = svm.get_account(fee_ata).lamports - _token_amount(svm, fee_ata)  # a wSOL account's lamports hold its amount
+    fee_rent = svm.get_account(fee_ata).lamports - _token_amount(
+        svm, fee_ata
+    )  # a wSOL account's lamports hold its amount
     usdc_rent = svm.get_account(ak.associated_token_address(owner, usdc)).lamports
     spent = before - svm.get_balance(owner)
     # the wallet paid: the fee, two rents it keeps paying for (fee recipient's wSOL, its own USDC account) and
@@ -270,7 +336,9 @@ def pinned_orca_upstreams(clock: Any) -> FakeUpstreams:
     for start in range(-88 * 20, 88 * 20, 88):
         src = tick_array_address("orca_whirlpool", old, start)
         if src in accounts:
-            accounts[tick_array_address("orca_whirlpool", sw.ORCA_USDG_USDC.whirlpool, start)] = accounts.pop(src)
+            accounts[tick_array_address("orca_whirlpool", sw.ORCA_USDG_USDC.whirlpool, start)] = accounts.pop(
+                src
+            )
     fake.solana = {**fake.solana, "accounts": accounts}
     return fake
 
@@ -279,7 +347,10 @@ def pinned_raydium_upstreams(clock: Any) -> FakeUpstreams:
     """`pinned_orca_upstreams` plus the recorded pinned Raydium SOL/USDC pool state (`pinned_raydium` in
     solana_getMultipleAccounts.json: pool, AmmConfig, tick arrays and bitmap extension at their pinned PDAs)."""
     fake = pinned_orca_upstreams(clock)
-    fake.solana = {**fake.solana, "accounts": {**fake.solana["accounts"], **fake.solana["pinned_raydium"]["accounts"]}}
+    fake.solana = {
+        **fake.solana,
+        "accounts": {**fake.solana["accounts"], **fake.solana["pinned_raydium"]["accounts"]},
+    }
     return fake
 
 
@@ -291,7 +362,9 @@ def pinned_live_market(clock: Any, fake: FakeUpstreams, *, raydium: bool = False
     pools[sw.ORCA_USDG_USDC.pool_id] = sw.ORCA_USDG_USDC.whirlpool
     if raydium:
         pools[sw.RAYDIUM_SOL_USDC.pool_id] = sw.RAYDIUM_SOL_USDC.pool
-    return LiveMarket(live_config(solana_pools=pools), clock, http=httpx.AsyncClient(transport=fake.transport()))
+    return LiveMarket(
+        live_config(solana_pools=pools), clock, http=httpx.AsyncClient(transport=fake.transport())
+    )
 
 
 def b64(data: bytes) -> str:

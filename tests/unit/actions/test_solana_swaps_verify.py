@@ -49,7 +49,9 @@ class LiveEnv:
 async def live() -> AsyncIterator[LiveEnv]:
     clock = FixedClock(T0)
     market = pinned_live_market(clock, pinned_orca_upstreams(clock))
-    service = RouteQuoteService(market, MemoryQuoteStore(), clock, SequentialIds(), ServiceConfig(quote_ttl_seconds=60))
+    service = RouteQuoteService(
+        market, MemoryQuoteStore(), clock, SequentialIds(), ServiceConfig(quote_ttl_seconds=60)
+    )
     prepare = PrepareService(service, SETTINGS)
     yield LiveEnv(clock, service, prepare)
     await market.aclose()
@@ -58,14 +60,25 @@ async def live() -> AsyncIterator[LiveEnv]:
 async def _prepared(env: LiveEnv, route_key: str, usd: float = 100) -> tuple[dict[str, Any], dict[str, Any]]:
     intent = intent_for(route_key, usd)
     quote = await env.service.quote_request(intent)
-    body = {"caller_approved": True, **intent, "wallets": wallets_for(route_key), "approval_v3": approval_for(quote)}
+    body = {
+        "caller_approved": True,
+        **intent,
+        "wallets": wallets_for(route_key),
+        "approval_v3": approval_for(quote),
+    }
     signer = EVENT_SIGNER if ROUTES[route_key].event_signer_required else None  # a later step burns on Solana
     if signer:
         body["event_signer_public"] = signer
     bundle = await env.prepare.prepare(body)
-    kwargs = {"intent": intent, "wallets": wallets_for(route_key), "approval_v3": body["approval_v3"],
-              "direct_route_summary": quote["direct_route_summary"], "now_unix": int(env.clock.now().timestamp()),
-              "fee_recipients": FEE_RECIPIENTS, "event_signer_public": signer}  # fmt: skip
+    kwargs = {
+        "intent": intent,
+        "wallets": wallets_for(route_key),
+        "approval_v3": body["approval_v3"],
+        "direct_route_summary": quote["direct_route_summary"],
+        "now_unix": int(env.clock.now().timestamp()),
+        "fee_recipients": FEE_RECIPIENTS,
+        "event_signer_public": signer,
+    }
     return bundle, kwargs
 
 
@@ -199,7 +212,12 @@ async def test_prepared_orca_bundle_runs_in_litesvm_up_to_the_swap(live: LiveEnv
     route_key = "solana:USDG->solana:USDC"
     intent = intent_for(route_key, 250)
     quote = await live.service.quote_request(intent)
-    body = {"caller_approved": True, **intent, "wallets": {"solana": str(kp.pubkey())}, "approval_v3": approval_for(quote)}
+    body = {
+        "caller_approved": True,
+        **intent,
+        "wallets": {"solana": str(kp.pubkey())},
+        "approval_v3": approval_for(quote),
+    }
     action = (await live.prepare.prepare(body))["unsigned_action"]
     assert action["requiredSigners"] == [str(kp.pubkey())]
     ixs = [sol.instruction_from_dict(d) for d in action["instructions"]]
@@ -212,7 +230,10 @@ async def test_prepared_orca_bundle_runs_in_litesvm_up_to_the_swap(live: LiveEnv
         svm.set_account(ak.mint(a), Account(10**9, bytes(mint), ak.token_program(a), False, 0))
     start = 10**12
     acct = TokenAccount(ak.mint(usdg), kp.pubkey(), start, None, TokenAccountState.Initialized, None, 0, None)
-    svm.set_account(ak.associated_token_address(kp.pubkey(), usdg), Account(10**9, bytes(acct), ak.token_program(usdg), False, 0))  # fmt: skip
+    svm.set_account(
+        ak.associated_token_address(kp.pubkey(), usdg),
+        Account(10**9, bytes(acct), ak.token_program(usdg), False, 0),
+    )
     msg = Message.new_with_blockhash(ixs[:-1], kp.pubkey(), svm.latest_blockhash())
     result = svm.send_transaction(Transaction([kp], msg, svm.latest_blockhash()))
     assert not hasattr(result, "err"), result

@@ -25,7 +25,11 @@ from routequote.verify import BundleRejected, assert_bundle_ok, verify_bundle
 
 def errors(p: Prepared, bundle: dict[str, Any] | None = None, **overrides: Any) -> set[str]:
     kwargs = {**p.verify_kwargs(), **overrides}
-    return {f.code for f in verify_bundle(bundle if bundle is not None else p.bundle, **kwargs) if f.severity == "error"}
+    return {
+        f.code
+        for f in verify_bundle(bundle if bundle is not None else p.bundle, **kwargs)
+        if f.severity == "error"
+    }
 
 
 async def test_verifier_accepts_every_honest_bundle_of_every_prepare_ready_route() -> None:
@@ -187,7 +191,9 @@ async def test_tampered_payload_hash_alone_is_rejected(usdc_eth: Prepared) -> No
     assert errors(usdc_eth, bundle) == {"payload_sha256_mismatch"}
     bundle = copy.deepcopy(usdc_eth.bundle)
     bundle["unsigned_action"]["safety_receipt"]["payload_binding"]["raw_payloads"][0]["raw_sha256"] = "0" * 64
-    bundle["payload_sha256"] = __import__("routequote.core.actions.bundle", fromlist=["x"]).payload_sha256(bundle)
+    bundle["payload_sha256"] = __import__("routequote.core.actions.bundle", fromlist=["x"]).payload_sha256(
+        bundle
+    )
     assert errors(usdc_eth, bundle) == {"raw_payload_hash_mismatch"}
 
 
@@ -204,9 +210,15 @@ async def test_eth_input_native_value_only_where_due() -> None:
 async def test_wrong_wallet_or_approval_or_summary_is_rejected(usdc_eth: Prepared) -> None:
     other = {"base": "0x4444444444444444444444444444444444444444"}
     assert "sender_mismatch" in errors(usdc_eth, wallets=other)
-    stricter = {**usdc_eth.approval, "minimum_output_base": str(int(usdc_eth.approval["minimum_output_base"]) + 1)}
+    stricter = {
+        **usdc_eth.approval,
+        "minimum_output_base": str(int(usdc_eth.approval["minimum_output_base"]) + 1),
+    }
     assert "minimum_output_below_bound" in errors(usdc_eth, approval_v3=stricter)
-    smaller = {**usdc_eth.approval, "maximum_input_base": str(int(usdc_eth.approval["maximum_input_base"]) - 1)}
+    smaller = {
+        **usdc_eth.approval,
+        "maximum_input_base": str(int(usdc_eth.approval["maximum_input_base"]) - 1),
+    }
     assert "input_above_approved_maximum" in errors(usdc_eth, approval_v3=smaller)
     assert "bundle_expired" in errors(usdc_eth, now_unix=usdc_eth.now_unix + 181)
 
@@ -300,18 +312,47 @@ def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
 
 # Safety-relevant fields: a consistent (re-hashed) change to any of them must still be refused.
 REHASHED_PREFIXES = (
-    ("version",), ("route",), ("step_index",), ("prepared_at",), ("expires_at",), ("signed",), ("submitted",),
-    ("server_signing",), ("server_submission",), ("unsigned_action", "transactions"),
-    *((("unsigned_action", k),) for k in ("sender", "recipient", "inputAmount", "routeFee", "feeRecipient",
-      "netInputAmount", "minimumOutput", "deadline", "chainId", "source", "destination", "provider", "step_index",
-      "signed", "submitted", "version", "family")),
-    *((("unsigned_action", "safety_receipt", k),) for k in ("spend", "approval", "native_value_cap", "custody",
-      "network", "schema")),
+    ("version",),
+    ("route",),
+    ("step_index",),
+    ("prepared_at",),
+    ("expires_at",),
+    ("signed",),
+    ("submitted",),
+    ("server_signing",),
+    ("server_submission",),
+    ("unsigned_action", "transactions"),
+    *(
+        (("unsigned_action", k),)
+        for k in (
+            "sender",
+            "recipient",
+            "inputAmount",
+            "routeFee",
+            "feeRecipient",
+            "netInputAmount",
+            "minimumOutput",
+            "deadline",
+            "chainId",
+            "source",
+            "destination",
+            "provider",
+            "step_index",
+            "signed",
+            "submitted",
+            "version",
+            "family",
+        )
+    ),
+    *(
+        (("unsigned_action", "safety_receipt", k),)
+        for k in ("spend", "approval", "native_value_cap", "custody", "network", "schema")
+    ),
     ("unsigned_action", "safety_receipt", "service_fee", "exact_amount_base"),
     ("unsigned_action", "safety_receipt", "service_fee", "recipient"),
     ("unsigned_action", "safety_receipt", "receive", "minimum_amount_base"),
     ("unsigned_action", "safety_receipt", "timing", "action_deadline_unix"),
-)  # fmt: skip
+)
 
 
 def _mutate(bundle: dict[str, Any], path: tuple[Any, ...], new: Any) -> bool:
@@ -324,13 +365,23 @@ def _mutate(bundle: dict[str, Any], path: tuple[Any, ...], new: Any) -> bool:
     return True
 
 
-VALUES = st.one_of(st.none(), st.booleans(), st.integers(-(2**70), 2**70), st.text(max_size=50), st.just("0x"),
-                   st.just({}), st.just([]), st.just("0x9999999999999999999999999999999999999999"))  # fmt: skip
+VALUES = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**70), 2**70),
+    st.text(max_size=50),
+    st.just("0x"),
+    st.just({}),
+    st.just([]),
+    st.just("0x9999999999999999999999999999999999999999"),
+)
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
-def test_any_single_mutation_breaks_the_payload_hash_and_never_crashes(usdc_eth: Prepared, data: st.DataObject) -> None:
+def test_any_single_mutation_breaks_the_payload_hash_and_never_crashes(
+    usdc_eth: Prepared, data: st.DataObject
+) -> None:
     paths = [p for p in _paths(usdc_eth.bundle) if p[0] != "idempotent_replay"]
     path = data.draw(st.sampled_from(paths))
     bundle = copy.deepcopy(usdc_eth.bundle)

@@ -55,12 +55,26 @@ def test_strict_reader_refuses(raw: bytes, rule: str) -> None:
 
 def test_strict_reader_keeps_valid_json() -> None:
     assert loads_strict(b'{"a":[0.1,5e1,-0.0,"\\ud83d\\ude00",1000],"b":{"c":null}}') == {
-        "a": [0.1, 50.0, -0.0, "\U0001f600", 1000], "b": {"c": None}}  # fmt: skip
+        "a": [0.1, 50.0, -0.0, "\U0001f600", 1000],
+        "b": {"c": None},
+    }
     assert loads_strict(b"[" * 32 + b"]" * 32) is not None
 
 
-@pytest.mark.parametrize("name", [HEX64, "0X" + HEX64.upper(), "private_key=" + HEX64, "x" * 41, "a b", "k\n",
-                                  "deadbeefcafe", "\ud800", "abc123456789"])  # fmt: skip
+@pytest.mark.parametrize(
+    "name",
+    [
+        HEX64,
+        "0X" + HEX64.upper(),
+        "private_key=" + HEX64,
+        "x" * 41,
+        "a b",
+        "k\n",
+        "deadbeefcafe",
+        "\ud800",
+        "abc123456789",
+    ],
+)
 def test_unsafe_names_are_never_repeated(name: str) -> None:
     assert safe_name(name) == REDACTED
 
@@ -70,8 +84,10 @@ def test_plain_names_are_shown(name: str) -> None:
     assert safe_name(name) == name
 
 
-@pytest.mark.parametrize("value", ["0x" + HEX64, "0X" + HEX64, HEX64.upper(), "ab" * 64, " 0x" + HEX64 + "\n",
-                                   "abandon " * 11 + "about"])  # fmt: skip
+@pytest.mark.parametrize(
+    "value",
+    ["0x" + HEX64, "0X" + HEX64, HEX64.upper(), "ab" * 64, " 0x" + HEX64 + "\n", "abandon " * 11 + "about"],
+)
 def test_secret_shaped_values(value: str) -> None:
     assert looks_secret_value(value)
 
@@ -79,15 +95,28 @@ def test_secret_shaped_values(value: str) -> None:
 def test_hash_fields_may_hold_64_hex_but_not_prefixed_keys() -> None:
     assert not looks_secret_value(HEX64, hash_field=True)
     assert looks_secret_value("0x" + HEX64, hash_field=True)
-    assert looks_secret_name("wallet_" + HEX64) and looks_secret_name("seedPhrase") and not looks_secret_name("amount")
+    assert (
+        looks_secret_name("wallet_" + HEX64)
+        and looks_secret_name("seedPhrase")
+        and not looks_secret_name("amount")
+    )
 
 
-@pytest.mark.parametrize("field", ["maximum_input_base", "minimum_output_base", "idempotency_key", "quote_fingerprint",
-                                   "direct_route_summary_sha256"])  # fmt: skip
+@pytest.mark.parametrize(
+    "field",
+    [
+        "maximum_input_base",
+        "minimum_output_base",
+        "idempotency_key",
+        "quote_fingerprint",
+        "direct_route_summary_sha256",
+    ],
+)
 def test_approval_patterns_are_full_match(field: str) -> None:
     assert parse_approval(APPROVAL)[field] == APPROVAL[field]
     assert reason(lambda: parse_approval({**APPROVAL, field: APPROVAL[field] + "\n"})).startswith(
-        ("approval_v3_", "invalid_idempotency_key"))  # fmt: skip
+        ("approval_v3_", "invalid_idempotency_key")
+    )
 
 
 @pytest.mark.parametrize("key", ["0X" + HEX64, "0x" + HEX64.upper(), "ab" * 64, ("AB" * 64)])
@@ -95,12 +124,15 @@ def test_secret_looking_idempotency_keys(key: str) -> None:
     assert reason(lambda: parse_approval({**APPROVAL, "idempotency_key": key})) == "invalid_idempotency_key"
 
 
-@pytest.mark.parametrize(("limit", "fits", "too_big"), [(UINT256_MAX, 2**256 - 1, 2**256), (U64_MAX, 2**64 - 1, 2**64)])
+@pytest.mark.parametrize(
+    ("limit", "fits", "too_big"), [(UINT256_MAX, 2**256 - 1, 2**256), (U64_MAX, 2**64 - 1, 2**64)]
+)
 def test_bounds_fit_their_field(limit: int, fits: int, too_big: int) -> None:
     for field in ("maximum_input_base", "minimum_output_base"):
         assert parse_approval({**APPROVAL, field: str(fits)}, max_base=limit)[field] == str(fits)
         assert reason(lambda f=field: parse_approval({**APPROVAL, f: str(too_big)}, max_base=limit)) == (
-            "approval_v3_amount_out_of_range")  # fmt: skip
+            "approval_v3_amount_out_of_range"
+        )
 
 
 def test_unknown_approval_names_are_redacted() -> None:

@@ -7,7 +7,13 @@ import pytest
 from routequote.core.intent import amount_decimal, parse_quote_request
 from routequote.errors import InvalidRequest
 
-GOOD: dict[str, Any] = {"from_chain": "solana", "from_token": "SOL", "to_chain": "base", "to_token": "USDC", "amount_usd": 50}
+GOOD: dict[str, Any] = {
+    "from_chain": "solana",
+    "from_token": "SOL",
+    "to_chain": "base",
+    "to_token": "USDC",
+    "amount_usd": 50,
+}
 
 
 def reason(body: Any) -> str:
@@ -44,7 +50,9 @@ def test_rules(body: Any, expected: str) -> None:
     assert reason(body) == expected
 
 
-@pytest.mark.parametrize(("amount", "text"), [(1000, "1000"), (50.0, "50"), (12.5, "12.5"), (1.10, "1.1"), (999.999, "999.999")])
+@pytest.mark.parametrize(
+    ("amount", "text"), [(1000, "1000"), (50.0, "50"), (12.5, "12.5"), (1.10, "1.1"), (999.999, "999.999")]
+)
 def test_amount_decimal(amount: float, text: str) -> None:
     assert amount_decimal(amount) == text
 

@@ -31,14 +31,63 @@ def test_every_route_chains_and_has_exactly_one_fee_step() -> None:
         ("robinhood:USDG->robinhood:ETH", "uniswap_v3", 0, "robinhood", False, Mode.SAME_CHAIN_DIRECT),
         ("solana:SOL->solana:USDC", "raydium_clmm", 0, "solana", False, Mode.SAME_CHAIN_DIRECT),
         ("solana:USDC->solana:USDG", "orca_whirlpool", 0, "solana", False, Mode.SAME_CHAIN_DIRECT),
-        ("solana:SOL->solana:USDG", "raydium_clmm>orca_whirlpool", 1, "solana", False, Mode.SAME_CHAIN_COMPOSITION),
-        ("solana:USDG->solana:SOL", "orca_whirlpool>raydium_clmm", 0, "solana", False, Mode.SAME_CHAIN_COMPOSITION),
+        (
+            "solana:SOL->solana:USDG",
+            "raydium_clmm>orca_whirlpool",
+            1,
+            "solana",
+            False,
+            Mode.SAME_CHAIN_COMPOSITION,
+        ),
+        (
+            "solana:USDG->solana:SOL",
+            "orca_whirlpool>raydium_clmm",
+            0,
+            "solana",
+            False,
+            Mode.SAME_CHAIN_COMPOSITION,
+        ),
         ("solana:SOL->base:USDC", "raydium_clmm>circle_cctp", 1, "base,solana", True, Mode.CCTP_COMPOSITION),
-        ("base:ETH->arbitrum:ETH", "uniswap_v3>circle_cctp>uniswap_v3", 1, "arbitrum,base", False, Mode.CCTP_COMPOSITION),
-        ("arbitrum:USDC->solana:SOL", "circle_cctp>raydium_clmm", 0, "arbitrum,solana", False, Mode.CCTP_COMPOSITION),
-        ("base:ETH->robinhood:USDG", "uniswap_v3>across_intent_bridge", 0, "base,robinhood", False, Mode.ROBINHOOD_INGRESS),
-        ("base:USDC->robinhood:ETH", "across_intent_bridge>uniswap_v3", 1, "base,robinhood", False, Mode.ROBINHOOD_INGRESS),
-        ("arbitrum:USDC->robinhood:USDG", "across_intent_bridge", 0, "arbitrum,robinhood", False, Mode.ROBINHOOD_INGRESS),
+        (
+            "base:ETH->arbitrum:ETH",
+            "uniswap_v3>circle_cctp>uniswap_v3",
+            1,
+            "arbitrum,base",
+            False,
+            Mode.CCTP_COMPOSITION,
+        ),
+        (
+            "arbitrum:USDC->solana:SOL",
+            "circle_cctp>raydium_clmm",
+            0,
+            "arbitrum,solana",
+            False,
+            Mode.CCTP_COMPOSITION,
+        ),
+        (
+            "base:ETH->robinhood:USDG",
+            "uniswap_v3>across_intent_bridge",
+            0,
+            "base,robinhood",
+            False,
+            Mode.ROBINHOOD_INGRESS,
+        ),
+        (
+            "base:USDC->robinhood:ETH",
+            "across_intent_bridge>uniswap_v3",
+            1,
+            "base,robinhood",
+            False,
+            Mode.ROBINHOOD_INGRESS,
+        ),
+        (
+            "arbitrum:USDC->robinhood:USDG",
+            "across_intent_bridge",
+            0,
+            "arbitrum,robinhood",
+            False,
+            Mode.ROBINHOOD_INGRESS,
+        ),
         (
             "solana:SOL->robinhood:ETH",
             "raydium_clmm>circle_cctp>across_intent_bridge>uniswap_v3",
@@ -47,7 +96,14 @@ def test_every_route_chains_and_has_exactly_one_fee_step() -> None:
             True,
             Mode.ROBINHOOD_INGRESS,
         ),
-        ("robinhood:USDG->solana:USDG", "paxos_usdg_layerzero_oft", 0, "robinhood,solana", False, Mode.ROBINHOOD_EGRESS),
+        (
+            "robinhood:USDG->solana:USDG",
+            "paxos_usdg_layerzero_oft",
+            0,
+            "robinhood,solana",
+            False,
+            Mode.ROBINHOOD_EGRESS,
+        ),
         (
             "robinhood:ETH->base:ETH",
             "uniswap_v3>paxos_usdg_layerzero_oft>orca_whirlpool>circle_cctp>uniswap_v3",
@@ -58,7 +114,9 @@ def test_every_route_chains_and_has_exactly_one_fee_step() -> None:
         ),
     ],
 )
-def test_reference_paths(route: str, path: str, fee_index: int, wallets: str, signer: bool, mode: Mode) -> None:
+def test_reference_paths(
+    route: str, path: str, fee_index: int, wallets: str, signer: bool, mode: Mode
+) -> None:
     r = ROUTES[route]
     assert ">".join(r.provider_path) == path
     assert r.fee_step_index == fee_index

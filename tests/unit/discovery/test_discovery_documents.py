@@ -27,15 +27,30 @@ from routequote.market.snapshot import EmbeddedSnapshot
 from routequote.service import RouteQuoteService, ServiceConfig
 from routequote.storage.quotes import MemoryQuoteStore
 
-FORBIDDEN = {"safe", "secure", "audited", "audit_passed", "verdict", "risk_score", "trust_score", "safety_rating"}
+FORBIDDEN = {
+    "safe",
+    "secure",
+    "audited",
+    "audit_passed",
+    "verdict",
+    "risk_score",
+    "trust_score",
+    "safety_rating",
+}
 START = datetime(2026, 11, 22, 12, 0, 0, tzinfo=UTC)
 
 
 def _discovery(tmp_path, **overrides: Any) -> tuple[Discovery, FixedClock]:
-    settings = Settings(**{"rate_limit": "off", "dev_signing_key_path": str(tmp_path / "dev.pem"), **overrides})
+    settings = Settings(
+        **{"rate_limit": "off", "dev_signing_key_path": str(tmp_path / "dev.pem"), **overrides}
+    )
     clock = FixedClock(START)
-    service = RouteQuoteService(EmbeddedSnapshot(), MemoryQuoteStore(), clock, SequentialIds(), ServiceConfig())
-    return Discovery(settings=settings, service=service, clock=clock, signing_key=load_signing_key(settings)), clock
+    service = RouteQuoteService(
+        EmbeddedSnapshot(), MemoryQuoteStore(), clock, SequentialIds(), ServiceConfig()
+    )
+    return Discovery(
+        settings=settings, service=service, clock=clock, signing_key=load_signing_key(settings)
+    ), clock
 
 
 def _words(tree: Any) -> set[str]:
@@ -112,10 +127,19 @@ async def test_safety_scope_comes_from_the_code(tmp_path) -> None:
         if c.address is None:
             assert name in limits["programs_not_pinned"]
     fee = safety["claims"]["fee_policy"]
-    assert (fee["exact_bps"], fee["minimum_bps"], fee["maximum_bps"], fee["fee_maximum_stable_base"]) == (1, 1, 1, None)
+    assert (fee["exact_bps"], fee["minimum_bps"], fee["maximum_bps"], fee["fee_maximum_stable_base"]) == (
+        1,
+        1,
+        1,
+        None,
+    )
     assert safety["claims"]["noncustody_policy"]["server_signing"] is False
     snap = safety["evidence"]["market_snapshot"]
-    assert snap["source"] == "embedded_snapshot" and snap["live"] is False and snap["data_as_of"] == "2026-11-20T00:00:00Z"
+    assert (
+        snap["source"] == "embedded_snapshot"
+        and snap["live"] is False
+        and snap["data_as_of"] == "2026-11-20T00:00:00Z"
+    )
     assert len(safety["evidence"]["build"]["source_sha256"]) == 64
 
 
@@ -190,11 +214,16 @@ async def test_manifest_is_resigned_when_half_its_validity_has_passed(tmp_path) 
 
 
 async def test_fee_and_limits_follow_settings(tmp_path) -> None:
-    d, _ = _discovery(tmp_path, quote_ttl_seconds=30, rate_limit="10/minute", security_contact="mailto:sec@example.org")
+    d, _ = _discovery(
+        tmp_path, quote_ttl_seconds=30, rate_limit="10/minute", security_contact="mailto:sec@example.org"
+    )
     manifest = await d.signed_manifest()
     assert manifest["limits"]["quote_ttl_seconds"] == 30
     assert manifest["limits"]["rate_limit_per_client"] == "10/minute"
-    assert manifest["execution"]["server_signing"] is False and manifest["execution"]["server_submission"] is False
+    assert (
+        manifest["execution"]["server_signing"] is False
+        and manifest["execution"]["server_submission"] is False
+    )
     assert "30 s" in d.privacy() and "10/minute" in d.terms()
     assert d.security_txt().startswith("Contact: mailto:sec@example.org\nExpires: 2027-05-21T12:00:00Z\n")
 
@@ -218,7 +247,9 @@ async def test_route_economics_is_cached_per_market_version_and_throttled(tmp_pa
             return []
 
     calls: list[str] = []
-    monkeypatch.setattr(mod, "route_economics", lambda view: calls.append(view.version) or {"v": view.version})
+    monkeypatch.setattr(
+        mod, "route_economics", lambda view: calls.append(view.version) or {"v": view.version}
+    )
     d.service.market = MovingMarket()
     assert (await d.route_economics()) == {"v": "v0"}
     clock.advance(30)

@@ -35,7 +35,9 @@ def _safety() -> dict:
     return {"schema": SAFETY_SCHEMA, "claims": {"fee_policy": {"exact_bps": 1}}, "note": "ünïcode ✓"}
 
 
-def _manifest(safety: dict, issued: datetime = NOW - timedelta(minutes=5), valid: timedelta = timedelta(days=1)):
+def _manifest(
+    safety: dict, issued: datetime = NOW - timedelta(minutes=5), valid: timedelta = timedelta(days=1)
+):
     payload = {
         "schema": MANIFEST_SCHEMA,
         "service": "routequote",
@@ -43,20 +45,30 @@ def _manifest(safety: dict, issued: datetime = NOW - timedelta(minutes=5), valid
         "execution": {
             "server_signing": False,
             "server_submission": False,
-            "fee_policy": {"exact_bps": 1, "minimum_bps": 1, "maximum_bps": 1, "fee_maximum_stable_base": None},
+            "fee_policy": {
+                "exact_bps": 1,
+                "minimum_bps": 1,
+                "maximum_bps": 1,
+                "fee_maximum_stable_base": None,
+            },
         },
         "limits": {"amount_usd": {"minimum": 1, "maximum": 1000}},
         "release_commit": "a" * 40,
         "issued_at": issued.strftime("%Y-%m-%dT%H:%M:%SZ"),
         "valid_until": (issued + valid).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "safety_bundle": {"url": "http://x/.well-known/routequote-safety.json", "sha256": canonical_sha256(safety)},
+        "safety_bundle": {
+            "url": "http://x/.well-known/routequote-safety.json",
+            "sha256": canonical_sha256(safety),
+        },
         "verification": {"public_key_url": "http://x/.well-known/routequote-manifest.pub", "key_id": KEY_ID},
     }
     return sign_manifest(payload, KEY, public_key_url="http://x/.well-known/routequote-manifest.pub")
 
 
 def _verify(manifest_raw: bytes, safety_raw: bytes, pem: str | bytes = PEM, **kw):
-    return verify_documents(manifest_raw=manifest_raw, public_key_pem_text=pem, safety_raw=safety_raw, now=NOW, **kw)
+    return verify_documents(
+        manifest_raw=manifest_raw, public_key_pem_text=pem, safety_raw=safety_raw, now=NOW, **kw
+    )
 
 
 def _causes(report) -> set[str]:
@@ -67,14 +79,21 @@ def test_canonical_bytes_equal_json_dumps_sorted_compact_utf8() -> None:
     safety = _safety()
     manifest = _manifest(safety)
     raw = canonical_json(manifest)
-    assert raw == json.dumps(manifest, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    assert raw == json.dumps(manifest, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode(
+        "utf-8"
+    )
     assert is_canonical(raw) == (True, manifest)
     assert is_canonical(json.dumps(manifest, indent=1).encode())[0] is False
     assert "✓".encode() in canonical_json(safety)  # UTF-8, not \u escapes
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.recursive(st.none() | st.booleans() | st.integers() | st.text(), lambda c: st.lists(c) | st.dictionaries(st.text(), c)))
+@given(
+    st.recursive(
+        st.none() | st.booleans() | st.integers() | st.text(),
+        lambda c: st.lists(c) | st.dictionaries(st.text(), c),
+    )
+)
 def test_canonical_round_trip_property(value) -> None:
     raw = canonical_json(value)
     assert raw == json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
@@ -150,7 +169,9 @@ def test_pinned_key_and_key_id() -> None:
     assert _verify(raw, safety_raw, pinned_public_key_pem=PEM, pinned_key_id=key_id_for(KEY.public_key())).ok
     other = public_key_pem(Ed25519PrivateKey.generate().public_key())
     assert "public_key_mismatch" in _causes(_verify(raw, safety_raw, pinned_public_key_pem=other))
-    assert "public_key_mismatch" in _causes(_verify(raw, safety_raw, pinned_key_id="routequote-0000000000000000"))
+    assert "public_key_mismatch" in _causes(
+        _verify(raw, safety_raw, pinned_key_id="routequote-0000000000000000")
+    )
 
 
 def test_expired_not_yet_valid_and_stale() -> None:
@@ -175,7 +196,9 @@ def test_non_canonical_bytes_and_policy_violations() -> None:
     bad = dict(manifest)
     bad["execution"] = {**manifest["execution"], "server_signing": True}
     re_signed = sign_manifest(
-        {k: v for k, v in bad.items() if k != "signature"}, KEY, public_key_url=manifest["signature"]["public_key_url"]
+        {k: v for k, v in bad.items() if k != "signature"},
+        KEY,
+        public_key_url=manifest["signature"]["public_key_url"],
     )
     assert "execution_policy_violated" in _causes(_verify(canonical_json(re_signed), canonical_json(safety)))
     with pytest.raises(ManifestError) as err:

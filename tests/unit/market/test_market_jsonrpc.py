@@ -56,7 +56,14 @@ async def test_node_refusing_batches_is_served_by_single_calls() -> None:
     def handler(request: httpx.Request) -> httpx.Response:
         body = json.loads(request.content)
         if isinstance(body, list):
-            return httpx.Response(200, json={"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": "batch requests are not supported"}})
+            return httpx.Response(
+                200,
+                json={
+                    "jsonrpc": "2.0",
+                    "id": None,
+                    "error": {"code": -32600, "message": "batch requests are not supported"},
+                },
+            )
         return httpx.Response(200, json=echo(body))
 
     async with client(handler) as http:
@@ -76,7 +83,12 @@ async def test_node_refusing_batches_is_served_by_single_calls() -> None:
         (httpx.Response(200, json=[{"jsonrpc": "2.0", "id": 12345, "result": 1}]), RpcProtocolError),
         (httpx.Response(200, json=[{"id": 1, "result": 1}]), RpcProtocolError),
         (httpx.Response(429, json={"message": "slow down"}), RpcRateLimited),
-        (httpx.Response(200, json={"jsonrpc": "2.0", "id": 1, "error": {"code": -32005, "message": "limit exceeded"}}), RpcRateLimited),
+        (
+            httpx.Response(
+                200, json={"jsonrpc": "2.0", "id": 1, "error": {"code": -32005, "message": "limit exceeded"}}
+            ),
+            RpcRateLimited,
+        ),
         (httpx.Response(503), RpcTransportError),
     ],
 )

@@ -43,7 +43,9 @@ async def test_refresh_rebuilds_the_snapshot_and_reports_what_moved(tmp_path: Pa
     eth = changes["price ETH/USD"]
     assert eth.moved_percent is not None and abs(eth.moved_percent - 0.0) < 1e-9  # 3120.55 in both
     sol = changes["price SOL/USD"]
-    assert sol.moved_percent is not None and round(sol.moved_percent, 4) == round((152.43217 - 152.40) / 152.40 * 100, 4)
+    assert sol.moved_percent is not None and round(sol.moved_percent, 4) == round(
+        (152.43217 - 152.40) / 152.40 * 100, 4
+    )
     assert "solana:raydium_clmm:SOL-USDC in-range liquidity" in changes
     # the written file is a valid embedded snapshot that quotes
     path = tmp_path / "snapshot.json"
@@ -51,7 +53,16 @@ async def test_refresh_rebuilds_the_snapshot_and_reports_what_moved(tmp_path: Pa
     snap = EmbeddedSnapshot(path)
     assert snap.current().prices_usd_e8[Token.SOL] == 15243217000
     service = RouteQuoteService(snap, MemoryQuoteStore(), clock, SequentialIds(), ServiceConfig())
-    q = await service.quote(parse_quote_request({"from_chain": "solana", "from_token": "SOL", "to_chain": "solana",
-                                                 "to_token": "USDC", "amount_usd": 100}))  # fmt: skip
+    q = await service.quote(
+        parse_quote_request(
+            {
+                "from_chain": "solana",
+                "from_token": "SOL",
+                "to_chain": "solana",
+                "to_token": "USDC",
+                "amount_usd": 100,
+            }
+        )
+    )
     assert q.payload["market"]["source"] == "embedded_snapshot"
     assert json.loads(path.read_text())["version"].startswith("refreshed-live-")

@@ -48,7 +48,9 @@ def outcome(pool: ClmmPool, zfo: bool, amount: int) -> object:
 
 def specs() -> list[SolanaPoolSpec]:
     return [
-        SolanaPoolSpec("solana:orca_whirlpool:USDC-USDG", "orca_whirlpool", ORCA, "solana:USDG", "solana:USDC"),
+        SolanaPoolSpec(
+            "solana:orca_whirlpool:USDC-USDG", "orca_whirlpool", ORCA, "solana:USDG", "solana:USDC"
+        ),
         SolanaPoolSpec("solana:raydium_clmm:SOL-USDC", "raydium_clmm", RAY, "solana:SOL", "solana:USDC"),
     ]
 
@@ -57,20 +59,35 @@ def test_pool_accounts_decode_to_the_recorded_state() -> None:
     w = decode_whirlpool(raw(ORCA))
     e = EXPECTED["solana:orca_whirlpool:USDC-USDG"]
     assert (w.fee_pips, w.tick_spacing, w.sqrt_price, w.tick_current, w.liquidity) == (
-        e["fee_pips"], e["tick_spacing"], int(e["sqrt_price"]), e["tick_current"], int(e["liquidity"]))  # fmt: skip
-    assert (w.mint0, w.mint1) == ("2u1tszSeqZ3qBWF3uNGPFc8TzMk2tdiwknnRMWGWjGWH", "EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v")
+        e["fee_pips"],
+        e["tick_spacing"],
+        int(e["sqrt_price"]),
+        e["tick_current"],
+        int(e["liquidity"]),
+    )
+    assert (w.mint0, w.mint1) == (
+        "2u1tszSeqZ3qBWF3uNGPFc8TzMk2tdiwknnRMWGWjGWH",
+        "EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v",
+    )
     r = decode_raydium_pool(raw(RAY))
     e = EXPECTED["solana:raydium_clmm:SOL-USDC"]
     assert (r.tick_spacing, r.sqrt_price, r.tick_current, r.liquidity, r.swap_disabled) == (
-        e["tick_spacing"], int(e["sqrt_price"]), e["tick_current"], int(e["liquidity"]), False)  # fmt: skip
+        e["tick_spacing"],
+        int(e["sqrt_price"]),
+        e["tick_current"],
+        int(e["liquidity"]),
+        False,
+    )
     assert r.mint0 == "So11111111111111111111111111111111111111112"
     assert r.amm_config is not None and decode_raydium_amm_config(raw(r.amm_config)) == e["fee_pips"]
 
 
 def test_tick_arrays_fixed_dynamic_and_raydium() -> None:
     kinds = set()
-    for venue, pool, pid in (("orca_whirlpool", ORCA, "solana:orca_whirlpool:USDC-USDG"),
-                             ("raydium_clmm", RAY, "solana:raydium_clmm:SOL-USDC")):  # fmt: skip
+    for venue, pool, pid in (
+        ("orca_whirlpool", ORCA, "solana:orca_whirlpool:USDC-USDG"),
+        ("raydium_clmm", RAY, "solana:raydium_clmm:SOL-USDC"),
+    ):
         e = EXPECTED[pid]
         spacing = e["tick_spacing"]
         want = {t: int(n) for t, n in e["ticks"]}
@@ -78,7 +95,11 @@ def test_tick_arrays_fixed_dynamic_and_raydium() -> None:
         for start in sorted({tick_array_start(venue, t, spacing) for t in want}):  # type: ignore[arg-type]
             data = raw(tick_array_address(venue, pool, start))  # type: ignore[arg-type]
             kinds.add((venue, data[:8].hex()))
-            s, ticks = decode_orca_tick_array(data, spacing) if venue == "orca_whirlpool" else decode_raydium_tick_array(data)
+            s, ticks = (
+                decode_orca_tick_array(data, spacing)
+                if venue == "orca_whirlpool"
+                else decode_raydium_tick_array(data)
+            )
             assert s == start
             got.update(ticks)
         assert got == want
@@ -115,9 +136,16 @@ async def test_reader_builds_the_pools_from_one_call_in_the_steady_state() -> No
             venue = got.venue
             span = tick_array_span(venue, e["tick_spacing"])
             center = tick_array_start(venue, e["tick_current"], e["tick_spacing"])
-            want = ClmmPool(venue, e["fee_pips"], e["tick_spacing"], int(e["sqrt_price"]), e["tick_current"],
-                            int(e["liquidity"]), tuple((t, int(n)) for t, n in e["ticks"]),
-                            tick_array_range=(center - 2 * span, center + 2 * span))  # fmt: skip
+            want = ClmmPool(
+                venue,
+                e["fee_pips"],
+                e["tick_spacing"],
+                int(e["sqrt_price"]),
+                e["tick_current"],
+                int(e["liquidity"]),
+                tuple((t, int(n)) for t, n in e["ticks"]),
+                tick_array_range=(center - 2 * span, center + 2 * span),
+            )
             assert got == want
             for zfo in (True, False):
                 for amount in (10**3, 10**6, 10**9, 10**11, 10**14):
@@ -132,11 +160,22 @@ async def test_wrong_mint_or_missing_pool_is_refused() -> None:
     fake = FakeUpstreams(clock)
     async with httpx.AsyncClient(transport=fake.transport()) as http:
         rpc = JsonRpcClient("http://rpc-solana.test", http)
-        swapped = [SolanaPoolSpec("solana:orca_whirlpool:USDC-USDG", "orca_whirlpool", ORCA, "solana:USDC", "solana:USDG")]
+        swapped = [
+            SolanaPoolSpec(
+                "solana:orca_whirlpool:USDC-USDG", "orca_whirlpool", ORCA, "solana:USDC", "solana:USDG"
+            )
+        ]
         with pytest.raises(SourceDataError, match="mint"):
             await SolanaClmmSource(rpc, swapped).fetch()
-        missing = [SolanaPoolSpec("solana:raydium_clmm:SOL-USDC", "raydium_clmm", "11111111111111111111111111111112",
-                                  "solana:SOL", "solana:USDC")]  # fmt: skip
+        missing = [
+            SolanaPoolSpec(
+                "solana:raydium_clmm:SOL-USDC",
+                "raydium_clmm",
+                "11111111111111111111111111111112",
+                "solana:SOL",
+                "solana:USDC",
+            )
+        ]
         with pytest.raises(SourceDataError, match="does not exist"):
             await SolanaClmmSource(rpc, missing).fetch()
 
@@ -155,12 +194,32 @@ async def test_hinted_window_and_config_make_the_cold_read_one_call_and_wrong_hi
     hints = {pid: (e["tick_current"], e["tick_spacing"]) for pid, e in EXPECTED.items()}
     async with httpx.AsyncClient(transport=fake.transport()) as http:
         rpc = JsonRpcClient("http://rpc-solana.test", http)
-        good = [SolanaPoolSpec(s.pool_id, s.venue, s.address, s.token0, s.token1, hints[s.pool_id],
-                               ray_cfg if s.venue == "raydium_clmm" else None) for s in specs()]  # fmt: skip
+        good = [
+            SolanaPoolSpec(
+                s.pool_id,
+                s.venue,
+                s.address,
+                s.token0,
+                s.token1,
+                hints[s.pool_id],
+                ray_cfg if s.venue == "raydium_clmm" else None,
+            )
+            for s in specs()
+        ]
         hinted = await SolanaClmmSource(rpc, good).fetch()
         assert hinted.round_trips == 1
-        far = [SolanaPoolSpec(s.pool_id, s.venue, s.address, s.token0, s.token1, (hints[s.pool_id][0] + 5000, hints[s.pool_id][1]),
-                              ORCA if s.venue == "raydium_clmm" else None) for s in specs()]  # fmt: skip
+        far = [
+            SolanaPoolSpec(
+                s.pool_id,
+                s.venue,
+                s.address,
+                s.token0,
+                s.token1,
+                (hints[s.pool_id][0] + 5000, hints[s.pool_id][1]),
+                ORCA if s.venue == "raydium_clmm" else None,
+            )
+            for s in specs()
+        ]
         corrected = await SolanaClmmSource(rpc, far).fetch()
         assert corrected.round_trips == 2
         for pid in EXPECTED:

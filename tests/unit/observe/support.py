@@ -31,7 +31,9 @@ def run(make: Callable[[httpx.AsyncClient], Awaitable[T]], transport: httpx.Mock
 class FakeEvmNode:
     """Answers the reader's JSON-RPC calls (single or batched) from one recording; counts HTTP requests."""
 
-    def __init__(self, recording: dict[str, Any], *, latest: int | None = None, chain_id: str | None = None) -> None:
+    def __init__(
+        self, recording: dict[str, Any], *, latest: int | None = None, chain_id: str | None = None
+    ) -> None:
         self.rpc = copy.deepcopy(recording["rpc"])
         self.latest = latest
         self.chain_id = chain_id
@@ -48,8 +50,14 @@ class FakeEvmNode:
             rec = txs.get(params[0]) or txs.get(params[0].lower())
             return None if rec is None else rec[method]
         if method == "eth_getBlockByNumber":
-            return next((r["eth_getBlockByNumber"] for r in txs.values() if r["eth_getBlockByNumber"]["number"] == params[0]),
-                        None)  # fmt: skip
+            return next(
+                (
+                    r["eth_getBlockByNumber"]
+                    for r in txs.values()
+                    if r["eth_getBlockByNumber"]["number"] == params[0]
+                ),
+                None,
+            )
         if method == "eth_getLogs":
             flt = params[0]
             out = []
@@ -57,7 +65,10 @@ class FakeEvmNode:
                 for lg in r["eth_getTransactionReceipt"]["logs"]:
                     if lg["address"].lower() != flt["address"].lower():
                         continue
-                    if all(t is None or (i < len(lg["topics"]) and lg["topics"][i] == t) for i, t in enumerate(flt["topics"])):
+                    if all(
+                        t is None or (i < len(lg["topics"]) and lg["topics"][i] == t)
+                        for i, t in enumerate(flt["topics"])
+                    ):
                         out.append(lg)
             return out
         raise AssertionError(f"unexpected call {method}")
@@ -68,9 +79,17 @@ class FakeEvmNode:
             raise self.fail_with
         body = json.loads(request.content)
         if isinstance(body, list):
-            return httpx.Response(200, json=[{"jsonrpc": "2.0", "id": c["id"], "result": self.answer(c["method"], c["params"])}
-                                             for c in body])  # fmt: skip
-        return httpx.Response(200, json={"jsonrpc": "2.0", "id": body["id"], "result": self.answer(body["method"], body["params"])})
+            return httpx.Response(
+                200,
+                json=[
+                    {"jsonrpc": "2.0", "id": c["id"], "result": self.answer(c["method"], c["params"])}
+                    for c in body
+                ],
+            )
+        return httpx.Response(
+            200,
+            json={"jsonrpc": "2.0", "id": body["id"], "result": self.answer(body["method"], body["params"])},
+        )
 
     def transport(self) -> httpx.MockTransport:
         return httpx.MockTransport(self.handler)

@@ -62,14 +62,25 @@ def _action(route: str) -> dict[str, Any]:
     return {k: v for k, v in GOLDEN[route]["unsigned_action"].items() if k != "safety_receipt"}
 
 
-def _tx(p: dict[str, Any], i: int, logs: list[EvmLog], *, status: int = 1, confirmations: int = 5) -> EvmTransaction:
+def _tx(
+    p: dict[str, Any], i: int, logs: list[EvmLog], *, status: int = 1, confirmations: int = 5
+) -> EvmTransaction:
     h = "0x" + keccak(text=f"{p['data']}{i}").hex()
     return EvmTransaction(
-        chain_id=p["chainId"], tx_hash=h, sender=p["from"], to=p["to"], value=int(p["value"]),
-        input=bytes.fromhex(p["data"][2:]), status=status, block_number=100 + i, block_timestamp=1_795_320_000 + i,
-        confirmations=confirmations, gas_used=60_000, effective_gas_price=10**7,
+        chain_id=p["chainId"],
+        tx_hash=h,
+        sender=p["from"],
+        to=p["to"],
+        value=int(p["value"]),
+        input=bytes.fromhex(p["data"][2:]),
+        status=status,
+        block_number=100 + i,
+        block_timestamp=1_795_320_000 + i,
+        confirmations=confirmations,
+        gas_used=60_000,
+        effective_gas_price=10**7,
         logs=tuple(EvmLog(lg.address, lg.topics, lg.data, lg.log_index, h, 100 + i) for lg in logs),
-    )  # fmt: skip
+    )
 
 
 def _log(address: str, name: str, topics: list[str], data: bytes, index: int = 0) -> EvmLog:
@@ -80,7 +91,9 @@ def _transfer(token: str, frm: str, to: str, value: int) -> EvmLog:
     return _log(token, "Transfer", [address_topic(frm), address_topic(to)], encode(["uint256"], [value]))
 
 
-def _step_txs(action: dict[str, Any], protocol_logs: list[EvmLog], *, fee_ok: bool = True) -> list[EvmTransaction]:
+def _step_txs(
+    action: dict[str, Any], protocol_logs: list[EvmLog], *, fee_ok: bool = True
+) -> list[EvmTransaction]:
     txs = action["transactions"]
     token, sender = txs[0]["to"], txs[0]["from"]
     fee = int(action["routeFee"]) if fee_ok else int(action["routeFee"]) - 1
@@ -98,12 +111,26 @@ def _burn_logs(action: dict[str, Any], *, amount_delta: int = 0) -> list[EvmLog]
     assert call is not None
     amount, domain, recipient, token, caller, max_fee, finality = call.args
     sender, messenger = action["transactions"][2]["from"], action["transactions"][2]["to"]
-    data = encode(["uint256", "bytes32", "uint32", "bytes32", "bytes32", "uint256", "bytes"],
-                  [amount + amount_delta, recipient, domain, b"\x01" * 32, caller, max_fee, b""])  # fmt: skip
+    data = encode(
+        ["uint256", "bytes32", "uint32", "bytes32", "bytes32", "uint256", "bytes"],
+        [amount + amount_delta, recipient, domain, b"\x01" * 32, caller, max_fee, b""],
+    )
     return [
         _transfer(token, sender, "0x00000000000000000000000000000000000000aa", amount),
-        _log("0x81D40F21F12A8F0E3252Bccb954D722d4c464B64", "MessageSent", [], encode(["bytes"], [b"\x00" * 376]), 1),
-        _log(messenger, "DepositForBurn", [address_topic(token), address_topic(sender), uint_topic(finality)], data, 2),
+        _log(
+            "0x81D40F21F12A8F0E3252Bccb954D722d4c464B64",
+            "MessageSent",
+            [],
+            encode(["bytes"], [b"\x00" * 376]),
+            1,
+        ),
+        _log(
+            messenger,
+            "DepositForBurn",
+            [address_topic(token), address_topic(sender), uint_topic(finality)],
+            data,
+            2,
+        ),
     ]
 
 
@@ -111,7 +138,9 @@ def test_cctp_burn_gives_the_message_to_follow_and_no_output_yet() -> None:
     action = _action("arbitrum:USDC->solana:USDC")
     ev = verify_evm_action(action, _step_txs(action, _burn_logs(action)), required_confirmations=1)
     assert ev.status == "final" and ev.actual_output_base is None
-    assert ev.actual_input_base == int(action["inputAmount"]) and ev.service_fee_paid_base == int(action["routeFee"])
+    assert ev.actual_input_base == int(action["inputAmount"]) and ev.service_fee_paid_base == int(
+        action["routeFee"]
+    )
     b = ev.bridge
     assert b is not None and b["kind"] == "cctp" and (b["source_domain"], b["destination_domain"]) == (3, 5)
     assert b["burn_amount"] == int(action["netInputAmount"]) and b["max_fee"] == int(action["maxProviderFee"])
@@ -122,14 +151,18 @@ def test_cctp_burn_gives_the_message_to_follow_and_no_output_yet() -> None:
 def test_cctp_burn_event_that_disagrees_with_the_action_is_a_bridge_mismatch() -> None:
     action = _action("arbitrum:USDC->solana:USDC")
     with pytest.raises(ObservationRejected) as err:
-        verify_evm_action(action, _step_txs(action, _burn_logs(action, amount_delta=-1)), required_confirmations=1)
+        verify_evm_action(
+            action, _step_txs(action, _burn_logs(action, amount_delta=-1)), required_confirmations=1
+        )
     assert err.value.reason_class == "observation_bridge_mismatch"
 
 
 def test_fee_transfer_of_another_amount_is_refused() -> None:
     action = _action("arbitrum:USDC->solana:USDC")
     with pytest.raises(ObservationRejected) as err:
-        verify_evm_action(action, _step_txs(action, _burn_logs(action), fee_ok=False), required_confirmations=1)
+        verify_evm_action(
+            action, _step_txs(action, _burn_logs(action), fee_ok=False), required_confirmations=1
+        )
     assert err.value.reason_class == "observation_not_prepared_action"
 
 
@@ -141,8 +174,9 @@ def _oft_logs(action: dict[str, Any], received: int) -> list[EvmLog]:
 
 def test_oft_send_gives_the_guid_to_follow() -> None:
     action = _action("robinhood:USDG->solana:USDG")
-    ev = verify_evm_action(action, _step_txs(action, _oft_logs(action, int(action["netInputAmount"]))),
-                           required_confirmations=1)  # fmt: skip
+    ev = verify_evm_action(
+        action, _step_txs(action, _oft_logs(action, int(action["netInputAmount"]))), required_confirmations=1
+    )
     b = ev.bridge
     assert b is not None and b["kind"] == "oft" and b["guid"] == "0x" + "77" * 32 and b["dst_eid"] == 30168
     assert b["to"] == action["recipient"] and b["amount_received"] == int(action["netInputAmount"])
@@ -152,8 +186,11 @@ def test_oft_send_gives_the_guid_to_follow() -> None:
 def test_oft_send_delivering_below_the_minimum_is_refused() -> None:
     action = _action("robinhood:USDG->solana:USDG")
     with pytest.raises(ObservationRejected) as err:
-        verify_evm_action(action, _step_txs(action, _oft_logs(action, int(action["minimumOutput"]) - 1)),
-                          required_confirmations=1)  # fmt: skip
+        verify_evm_action(
+            action,
+            _step_txs(action, _oft_logs(action, int(action["minimumOutput"]) - 1)),
+            required_confirmations=1,
+        )
     assert err.value.reason_class == "observation_below_step_minimum"
 
 
@@ -173,28 +210,66 @@ def test_recorded_across_deposit_gives_the_deposit_to_follow() -> None:
     action = rec["unsigned_action"]
     ev = verify_evm_action(action, txs, required_confirmations=1)
     b = ev.bridge
-    assert b is not None and b["kind"] == "across" and b["origin_chain_id"] == 8453 and b["destination_chain_id"] == 4663
-    assert b["output_amount"] == int(action["minimumOutput"]) and b["input_amount"] == int(action["netInputAmount"])
+    assert (
+        b is not None
+        and b["kind"] == "across"
+        and b["origin_chain_id"] == 8453
+        and b["destination_chain_id"] == 4663
+    )
+    assert b["output_amount"] == int(action["minimumOutput"]) and b["input_amount"] == int(
+        action["netInputAmount"]
+    )
     assert b["recipient"] == action["recipient"] and b["spoke_pool"] == rec["local_contracts"]["local_spoke"]
     assert ev.actual_input_base == -rec["wallet_change"]["usdc_base"] == int(action["inputAmount"])
     assert isinstance(b["deposit_id"], int)
 
 
-def _fill(bridge: dict[str, Any], spoke: str, *, recipient: str | None = None, amount: int | None = None,
-          deposit_id: int | None = None) -> EvmLog:  # fmt: skip
+def _fill(
+    bridge: dict[str, Any],
+    spoke: str,
+    *,
+    recipient: str | None = None,
+    amount: int | None = None,
+    deposit_id: int | None = None,
+) -> EvmLog:
     def b32(addr: str) -> bytes:
         return bytes.fromhex(addr[2:]).rjust(32, b"\x00")
 
     out = bridge["output_amount"] if amount is None else amount
     rcpt = b32(recipient or bridge["recipient"])
     data = encode(
-        ["bytes32", "bytes32", "uint256", "uint256", "uint256", "uint32", "uint32", "bytes32", "bytes32", "bytes32",
-         "bytes32", "(bytes32,bytes32,uint256,uint8)"],
-        [bytes.fromhex(bridge["input_token"][2:]), b32(bridge["output_token"]), bridge["input_amount"],
-         bridge["output_amount"], 8453, bridge["fill_deadline"], 0, bytes(32), bytes.fromhex(bridge["depositor"][2:]),
-         rcpt, bytes(32), (rcpt, bytes(32), out, 0)],
-    )  # fmt: skip
-    topics = across_fill_topics(dict(bridge, deposit_id=bridge["deposit_id"] if deposit_id is None else deposit_id))
+        [
+            "bytes32",
+            "bytes32",
+            "uint256",
+            "uint256",
+            "uint256",
+            "uint32",
+            "uint32",
+            "bytes32",
+            "bytes32",
+            "bytes32",
+            "bytes32",
+            "(bytes32,bytes32,uint256,uint8)",
+        ],
+        [
+            bytes.fromhex(bridge["input_token"][2:]),
+            b32(bridge["output_token"]),
+            bridge["input_amount"],
+            bridge["output_amount"],
+            8453,
+            bridge["fill_deadline"],
+            0,
+            bytes(32),
+            bytes.fromhex(bridge["depositor"][2:]),
+            rcpt,
+            bytes(32),
+            (rcpt, bytes(32), out, 0),
+        ],
+    )
+    topics = across_fill_topics(
+        dict(bridge, deposit_id=bridge["deposit_id"] if deposit_id is None else deposit_id)
+    )
     return EvmLog(spoke, (*[t for t in topics if t], "0x" + "02" * 32), data, 3, "0x" + "fa" * 32, 9)
 
 
@@ -208,25 +283,41 @@ def test_across_fill_is_found_by_origin_and_deposit_id() -> None:
     assert verify_across_fill([other], bridge, spoke_pool=spoke) is None
     assert verify_across_fill([_fill(bridge, spoke)], bridge, spoke_pool="0x" + "99" * 20) is None
     assert verify_across_fill([other, _fill(bridge, spoke)], bridge, spoke_pool=spoke) == (
-        bridge["output_amount"], "0x" + "fa" * 32
+        bridge["output_amount"],
+        "0x" + "fa" * 32,
     )
     # a fill of other relay data (here another recipient) under the same ids is not this deposit's fill
-    assert verify_across_fill([_fill(bridge, spoke, recipient="0x" + "42" * 20)], bridge, spoke_pool=spoke) is None
-    assert verify_across_fill([_fill(bridge, spoke, recipient="0x" + "42" * 20), _fill(bridge, spoke)], bridge,
-                              spoke_pool=spoke) == (bridge["output_amount"], "0x" + "fa" * 32)  # fmt: skip
+    assert (
+        verify_across_fill([_fill(bridge, spoke, recipient="0x" + "42" * 20)], bridge, spoke_pool=spoke)
+        is None
+    )
+    assert verify_across_fill(
+        [_fill(bridge, spoke, recipient="0x" + "42" * 20), _fill(bridge, spoke)], bridge, spoke_pool=spoke
+    ) == (bridge["output_amount"], "0x" + "fa" * 32)
 
 
 def _message(recipient: str, amount: int, fee_executed: int, nonce: bytes = b"\x05" * 32) -> bytes:
     header = (
-        (1).to_bytes(4, "big") + (5).to_bytes(4, "big") + (3).to_bytes(4, "big") + nonce + b"\x0a" * 32
-        + bytes.fromhex("28b5a0e9C621a5BadaA536219b3a228C8168cf5d").rjust(32, b"\x00") + bytes(32)
-        + (1000).to_bytes(4, "big") + (1000).to_bytes(4, "big")
-    )  # fmt: skip
+        (1).to_bytes(4, "big")
+        + (5).to_bytes(4, "big")
+        + (3).to_bytes(4, "big")
+        + nonce
+        + b"\x0a" * 32
+        + bytes.fromhex("28b5a0e9C621a5BadaA536219b3a228C8168cf5d").rjust(32, b"\x00")
+        + bytes(32)
+        + (1000).to_bytes(4, "big")
+        + (1000).to_bytes(4, "big")
+    )
     body = (
-        (1).to_bytes(4, "big") + b"\x0b" * 32 + bytes.fromhex(recipient[2:]).rjust(32, b"\x00")
-        + amount.to_bytes(32, "big") + b"\x0c" * 32 + (12_000).to_bytes(32, "big") + fee_executed.to_bytes(32, "big")
+        (1).to_bytes(4, "big")
+        + b"\x0b" * 32
+        + bytes.fromhex(recipient[2:]).rjust(32, b"\x00")
+        + amount.to_bytes(32, "big")
+        + b"\x0c" * 32
+        + (12_000).to_bytes(32, "big")
+        + fee_executed.to_bytes(32, "big")
         + (0).to_bytes(32, "big")
-    )  # fmt: skip
+    )
     return header + body
 
 
@@ -235,18 +326,30 @@ USDC_ARB = "0xaf88d065e77c8cC2239327C5EDb3A432268e5831"
 WALLET = "0x2222222222222222222222222222222222222222"
 
 
-def _mint_tx(message: bytes, *, minted_to: str = WALLET, status: int = 1, confirmations: int = 3) -> EvmTransaction:
+def _mint_tx(
+    message: bytes, *, minted_to: str = WALLET, status: int = 1, confirmations: int = 3
+) -> EvmTransaction:
     m = parse_cctp_message(message)
-    received = _log(TRANSMITTER, "MessageReceived", [address_topic(WALLET), m["nonce"], uint_topic(1000)],
-                    encode(["uint32", "bytes32", "bytes"], [5, b"\x0a" * 32, m["message_body"]]), 2)  # fmt: skip
+    received = _log(
+        TRANSMITTER,
+        "MessageReceived",
+        [address_topic(WALLET), m["nonce"], uint_topic(1000)],
+        encode(["uint32", "bytes32", "bytes"], [5, b"\x0a" * 32, m["message_body"]]),
+        2,
+    )
     fee = 9_999
     logs = [
         _transfer(USDC_ARB, "0x" + "00" * 20, minted_to, m["amount"] - fee),
         _transfer(USDC_ARB, "0x" + "00" * 20, "0x" + "fe" * 20, fee),
-        _log("0x28b5a0e9C621a5BadaA536219b3a228C8168cf5d", "MintAndWithdraw", [address_topic(minted_to),
-             address_topic(USDC_ARB)], encode(["uint256", "uint256"], [m["amount"] - fee, fee]), 3),
+        _log(
+            "0x28b5a0e9C621a5BadaA536219b3a228C8168cf5d",
+            "MintAndWithdraw",
+            [address_topic(minted_to), address_topic(USDC_ARB)],
+            encode(["uint256", "uint256"], [m["amount"] - fee, fee]),
+            3,
+        ),
         received,
-    ]  # fmt: skip
+    ]
     data = "0x57ecfd28" + encode(["bytes", "bytes"], [message, b"\x11" * 130]).hex()
     p = {"chainId": 42161, "from": WALLET, "to": TRANSMITTER, "value": "0", "data": data}
     return _tx(p, 7, logs, status=status, confirmations=confirmations)
@@ -255,8 +358,13 @@ def _mint_tx(message: bytes, *, minted_to: str = WALLET, status: int = 1, confir
 def test_cctp_mint_output_is_the_usdc_minted_to_the_recipient() -> None:
     message = _message(WALLET, 99_990_000, 9_999)
     assert cctp_received_topics(message) == [TOPIC0["MessageReceived"], None, "0x" + "05" * 32]
-    kw: dict[str, Any] = {"attestation": b"\x11" * 130, "usdc": USDC_ARB, "recipient": WALLET,
-                          "transmitter": TRANSMITTER, "required_confirmations": 2}  # fmt: skip
+    kw: dict[str, Any] = {
+        "attestation": b"\x11" * 130,
+        "usdc": USDC_ARB,
+        "recipient": WALLET,
+        "transmitter": TRANSMITTER,
+        "required_confirmations": 2,
+    }
     ev = verify_cctp_mint(_mint_tx(message), message=message, **kw)
     assert ev.status == "final" and ev.actual_output_base == 99_990_000 - 9_999
     assert ev.bridge is not None and ev.bridge["fee_executed"] == 9_999 and ev.bridge["source_domain"] == 5

@@ -36,7 +36,11 @@ def test_eth_to_usdc_output_is_the_wallets_recorded_usdc_change() -> None:
     assert [t.chain_id for t in txs] == [8453, 8453] and all(t.status == 1 for t in txs)
     ev = verify_evm_action(rec["unsigned_action"], txs, required_confirmations=1)
     assert ev.status == "final" and ev.tx_ids == tuple(h.lower() for h in rec["tx_hashes"])
-    assert ev.actual_output_base == rec["wallet_change"]["usdc_base"] >= int(rec["unsigned_action"]["minimumOutput"])
+    assert (
+        ev.actual_output_base
+        == rec["wallet_change"]["usdc_base"]
+        >= int(rec["unsigned_action"]["minimumOutput"])
+    )
     assert ev.actual_input_base + ev.network_fee["wei"] == -rec["wallet_change"]["eth_wei"]
     assert ev.service_fee_paid_base == int(rec["unsigned_action"]["routeFee"])
     assert ev.network_fee["wei"] == sum(t.gas_used * t.effective_gas_price for t in txs) > 0
@@ -47,7 +51,11 @@ def test_usdc_to_eth_output_is_the_recorded_weth_withdrawal_the_wallet_received(
     txs = read_all(rec)
     ev = verify_evm_action(rec["unsigned_action"], txs, required_confirmations=1)
     assert ev.actual_output_base == rec["wallet_change"]["eth_wei"] + ev.network_fee["wei"]
-    assert ev.actual_input_base == -rec["wallet_change"]["usdc_base"] == int(rec["unsigned_action"]["inputAmount"])
+    assert (
+        ev.actual_input_base
+        == -rec["wallet_change"]["usdc_base"]
+        == int(rec["unsigned_action"]["inputAmount"])
+    )
     assert len(ev.block_times) == 3
 
 
@@ -156,7 +164,9 @@ def test_rpc_timeout_is_unavailable_with_the_chain_in_the_reason() -> None:
 
 def test_chain_without_rpc_url_is_unavailable() -> None:
     async def go(client: httpx.AsyncClient) -> Any:
-        return await JsonRpcEvmReader({"base": "http://node.invalid"}, client).transaction("arbitrum", "0x" + "11" * 32)
+        return await JsonRpcEvmReader({"base": "http://node.invalid"}, client).transaction(
+            "arbitrum", "0x" + "11" * 32
+        )
 
     with pytest.raises(ObservationUnavailable) as err:
         run(go, httpx.MockTransport(lambda r: pytest.fail("no request may be made")))
@@ -193,8 +203,13 @@ def test_breaker_opens_after_consecutive_failures_then_probes_after_cooldown() -
     counts: list[int] = []
 
     async def go(client: httpx.AsyncClient) -> list[str]:
-        reader = JsonRpcEvmReader({"base": "http://node.invalid"}, client, failure_threshold=2, cooldown_seconds=10,
-                                  clock=lambda: now[0])  # fmt: skip
+        reader = JsonRpcEvmReader(
+            {"base": "http://node.invalid"},
+            client,
+            failure_threshold=2,
+            cooldown_seconds=10,
+            clock=lambda: now[0],
+        )
         reasons = []
         for step in range(4):
             counts.append(node.requests)
@@ -225,4 +240,8 @@ def test_logs_are_filtered_by_topics_and_parsed() -> None:
         )
 
     logs = run(go, FakeEvmNode(rec).transport())
-    assert len(logs) == 1 and logs[0].topics[0] == TOPIC0["FundsDeposited"] and logs[0].address.lower() == spoke.lower()
+    assert (
+        len(logs) == 1
+        and logs[0].topics[0] == TOPIC0["FundsDeposited"]
+        and logs[0].address.lower() == spoke.lower()
+    )

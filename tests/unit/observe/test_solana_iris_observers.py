@@ -24,7 +24,9 @@ from .support import load, run
 USDC = "EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v"
 
 
-def solana_read(rec: dict[str, Any], signature: str | None = None, url: str | None = "http://sol.invalid") -> Any:
+def solana_read(
+    rec: dict[str, Any], signature: str | None = None, url: str | None = "http://sol.invalid"
+) -> Any:
     seen: list[Any] = []
 
     def handler(request: httpx.Request) -> httpx.Response:
@@ -49,8 +51,12 @@ def test_cctp_burn_transaction_is_decoded_and_verified() -> None:
     assert set(action["requiredSigners"]) == set(tx.signers)
     assert tx.instructions[0].program_id == "ComputeBudget111111111111111111111111111111"
     ev = verify_solana_action(action, tx)
-    assert ev.status == "final" and ev.tx_ids == (rec["signature"],) and ev.network_fee == {"lamports": 10_000}
-    assert ev.actual_input_base == int(action["inputAmount"]) and ev.service_fee_paid_base == int(action["routeFee"])
+    assert (
+        ev.status == "final" and ev.tx_ids == (rec["signature"],) and ev.network_fee == {"lamports": 10_000}
+    )
+    assert ev.actual_input_base == int(action["inputAmount"]) and ev.service_fee_paid_base == int(
+        action["routeFee"]
+    )
     assert ev.actual_output_base is None and ev.block_times == (1_795_323_300,)
     b = ev.bridge
     assert b is not None and (b["kind"], b["source_domain"], b["destination_domain"]) == ("cctp", 5, 3)
@@ -150,7 +156,9 @@ def test_b58decode_keeps_leading_zero_bytes() -> None:
 # ---- Iris ---------------------------------------------------------------------------------------------
 
 
-def iris_read(answer: httpx.Response | Exception, tx: str | None = None) -> tuple[list[CctpMessage], list[str]]:
+def iris_read(
+    answer: httpx.Response | Exception, tx: str | None = None
+) -> tuple[list[CctpMessage], list[str]]:
     urls: list[str] = []
     rec = load("iris_v2_messages")
 
@@ -161,7 +169,9 @@ def iris_read(answer: httpx.Response | Exception, tx: str | None = None) -> tupl
         return answer
 
     async def go(client: httpx.AsyncClient) -> list[CctpMessage]:
-        return await IrisAttestationReader("https://iris.invalid/", client).messages(5, tx or rec["source_signature"])
+        return await IrisAttestationReader("https://iris.invalid/", client).messages(
+            5, tx or rec["source_signature"]
+        )
 
     return run(go, httpx.MockTransport(handler)), urls
 
@@ -174,14 +184,20 @@ def test_iris_complete_message_is_read_from_its_bytes() -> None:
     action = load("solana_cctp_burn")["unsigned_action"]
     assert m.status == "complete" and m.attestation is not None and len(m.attestation) == 130
     assert (m.source_domain, m.destination_domain) == (5, 3) and m.amount == int(action["netInputAmount"])
-    assert m.fee_executed == 9_999 and m.max_fee == int(action["maxProviderFee"]) and m.finality_threshold_executed == 1000
+    assert (
+        m.fee_executed == 9_999
+        and m.max_fee == int(action["maxProviderFee"])
+        and m.finality_threshold_executed == 1000
+    )
     assert m.mint_recipient == "0x" + action["recipient"][2:].lower().rjust(64, "0")
     assert m.message is not None and m.nonce == "0x" + m.message[12:44].hex()
 
 
 def test_iris_pending_has_no_attestation() -> None:
     (m,), _ = iris_read(httpx.Response(200, json=load("iris_v2_messages")["pending"]))
-    assert m.status == "pending_confirmations" and m.attestation is None and m.finality_threshold_executed == 0
+    assert (
+        m.status == "pending_confirmations" and m.attestation is None and m.finality_threshold_executed == 0
+    )
 
 
 def test_iris_decoded_fields_are_the_fallback_without_message_bytes() -> None:

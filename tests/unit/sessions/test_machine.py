@@ -77,8 +77,12 @@ def test_refresh_only_for_expired_and_only_verified_output_moves_forward() -> No
     assert into_complete == {Event.STEP_VERIFIED_FINAL}
     next_action = {e for (s, e), d in TRANSITIONS.items() if d is Status.ACTION_READY and s is not None}
     # v1 corridor: an action is also built when the caller asks for it after a verified step (prepare_action)
-    assert next_action == {Event.STEP_VERIFIED_NEXT_READY, Event.DESTINATION_ACTION_READY, Event.REFRESH,
-                           Event.PREPARE_ACTION}
+    assert next_action == {
+        Event.STEP_VERIFIED_NEXT_READY,
+        Event.DESTINATION_ACTION_READY,
+        Event.REFRESH,
+        Event.PREPARE_ACTION,
+    }
 
 
 def test_docs_draw_exactly_the_table() -> None:
@@ -86,5 +90,7 @@ def test_docs_draw_exactly_the_table() -> None:
 
     doc = (Path(__file__).resolve().parents[3] / "docs" / "sessions.md").read_text()
     drawn = {line.strip() for line in doc.splitlines() if "-->" in line and not line.strip().endswith("[*]")}
-    table = {f"{'[*]' if s is None else s.value} --> {d.value}: {e.value}" for (s, e), d in TRANSITIONS.items()}
+    table = {
+        f"{'[*]' if s is None else s.value} --> {d.value}: {e.value}" for (s, e), d in TRANSITIONS.items()
+    }
     assert drawn == table

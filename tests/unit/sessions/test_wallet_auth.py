@@ -22,8 +22,15 @@ T0 = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
 def make(limit: str = "off") -> tuple[WalletAuth, FixedClock, MemorySessionStore]:
     clock = FixedClock(T0)
     store = MemorySessionStore()
-    auth = WalletAuth(store, clock, SequentialIds(), "https://routes.example.test", RateLimiter(limit),
-                      challenge_ttl_seconds=300, token_ttl_seconds=3600)  # fmt: skip
+    auth = WalletAuth(
+        store,
+        clock,
+        SequentialIds(),
+        "https://routes.example.test",
+        RateLimiter(limit),
+        challenge_ttl_seconds=300,
+        token_ttl_seconds=3600,
+    )
     return auth, clock, store
 
 
@@ -53,10 +60,18 @@ async def test_message_names_everything_and_a_signed_login_grants_a_wallet_bound
     wallet = Keypair()
     ch = await auth.start({"source_wallet": str(wallet.pubkey())}, "10.0.0.1")
     msg = ch["message"]
-    assert msg.startswith("routes.example.test wants you to sign in with your Solana account:\n" + str(wallet.pubkey()))
-    for part in (f"Challenge ID: {ch['challenge_id']}", "Nonce: ", "Issued At: 2026-11-20T12:00:00Z",
-                 "Expiration Time: 2026-11-20T12:05:00Z", f"Terms Version: {TERMS_VERSION}", NO_TRANSACTION_SENTENCE):
-        assert part in msg, part  # fmt: skip
+    assert msg.startswith(
+        "routes.example.test wants you to sign in with your Solana account:\n" + str(wallet.pubkey())
+    )
+    for part in (
+        f"Challenge ID: {ch['challenge_id']}",
+        "Nonce: ",
+        "Issued At: 2026-11-20T12:00:00Z",
+        "Expiration Time: 2026-11-20T12:05:00Z",
+        f"Terms Version: {TERMS_VERSION}",
+        NO_TRANSACTION_SENTENCE,
+    ):
+        assert part in msg, part
     assert ch["can_authorize_transaction"] is False and ch["sign_message_only"] is True
     nonce = msg.split("Nonce: ")[1].split("\n")[0]
     assert len(nonce) >= 32
@@ -84,7 +99,9 @@ async def test_hostile_logins_are_refused_and_change_nothing() -> None:
     # the challenge issued to `wallet`, finished as `other` (with other's valid signature of the same text)
     await refused(auth, finish_body(ch, other), "challenge_wallet_mismatch")
     # other terms
-    await refused(auth, finish_body(ch, wallet, terms_version="routequote-terms-v0"), "terms_version_mismatch")
+    await refused(
+        auth, finish_body(ch, wallet, terms_version="routequote-terms-v0"), "terms_version_mismatch"
+    )
     assert not store._grants and store._challenges[ch["challenge_id"]].used_at is None  # nothing advanced
     # the genuine finish still works once ...
     token = (await auth.finish(finish_body(ch, wallet), "10.0.0.1"))["access_token"]
@@ -97,8 +114,11 @@ async def test_hostile_logins_are_refused_and_change_nothing() -> None:
     await refused(auth, finish_body(late, wallet), "challenge_expired")
     assert store._challenges[late["challenge_id"]].used_at is None and len(store._grants) == 1
     # an unknown challenge
-    await refused(auth, finish_body({**late, "challenge_id": "00000000-0000-4000-8000-0000000000ff"}, wallet),
-                  "challenge_not_found")  # fmt: skip
+    await refused(
+        auth,
+        finish_body({**late, "challenge_id": "00000000-0000-4000-8000-0000000000ff"}, wallet),
+        "challenge_not_found",
+    )
     # tokens expire
     clock.advance(3600)
     with pytest.raises(AccessTokenInvalid) as info:
@@ -111,8 +131,15 @@ async def test_hostile_logins_are_refused_and_change_nothing() -> None:
 
 async def test_signature_check_is_over_the_exact_bytes() -> None:
     wallet = Keypair()
-    msg = login_message(domain="d.test", wallet=str(wallet.pubkey()), challenge_id="c", nonce="n", issued_at=T0,
-                        expires_at=T0, terms_version="t")  # fmt: skip
+    msg = login_message(
+        domain="d.test",
+        wallet=str(wallet.pubkey()),
+        challenge_id="c",
+        nonce="n",
+        issued_at=T0,
+        expires_at=T0,
+        terms_version="t",
+    )
     good = sign(wallet, msg)
     assert signature_valid(wallet=str(wallet.pubkey()), message=msg, signature=good)
     assert not signature_valid(wallet=str(wallet.pubkey()), message=msg + " ", signature=good)

@@ -30,7 +30,11 @@ from routequote.surfaces.mcp_tools import allowed_hosts, build_server, core_tool
 @pytest.fixture
 def service() -> RouteQuoteService:
     return RouteQuoteService(
-        EmbeddedSnapshot(None), MemoryQuoteStore(), FixedClock(datetime(2026, 11, 22, tzinfo=UTC)), SequentialIds(), ServiceConfig()
+        EmbeddedSnapshot(None),
+        MemoryQuoteStore(),
+        FixedClock(datetime(2026, 11, 22, tzinfo=UTC)),
+        SequentialIds(),
+        ServiceConfig(),
     )
 
 
@@ -39,7 +43,9 @@ def test_narrow_and_safe_numbers() -> None:
     assert isinstance(narrow_numbers(1000.0), int)
     assert narrow_numbers(True) is True
     big = 2**53 + 1
-    assert a2a_safe({"x": [big, 2**53 - 1, -big, True, 1.5]}) == {"x": [str(big), 2**53 - 1, str(-big), True, 1.5]}
+    assert a2a_safe({"x": [big, 2**53 - 1, -big, True, 1.5]}) == {
+        "x": [str(big), 2**53 - 1, str(-big), True, 1.5]
+    }
 
 
 def test_secret_keys_are_found_by_name_anywhere() -> None:
@@ -47,11 +53,18 @@ def test_secret_keys_are_found_by_name_anywhere() -> None:
         "fromChain": "solana",
         "wallets": {"solana": "pub"},
         "approvalV3": {"quote_id": "q"},
-        "verificationContext": {"direct_route_summary": {"server_signing": False}, "event_signer_public": None},
+        "verificationContext": {
+            "direct_route_summary": {"server_signing": False},
+            "event_signer_public": None,
+        },
         "extra": [{"seed_phrase": "x"}, {"PrivateKey": "y"}],
         "signedTransaction": "z",
     }
-    assert secret_keys(payload, frozenset()) == ["extra[0].seed_phrase", "extra[1].PrivateKey", "signedTransaction"]
+    assert secret_keys(payload, frozenset()) == [
+        "extra[0].seed_phrase",
+        "extra[1].PrivateKey",
+        "signedTransaction",
+    ]
     assert secret_keys({"sessionToken": "t"}, frozenset({"sessionToken"})) == []
 
 
@@ -81,7 +94,11 @@ def test_legacy_request_rules(body: Any, reason: str) -> None:
 
 async def test_legacy_quote_and_status(service: RouteQuoteService) -> None:
     assert legacy_quote_request({"amount_usd": 5}) == {
-        "from_chain": "solana", "from_token": "SOL", "to_chain": "base", "to_token": "ETH", "amount_usd": 5,
+        "from_chain": "solana",
+        "from_token": "SOL",
+        "to_chain": "base",
+        "to_token": "ETH",
+        "amount_usd": 5,
     }
     v1 = await legacy_quote(service, {"amount_usd": 1000.0, "destination_chain": "arbitrum"})
     assert v1["corridor"] == "solana:SOL->arbitrum:ETH" and v1["quote"]["intent"]["amount_usd"] == 1000
@@ -118,7 +135,13 @@ async def test_in_process_server(service: RouteQuoteService) -> None:
         assert names == ["service_status", "service_v2_capabilities", "service_v2_quote", "service_quote"]
         ok = await c.call_tool(
             "service_v2_quote",
-            {"from_chain": "base", "from_token": "ETH", "to_chain": "base", "to_token": "USDC", "amount_usd": 50},
+            {
+                "from_chain": "base",
+                "from_token": "ETH",
+                "to_chain": "base",
+                "to_token": "USDC",
+                "amount_usd": 50,
+            },
         )
         assert ok.is_error is False and ok.structured_content["quote"]["intent"]["to"] == "base:USDC"
         bad = await c.call_tool("service_quote", {"amount_usd": 5, "destination_chain": "optimism"})
@@ -136,21 +159,42 @@ SESSION = {"access_token": TOKEN, "session_id": UUID}
 SPEC_SESSION_TOOLS: dict[str, tuple[dict[str, dict[str, Any]], set[str]]] = {
     "service_start_wallet_auth": ({"source_wallet": WALLET}, set()),
     "service_finish_wallet_auth": (
-        {"challenge_id": UUID, "source_wallet": WALLET, "signature": SIG,
-         "terms_version": {"type": "string", "minLength": 1, "maxLength": 160}}, set()),
+        {
+            "challenge_id": UUID,
+            "source_wallet": WALLET,
+            "signature": SIG,
+            "terms_version": {"type": "string", "minLength": 1, "maxLength": 160},
+        },
+        set(),
+    ),
     "service_create_session": (
-        {"access_token": TOKEN, "quote_id": UUID, "idempotency_key": IDEM, "source_wallet": WALLET,
-         "destination_wallet": {"type": "string", "pattern": "^0x[0-9a-fA-F]{40}$"}}, set()),
+        {
+            "access_token": TOKEN,
+            "quote_id": UUID,
+            "idempotency_key": IDEM,
+            "source_wallet": WALLET,
+            "destination_wallet": {"type": "string", "pattern": "^0x[0-9a-fA-F]{40}$"},
+        },
+        set(),
+    ),
     "service_read_session": ({**SESSION, "view": {}}, {"view"}),
     "service_prepare_source_action": (SESSION, set()),
     "service_verify_source_receipt": ({**SESSION, "signature": SIG, "idempotency_key": IDEM}, set()),
-    "service_prepare_cctp_action": ({**SESSION, "event_signer_public": WALLET, "idempotency_key": IDEM}, set()),
+    "service_prepare_cctp_action": (
+        {**SESSION, "event_signer_public": WALLET, "idempotency_key": IDEM},
+        set(),
+    ),
     "service_observe_cctp": ({**SESSION, "burn_signature": SIG, "idempotency_key": IDEM}, set()),
     "service_prepare_destination_action": ({**SESSION, "idempotency_key": IDEM}, set()),
     "service_observe_destination": (
-        {**SESSION, "transaction_hash": {"type": "string", "pattern": "^0x[0-9a-fA-F]{64}$"},
-         "idempotency_key": IDEM}, set()),
-}  # fmt: skip
+        {
+            **SESSION,
+            "transaction_hash": {"type": "string", "pattern": "^0x[0-9a-fA-F]{64}$"},
+            "idempotency_key": IDEM,
+        },
+        set(),
+    ),
+}
 
 
 @pytest.mark.parametrize("name", sorted(SPEC_SESSION_TOOLS))
@@ -178,11 +222,20 @@ def test_session_tool_validation_is_strict() -> None:
     from routequote.surfaces.mcp_tools import SESSION_TOOL_INPUTS
 
     model = SESSION_TOOL_INPUTS["service_observe_destination"]
-    ok = {"access_token": "t" * 20, "session_id": "123e4567-e89b-42d3-a456-426614174000",
-          "transaction_hash": "0x" + "ab" * 32, "idempotency_key": "key-0001"}
+    ok = {
+        "access_token": "t" * 20,
+        "session_id": "123e4567-e89b-42d3-a456-426614174000",
+        "transaction_hash": "0x" + "ab" * 32,
+        "idempotency_key": "key-0001",
+    }
     model.model_validate(ok)
-    for bad in ({**ok, "session_id": "not-a-uuid"}, {**ok, "transaction_hash": "0x12"},
-                {**ok, "access_token": "short"}, {**ok, "extra": 1}, {**ok, "idempotency_key": 12345678}):
+    for bad in (
+        {**ok, "session_id": "not-a-uuid"},
+        {**ok, "transaction_hash": "0x12"},
+        {**ok, "access_token": "short"},
+        {**ok, "extra": 1},
+        {**ok, "idempotency_key": 12345678},
+    ):
         with pytest.raises(ValidationError):
             model.model_validate(bad)
 
@@ -196,7 +249,10 @@ async def test_session_tool_defs_annotations() -> None:
     hints = {n: session_tool_def(n, n, n, run).tool().annotations for n in SESSION_TOOL_INPUTS}
     assert hints["service_read_session"].read_only_hint is True
     assert hints["service_start_wallet_auth"].idempotent_hint is False
-    assert hints["service_observe_cctp"].idempotent_hint is True and hints["service_observe_cctp"].read_only_hint is False
+    assert (
+        hints["service_observe_cctp"].idempotent_hint is True
+        and hints["service_observe_cctp"].read_only_hint is False
+    )
 
 
 async def test_a2a_agent_dispatch_and_unexpected_failure() -> None:
@@ -208,11 +264,14 @@ async def test_a2a_agent_dispatch_and_unexpected_failure() -> None:
     async def echo(data: dict[str, Any]) -> dict[str, Any]:
         return {"got": data, "big": 2**60}
 
-    agent = RouteQuoteAgent({"quote": Operation("quote", frozenset({"x"}), echo),
-                             "boom": Operation("boom", frozenset(), boom)})  # fmt: skip
+    agent = RouteQuoteAgent(
+        {"quote": Operation("quote", frozenset({"x"}), echo), "boom": Operation("boom", frozenset(), boom)}
+    )
     assert await agent.handle([{"x": 3.0}]) == {"got": {"x": 3}, "big": str(2**60)}
     failed = await agent.handle([{"operation": "boom"}])
-    assert failed == {"error": {"code": "internal_error", "error": "internal_error", "reason_class": "internal_error"}}
+    assert failed == {
+        "error": {"code": "internal_error", "error": "internal_error", "reason_class": "internal_error"}
+    }
     assert (await agent.handle([{"y": 1}]))["error"]["reason_class"] == "unknown_field"
     assert (await agent.handle([]))["error"]["reason_class"] == "one_data_part_required"
     assert (await agent.handle(["text"]))["error"]["reason_class"] == "one_data_part_required"

@@ -41,35 +41,49 @@ def parse_approval(value: Any, *, max_base: int = UINT256_MAX) -> dict[str, Any]
     extra = sorted(keys - set(APPROVAL_FIELDS))
     missing = sorted(set(APPROVAL_FIELDS) - keys)
     if extra:
-        raise InvalidRequest("approval_v3_unknown_field", f"approval_v3 properties not allowed: {name_list(extra)}")
+        raise InvalidRequest(
+            "approval_v3_unknown_field", f"approval_v3 properties not allowed: {name_list(extra)}"
+        )
     if missing:
         raise InvalidRequest("approval_v3_missing_field", f"approval_v3 requires: {', '.join(missing)}")
     for k in APPROVAL_FIELDS:
         if not isinstance(value[k], str):
             raise InvalidRequest("approval_v3_wrong_type", f"approval_v3.{k} must be a string")
     if value["version"] != APPROVAL_VERSION:
-        raise InvalidRequest("approval_v3_version_unsupported", f"approval_v3.version must be {APPROVAL_VERSION}")
+        raise InvalidRequest(
+            "approval_v3_version_unsupported", f"approval_v3.version must be {APPROVAL_VERSION}"
+        )
     if value["selection_status"] != "selected":
         raise InvalidRequest("approval_v3_not_selected", "approval_v3.selection_status must be 'selected'")
     if value["selected_mode"] not in MODES:
-        raise InvalidRequest("approval_v3_mode_invalid", "approval_v3.selected_mode must be one_shot or session")
+        raise InvalidRequest(
+            "approval_v3_mode_invalid", "approval_v3.selected_mode must be one_shot or session"
+        )
     for k in ("quote_fingerprint", "direct_route_summary_sha256"):
         if not HEX64_RE.fullmatch(value[k]):
-            raise InvalidRequest("approval_v3_hash_invalid", f"approval_v3.{k} must be 64 lower-case hex characters")
+            raise InvalidRequest(
+                "approval_v3_hash_invalid", f"approval_v3.{k} must be 64 lower-case hex characters"
+            )
     for k in ("maximum_input_base", "minimum_output_base"):
         if not BASE_RE.fullmatch(value[k]) or len(value[k]) > 78:
-            raise InvalidRequest("approval_v3_amount_invalid", f"approval_v3.{k} must be a positive decimal string")
+            raise InvalidRequest(
+                "approval_v3_amount_invalid", f"approval_v3.{k} must be a positive decimal string"
+            )
         if int(value[k]) > max_base:
             width = "u64" if max_base == U64_MAX else "uint256" if max_base == UINT256_MAX else str(max_base)
             raise InvalidRequest(
-                "approval_v3_amount_out_of_range", f"approval_v3.{k} must fit the {width} amount field it binds"
+                "approval_v3_amount_out_of_range",
+                f"approval_v3.{k} must fit the {width} amount field it binds",
             )
     key = value["idempotency_key"]
     if not IDEMPOTENCY_RE.fullmatch(key):
-        raise InvalidRequest("invalid_idempotency_key", "approval_v3.idempotency_key must match ^[A-Za-z0-9._:-]{8,128}$")
+        raise InvalidRequest(
+            "invalid_idempotency_key", "approval_v3.idempotency_key must match ^[A-Za-z0-9._:-]{8,128}$"
+        )
     if looks_secret_value(key):
         raise InvalidRequest(
-            "invalid_idempotency_key", "approval_v3.idempotency_key looks like secret material (a key in hex); use a random id"
+            "invalid_idempotency_key",
+            "approval_v3.idempotency_key looks like secret material (a key in hex); use a random id",
         )
     if not 1 <= len(value["quote_id"]) <= 128:
         raise InvalidRequest("approval_v3_quote_id_invalid", "approval_v3.quote_id has an invalid length")
@@ -106,8 +120,12 @@ def _parse_time(text: str) -> datetime:
 
 
 def check_approval(
-    approval: dict[str, Any], quote: dict[str, Any] | None, route: Route | None, request_intent: dict[str, Any],
-    *, now: datetime,
+    approval: dict[str, Any],
+    quote: dict[str, Any] | None,
+    route: Route | None,
+    request_intent: dict[str, Any],
+    *,
+    now: datetime,
 ) -> None:
     """Raise ReapprovalRequired unless `approval` (parsed) still binds the issued `quote` exactly."""
     if quote is None:
@@ -120,16 +138,26 @@ def check_approval(
     if approval["quote_id"] != quote["quote_id"]:
         raise reapproval("approval_v3_quote_id_mismatch", "approval_v3.quote_id does not match", route)
     if approval["quote_fingerprint"] != cont["quote_fingerprint"]:
-        raise reapproval("approval_v3_fingerprint_mismatch", "quote_fingerprint does not match the issued quote", route)
+        raise reapproval(
+            "approval_v3_fingerprint_mismatch", "quote_fingerprint does not match the issued quote", route
+        )
     if approval["direct_route_summary_sha256"] != cont["direct_route_summary_sha256"]:
         raise reapproval(
-            "approval_v3_route_summary_mismatch", "direct_route_summary_sha256 does not match the issued quote", route
+            "approval_v3_route_summary_mismatch",
+            "direct_route_summary_sha256 does not match the issued quote",
+            route,
         )
     q_intent = quote["intent"]
     req_from = f"{request_intent['from_chain']}:{request_intent['from_token']}"
     req_to = f"{request_intent['to_chain']}:{request_intent['to_token']}"
-    if (req_from, req_to) != (q_intent["from"], q_intent["to"]) or request_intent["amount_usd"] != q_intent["amount_usd"]:
-        raise reapproval("approval_v3_intent_mismatch", "the request's route or amount differs from the approved quote", route)
+    if (req_from, req_to) != (q_intent["from"], q_intent["to"]) or request_intent["amount_usd"] != q_intent[
+        "amount_usd"
+    ]:
+        raise reapproval(
+            "approval_v3_intent_mismatch",
+            "the request's route or amount differs from the approved quote",
+            route,
+        )
     if approval["selected_mode"] not in cont["allowed_modes"]:
         raise reapproval(
             "approval_v3_mode_not_allowed",
@@ -139,7 +167,10 @@ def check_approval(
     quoted_max = int(cont["input_base_bounds"]["maximum"])
     quoted_min_out = int(cont["minimum_output_base"])
     exact_input = int(cont["input_base_bounds"]["minimum"])
-    if int(approval["maximum_input_base"]) > quoted_max or int(approval["minimum_output_base"]) < quoted_min_out:
+    if (
+        int(approval["maximum_input_base"]) > quoted_max
+        or int(approval["minimum_output_base"]) < quoted_min_out
+    ):
         raise reapproval(
             "approval_v3_bounds_weaker_than_quote",
             "approval bounds may only get stricter: maximum_input_base <= quoted, minimum_output_base >= quoted",
@@ -187,21 +218,32 @@ def check_verification_context(ctx: Any) -> list[str]:
     if not isinstance(ctx, dict):
         return ["verification_context_not_object"]
     problems: list[str] = []
-    expected_keys = {"version", "intent", "wallets", "event_signer_public", "approval_v3", "direct_route_summary",
-                     "verification_context_sha256"}  # fmt: skip
+    expected_keys = {
+        "version",
+        "intent",
+        "wallets",
+        "event_signer_public",
+        "approval_v3",
+        "direct_route_summary",
+        "verification_context_sha256",
+    }
     if set(ctx) != expected_keys:
         return ["verification_context_fields_invalid"]
     approval = ctx["approval_v3"]
     if not isinstance(approval, dict):
         return ["verification_context_approval_not_object"]
-    want_version = SESSION_CONTEXT_VERSION if approval.get("selected_mode") == "session" else ONE_SHOT_CONTEXT_VERSION
+    want_version = (
+        SESSION_CONTEXT_VERSION if approval.get("selected_mode") == "session" else ONE_SHOT_CONTEXT_VERSION
+    )
     if ctx["version"] != want_version:
         problems.append("verification_context_version_mismatch")
     body = {k: v for k, v in ctx.items() if k != "verification_context_sha256"}
     if canonical_sha256(body) != ctx["verification_context_sha256"]:
         problems.append("verification_context_sha256_mismatch")
     summary = ctx["direct_route_summary"]
-    if not isinstance(summary, dict) or canonical_sha256(summary) != approval.get("direct_route_summary_sha256"):
+    if not isinstance(summary, dict) or canonical_sha256(summary) != approval.get(
+        "direct_route_summary_sha256"
+    ):
         problems.append("direct_route_summary_sha256_mismatch")
     intent = ctx["intent"]
     if isinstance(intent, dict) and isinstance(summary, dict):

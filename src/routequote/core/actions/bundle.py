@@ -33,9 +33,7 @@ EVM_ACTION_VERSION = "routequote-evm-unsigned-action-v1"
 SOLANA_ACTION_VERSION = "routequote-solana-unsigned-action-v1"
 RECEIPT_SCHEMA = "https://routequote.dev/schemas/action-safety-receipt-v1"
 BUILDER_VERSION = "routequote-actions-1"
-PAYLOAD_SHA256_SPEC = (
-    f"sha256({CANONICAL_JSON_SPEC}, excluding payload_sha256 itself and the response-only idempotent_replay flag)"
-)
+PAYLOAD_SHA256_SPEC = f"sha256({CANONICAL_JSON_SPEC}, excluding payload_sha256 itself and the response-only idempotent_replay flag)"
 RESPONSE_ONLY_KEYS = frozenset({"payload_sha256", "idempotent_replay"})
 ACTION_SHA256_SPEC = f"{CANONICAL_JSON_SPEC}; omit safety_receipt"
 SERVER_FLAGS = {"server_signing": False, "server_submission": False}
@@ -132,7 +130,10 @@ def instruction_type(program_id: str, data: bytes) -> str:
         return "associated_token_account_create_idempotent"
     if data[:1] == bytes([sol.SPL_TRANSFER_CHECKED]) and len(data) == 10:
         return "spl_transfer_checked"
-    if program_id == str(sol.CCTP_TOKEN_MESSENGER_MINTER_V2) and data[:8] == sol.DEPOSIT_FOR_BURN_DISCRIMINATOR:
+    if (
+        program_id == str(sol.CCTP_TOKEN_MESSENGER_MINTER_V2)
+        and data[:8] == sol.DEPOSIT_FOR_BURN_DISCRIMINATOR
+    ):
         return "cctp_v2_deposit_for_burn"
     if program_id == str(sw.ORCA_WHIRLPOOL_PROGRAM) and data[:8] == sw.SWAP_V2_DISCRIMINATOR:
         return "orca_whirlpool_swap_v2"
@@ -162,9 +163,14 @@ def allowlists(unsigned_action: dict[str, Any]) -> tuple[list[str], list[str]]:
 
 def workflow(plan: StepPlan, workflow_id: str, summary_steps: list[dict[str, Any]]) -> dict[str, Any]:
     return workflow_document(
-        plan.route, plan.wallets, plan.step.index, workflow_id, summary_steps,
-        actual_input_base=str(plan.input_base), minimum_output_base=str(plan.minimum_output_base),
-    )  # fmt: skip
+        plan.route,
+        plan.wallets,
+        plan.step.index,
+        workflow_id,
+        summary_steps,
+        actual_input_base=str(plan.input_base),
+        minimum_output_base=str(plan.minimum_output_base),
+    )
 
 
 def workflow_document(
@@ -241,7 +247,9 @@ def unsigned_action(plan: StepPlan, build: EvmBuild | SolanaBuild) -> dict[str, 
     }
     if plan.pool_tick_current is not None:  # Solana swaps: the live tick their tick arrays were chosen from
         head["poolTickCurrent"] = plan.pool_tick_current
-    if plan.raydium_live is not None:  # Raydium swaps: accounts the server took from its live read of the pool
+    if (
+        plan.raydium_live is not None
+    ):  # Raydium swaps: accounts the server took from its live read of the pool
         live = plan.raydium_live
         pool = sw.RAYDIUM_POOLS[plan.step.pool_id or ""].pool
         head["poolAccountsFromLiveChainState"] = {
@@ -302,16 +310,26 @@ def safety_receipt(
             "source_chain_id": CHAINS[src.chain].chain_id if is_evm else "mainnet-beta",
             "destination_chain": dst.chain.value,
         },
-        "action": {"kind": _ACTION_KIND.get(step.provider, step.provider.value), "provider": step.provider.value,
-                   "builder_version": BUILDER_VERSION, "step_index": step.index},
+        "action": {
+            "kind": _ACTION_KIND.get(step.provider, step.provider.value),
+            "provider": step.provider.value,
+            "builder_version": BUILDER_VERSION,
+            "step_index": step.index,
+        },
         "parties": {"caller": plan.caller, "fee_payer": plan.caller},
         "spend": {
             "token": {"symbol": src.token.value, "address_or_mint": build.spend_token},
             "exact_amount_base": str(plan.input_base),
             "maximum_amount_base": str(plan.input_base),
         },
-        "approval": approval or {"required": False, "token": None, "target": None, "exact_allowance_base": "0",
-                                 "transaction_index": None},
+        "approval": approval
+        or {
+            "required": False,
+            "token": None,
+            "target": None,
+            "exact_allowance_base": "0",
+            "transaction_index": None,
+        },
         "target_or_program_allowlist": targets,
         "selector_or_instruction_allowlist": selectors,
         "native_value_cap": {
@@ -329,7 +347,9 @@ def safety_receipt(
             "token": src.key,
             "amount_known_before_execution": True,
             "recipient": plan.fee_recipient if plan.fee_base else None,
-            "recipient_token_account": build.fee_recipient_token_account if isinstance(build, SolanaBuild) else None,
+            "recipient_token_account": build.fee_recipient_token_account
+            if isinstance(build, SolanaBuild)
+            else None,
         },
         "receive": {
             "token": dst.key,
@@ -342,7 +362,9 @@ def safety_receipt(
             "action_deadline_unix": plan.deadline_unix,
             "deadline_enforced_onchain": step.provider is Provider.UNISWAP_V3,
             "maximum_deadline_window_seconds": MAX_DEADLINE_WINDOW_SECONDS,
-            "across_fill_deadline_unix": plan.fill_deadline_unix if step.provider is Provider.ACROSS else None,
+            "across_fill_deadline_unix": plan.fill_deadline_unix
+            if step.provider is Provider.ACROSS
+            else None,
             "quote_expiry_unix": quote_expiry_unix,
             "recent_blockhash": None,
             "bundle_expires_at": bundle_expires_at,
@@ -395,9 +417,13 @@ def assemble_bundle(
     if plan.step.provider is Provider.CIRCLE_CCTP:
         unpriced.append(f"network_gas:{plan.step.target.chain.value}:cctp_receive_message")
     action["safety_receipt"] = safety_receipt(
-        plan, build, action, quote_expiry_unix=quote_expiry_unix, bundle_expires_at=iso_ms(expires),
+        plan,
+        build,
+        action,
+        quote_expiry_unix=quote_expiry_unix,
+        bundle_expires_at=iso_ms(expires),
         unpriced_costs=unpriced,
-    )  # fmt: skip
+    )
     bundle: dict[str, Any] = {
         "version": BUNDLE_VERSION,
         "status": "pass",

@@ -88,7 +88,9 @@ def parse_cctp_message(message: bytes, *, require_burn: bool = True) -> dict[str
     out["message_body"] = _hex(body)
     if len(body) < BURN_BODY_LENGTH:
         if require_burn:
-            raise CctpMessageError(f"a CCTP v2 burn message body is at least {BURN_BODY_LENGTH} bytes, got {len(body)}")
+            raise CctpMessageError(
+                f"a CCTP v2 burn message body is at least {BURN_BODY_LENGTH} bytes, got {len(body)}"
+            )
         out["burn"] = None
         return out
     burn = _read(body, BURN_FIELDS)
@@ -98,7 +100,11 @@ def parse_cctp_message(message: bytes, *, require_burn: bool = True) -> dict[str
 
 
 def _b32(value: bytes | str, name: str) -> bytes:
-    raw = bytes.fromhex(value[2:] if value.startswith("0x") else value) if isinstance(value, str) else bytes(value)
+    raw = (
+        bytes.fromhex(value[2:] if value.startswith("0x") else value)
+        if isinstance(value, str)
+        else bytes(value)
+    )
     if len(raw) != 32:
         raise CctpMessageError(f"{name} must be 32 bytes")
     return raw
@@ -133,16 +139,27 @@ def encode_cctp_burn_message(
 ) -> bytes:
     """The packed bytes of a CCTP v2 burn message (the inverse of `parse_cctp_message`)."""
     header = (
-        _u(version, 4, "version") + _u(source_domain, 4, "source_domain") + _u(destination_domain, 4, "destination_domain")
-        + _b32(nonce, "nonce") + _b32(sender, "sender") + _b32(recipient, "recipient")
-        + _b32(destination_caller, "destination_caller") + _u(min_finality_threshold, 4, "min_finality_threshold")
+        _u(version, 4, "version")
+        + _u(source_domain, 4, "source_domain")
+        + _u(destination_domain, 4, "destination_domain")
+        + _b32(nonce, "nonce")
+        + _b32(sender, "sender")
+        + _b32(recipient, "recipient")
+        + _b32(destination_caller, "destination_caller")
+        + _u(min_finality_threshold, 4, "min_finality_threshold")
         + _u(finality_threshold_executed, 4, "finality_threshold_executed")
-    )  # fmt: skip
+    )
     body = (
-        _u(body_version, 4, "body_version") + _b32(burn_token, "burn_token") + _b32(mint_recipient, "mint_recipient")
-        + _u(amount, 32, "amount") + _b32(message_sender, "message_sender") + _u(max_fee, 32, "max_fee")
-        + _u(fee_executed, 32, "fee_executed") + _u(expiration_block, 32, "expiration_block") + bytes(hook_data)
-    )  # fmt: skip
+        _u(body_version, 4, "body_version")
+        + _b32(burn_token, "burn_token")
+        + _b32(mint_recipient, "mint_recipient")
+        + _u(amount, 32, "amount")
+        + _b32(message_sender, "message_sender")
+        + _u(max_fee, 32, "max_fee")
+        + _u(fee_executed, 32, "fee_executed")
+        + _u(expiration_block, 32, "expiration_block")
+        + bytes(hook_data)
+    )
     return header + body
 
 

@@ -96,26 +96,50 @@ def build_cctp_receive(
     if dep.message_transmitter_v2 is None:
         raise ActionUnavailable(f"cctp_message_transmitter_not_pinned_on_{chain.value}")
     if not deadline_unix > prepared_at_unix or deadline_unix - prepared_at_unix > MAX_DEADLINE_WINDOW_SECONDS:
-        raise ActionUnavailable("cctp_receive_deadline_invalid", "the deadline must follow prepared_at within 300 s")
+        raise ActionUnavailable(
+            "cctp_receive_deadline_invalid", "the deadline must follow prepared_at within 300 s"
+        )
     m = _message(message)
     burn = m["burn"]
     caller_b32 = _hex32(address_to_bytes32(caller))
     checks = [
-        (m["version"] == CCTP_V2_MESSAGE_VERSION and burn["version"] == CCTP_V2_BURN_BODY_VERSION,
-         "cctp_message_version_unsupported", f"versions {m['version']}/{burn['version']}, expected 1/1"),
-        (m["destination_domain"] == domain, "cctp_message_destination_mismatch",
-         f"the message is for domain {m['destination_domain']}, {chain.value} is {domain}"),
-        (dep.token_messenger_v2 is None or m["recipient"] == _hex32(address_to_bytes32(dep.token_messenger_v2)),
-         "cctp_message_handler_mismatch", "the message is not addressed to this chain's TokenMessengerV2"),
-        (burn["mint_recipient"] == caller_b32, "cctp_message_recipient_mismatch",
-         "the message mints to another account than the caller's wallet on this chain"),
-        (m["destination_caller"] in (_hex32(ZERO32), caller_b32), "cctp_message_destination_caller_mismatch",
-         "only another address may relay this message"),
-        (0 <= burn["fee_executed"] <= burn["max_fee"] < burn["amount"], "cctp_message_fee_invalid",
-         "feeExecuted <= maxFee < amount does not hold"),
-        (len(attestation) > 0 and len(attestation) % ATTESTATION_SIGNATURE_LENGTH == 0, "cctp_attestation_malformed",
-         "the attestation must be one or more 65-byte signatures"),
-    ]  # fmt: skip
+        (
+            m["version"] == CCTP_V2_MESSAGE_VERSION and burn["version"] == CCTP_V2_BURN_BODY_VERSION,
+            "cctp_message_version_unsupported",
+            f"versions {m['version']}/{burn['version']}, expected 1/1",
+        ),
+        (
+            m["destination_domain"] == domain,
+            "cctp_message_destination_mismatch",
+            f"the message is for domain {m['destination_domain']}, {chain.value} is {domain}",
+        ),
+        (
+            dep.token_messenger_v2 is None
+            or m["recipient"] == _hex32(address_to_bytes32(dep.token_messenger_v2)),
+            "cctp_message_handler_mismatch",
+            "the message is not addressed to this chain's TokenMessengerV2",
+        ),
+        (
+            burn["mint_recipient"] == caller_b32,
+            "cctp_message_recipient_mismatch",
+            "the message mints to another account than the caller's wallet on this chain",
+        ),
+        (
+            m["destination_caller"] in (_hex32(ZERO32), caller_b32),
+            "cctp_message_destination_caller_mismatch",
+            "only another address may relay this message",
+        ),
+        (
+            0 <= burn["fee_executed"] <= burn["max_fee"] < burn["amount"],
+            "cctp_message_fee_invalid",
+            "feeExecuted <= maxFee < amount does not hold",
+        ),
+        (
+            len(attestation) > 0 and len(attestation) % ATTESTATION_SIGNATURE_LENGTH == 0,
+            "cctp_attestation_malformed",
+            "the attestation must be one or more 65-byte signatures",
+        ),
+    ]
     for ok, reason, detail in checks:
         if not ok:
             raise ActionUnavailable(reason, detail)
@@ -137,7 +161,9 @@ def build_cctp_receive(
     )
 
 
-def _source_checks(step: Step, wallets: Mapping[str, str], m: dict[str, Any], deps: Mapping[Chain, EvmDeployment]) -> None:
+def _source_checks(
+    step: Step, wallets: Mapping[str, str], m: dict[str, Any], deps: Mapping[Chain, EvmDeployment]
+) -> None:
     """The message is the route step's burn: from the step's source domain, of the source USDC, by the caller's
     source wallet (and, for an EVM source, emitted by the source chain's TokenMessengerV2)."""
     src = step.source
@@ -155,14 +181,27 @@ def _source_checks(step: Step, wallets: Mapping[str, str], m: dict[str, Any], de
         want_depositor = _hex32(solana_pubkey_bytes(sender_wallet))
         want_sender = None  # the Solana program's message sender is not pinned here
     checks = [
-        (m["source_domain"] == CHAINS[src.chain].cctp_domain, "cctp_message_source_mismatch",
-         f"the message comes from domain {m['source_domain']}, the step burns on {src.chain.value}"),
-        (burn["burn_token"] == want_token, "cctp_message_token_mismatch", "the burned token is not the step's USDC"),
-        (burn["message_sender"] == want_depositor, "cctp_message_depositor_mismatch",
-         "the burn was not made by the caller's wallet on the source chain"),
-        (want_sender is None or m["sender"] == want_sender, "cctp_message_sender_mismatch",
-         "the message was not sent by the source chain's TokenMessengerV2"),
-    ]  # fmt: skip
+        (
+            m["source_domain"] == CHAINS[src.chain].cctp_domain,
+            "cctp_message_source_mismatch",
+            f"the message comes from domain {m['source_domain']}, the step burns on {src.chain.value}",
+        ),
+        (
+            burn["burn_token"] == want_token,
+            "cctp_message_token_mismatch",
+            "the burned token is not the step's USDC",
+        ),
+        (
+            burn["message_sender"] == want_depositor,
+            "cctp_message_depositor_mismatch",
+            "the burn was not made by the caller's wallet on the source chain",
+        ),
+        (
+            want_sender is None or m["sender"] == want_sender,
+            "cctp_message_sender_mismatch",
+            "the message was not sent by the source chain's TokenMessengerV2",
+        ),
+    ]
     for ok, reason, detail in checks:
         if not ok:
             raise ActionUnavailable(reason, detail)
@@ -215,18 +254,25 @@ def assemble_receive_bundle(
     the advisory deadline is prepared_at + 240 s). Raises ActionUnavailable (snake_case `reason`) when the
     message is not this step's burn to the caller's wallet, or the chain has no pinned transmitter."""
     if step.provider is not Provider.CIRCLE_CCTP or route.steps[step.index] != step:
-        raise ActionUnavailable("cctp_receive_not_a_cctp_step", f"step {step.index} of {route.key} is not a CCTP step")
+        raise ActionUnavailable(
+            "cctp_receive_not_a_cctp_step", f"step {step.index} of {route.key} is not a CCTP step"
+        )
     chain = step.target.chain
     if CHAINS[chain].family is not ChainFamily.EVM:
-        raise ActionUnavailable("cctp_receive_on_solana_not_built", "the Solana mint instruction is not built here")
+        raise ActionUnavailable(
+            "cctp_receive_on_solana_not_built", "the Solana mint instruction is not built here"
+        )
     if set(wallets) != set(route.required_wallet_chains):
-        raise ActionUnavailable("wallet_chains_mismatch", f"the route needs wallets on {list(route.required_wallet_chains)}")
+        raise ActionUnavailable(
+            "wallet_chains_mismatch", f"the route needs wallets on {list(route.required_wallet_chains)}"
+        )
     deps = {**DEFAULT_DEPLOYMENTS, **(deployments or {})}
     caller = wallets[chain.value]
     prepared_unix = unix(prepared_at)
     deadline = prepared_unix + ONCHAIN_DEADLINE_SECONDS
-    build = build_cctp_receive(chain, caller, message, attestation, deps,
-                               prepared_at_unix=prepared_unix, deadline_unix=deadline)  # fmt: skip
+    build = build_cctp_receive(
+        chain, caller, message, attestation, deps, prepared_at_unix=prepared_unix, deadline_unix=deadline
+    )
     m = parse_cctp_message(message)
     _source_checks(step, wallets, m, deps)
     burn = m["burn"]
@@ -271,15 +317,31 @@ def assemble_receive_bundle(
         "schema": RECEIPT_SCHEMA,
         "schema_version": 1,
         "generation": "decoded_built_action_only",
-        "network": {"source_chain": chain.value, "source_chain_id": deps[chain].chain_id,
-                    "destination_chain": chain.value, "message_source_chain": step.source.chain.value},
-        "action": {"kind": RECEIVE_KIND, "provider": step.provider.value, "builder_version": BUILDER_VERSION,
-                   "step_index": step.index},
+        "network": {
+            "source_chain": chain.value,
+            "source_chain_id": deps[chain].chain_id,
+            "destination_chain": chain.value,
+            "message_source_chain": step.source.chain.value,
+        },
+        "action": {
+            "kind": RECEIVE_KIND,
+            "provider": step.provider.value,
+            "builder_version": BUILDER_VERSION,
+            "step_index": step.index,
+        },
         "parties": {"caller": checksum(caller), "fee_payer": checksum(caller)},
-        "spend": {"token": {"symbol": None, "address_or_mint": None}, "exact_amount_base": "0",
-                  "maximum_amount_base": "0"},
-        "approval": {"required": False, "token": None, "target": None, "exact_allowance_base": "0",
-                     "transaction_index": None},
+        "spend": {
+            "token": {"symbol": None, "address_or_mint": None},
+            "exact_amount_base": "0",
+            "maximum_amount_base": "0",
+        },
+        "approval": {
+            "required": False,
+            "token": None,
+            "target": None,
+            "exact_allowance_base": "0",
+            "transaction_index": None,
+        },
         "target_or_program_allowlist": targets,
         "selector_or_instruction_allowlist": selectors,
         "native_value_cap": {"maximum_base": "0", "unit": "wei", "per_transaction_base": ["0"]},
@@ -295,8 +357,11 @@ def assemble_receive_bundle(
             "recipient": None,
             "recipient_token_account": None,
         },
-        "receive": {"token": step.target.key, "expected_amount_base": str(expected),
-                    "minimum_amount_base": str(minimum)},
+        "receive": {
+            "token": step.target.key,
+            "expected_amount_base": str(expected),
+            "minimum_amount_base": str(minimum),
+        },
         "destination": build.destination,
         "timing": {
             "prepared_at_unix": prepared_unix,
@@ -315,9 +380,12 @@ def assemble_receive_bundle(
             "raw_payloads": raw_payload_rows(action),
         },
         "custody": {**SERVER_FLAGS, "signed": False, "submitted": False},
-        "risks": {"unpriced": [f"network_gas:{chain.value}"], "provider": list(RECEIVE_RISKS),
-                  "caller_verification_required": True},
-    }  # fmt: skip
+        "risks": {
+            "unpriced": [f"network_gas:{chain.value}"],
+            "provider": list(RECEIVE_RISKS),
+            "caller_verification_required": True,
+        },
+    }
     bundle: dict[str, Any] = {
         "version": BUNDLE_VERSION,
         "status": "pass",
@@ -331,10 +399,17 @@ def assemble_receive_bundle(
         "deadline_unix": deadline,
         "quote_binding": quote_binding,
         "workflow": {
-            **workflow_document(route, wallets, step.index, workflow_id, summary_steps,
-                                actual_input_base=str(burn["amount"]), minimum_output_base=str(minimum)),
+            **workflow_document(
+                route,
+                wallets,
+                step.index,
+                workflow_id,
+                summary_steps,
+                actual_input_base=str(burn["amount"]),
+                minimum_output_base=str(minimum),
+            ),
             "current_phase": RECEIVE_PHASE,
-        },  # fmt: skip
+        },
         "unsigned_action": action,
         "payload_sha256_spec": PAYLOAD_SHA256_SPEC,
         **SERVER_FLAGS,

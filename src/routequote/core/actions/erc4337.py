@@ -97,7 +97,9 @@ ARG_TYPES: dict[str, list[str]] = {
     "nonces": ["address"],
     "handleOps": [f"{PACKED_USER_OP}[]", "address"],
 }
-SELECTORS: dict[str, bytes] = {name: function_signature_to_4byte_selector(sig) for name, sig in SIGNATURES.items()}
+SELECTORS: dict[str, bytes] = {
+    name: function_signature_to_4byte_selector(sig) for name, sig in SIGNATURES.items()
+}
 
 EIP712_DOMAIN_TYPE = "EIP712Domain(string name,string version,uint256 chainId,address verifyingContract)"
 PERMIT_TYPE = "Permit(address owner,address spender,uint256 value,uint256 nonce,uint256 deadline)"
@@ -139,7 +141,15 @@ def init_code(factory: str, owner: str, salt: int) -> bytes:
 
 
 def permit_typed_data(
-    *, name: str, version: str, chain_id: int, token: str, owner: str, spender: str, value: int, nonce: int,
+    *,
+    name: str,
+    version: str,
+    chain_id: int,
+    token: str,
+    owner: str,
+    spender: str,
+    value: int,
+    nonce: int,
     deadline: int,
 ) -> dict[str, Any]:
     """The EIP-712 typed data (eth_signTypedData_v4 shape; uint256 as decimal strings) of an EIP-2612 permit."""
@@ -160,7 +170,12 @@ def permit_typed_data(
             ],
         },
         "primaryType": "Permit",
-        "domain": {"name": name, "version": version, "chainId": chain_id, "verifyingContract": checksum(token)},
+        "domain": {
+            "name": name,
+            "version": version,
+            "chainId": chain_id,
+            "verifyingContract": checksum(token),
+        },
         "message": {
             "owner": checksum(owner),
             "spender": checksum(spender),
@@ -168,18 +183,32 @@ def permit_typed_data(
             "nonce": str(nonce),
             "deadline": str(deadline),
         },
-    }  # fmt: skip
+    }
 
 
 def permit_digest(
-    *, name: str, version: str, chain_id: int, token: str, owner: str, spender: str, value: int, nonce: int,
+    *,
+    name: str,
+    version: str,
+    chain_id: int,
+    token: str,
+    owner: str,
+    spender: str,
+    value: int,
+    nonce: int,
     deadline: int,
 ) -> bytes:
     """keccak256(0x1901 ‖ domainSeparator ‖ structHash) of the permit: what the wallet's signature covers."""
     domain = keccak(
         encode(
             ["bytes32", "bytes32", "bytes32", "uint256", "address"],
-            [keccak(text=EIP712_DOMAIN_TYPE), keccak(text=name), keccak(text=version), chain_id, checksum(token)],
+            [
+                keccak(text=EIP712_DOMAIN_TYPE),
+                keccak(text=name),
+                keccak(text=version),
+                chain_id,
+                checksum(token),
+            ],
         )
     )
     struct_hash = keccak(
@@ -194,9 +223,11 @@ def permit_digest(
 def split_signature(signature: bytes | str) -> tuple[int, bytes, bytes]:
     """(v, r, s) of a 65-byte r ‖ s ‖ v secp256k1 signature; v 0/1 is read as 27/28. ValueError when it is
     not one, or when s is in the upper half (ecrecover-based permits reject those)."""
-    raw = bytes.fromhex(signature[2:] if signature.startswith("0x") else signature) if isinstance(
-        signature, str
-    ) else bytes(signature)  # fmt: skip
+    raw = (
+        bytes.fromhex(signature[2:] if signature.startswith("0x") else signature)
+        if isinstance(signature, str)
+        else bytes(signature)
+    )
     if len(raw) != 65:
         raise ValueError("a signature is 65 bytes (r ‖ s ‖ v)")
     r, s, v = raw[:32], raw[32:64], raw[64]
@@ -221,14 +252,25 @@ class SettlementCalls:
     @property
     def call_data(self) -> bytes:
         return call(
-            "executeBatch", [t for t, _v, _d in self.calls], [v for _t, v, _d in self.calls],
+            "executeBatch",
+            [t for t, _v, _d in self.calls],
+            [v for _t, v, _d in self.calls],
             [d for _t, _v, d in self.calls],
-        )  # fmt: skip
+        )
 
 
 def settlement_calls(
-    *, usdc: str, router: str, weth: str, wallet: str, account: str, amount_in: int, minimum_eth_out: int,
-    pool_fee: int, deadline: int, permit_vrs: tuple[int, bytes, bytes] = NO_PERMIT_SIGNATURE,
+    *,
+    usdc: str,
+    router: str,
+    weth: str,
+    wallet: str,
+    account: str,
+    amount_in: int,
+    minimum_eth_out: int,
+    pool_fee: int,
+    deadline: int,
+    permit_vrs: tuple[int, bytes, bytes] = NO_PERMIT_SIGNATURE,
 ) -> SettlementCalls:
     """permit, transferFrom, approve, multicall(exactInputSingle, unwrapWETH9) - see the module doc."""
     usdc, router, weth = checksum(usdc), checksum(router), checksum(weth)
@@ -249,16 +291,33 @@ def settlement_calls(
 
 
 def user_op_hash(
-    *, sender: str, nonce: int, init_code: bytes, call_data: bytes, account_gas_limits: bytes,
-    pre_verification_gas: int, gas_fees: bytes, paymaster_and_data: bytes, entry_point: str, chain_id: int,
+    *,
+    sender: str,
+    nonce: int,
+    init_code: bytes,
+    call_data: bytes,
+    account_gas_limits: bytes,
+    pre_verification_gas: int,
+    gas_fees: bytes,
+    paymaster_and_data: bytes,
+    entry_point: str,
+    chain_id: int,
 ) -> bytes:
     """EntryPoint v0.7 `getUserOpHash`."""
     inner = keccak(
         encode(
             ["address", "uint256", "bytes32", "bytes32", "bytes32", "uint256", "bytes32", "bytes32"],
-            [checksum(sender), nonce, keccak(init_code), keccak(call_data), account_gas_limits, pre_verification_gas,
-             gas_fees, keccak(paymaster_and_data)],
-        )  # fmt: skip
+            [
+                checksum(sender),
+                nonce,
+                keccak(init_code),
+                keccak(call_data),
+                account_gas_limits,
+                pre_verification_gas,
+                gas_fees,
+                keccak(paymaster_and_data),
+            ],
+        )
     )
     return keccak(encode(["bytes32", "address", "uint256"], [inner, checksum(entry_point), chain_id]))
 
@@ -285,13 +344,18 @@ class GasSettings:
 
     @property
     def max_cost_wei(self) -> int:
-        return self.max_fee_per_gas * (self.verification_gas_limit + self.call_gas_limit + self.pre_verification_gas)
+        return self.max_fee_per_gas * (
+            self.verification_gas_limit + self.call_gas_limit + self.pre_verification_gas
+        )
 
 
 DEFAULT_GAS = GasSettings(
-    verification_gas_limit=600_000, call_gas_limit=600_000, pre_verification_gas=100_000,
-    max_fee_per_gas=2 * 10**9, max_priority_fee_per_gas=10**6,
-)  # fmt: skip
+    verification_gas_limit=600_000,
+    call_gas_limit=600_000,
+    pre_verification_gas=100_000,
+    max_fee_per_gas=2 * 10**9,
+    max_priority_fee_per_gas=10**6,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -342,9 +406,13 @@ def check_gas(gas: Mapping[str, int], max_gas_cost_wei: int) -> list[tuple[str, 
         return out
     if gas["maxPriorityFeePerGas"] > gas["maxFeePerGas"]:
         out.append(("user_op_gas_out_of_bounds", "maxPriorityFeePerGas exceeds maxFeePerGas"))
-    cost = gas["maxFeePerGas"] * (gas["verificationGasLimit"] + gas["callGasLimit"] + gas["preVerificationGas"])
+    cost = gas["maxFeePerGas"] * (
+        gas["verificationGasLimit"] + gas["callGasLimit"] + gas["preVerificationGas"]
+    )
     if cost > max_gas_cost_wei:
-        out.append(("user_op_gas_cost_too_high", f"the operation may cost {cost} wei, above {max_gas_cost_wei}"))
+        out.append(
+            ("user_op_gas_cost_too_high", f"the operation may cost {cost} wei, above {max_gas_cost_wei}")
+        )
     return out
 
 
@@ -358,7 +426,9 @@ def build_settlement_plan(req: SettlementRequest) -> dict[str, Any]:
     if req.minimum_eth_out <= 0:
         raise ActionUnavailable("minimum_output_not_positive", "the swap needs a positive minimum ETH out")
     if req.pool_fee not in UNISWAP_FEE_TIERS:
-        raise ActionUnavailable("uniswap_pool_fee_unknown", f"pool fee {req.pool_fee} is not a Uniswap v3 tier")
+        raise ActionUnavailable(
+            "uniswap_pool_fee_unknown", f"pool fee {req.pool_fee} is not a Uniswap v3 tier"
+        )
     deadline = req.now_unix + MAX_PERMIT_WINDOW_SECONDS if req.deadline_unix is None else req.deadline_unix
     if not req.now_unix + MIN_PERMIT_WINDOW_SECONDS <= deadline <= req.now_unix + MAX_PERMIT_WINDOW_SECONDS:
         raise ActionUnavailable(
@@ -371,20 +441,36 @@ def build_settlement_plan(req: SettlementRequest) -> dict[str, Any]:
     domain = USDC_PERMIT_DOMAIN.get(req.chain_id, (None, None))
     name, version = req.permit_name or domain[0], req.permit_version or domain[1]
     if name is None or version is None:
-        raise ActionUnavailable("usdc_permit_domain_unknown", f"no pinned USDC EIP-712 domain on {req.chain_id}")
+        raise ActionUnavailable(
+            "usdc_permit_domain_unknown", f"no pinned USDC EIP-712 domain on {req.chain_id}"
+        )
     wallet, account = checksum(req.wallet), checksum(req.smart_account)
     if wallet == account:
         raise ActionUnavailable("smart_account_is_wallet", "the smart account cannot be the wallet itself")
     if req.entry_point_nonce < 0 or req.permit_nonce < 0 or req.salt < 0:
         raise ActionUnavailable("nonce_invalid", "nonces and salt are unsigned")
     calls = settlement_calls(
-        usdc=req.usdc, router=req.router, weth=req.weth, wallet=wallet, account=account, amount_in=req.amount_in,
-        minimum_eth_out=req.minimum_eth_out, pool_fee=req.pool_fee, deadline=deadline,
-    )  # fmt: skip
+        usdc=req.usdc,
+        router=req.router,
+        weth=req.weth,
+        wallet=wallet,
+        account=account,
+        amount_in=req.amount_in,
+        minimum_eth_out=req.minimum_eth_out,
+        pool_fee=req.pool_fee,
+        deadline=deadline,
+    )
     permit: dict[str, Any] = {
-        "name": name, "version": version, "chain_id": req.chain_id, "token": req.usdc, "owner": wallet,
-        "spender": account, "value": req.amount_in, "nonce": req.permit_nonce, "deadline": deadline,
-    }  # fmt: skip
+        "name": name,
+        "version": version,
+        "chain_id": req.chain_id,
+        "token": req.usdc,
+        "owner": wallet,
+        "spender": account,
+        "value": req.amount_in,
+        "nonce": req.permit_nonce,
+        "deadline": deadline,
+    }
     g = req.gas
     init = b"" if req.account_deployed else init_code(req.factory, wallet, req.salt)
     return {
@@ -425,14 +511,34 @@ def build_settlement_plan(req: SettlementRequest) -> dict[str, Any]:
             "message": "the 32 bytes of userOpHash (SimpleAccount v0.7 recovers toEthSignedMessageHash(userOpHash))",
         },
         "calls": [
-            {"target": calls.calls[0][0], "value": "0", "function": "permit", "note": "EIP-2612, signed by the wallet"},
-            {"target": calls.calls[1][0], "value": "0", "function": "transferFrom", "from": wallet, "to": account,
-             "amount": str(req.amount_in)},
-            {"target": calls.calls[2][0], "value": "0", "function": "approve", "spender": checksum(req.router),
-             "amount": str(req.amount_in)},
-            {"target": calls.calls[3][0], "value": "0", "function": "multicall",
-             "inner": ["exactInputSingle(USDC->WETH to the router)", "unwrapWETH9(minimum, wallet)"]},
-        ],  # fmt: skip
+            {
+                "target": calls.calls[0][0],
+                "value": "0",
+                "function": "permit",
+                "note": "EIP-2612, signed by the wallet",
+            },
+            {
+                "target": calls.calls[1][0],
+                "value": "0",
+                "function": "transferFrom",
+                "from": wallet,
+                "to": account,
+                "amount": str(req.amount_in),
+            },
+            {
+                "target": calls.calls[2][0],
+                "value": "0",
+                "function": "approve",
+                "spender": checksum(req.router),
+                "amount": str(req.amount_in),
+            },
+            {
+                "target": calls.calls[3][0],
+                "value": "0",
+                "function": "multicall",
+                "inner": ["exactInputSingle(USDC->WETH to the router)", "unwrapWETH9(minimum, wallet)"],
+            },
+        ],
         "bounds": {
             "exactUsdcIn": str(req.amount_in),
             "minimumEthOut": str(req.minimum_eth_out),
@@ -563,25 +669,44 @@ class PlanView:
     def expected_call_data(self, permit_vrs: tuple[int, bytes, bytes] = NO_PERMIT_SIGNATURE) -> bytes:
         """The callData re-derived from the plan's bounds with this permit signature."""
         return settlement_calls(
-            usdc=self.usdc, router=self.router, weth=self.weth, wallet=self.wallet, account=self.smart_account,
-            amount_in=self.amount_in, minimum_eth_out=self.minimum_eth_out, pool_fee=self.pool_fee,
-            deadline=self.deadline, permit_vrs=permit_vrs,
-        ).call_data  # fmt: skip
+            usdc=self.usdc,
+            router=self.router,
+            weth=self.weth,
+            wallet=self.wallet,
+            account=self.smart_account,
+            amount_in=self.amount_in,
+            minimum_eth_out=self.minimum_eth_out,
+            pool_fee=self.pool_fee,
+            deadline=self.deadline,
+            permit_vrs=permit_vrs,
+        ).call_data
 
     def user_op_hash(self, call_data: bytes) -> bytes:
         return user_op_hash(
-            sender=self.sender, nonce=self.nonce, init_code=self.init_code, call_data=call_data,
-            account_gas_limits=self.account_gas_limits, pre_verification_gas=self.pre_verification_gas,
-            gas_fees=self.gas_fees, paymaster_and_data=self.paymaster_and_data, entry_point=self.entry_point,
+            sender=self.sender,
+            nonce=self.nonce,
+            init_code=self.init_code,
+            call_data=call_data,
+            account_gas_limits=self.account_gas_limits,
+            pre_verification_gas=self.pre_verification_gas,
+            gas_fees=self.gas_fees,
+            paymaster_and_data=self.paymaster_and_data,
+            entry_point=self.entry_point,
             chain_id=self.chain_id,
-        )  # fmt: skip
+        )
 
     def permit_digest(self) -> bytes:
         return permit_digest(
-            name=self.permit_name, version=self.permit_version, chain_id=self.chain_id, token=self.usdc,
-            owner=self.wallet, spender=self.smart_account, value=self.amount_in, nonce=self.permit_nonce,
+            name=self.permit_name,
+            version=self.permit_version,
+            chain_id=self.chain_id,
+            token=self.usdc,
+            owner=self.wallet,
+            spender=self.smart_account,
+            value=self.amount_in,
+            nonce=self.permit_nonce,
             deadline=self.deadline,
-        )  # fmt: skip
+        )
 
 
 def attach_permit_signature(plan: Mapping[str, Any], signature: bytes | str) -> dict[str, Any]:
@@ -605,9 +730,16 @@ def packed_user_operation(plan: Mapping[str, Any], owner_signature: bytes | str)
         raise ValueError("attach the permit signature first")
     v, r, s = split_signature(owner_signature)
     return (
-        view.sender, view.nonce, view.init_code, view.call_data, view.account_gas_limits, view.pre_verification_gas,
-        view.gas_fees, view.paymaster_and_data, r + s + bytes([v]),
-    )  # fmt: skip
+        view.sender,
+        view.nonce,
+        view.init_code,
+        view.call_data,
+        view.account_gas_limits,
+        view.pre_verification_gas,
+        view.gas_fees,
+        view.paymaster_and_data,
+        r + s + bytes([v]),
+    )
 
 
 def rpc_user_operation(plan: Mapping[str, Any], owner_signature: bytes | str) -> dict[str, str]:
@@ -616,10 +748,16 @@ def rpc_user_operation(plan: Mapping[str, Any], owner_signature: bytes | str) ->
     vgl, cgl = unpack_uint128_pair(op[4])
     prio, max_fee = unpack_uint128_pair(op[6])
     out = {
-        "sender": op[0], "nonce": _u(op[1]), "callData": _h(op[3]), "callGasLimit": _u(cgl),
-        "verificationGasLimit": _u(vgl), "preVerificationGas": _u(op[5]), "maxFeePerGas": _u(max_fee),
-        "maxPriorityFeePerGas": _u(prio), "signature": _h(op[8]),
-    }  # fmt: skip
+        "sender": op[0],
+        "nonce": _u(op[1]),
+        "callData": _h(op[3]),
+        "callGasLimit": _u(cgl),
+        "verificationGasLimit": _u(vgl),
+        "preVerificationGas": _u(op[5]),
+        "maxFeePerGas": _u(max_fee),
+        "maxPriorityFeePerGas": _u(prio),
+        "signature": _h(op[8]),
+    }
     if op[2]:
         out["factory"] = checksum("0x" + op[2][:20].hex())
         out["factoryData"] = _h(op[2][20:])

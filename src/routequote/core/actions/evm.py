@@ -61,12 +61,19 @@ def arg_types(signature: str) -> list[str]:
     return out
 
 
-SELECTORS: dict[str, bytes] = {name: function_signature_to_4byte_selector(sig) for name, sig in SIGNATURES.items()}
+SELECTORS: dict[str, bytes] = {
+    name: function_signature_to_4byte_selector(sig) for name, sig in SIGNATURES.items()
+}
 _BY_SELECTOR: dict[bytes, str] = {sel: name for name, sel in SELECTORS.items()}
 ARG_TYPES: dict[str, list[str]] = {name: arg_types(sig) for name, sig in SIGNATURES.items()}
 
 # LayerZero v2 endpoint ids (chains.md §1)
-LZ_EID: dict[Chain, int] = {Chain.SOLANA: 30168, Chain.BASE: 30184, Chain.ARBITRUM: 30110, Chain.ROBINHOOD: 30416}
+LZ_EID: dict[Chain, int] = {
+    Chain.SOLANA: 30168,
+    Chain.BASE: 30184,
+    Chain.ARBITRUM: 30110,
+    Chain.ROBINHOOD: 30416,
+}
 
 
 def encode_call(name: str, *args: Any) -> bytes:
@@ -104,7 +111,9 @@ class EvmDeployment:
     token_messenger_v2: str | None = None
     across_spoke_pool: str | None = None
     usdg_oft: str | None = None
-    message_transmitter_v2: str | None = None  # CCTP v2 destination mint (receiveMessage); not a route step's target
+    message_transmitter_v2: str | None = (
+        None  # CCTP v2 destination mint (receiveMessage); not a route step's target
+    )
     unpinned_reasons: dict[str, str] = field(default_factory=dict)
 
     def token(self, a: Asset) -> str:
@@ -139,14 +148,18 @@ TOKEN_MESSENGER_V2 = "0x28b5a0e9C621a5BadaA536219b3a228C8168cf5d"  # same addres
 MESSAGE_TRANSMITTER_V2 = "0x81D40F21F12A8F0E3252Bccb954D722d4c464B64"  # same address on every EVM mainnet [O]
 DEFAULT_DEPLOYMENTS: dict[Chain, EvmDeployment] = {
     Chain.BASE: EvmDeployment(
-        Chain.BASE, 8453, _tokens(Chain.BASE),
+        Chain.BASE,
+        8453,
+        _tokens(Chain.BASE),
         swap_router02="0x2626664c2603336E57B271c5C0b26F421741e481",
         token_messenger_v2=TOKEN_MESSENGER_V2,
         message_transmitter_v2=MESSAGE_TRANSMITTER_V2,
         across_spoke_pool="0x09aea4b2242abC8bb4BB78D537A67a245A7bEC64",
     ),
     Chain.ARBITRUM: EvmDeployment(
-        Chain.ARBITRUM, 42161, _tokens(Chain.ARBITRUM),
+        Chain.ARBITRUM,
+        42161,
+        _tokens(Chain.ARBITRUM),
         swap_router02="0x68b3465833fb72A70ecDF485E0e4C7bD8665Fc45",
         token_messenger_v2=TOKEN_MESSENGER_V2,
         message_transmitter_v2=MESSAGE_TRANSMITTER_V2,
@@ -157,11 +170,13 @@ DEFAULT_DEPLOYMENTS: dict[Chain, EvmDeployment] = {
     # by CREATE2 (re-derived in tests/unit/actions/test_robinhood_uniswap.py). Only SwapRouter02 is called, never
     # Robinhood's modified Universal Router.
     Chain.ROBINHOOD: EvmDeployment(
-        Chain.ROBINHOOD, 4663, _tokens(Chain.ROBINHOOD),
+        Chain.ROBINHOOD,
+        4663,
+        _tokens(Chain.ROBINHOOD),
         swap_router02="0xCaf681a66D020601342297493863E78C959E5cb2",
         usdg_oft="0x0d54755f5106BfdB43f7a35f5D49a23F940628d1",
     ),
-}  # fmt: skip
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,13 +189,17 @@ class EvmBuild:
     destination: dict[str, Any]
 
 
-def evm_step_supported(provider: Provider, chain: Chain, deployments: dict[Chain, EvmDeployment]) -> str | None:
+def evm_step_supported(
+    provider: Provider, chain: Chain, deployments: dict[Chain, EvmDeployment]
+) -> str | None:
     """None when the step can be built on `chain`; otherwise the reason it cannot."""
     dep = deployments.get(chain)
     if dep is None:
         return f"no_deployment_for_{chain.value}"
     if dep.contract(provider) is None:
-        return dep.unpinned_reasons.get(provider.value, f"{provider.value}_contract_not_pinned_on_{chain.value}")
+        return dep.unpinned_reasons.get(
+            provider.value, f"{provider.value}_contract_not_pinned_on_{chain.value}"
+        )
     return None
 
 
@@ -221,7 +240,14 @@ def build_evm(plan: StepPlan, deployments: dict[Chain, EvmDeployment]) -> EvmBui
         if src.is_native:
             txs.append(_tx(plan, dep, plan.fee_recipient, b"", plan.fee_base))
         else:
-            txs.append(_tx(plan, dep, dep.token(src), encode_call("transfer", checksum(plan.fee_recipient), plan.fee_base)))
+            txs.append(
+                _tx(
+                    plan,
+                    dep,
+                    dep.token(src),
+                    encode_call("transfer", checksum(plan.fee_recipient), plan.fee_base),
+                )
+            )
         kinds.append("service_fee_transfer")
     approval: dict[str, Any] | None = None
     if not src.is_native:
@@ -241,9 +267,16 @@ def build_evm(plan: StepPlan, deployments: dict[Chain, EvmDeployment]) -> EvmBui
         to_self = dst.is_native
         swap = encode_call(
             "exactInputSingle",
-            (dep.token(src), dep.token(dst), plan.pool_fee_pips,
-             ROUTER_ADDRESS_THIS if to_self else checksum(plan.recipient), net, plan.minimum_output_base, 0),
-        )  # fmt: skip
+            (
+                dep.token(src),
+                dep.token(dst),
+                plan.pool_fee_pips,
+                ROUTER_ADDRESS_THIS if to_self else checksum(plan.recipient),
+                net,
+                plan.minimum_output_base,
+                0,
+            ),
+        )
         calls = [swap]
         if to_self:
             calls.append(encode_call("unwrapWETH9", plan.minimum_output_base, checksum(plan.recipient)))
@@ -257,9 +290,15 @@ def build_evm(plan: StepPlan, deployments: dict[Chain, EvmDeployment]) -> EvmBui
         if not 0 < plan.max_provider_fee_base < net:
             raise ActionUnavailable("cctp_max_fee_not_below_amount")
         data = encode_call(
-            "depositForBurn", net, domain, mint_recipient_bytes32(plan), dep.token(src), ZERO_BYTES32,
-            plan.max_provider_fee_base, CCTP_FAST_FINALITY,
-        )  # fmt: skip
+            "depositForBurn",
+            net,
+            domain,
+            mint_recipient_bytes32(plan),
+            dep.token(src),
+            ZERO_BYTES32,
+            plan.max_provider_fee_base,
+            CCTP_FAST_FINALITY,
+        )
         txs.append(_tx(plan, dep, target, data))
         kinds.append("cctp_deposit_for_burn")
         destination = {"chain": dst.chain.value, "recipient": plan.recipient, "domain": domain}
@@ -267,14 +306,26 @@ def build_evm(plan: StepPlan, deployments: dict[Chain, EvmDeployment]) -> EvmBui
         dst_dep = deployments.get(dst.chain) or DEFAULT_DEPLOYMENTS[dst.chain]
         data = encode_call(
             "deposit",
-            address_to_bytes32(plan.caller), address_to_bytes32(plan.recipient),
-            address_to_bytes32(dep.token(src)), address_to_bytes32(dst_dep.token(dst)),
-            net, plan.minimum_output_base, dst_dep.chain_id, ZERO_BYTES32,
-            plan.prepared_at_unix, plan.fill_deadline_unix, 0, b"",
-        )  # fmt: skip
+            address_to_bytes32(plan.caller),
+            address_to_bytes32(plan.recipient),
+            address_to_bytes32(dep.token(src)),
+            address_to_bytes32(dst_dep.token(dst)),
+            net,
+            plan.minimum_output_base,
+            dst_dep.chain_id,
+            ZERO_BYTES32,
+            plan.prepared_at_unix,
+            plan.fill_deadline_unix,
+            0,
+            b"",
+        )
         txs.append(_tx(plan, dep, target, data))
         kinds.append("across_deposit")
-        destination = {"chain": dst.chain.value, "recipient": checksum(plan.recipient), "domain": dst_dep.chain_id}
+        destination = {
+            "chain": dst.chain.value,
+            "recipient": checksum(plan.recipient),
+            "domain": dst_dep.chain_id,
+        }
     elif step.provider is Provider.PAXOS_OFT:
         if dst.chain is not Chain.SOLANA or dst.token is not Token.USDG:
             raise ActionUnavailable("oft_destination_not_peered")

@@ -61,7 +61,9 @@ def create_ata_idempotent(payer: str | Pubkey, owner: str | Pubkey, a: Asset) ->
     )
 
 
-def transfer_checked(owner: str | Pubkey, recipient_owner: str | Pubkey, a: Asset, amount: int) -> Instruction:
+def transfer_checked(
+    owner: str | Pubkey, recipient_owner: str | Pubkey, a: Asset, amount: int
+) -> Instruction:
     """SPL / Token-2022 `TransferChecked` from owner's ATA to the recipient's ATA (tag 12, u64 LE, u8)."""
     return Instruction(
         token_program(a),
@@ -93,7 +95,11 @@ def close_wsol(owner: str | Pubkey, sol: Asset) -> Instruction:
     return Instruction(
         token_program(sol),
         bytes([SPL_CLOSE_ACCOUNT]),
-        [AccountMeta(associated_token_address(o, sol), False, True), AccountMeta(o, False, True), AccountMeta(o, True, False)],
+        [
+            AccountMeta(associated_token_address(o, sol), False, True),
+            AccountMeta(o, False, True),
+            AccountMeta(o, True, False),
+        ],
     )
 
 
@@ -116,11 +122,25 @@ def cctp_pdas(owner: Pubkey, burn_mint: Pubkey, destination_domain: int) -> dict
 
 
 CCTP_ACCOUNT_NAMES = (
-    "owner", "event_rent_payer", "sender_authority_pda", "burn_token_account", "denylist_account",
-    "message_transmitter", "token_messenger", "remote_token_messenger", "token_minter", "local_token",
-    "burn_token_mint", "message_sent_event_data", "message_transmitter_program", "token_messenger_minter_program",
-    "token_program", "system_program", "event_authority", "program",
-)  # fmt: skip
+    "owner",
+    "event_rent_payer",
+    "sender_authority_pda",
+    "burn_token_account",
+    "denylist_account",
+    "message_transmitter",
+    "token_messenger",
+    "remote_token_messenger",
+    "token_minter",
+    "local_token",
+    "burn_token_mint",
+    "message_sent_event_data",
+    "message_transmitter_program",
+    "token_messenger_minter_program",
+    "token_program",
+    "system_program",
+    "event_authority",
+    "program",
+)
 
 
 def cctp_deposit_for_burn_data(
@@ -175,7 +195,10 @@ def cctp_deposit_for_burn(
 def instruction_dict(ix: Instruction) -> dict[str, Any]:
     return {
         "programId": str(ix.program_id),
-        "keys": [{"pubkey": str(a.pubkey), "isSigner": a.is_signer, "isWritable": a.is_writable} for a in ix.accounts],
+        "keys": [
+            {"pubkey": str(a.pubkey), "isSigner": a.is_signer, "isWritable": a.is_writable}
+            for a in ix.accounts
+        ],
         "data": base64.b64encode(bytes(ix.data)).decode(),
         "dataEncoding": "base64",
     }
@@ -185,7 +208,10 @@ def instruction_from_dict(d: dict[str, Any]) -> Instruction:
     return Instruction(
         Pubkey.from_string(d["programId"]),
         base64.b64decode(d["data"], validate=True),
-        [AccountMeta(Pubkey.from_string(k["pubkey"]), bool(k["isSigner"]), bool(k["isWritable"])) for k in d["keys"]],
+        [
+            AccountMeta(Pubkey.from_string(k["pubkey"]), bool(k["isSigner"]), bool(k["isWritable"]))
+            for k in d["keys"]
+        ],
     )
 
 
@@ -243,7 +269,9 @@ def build_solana_swap(plan: StepPlan) -> SolanaBuild:
     if step.provider is Provider.ORCA_WHIRLPOOL and pool_id in sw.ORCA_POOLS:
         op = sw.ORCA_POOLS[pool_id]
         a_to_b = src.key == op.token_a
-        ixs.append(sw.orca_swap_v2(plan.caller, op, net, plan.minimum_output_base, a_to_b, plan.pool_tick_current))
+        ixs.append(
+            sw.orca_swap_v2(plan.caller, op, net, plan.minimum_output_base, a_to_b, plan.pool_tick_current)
+        )
         kinds.append("orca_whirlpool_swap_v2")
         program = sw.ORCA_WHIRLPOOL_PROGRAM
     elif step.provider is Provider.RAYDIUM_CLMM and pool_id in sw.RAYDIUM_POOLS:
@@ -251,7 +279,11 @@ def build_solana_swap(plan: StepPlan) -> SolanaBuild:
         if plan.raydium_live is None:
             raise ActionUnavailable("solana_swap_needs_live_pool_state", sw.SOLANA_SWAP_NEEDS_LIVE)
         zero_for_one = src.key == rp.token_0
-        ixs.append(sw.raydium_swap_v2(plan.caller, rp, net, plan.minimum_output_base, zero_for_one, plan.raydium_live))
+        ixs.append(
+            sw.raydium_swap_v2(
+                plan.caller, rp, net, plan.minimum_output_base, zero_for_one, plan.raydium_live
+            )
+        )
         kinds.append("raydium_clmm_swap_v2")
         program = sw.RAYDIUM_CLMM_PROGRAM
     else:
@@ -291,10 +323,15 @@ def build_solana(plan: StepPlan) -> SolanaBuild:
         raise ActionUnavailable("cctp_max_fee_not_below_amount")
     ixs.append(
         cctp_deposit_for_burn(
-            plan.caller, plan.event_signer_public, src, net, domain, address_to_bytes32(plan.recipient),
+            plan.caller,
+            plan.event_signer_public,
+            src,
+            net,
+            domain,
+            address_to_bytes32(plan.recipient),
             plan.max_provider_fee_base,
         )
-    )  # fmt: skip
+    )
     kinds.append("cctp_deposit_for_burn")
     return SolanaBuild(
         instructions=[instruction_dict(ix) for ix in ixs],

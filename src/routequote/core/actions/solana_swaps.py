@@ -201,7 +201,9 @@ def orca_tick_array_starts(tick_current: int, tick_spacing: int, a_to_b: bool) -
     return [min(hi, max(lo, first + i * step)) for i in range(3)]
 
 
-def raydium_tick_array_starts(tick_current: int, tick_spacing: int, zero_for_one: bool, count: int = 3) -> list[int]:
+def raydium_tick_array_starts(
+    tick_current: int, tick_spacing: int, zero_for_one: bool, count: int = 3
+) -> list[int]:
     """`count` consecutive array starts from the one holding the current tick (initialized or not)."""
     span = RAYDIUM_TICK_ARRAY_SIZE * tick_spacing
     first = (tick_current // span) * span
@@ -224,8 +226,9 @@ def raydium_swap_tick_arrays(
     return tuple(ahead[:RAYDIUM_MAX_TICK_ARRAYS])
 
 
-def raydium_tick_arrays_in_swap_direction(starts: tuple[int, ...] | list[int], tick_current: int, tick_spacing: int,
-                                          zero_for_one: bool) -> bool:  # fmt: skip
+def raydium_tick_arrays_in_swap_direction(
+    starts: tuple[int, ...] | list[int], tick_current: int, tick_spacing: int, zero_for_one: bool
+) -> bool:
     """True when `starts` are array starts for this spacing, strictly ordered in swap direction, all at or past
     the array holding the current tick in that direction, and at most `RAYDIUM_MAX_TICK_ARRAYS` of them."""
     span = RAYDIUM_TICK_ARRAY_SIZE * tick_spacing
@@ -244,7 +247,9 @@ def orca_swap_v2_data(amount: int, minimum_out: int, a_to_b: bool) -> bytes:
         SWAP_V2_DISCRIMINATOR
         + struct.pack("<QQ", amount, minimum_out)
         + limit.to_bytes(16, "little")
-        + bytes([1, 1 if a_to_b else 0, 0])  # amount_specified_is_input, a_to_b, remaining_accounts_info = None
+        + bytes(
+            [1, 1 if a_to_b else 0, 0]
+        )  # amount_specified_is_input, a_to_b, remaining_accounts_info = None
     )
 
 
@@ -254,7 +259,10 @@ def orca_swap_v2(
     """Whirlpool `swap_v2`, exact input `amount` of A (a_to_b) or B, at least `minimum_out` out."""
     a, b = ASSETS[pool.token_a], ASSETS[pool.token_b]
     o = _pk(owner)
-    arrays = [orca_tick_array_address(pool.whirlpool, s) for s in orca_tick_array_starts(tick_current, pool.tick_spacing, a_to_b)]  # fmt: skip
+    arrays = [
+        orca_tick_array_address(pool.whirlpool, s)
+        for s in orca_tick_array_starts(tick_current, pool.tick_spacing, a_to_b)
+    ]
     metas = [
         AccountMeta(_token_program(a), False, False),
         AccountMeta(_token_program(b), False, False),
@@ -307,7 +315,10 @@ def raydium_swap_v2(
         AccountMeta(_mint(src), False, False),
         AccountMeta(_mint(dst), False, False),
         *ext,
-        *(AccountMeta(_pk(raydium_tick_array_address(pool.pool, s)), False, True) for s in live.tick_array_starts),
+        *(
+            AccountMeta(_pk(raydium_tick_array_address(pool.pool, s)), False, True)
+            for s in live.tick_array_starts
+        ),
     ]
     return Instruction(RAYDIUM_CLMM_PROGRAM, raydium_swap_v2_data(amount, minimum_out), metas)
 

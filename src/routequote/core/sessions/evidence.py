@@ -172,7 +172,9 @@ def _logs(tx: EvmTransaction, name: str, emitter: str | None = None) -> list[Evm
     return [
         lg
         for lg in tx.logs
-        if lg.topics and lg.topics[0] == TOPIC0[name] and (emitter is None or _lower(lg.address) == _lower(emitter))
+        if lg.topics
+        and lg.topics[0] == TOPIC0[name]
+        and (emitter is None or _lower(lg.address) == _lower(emitter))
     ]
 
 
@@ -181,7 +183,9 @@ def erc20_transfers(tx: EvmTransaction, token: str) -> list[tuple[str, str, int]
     out = []
     for lg in _logs(tx, "Transfer", token):
         if len(lg.topics) == 3 and len(lg.data) == 32:
-            out.append((_topic_address(lg.topics[1]), _topic_address(lg.topics[2]), int.from_bytes(lg.data, "big")))
+            out.append(
+                (_topic_address(lg.topics[1]), _topic_address(lg.topics[2]), int.from_bytes(lg.data, "big"))
+            )
     return out
 
 
@@ -218,12 +222,15 @@ def verify_evm_action(
     for tx in unique.values():
         if tx.chain_id != chain_id:
             raise ObservationRejected(
-                "observation_wrong_chain", f"{tx.tx_hash} is on chain {tx.chain_id}, the action is on {chain_id}",
+                "observation_wrong_chain",
+                f"{tx.tx_hash} is on chain {tx.chain_id}, the action is on {chain_id}",
                 tx=tx.tx_hash,
-            )  # fmt: skip
+            )
     matched: list[EvmTransaction | None] = [None] * len(prepared)
     for tx in unique.values():
-        slot = next((i for i, p in enumerate(prepared) if matched[i] is None and _prepared_matches(p, tx)), None)
+        slot = next(
+            (i for i, p in enumerate(prepared) if matched[i] is None and _prepared_matches(p, tx)), None
+        )
         if slot is None:
             raise ObservationRejected(
                 "observation_not_prepared_action",
@@ -242,7 +249,9 @@ def verify_evm_action(
     done = [m for m in matched if m is not None]
     for tx in done:
         if tx.status != 1:
-            raise ObservationRejected("observation_reverted", f"{tx.tx_hash} reverted on chain", tx=tx.tx_hash)
+            raise ObservationRejected(
+                "observation_reverted", f"{tx.tx_hash} reverted on chain", tx=tx.tx_hash
+            )
     tx_ids = tuple(t.tx_hash for t in done)
     if any(t.confirmations < required_confirmations for t in done):
         return StepEvidence.pending(tx_ids)
@@ -269,9 +278,11 @@ def verify_evm_action(
         raise ValueError(f"no evidence rule for an EVM step of kind {kind}")
     if output is not None and output < minimum:
         raise ObservationRejected(
-            "observation_below_step_minimum", f"the step delivered {output}, below its minimum {minimum}",
-            actual_output_base=str(output), minimum_output_base=str(minimum),
-        )  # fmt: skip
+            "observation_below_step_minimum",
+            f"the step delivered {output}, below its minimum {minimum}",
+            actual_output_base=str(output),
+            minimum_output_base=str(minimum),
+        )
     return StepEvidence(
         status="final",
         tx_ids=tx_ids,
@@ -285,7 +296,11 @@ def verify_evm_action(
 
 
 def _fee_paid(
-    action: dict[str, Any], prepared: list[dict[str, Any]], kinds: list[str], done: list[EvmTransaction], sender: str
+    action: dict[str, Any],
+    prepared: list[dict[str, Any]],
+    kinds: list[str],
+    done: list[EvmTransaction],
+    sender: str,
 ) -> int:
     if "service_fee_transfer" not in kinds:
         return 0
@@ -295,20 +310,28 @@ def _fee_paid(
     want = _amount(action.get("routeFee"), "routeFee")
     if (p.get("data") or "0x") == "0x":
         if _lower(tx.to) != _lower(fee_to):
-            raise ObservationRejected("observation_wrong_recipient", "the service fee went to another address")
+            raise ObservationRejected(
+                "observation_wrong_recipient", "the service fee went to another address"
+            )
         paid = tx.value
     else:
-        paid = sum(v for f, t, v in erc20_transfers(tx, str(p["to"])) if _lower(f) == _lower(sender)
-                   and _lower(t) == _lower(fee_to))  # fmt: skip
+        paid = sum(
+            v
+            for f, t, v in erc20_transfers(tx, str(p["to"]))
+            if _lower(f) == _lower(sender) and _lower(t) == _lower(fee_to)
+        )
     if paid != want:
         raise ObservationRejected(
-            "observation_not_prepared_action", f"the service fee paid was {paid}, the action prepared {want}",
+            "observation_not_prepared_action",
+            f"the service fee paid was {paid}, the action prepared {want}",
             tx=tx.tx_hash,
-        )  # fmt: skip
+        )
     return paid
 
 
-def _evm_input(prepared: list[dict[str, Any]], kinds: list[str], done: list[EvmTransaction], sender: str) -> int:
+def _evm_input(
+    prepared: list[dict[str, Any]], kinds: list[str], done: list[EvmTransaction], sender: str
+) -> int:
     """What the wallet spent on the step, fee included: ERC-20 moved out of it, or native value for ETH in."""
     if "erc20_approve" in kinds:
         token = str(prepared[kinds.index("erc20_approve")]["to"])
@@ -329,12 +352,16 @@ def _uniswap_output(call: Any, tx: EvmTransaction, recipient: str) -> int:
         if unwrap is None or unwrap.name != "unwrapWETH9":
             raise ValueError("a swap to the router must be followed by unwrapWETH9")
         if _lower(str(unwrap.args[1])) != _lower(recipient):
-            raise ObservationRejected("observation_wrong_recipient", "the unwrapped ETH goes to another address")
+            raise ObservationRejected(
+                "observation_wrong_recipient", "the unwrapped ETH goes to another address"
+            )
         # WETH9 Withdrawal(src = router, wad): the router unwrapped exactly what it then sends to the recipient
         return sum(
             int.from_bytes(lg.data, "big")
             for lg in _logs(tx, "Withdrawal", token_out)
-            if len(lg.topics) == 2 and len(lg.data) == 32 and _lower(_topic_address(lg.topics[1])) == _lower(tx.to)
+            if len(lg.topics) == 2
+            and len(lg.data) == 32
+            and _lower(_topic_address(lg.topics[1])) == _lower(tx.to)
         )
     if _lower(swap_recipient) != _lower(recipient):
         raise ObservationRejected("observation_wrong_recipient", "the swap output goes to another address")
@@ -365,7 +392,8 @@ def _cctp_burn(action: dict[str, Any], call: Any, tx: EvmTransaction, sender: st
             found.append(lg)
     if len(found) != 1:
         raise ObservationRejected(
-            "observation_bridge_mismatch", "the burn did not emit exactly one DepositForBurn matching the action"
+            "observation_bridge_mismatch",
+            "the burn did not emit exactly one DepositForBurn matching the action",
         )
     messages = [decode(["bytes"], lg.data)[0] for lg in _logs(tx, "MessageSent")]
     source = CHAINS[Chain(str(action.get("chain")))].cctp_domain
@@ -388,28 +416,47 @@ def _across_deposit(call: Any, tx: EvmTransaction, recipient: str, minimum: int)
     if call is None or call.name != "deposit":
         raise ValueError("a prepared Across step is SpokePool.deposit")
     (_depositor, p_recipient, p_in, p_out, p_in_amount, p_out_amount, p_dest, *_rest) = call.args
-    if bytes32_to_address(p_recipient) is None or _lower(bytes32_to_address(p_recipient)) != _lower(recipient):
+    if bytes32_to_address(p_recipient) is None or _lower(bytes32_to_address(p_recipient)) != _lower(
+        recipient
+    ):
         raise ObservationRejected("observation_wrong_recipient", "the deposit pays another recipient")
     found = []
     for lg in _logs(tx, "FundsDeposited", tx.to):
         if len(lg.topics) != 4:
             continue
         t_in, t_out, in_amount, out_amount, _qt, fill_deadline, _ex, l_recipient, _relayer, _msg = decode(
-            ["bytes32", "bytes32", "uint256", "uint256", "uint32", "uint32", "uint32", "bytes32", "bytes32", "bytes"],
+            [
+                "bytes32",
+                "bytes32",
+                "uint256",
+                "uint256",
+                "uint32",
+                "uint32",
+                "uint32",
+                "bytes32",
+                "bytes32",
+                "bytes",
+            ],
             lg.data,
         )
         if (t_in, t_out, in_amount, l_recipient, _topic_int(lg.topics[1])) == (
-            p_in, p_out, p_in_amount, p_recipient, p_dest
-        ):  # fmt: skip
+            p_in,
+            p_out,
+            p_in_amount,
+            p_recipient,
+            p_dest,
+        ):
             found.append((lg, out_amount, fill_deadline, bytes(_relayer), bytes(_msg)))
     if len(found) != 1:
         raise ObservationRejected(
-            "observation_bridge_mismatch", "the deposit did not emit exactly one FundsDeposited matching the action"
+            "observation_bridge_mismatch",
+            "the deposit did not emit exactly one FundsDeposited matching the action",
         )
     lg, out_amount, fill_deadline, exclusive_relayer, message = found[0]
     if out_amount < minimum or out_amount != p_out_amount:
         raise ObservationRejected(
-            "observation_below_step_minimum", f"the deposit promises {out_amount}, below the step minimum {minimum}",
+            "observation_below_step_minimum",
+            f"the deposit promises {out_amount}, below the step minimum {minimum}",
         )
     return {
         "kind": "across",
@@ -446,7 +493,9 @@ def _oft_sent(call: Any, tx: EvmTransaction, recipient: str, minimum: int, sende
         if eid == dst_eid and sent <= amount_ld:
             found.append((lg.topics[1], sent, received))
     if len(found) != 1:
-        raise ObservationRejected("observation_bridge_mismatch", "the send did not emit exactly one matching OFTSent")
+        raise ObservationRejected(
+            "observation_bridge_mismatch", "the send did not emit exactly one matching OFTSent"
+        )
     guid, sent, received = found[0]
     if received < max(minimum, min_amount_ld):
         raise ObservationRejected(
@@ -471,7 +520,9 @@ def _oft_sent(call: Any, tx: EvmTransaction, recipient: str, minimum: int, sende
 def parse_cctp_message(message: bytes) -> dict[str, Any]:
     """A CCTP v2 message: the 148-byte header (MessageV2) and the burn body (BurnMessageV2), ints and hex."""
     if len(message) < CCTP_HEADER_BYTES + CCTP_BURN_BODY_BYTES:
-        raise ValueError(f"a CCTP v2 burn message is at least {CCTP_HEADER_BYTES + CCTP_BURN_BODY_BYTES} bytes")
+        raise ValueError(
+            f"a CCTP v2 burn message is at least {CCTP_HEADER_BYTES + CCTP_BURN_BODY_BYTES} bytes"
+        )
     h, b = message[:CCTP_HEADER_BYTES], message[CCTP_HEADER_BYTES:]
 
     def u32(raw: bytes, at: int) -> int:
@@ -538,7 +589,8 @@ def verify_cctp_mint(
                 ok = bytes(got_message) == message
         if not ok:
             raise ObservationRejected(
-                "observation_not_prepared_action", "the transaction does not call receiveMessage with this message"
+                "observation_not_prepared_action",
+                "the transaction does not call receiveMessage with this message",
             )
     received = False
     for lg in _logs(tx, "MessageReceived", transmitter):
@@ -548,7 +600,9 @@ def verify_cctp_mint(
         received = received or (src == m["source_domain"] and bytes(body) == m["message_body"])
     if not received:
         raise ObservationRejected(
-            "observation_not_prepared_action", "the transaction did not receive this CCTP message", tx=tx.tx_hash
+            "observation_not_prepared_action",
+            "the transaction did not receive this CCTP message",
+            tx=tx.tx_hash,
         )
     if tx.confirmations < required_confirmations:
         return StepEvidence.pending((tx.tx_hash,))
@@ -558,7 +612,8 @@ def verify_cctp_mint(
         raise ObservationRejected("observation_wrong_recipient", "no USDC was minted to the recipient")
     if minimum_output is not None and output < minimum_output:
         raise ObservationRejected(
-            "observation_below_step_minimum", f"the mint delivered {output}, below the step minimum {minimum_output}"
+            "observation_below_step_minimum",
+            f"the mint delivered {output}, below the step minimum {minimum_output}",
         )
     fee = m["fee_executed"]
     for lg in _logs(tx, "MintAndWithdraw"):
@@ -585,20 +640,46 @@ def verify_cctp_mint(
 
 def across_fill_topics(bridge: dict[str, Any]) -> list[str | None]:
     """eth_getLogs topics for the destination SpokePool's `FilledRelay` of this deposit."""
-    return [TOPIC0["FilledRelay"], uint_topic(int(bridge["origin_chain_id"])), uint_topic(int(bridge["deposit_id"]))]
+    return [
+        TOPIC0["FilledRelay"],
+        uint_topic(int(bridge["origin_chain_id"])),
+        uint_topic(int(bridge["deposit_id"])),
+    ]
 
 
 _FILLED_RELAY_DATA = [
-    "bytes32", "bytes32", "uint256", "uint256", "uint256", "uint32", "uint32", "bytes32", "bytes32", "bytes32",
-    "bytes32", "(bytes32,bytes32,uint256,uint8)",
-]  # fmt: skip
+    "bytes32",
+    "bytes32",
+    "uint256",
+    "uint256",
+    "uint256",
+    "uint32",
+    "uint32",
+    "bytes32",
+    "bytes32",
+    "bytes32",
+    "bytes32",
+    "(bytes32,bytes32,uint256,uint8)",
+]
 
 
 def _is_the_deposits_fill(fields: tuple[Any, ...], bridge: dict[str, Any]) -> bool:
     """Whether a FilledRelay's relay data is exactly this deposit's (the fields its relay hash covers). Anyone
     can fill other relay data under the same (originChainId, depositId): such a fill is not this deposit's."""
-    (t_in, t_out, in_amount, out_amount, _repay, fill_deadline, _ed, x_relayer, depositor, recipient, msg_hash,
-     _info) = fields  # fmt: skip
+    (
+        t_in,
+        t_out,
+        in_amount,
+        out_amount,
+        _repay,
+        fill_deadline,
+        _ed,
+        x_relayer,
+        depositor,
+        recipient,
+        msg_hash,
+        _info,
+    ) = fields
     checks = [
         _lower(bytes32_to_address(t_out)) == _lower(str(bridge["output_token"])),
         int(in_amount) == int(bridge["input_amount"]),
@@ -606,14 +687,21 @@ def _is_the_deposits_fill(fields: tuple[Any, ...], bridge: dict[str, Any]) -> bo
         int(fill_deadline) == int(bridge["fill_deadline"]),
         _lower(bytes32_to_address(recipient)) == _lower(str(bridge["recipient"])),
     ]
-    optional = {"input_token": t_in, "depositor": depositor, "exclusive_relayer": x_relayer, "message_hash": msg_hash}
+    optional = {
+        "input_token": t_in,
+        "depositor": depositor,
+        "exclusive_relayer": x_relayer,
+        "message_hash": msg_hash,
+    }
     for key, raw in optional.items():  # present for deposits observed by this version
         if bridge.get(key) is not None:
             checks.append(("0x" + bytes(raw).hex()).lower() == str(bridge[key]).lower())
     return all(checks)
 
 
-def verify_across_fill(logs: Sequence[EvmLog], bridge: dict[str, Any], *, spoke_pool: str) -> tuple[int, str] | None:
+def verify_across_fill(
+    logs: Sequence[EvmLog], bridge: dict[str, Any], *, spoke_pool: str
+) -> tuple[int, str] | None:
     """(amount delivered, fill tx hash) of the relayer's `FilledRelay` for this deposit, or None before the fill.
 
     Only a fill of exactly the deposit's relay data counts; fills of other relay data under the same ids are
@@ -621,7 +709,11 @@ def verify_across_fill(logs: Sequence[EvmLog], bridge: dict[str, Any], *, spoke_
     them; the session then holds the amount to the step minimum)."""
     want_origin, want_id = int(bridge["origin_chain_id"]), int(bridge["deposit_id"])
     for lg in logs:
-        if _lower(lg.address) != _lower(spoke_pool) or len(lg.topics) != 4 or lg.topics[0] != TOPIC0["FilledRelay"]:
+        if (
+            _lower(lg.address) != _lower(spoke_pool)
+            or len(lg.topics) != 4
+            or lg.topics[0] != TOPIC0["FilledRelay"]
+        ):
             continue
         if (_topic_int(lg.topics[1]), _topic_int(lg.topics[2])) != (want_origin, want_id):
             continue
@@ -638,8 +730,12 @@ def verify_across_fill(logs: Sequence[EvmLog], bridge: dict[str, Any], *, spoke_
 def parse_oft_received(logs: Sequence[EvmLog], guid: str, *, oft: str) -> tuple[int, str, str] | None:
     """(amount received, recipient, tx hash) of an EVM `OFTReceived` for this guid, or None before delivery."""
     for lg in logs:
-        if _lower(lg.address) == _lower(oft) and len(lg.topics) == 3 and lg.topics[0] == TOPIC0["OFTReceived"] \
-                and lg.topics[1] == guid.lower():  # fmt: skip
+        if (
+            _lower(lg.address) == _lower(oft)
+            and len(lg.topics) == 3
+            and lg.topics[0] == TOPIC0["OFTReceived"]
+            and lg.topics[1] == guid.lower()
+        ):
             _src_eid, amount = decode(["uint32", "uint256"], lg.data)
             return int(amount), _topic_address(lg.topics[2]), lg.tx_hash
     return None
@@ -648,7 +744,9 @@ def parse_oft_received(logs: Sequence[EvmLog], guid: str, *, oft: str) -> tuple[
 # ---- Solana ------------------------------------------------------------------------------------------
 
 
-def _token_delta(tx: SolanaTransaction, *, mint: str, owner: str | None = None, account: str | None = None) -> int:
+def _token_delta(
+    tx: SolanaTransaction, *, mint: str, owner: str | None = None, account: str | None = None
+) -> int:
     def pick(balances: Sequence[Any]) -> int:
         total = 0
         for b in balances:
@@ -678,10 +776,14 @@ def _mint_of(a: Asset) -> str:
 def _ata(owner: str, a: Asset) -> str:
     from solders.token.associated import get_associated_token_address
 
-    program = Pubkey.from_string(a.token_program) if a.token_program else Pubkey.from_string(
-        "TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA"
+    program = (
+        Pubkey.from_string(a.token_program)
+        if a.token_program
+        else Pubkey.from_string("TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA")
     )
-    return str(get_associated_token_address(Pubkey.from_string(owner), Pubkey.from_string(_mint_of(a)), program))
+    return str(
+        get_associated_token_address(Pubkey.from_string(owner), Pubkey.from_string(_mint_of(a)), program)
+    )
 
 
 def verify_solana_action(action: dict[str, Any], tx: SolanaTransaction) -> StepEvidence:
@@ -689,10 +791,18 @@ def verify_solana_action(action: dict[str, Any], tx: SolanaTransaction) -> StepE
     if tx.err is not None:
         raise ObservationRejected("observation_reverted", f"{tx.signature} failed on chain", tx=tx.signature)
     prepared = [
-        (str(ix["programId"]), tuple(str(k["pubkey"]) for k in ix["keys"]), base64.b64decode(ix["data"], validate=True))
+        (
+            str(ix["programId"]),
+            tuple(str(k["pubkey"]) for k in ix["keys"]),
+            base64.b64decode(ix["data"], validate=True),
+        )
         for ix in action.get("instructions") or []
     ]
-    observed = [(ix.program_id, ix.accounts, ix.data) for ix in tx.instructions if ix.program_id != COMPUTE_BUDGET_PROGRAM]
+    observed = [
+        (ix.program_id, ix.accounts, ix.data)
+        for ix in tx.instructions
+        if ix.program_id != COMPUTE_BUDGET_PROGRAM
+    ]
     if not prepared or observed != prepared:
         raise ObservationRejected(
             "observation_not_prepared_action",
@@ -714,16 +824,20 @@ def verify_solana_action(action: dict[str, Any], tx: SolanaTransaction) -> StepE
         want = _amount(action.get("routeFee"), "routeFee")
         if fee_paid != want:
             raise ObservationRejected(
-                "observation_not_prepared_action", f"the service fee paid was {fee_paid}, the action prepared {want}"
+                "observation_not_prepared_action",
+                f"the service fee paid was {fee_paid}, the action prepared {want}",
             )
     if src.token is Token.SOL:
         wsol = _ata(caller, src)
         wrapped = sum(
             struct.unpack_from("<Q", data, 4)[0]
             for program, accounts, data in observed
-            if program == SYSTEM_PROGRAM and len(data) == 12 and data[:4] == b"\x02\x00\x00\x00"
-            and len(accounts) == 2 and accounts[1] == wsol
-        )  # fmt: skip
+            if program == SYSTEM_PROGRAM
+            and len(data) == 12
+            and data[:4] == b"\x02\x00\x00\x00"
+            and len(accounts) == 2
+            and accounts[1] == wsol
+        )
         pre = _token_balance(tx.pre_token_balances, tx.account_keys, wsol, src_mint)
         post = _token_balance(tx.post_token_balances, tx.account_keys, wsol, src_mint)
         actual_input = pre + wrapped - post
@@ -743,9 +857,11 @@ def verify_solana_action(action: dict[str, Any], tx: SolanaTransaction) -> StepE
         raise ValueError(f"no evidence rule for a Solana step to {dst.key}")
     if output is not None and output < minimum:
         raise ObservationRejected(
-            "observation_below_step_minimum", f"the step delivered {output}, below its minimum {minimum}",
-            actual_output_base=str(output), minimum_output_base=str(minimum),
-        )  # fmt: skip
+            "observation_below_step_minimum",
+            f"the step delivered {output}, below its minimum {minimum}",
+            actual_output_base=str(output),
+            minimum_output_base=str(minimum),
+        )
     return StepEvidence(
         status="final",
         tx_ids=(tx.signature,),
@@ -768,8 +884,11 @@ def _lamports_received(tx: SolanaTransaction, recipient: str) -> int:
     delta = tx.post_balances[i] - tx.pre_balances[i]
     if keys[0] == recipient:
         delta += tx.fee
-        delta += sum(post for k, (pre, post) in enumerate(zip(tx.pre_balances, tx.post_balances, strict=True))
-                     if k != i and pre == 0 and post > 0)  # fmt: skip
+        delta += sum(
+            post
+            for k, (pre, post) in enumerate(zip(tx.pre_balances, tx.post_balances, strict=True))
+            if k != i and pre == 0 and post > 0
+        )
     return delta
 
 
@@ -808,7 +927,9 @@ def verify_solana_delivery(tx: SolanaTransaction, *, owner: str, mint: str) -> i
         raise ObservationRejected("observation_reverted", f"{tx.signature} failed on chain", tx=tx.signature)
     got = _token_delta(tx, mint=mint, owner=owner)
     if got <= 0:
-        raise ObservationRejected("observation_wrong_recipient", f"{tx.signature} delivered nothing to {owner}")
+        raise ObservationRejected(
+            "observation_wrong_recipient", f"{tx.signature} delivered nothing to {owner}"
+        )
     return got
 
 

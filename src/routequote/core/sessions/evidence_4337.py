@@ -80,7 +80,8 @@ def _check_operation(tx: EvmTransaction, view: PlanView, op: tuple[Any, ...]) ->
         raise _reject_not_prepared(tx, "the operation's callData is not the plan's executeBatch") from exc
     if bytes(call_data) != view.expected_call_data(vrs):
         raise _reject_not_prepared(
-            tx, "the operation's callData differs from the plan (amount, minimum, recipient, deadline or targets)"
+            tx,
+            "the operation's callData differs from the plan (amount, minimum, recipient, deadline or targets)",
         )
     return view.user_op_hash(bytes(call_data))
 
@@ -88,16 +89,21 @@ def _check_operation(tx: EvmTransaction, view: PlanView, op: tuple[Any, ...]) ->
 def _event(tx: EvmTransaction, view: PlanView, op_hash: bytes) -> tuple[EvmLog, tuple[Any, ...]]:
     want = "0x" + op_hash.hex()
     found = [
-        lg for lg in tx.logs
-        if _lower(lg.address) == _lower(view.entry_point) and len(lg.topics) == 4
-        and lg.topics[0] == TOPIC0_4337["UserOperationEvent"] and lg.topics[1].lower() == want
+        lg
+        for lg in tx.logs
+        if _lower(lg.address) == _lower(view.entry_point)
+        and len(lg.topics) == 4
+        and lg.topics[0] == TOPIC0_4337["UserOperationEvent"]
+        and lg.topics[1].lower() == want
         and _topic_address(lg.topics[2]) == _lower(view.sender)
-    ]  # fmt: skip
+    ]
     if len(found) != 1:
         raise ObservationRejected(
-            "observation_incomplete", "the EntryPoint emitted no UserOperationEvent for the plan's operation",
-            tx=tx.tx_hash, user_op_hash=want,
-        )  # fmt: skip
+            "observation_incomplete",
+            "the EntryPoint emitted no UserOperationEvent for the plan's operation",
+            tx=tx.tx_hash,
+            user_op_hash=want,
+        )
     lg = found[0]
     return lg, tuple(decode(["uint256", "bool", "uint256", "uint256"], lg.data))
 
@@ -105,11 +111,13 @@ def _event(tx: EvmTransaction, view: PlanView, op_hash: bytes) -> tuple[EvmLog, 
 def _execution_logs(tx: EvmTransaction, view: PlanView, event: EvmLog) -> list[EvmLog]:
     """The logs emitted while this operation executed (see the module doc)."""
     boundaries = [
-        lg.log_index for lg in tx.logs
-        if _lower(lg.address) == _lower(view.entry_point) and lg.topics
+        lg.log_index
+        for lg in tx.logs
+        if _lower(lg.address) == _lower(view.entry_point)
+        and lg.topics
         and lg.topics[0] in (TOPIC0_4337["UserOperationEvent"], TOPIC0_4337["BeforeExecution"])
         and lg.log_index < event.log_index
-    ]  # fmt: skip
+    ]
     start = max(boundaries, default=-1)
     return [lg for lg in tx.logs if start < lg.log_index < event.log_index]
 
@@ -138,9 +146,11 @@ def verify_userop_settlement(
     if view.sender != view.smart_account:
         raise ValueError("the plan's sender is not its smart account")
     given = {
-        "entry_point": (entry_point, view.entry_point), "account": (account, view.smart_account),
-        "wallet": (wallet, view.wallet), "weth": (weth, view.weth),
-    }  # fmt: skip
+        "entry_point": (entry_point, view.entry_point),
+        "account": (account, view.smart_account),
+        "wallet": (wallet, view.wallet),
+        "weth": (weth, view.weth),
+    }
     for name, (got, want) in given.items():
         if _lower(got) != _lower(want):
             raise ValueError(f"{name} {got} is not the plan's {want}")
@@ -148,9 +158,10 @@ def verify_userop_settlement(
         raise ValueError("minimum_eth_out is not the plan's")
     if tx.chain_id != view.chain_id:
         raise ObservationRejected(
-            "observation_wrong_chain", f"{tx.tx_hash} is on chain {tx.chain_id}, the plan is on {view.chain_id}",
+            "observation_wrong_chain",
+            f"{tx.tx_hash} is on chain {tx.chain_id}, the plan is on {view.chain_id}",
             tx=tx.tx_hash,
-        )  # fmt: skip
+        )
     op = _find_operation(tx, view)
     op_hash = _check_operation(tx, view, op)
     if user_op_hash is not None and user_op_hash.lower() != "0x" + op_hash.hex():
@@ -160,33 +171,46 @@ def verify_userop_settlement(
     event, (_nonce, success, gas_cost, gas_used) = _event(tx, view, op_hash)
     if not success:
         raise ObservationRejected(
-            "observation_reverted", "the user operation was included but its execution reverted",
-            tx=tx.tx_hash, user_op_hash="0x" + op_hash.hex(),
-        )  # fmt: skip
+            "observation_reverted",
+            "the user operation was included but its execution reverted",
+            tx=tx.tx_hash,
+            user_op_hash="0x" + op_hash.hex(),
+        )
     if tx.confirmations < required_confirmations:
         return StepEvidence.pending((tx.tx_hash,))
     logs = _execution_logs(tx, view, event)
     eth_out = sum(
-        int.from_bytes(lg.data, "big") for lg in logs
-        if _lower(lg.address) == _lower(view.weth) and len(lg.topics) == 2 and len(lg.data) == 32
-        and lg.topics[0] == TOPIC0["Withdrawal"] and _topic_address(lg.topics[1]) == _lower(view.router)
-    )  # fmt: skip
+        int.from_bytes(lg.data, "big")
+        for lg in logs
+        if _lower(lg.address) == _lower(view.weth)
+        and len(lg.topics) == 2
+        and len(lg.data) == 32
+        and lg.topics[0] == TOPIC0["Withdrawal"]
+        and _topic_address(lg.topics[1]) == _lower(view.router)
+    )
     usdc_in = sum(
-        int.from_bytes(lg.data, "big") for lg in logs
-        if _lower(lg.address) == _lower(view.usdc) and len(lg.topics) == 3 and len(lg.data) == 32
-        and lg.topics[0] == TOPIC0["Transfer"] and _topic_address(lg.topics[1]) == _lower(view.wallet)
+        int.from_bytes(lg.data, "big")
+        for lg in logs
+        if _lower(lg.address) == _lower(view.usdc)
+        and len(lg.topics) == 3
+        and len(lg.data) == 32
+        and lg.topics[0] == TOPIC0["Transfer"]
+        and _topic_address(lg.topics[1]) == _lower(view.wallet)
         and _topic_address(lg.topics[2]) == _lower(view.smart_account)
-    )  # fmt: skip
+    )
     if usdc_in != view.amount_in:
         raise ObservationRejected(
-            "observation_not_prepared_action", f"the operation moved {usdc_in} USDC, the plan {view.amount_in}",
+            "observation_not_prepared_action",
+            f"the operation moved {usdc_in} USDC, the plan {view.amount_in}",
             tx=tx.tx_hash,
-        )  # fmt: skip
+        )
     if eth_out < view.minimum_eth_out:
         raise ObservationRejected(
-            "observation_below_step_minimum", f"the wallet received {eth_out} wei, below {view.minimum_eth_out}",
-            actual_output_base=str(eth_out), minimum_output_base=str(view.minimum_eth_out),
-        )  # fmt: skip
+            "observation_below_step_minimum",
+            f"the wallet received {eth_out} wei, below {view.minimum_eth_out}",
+            actual_output_base=str(eth_out),
+            minimum_output_base=str(view.minimum_eth_out),
+        )
     return StepEvidence(
         status="final",
         tx_ids=(tx.tx_hash,),

@@ -12,10 +12,14 @@ from enum import StrEnum
 
 
 class Status(StrEnum):
-    ACTION_REQUIRED = "action_required"  # v1 corridor: the next action is built only when the caller asks for it
+    ACTION_REQUIRED = (
+        "action_required"  # v1 corridor: the next action is built only when the caller asks for it
+    )
     ACTION_READY = "action_ready"  # an unsigned action is waiting for the caller to sign and submit
     AWAITING_SOURCE_RECEIPT = "awaiting_source_receipt"  # named transactions are not yet final on chain
-    AWAITING_DESTINATION = "awaiting_destination"  # a bridge message is in flight (attestation, fill, delivery)
+    AWAITING_DESTINATION = (
+        "awaiting_destination"  # a bridge message is in flight (attestation, fill, delivery)
+    )
     ACTION_EXPIRED = "action_expired"  # the action's bundle expired unsubmitted: refresh it
     REAPPROVAL_REQUIRED = "reapproval_required"  # a fresh quote fell below the approved bounds: funds parked
     COMPLETE = "complete"
@@ -25,15 +29,25 @@ class Status(StrEnum):
 
 class Event(StrEnum):
     CREATE = "create"  # session created with its first action
-    CREATE_WITHOUT_ACTION = "create_without_action"  # v1 corridor: the quote is locked, no transaction is built
+    CREATE_WITHOUT_ACTION = (
+        "create_without_action"  # v1 corridor: the quote is locked, no transaction is built
+    )
     SUBMITTED_PENDING = "submitted_pending"  # the caller named transactions; not final yet
-    STEP_VERIFIED_NEXT_READY = "step_verified_next_ready"  # step output verified; next step re-quoted and built
-    STEP_VERIFIED_NEXT_REQUIRED = "step_verified_next_required"  # v1: step output verified; next step not built yet
+    STEP_VERIFIED_NEXT_READY = (
+        "step_verified_next_ready"  # step output verified; next step re-quoted and built
+    )
+    STEP_VERIFIED_NEXT_REQUIRED = (
+        "step_verified_next_required"  # v1: step output verified; next step not built yet
+    )
     STEP_VERIFIED_BRIDGE_IN_FLIGHT = "step_verified_bridge_in_flight"  # source side of a bridge verified
     STEP_VERIFIED_FINAL = "step_verified_final"  # the last step's output verified
     DESTINATION_PENDING = "destination_pending"  # the bridge has not delivered yet
-    DESTINATION_ACTION_READY = "destination_action_ready"  # the mint needs the caller's transaction (CCTP receive)
-    REQUOTE_BELOW_APPROVAL = "requote_below_approval"  # fresh pricing breaks the approved bounds: stop, say where funds are
+    DESTINATION_ACTION_READY = (
+        "destination_action_ready"  # the mint needs the caller's transaction (CCTP receive)
+    )
+    REQUOTE_BELOW_APPROVAL = (
+        "requote_below_approval"  # fresh pricing breaks the approved bounds: stop, say where funds are
+    )
     EXPIRE = "expire"  # the current action's bundle expired with nothing observed
     REFRESH = "refresh"  # a new action for the same step, inside the approved bounds
     PREPARE_ACTION = "prepare_action"  # v1: the caller asked for the next step's action; re-quoted and built
@@ -128,14 +142,22 @@ OPERATIONS: dict[Status, frozenset[str]] = {
 # the events each operation may raise; every (status, operation) pair above reaches at least one legal event
 OPERATION_EVENTS: dict[str, frozenset[Event]] = {
     "observe": frozenset(
-        {E.SUBMITTED_PENDING, E.STEP_VERIFIED_NEXT_READY, E.STEP_VERIFIED_NEXT_REQUIRED,
-         E.STEP_VERIFIED_BRIDGE_IN_FLIGHT, E.STEP_VERIFIED_FINAL, E.DESTINATION_PENDING, E.DESTINATION_ACTION_READY,
-         E.REQUOTE_BELOW_APPROVAL, E.BRIDGE_FAILED}
+        {
+            E.SUBMITTED_PENDING,
+            E.STEP_VERIFIED_NEXT_READY,
+            E.STEP_VERIFIED_NEXT_REQUIRED,
+            E.STEP_VERIFIED_BRIDGE_IN_FLIGHT,
+            E.STEP_VERIFIED_FINAL,
+            E.DESTINATION_PENDING,
+            E.DESTINATION_ACTION_READY,
+            E.REQUOTE_BELOW_APPROVAL,
+            E.BRIDGE_FAILED,
+        }
     ),
     "prepare": frozenset({E.PREPARE_ACTION, E.REQUOTE_BELOW_APPROVAL}),
     "refresh": frozenset({E.REFRESH, E.REQUOTE_BELOW_APPROVAL}),
     "cancel": frozenset({E.CANCEL}),
-}  # fmt: skip
+}
 
 
 class OperationNotAllowed(Exception):
@@ -159,7 +181,9 @@ class IllegalTransition(Exception):
     """`event` is not allowed in `status`. Carries both so the caller can be told exactly why."""
 
     def __init__(self, status: Status | None, event: Event) -> None:
-        super().__init__(f"{event.value} is not allowed while the session is {status.value if status else 'new'}")
+        super().__init__(
+            f"{event.value} is not allowed while the session is {status.value if status else 'new'}"
+        )
         self.status = status
         self.event = event
 

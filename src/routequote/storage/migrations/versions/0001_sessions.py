@@ -35,7 +35,10 @@ def upgrade() -> None:
     op.create_table(
         "session_events",
         sa.Column(
-            "session_id", sa.String(64), sa.ForeignKey("sessions.session_id", ondelete="CASCADE"), primary_key=True
+            "session_id",
+            sa.String(64),
+            sa.ForeignKey("sessions.session_id", ondelete="CASCADE"),
+            primary_key=True,
         ),
         sa.Column("seq", sa.Integer, primary_key=True),
         sa.Column("from_status", sa.String(64), nullable=True),
