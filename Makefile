@@ -28,6 +28,7 @@ serve: $(RUNTIME_STAMP)
 
 test: $(DEV_STAMP)
 	$(BIN)/ruff check src tests bench examples
+	$(BIN)/ruff format --check src tests bench examples
 	$(BIN)/mypy
 	$(BIN)/pytest
 
