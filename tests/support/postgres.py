@@ -93,7 +93,11 @@ def temporary_database(prefix: str = "routequote_test") -> Iterator[str]:
 
 
 def _cluster() -> tuple[str, str] | None:
-    """(version, name) of the local cluster on PG_PORT, when pg_ctlcluster can drive it from here."""
+    """(version, name) of the local cluster on PG_PORT, when pg_ctlcluster can drive it from here.
+
+    RQ_SHARED_POSTGRES=1 says other test runs share this server (parallel local work): never stop it then."""
+    if os.environ.get("RQ_SHARED_POSTGRES"):
+        return None
     if shutil.which("pg_lsclusters") is None or shutil.which("pg_ctlcluster") is None:
         return None
     if hasattr(os, "geteuid") and os.geteuid() != 0:
