@@ -94,6 +94,7 @@ def build_sessions(
     import httpx
 
     from routequote.observe.evm import JsonRpcEvmReader
+    from routequote.observe.evm_state import JsonRpcEvmState
     from routequote.observe.iris import IrisAttestationReader
     from routequote.observe.solana import JsonRpcSolanaReader
 
@@ -108,10 +109,12 @@ def build_sessions(
         "arbitrum": settings.rpc_url_arbitrum,
         "robinhood": settings.rpc_url_robinhood,
     }
+    evm = JsonRpcEvmReader({k: v for k, v in evm_urls.items() if v}, client, timeout=timeout)
     sessions = SessionService(
         prepare,
         store,
-        evm=JsonRpcEvmReader({k: v for k, v in evm_urls.items() if v}, client, timeout=timeout),
+        evm=evm,
+        evm_state=JsonRpcEvmState(evm),
         solana=JsonRpcSolanaReader(settings.rpc_url_solana or None, client, timeout=timeout),
         attestations=IrisAttestationReader(settings.iris_url or None, client, timeout=timeout),
         config=SessionConfig(

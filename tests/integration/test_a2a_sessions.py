@@ -28,6 +28,7 @@ from routequote.app import create_app
 from routequote.clock import FixedClock
 from routequote.config import Settings
 from routequote.core.hashing import canonical_sha256
+from routequote.core.sessions.state import step_done
 from routequote.surfaces.a2a_agent import verify_handoff
 from routequote.verify import verification_context, verify_bundle
 
@@ -310,15 +311,24 @@ async def test_observe_on_an_unconfigured_chain_changes_nothing(
 # ---- later steps: the engine's own re-quote, with only the chain evidence stood in ------------------------
 
 
+class _StepZeroFacts:
+    """Stand-in for the chain facts of step 0 only, injected at the engine's observation port
+    (`SessionService.facts`): step 0 "delivered" `output(quoted step 0)`; the core's own `step_done` rule and
+    the engine's re-quote build step 1 (or park the funds with 409). Every other read goes to the real port."""
+
+    def __init__(self, real: Any, output: Callable[[dict[str, Any]], int]) -> None:
+        self.real = real
+        self.output = output
+
+    async def source(self, state: dict[str, Any], route: Any, hashes: list[str]) -> Any:
+        return step_done(state, route, 0, self.output(state["summary_steps"][0]))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.real, name)
+
+
 def _advance_step_zero(app: Any, output: Callable[[dict[str, Any]], int]) -> Any:
-    """Stand-in for the chain evidence of step 0 only: the engine's own `_step_done` re-quotes and builds step 1
-    (or parks the funds with 409) from `output(quoted step 0)`."""
-    sessions = app.state.sessions
-
-    async def observed(record: Any, state: dict[str, Any], route: Any, hashes: list[str]) -> Any:
-        return await sessions._step_done(record, state, route, 0, output(state["summary_steps"][0]))
-
-    return observed
+    return _StepZeroFacts(app.state.sessions.facts, output)
 
 
 async def test_second_step_action_is_verified_from_the_actual_input(
@@ -328,7 +338,7 @@ async def test_second_step_action_is_verified_from_the_actual_input(
     await caller.create()
     mid = lambda q: (int(q["expected_output_base"]) + int(q["minimum_output_base"])) // 2  # noqa: E731
     monkeypatch.setattr(
-        served_sessions.app.state.sessions, "_observe_source", _advance_step_zero(served_sessions.app, mid)
+        served_sessions.app.state.sessions, "facts", _advance_step_zero(served_sessions.app, mid)
     )
     reply = await send(
         client,
@@ -384,7 +394,7 @@ async def test_a_verifier_without_the_actual_input_keyword_withholds_later_steps
     await caller.create()  # step 0 still verifies and is handed off
     mid = lambda q: (int(q["expected_output_base"]) + int(q["minimum_output_base"])) // 2  # noqa: E731
     monkeypatch.setattr(
-        served_sessions.app.state.sessions, "_observe_source", _advance_step_zero(served_sessions.app, mid)
+        served_sessions.app.state.sessions, "facts", _advance_step_zero(served_sessions.app, mid)
     )
     reply = await send(
         client,
@@ -426,7 +436,7 @@ async def test_second_step_wiring_with_a_stand_in_verifier(
     await caller.create()
     mid = lambda q: (int(q["expected_output_base"]) + int(q["minimum_output_base"])) // 2  # noqa: E731
     monkeypatch.setattr(
-        served_sessions.app.state.sessions, "_observe_source", _advance_step_zero(served_sessions.app, mid)
+        served_sessions.app.state.sessions, "facts", _advance_step_zero(served_sessions.app, mid)
     )
     reply = await send(
         client,
@@ -471,7 +481,7 @@ async def test_requote_below_approval_is_reapproval_required_with_the_funds(
     await caller.create()
     low = lambda q: int(q["minimum_output_base"]) // 2  # noqa: E731
     monkeypatch.setattr(
-        served_sessions.app.state.sessions, "_observe_source", _advance_step_zero(served_sessions.app, low)
+        served_sessions.app.state.sessions, "facts", _advance_step_zero(served_sessions.app, low)
     )
     reply = await send(
         client,

@@ -33,6 +33,7 @@ the contracts' published ABIs):
 from __future__ import annotations
 
 import base64
+import re
 import struct
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -46,8 +47,8 @@ from solders.pubkey import Pubkey
 
 from routequote.core.actions.evm import ROUTER_ADDRESS_THIS, decode_call
 from routequote.core.assets import ASSETS, CHAINS, Asset, Chain, Token
+from routequote.core.chain import EvmLog, EvmTransaction, SolanaTransaction
 from routequote.errors import InvalidRequest
-from routequote.ports import EvmLog, EvmTransaction, SolanaTransaction
 
 EVENT_SIGNATURES: dict[str, str] = {
     "Transfer": "Transfer(address,address,uint256)",
@@ -74,6 +75,9 @@ SYSTEM_PROGRAM = "11111111111111111111111111111111"
 LZ_EID_SOLANA = 30168
 CCTP_HEADER_BYTES = 148
 CCTP_BURN_BODY_BYTES = 228
+
+EVM_TX_RE = re.compile(r"0x[0-9a-fA-F]{64}")
+SOLANA_SIG_RE = re.compile(r"[1-9A-HJ-NP-Za-km-z]{64,88}")
 
 REJECTION_REASONS = frozenset(
     {

@@ -1,0 +1,104 @@
+"""The session operations' request rules (bodies, keys, tokens, transaction names). A wrong one is a 400
+that changes nothing."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from typing import Any
+
+from routequote.core.sessions.evidence import EVM_TX_RE, SOLANA_SIG_RE
+from routequote.errors import InvalidRequest
+
+TOKEN_RE = re.compile(r"[A-Za-z0-9_-]{43,128}")
+IDEMPOTENCY_RE = re.compile(r"[A-Za-z0-9._:-]{8,128}")
+UUID_RE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+EVM_ADDRESS_RE = re.compile(r"0x[0-9a-fA-F]{40}")
+MAX_TX_IDS = 8
+
+
+def token_sha256(token: str) -> str:
+    return hashlib.sha256(token.encode("ascii")).hexdigest()
+
+
+def v1_wallet_binding(wallet: str) -> str:
+    """The `token_sha256` of a v1 corridor session: bound to the wallet (any live access token of that wallet
+    reaches it). A v2 capability token is base64url without ':' so its hash can never be this value."""
+    return hashlib.sha256(f"routequote-v1-wallet:{wallet}".encode()).hexdigest()
+
+
+def creation_token(token: str | None) -> str:
+    if not token:
+        raise InvalidRequest(
+            "session_token_required",
+            "send a caller-generated session token (32 random bytes, base64url, 43 characters) in the "
+            "X-RouteQuote-Session-Token header",
+        )
+    if not TOKEN_RE.fullmatch(token):
+        raise InvalidRequest(
+            "session_token_invalid", "the session token must be 43..128 base64url characters (>= 256 bits)"
+        )
+    return token_sha256(token)
+
+
+def body_object(body: Any) -> dict[str, Any]:
+    if not isinstance(body, dict):
+        raise InvalidRequest("body_not_object", "the request body must be a JSON object")
+    return body
+
+
+def idempotency_key(fields: dict[str, Any]) -> str:
+    key = fields.get("idempotency_key")
+    if not isinstance(key, str) or not IDEMPOTENCY_RE.fullmatch(key):
+        raise InvalidRequest("invalid_idempotency_key", "idempotency_key must match ^[A-Za-z0-9._:-]{8,128}$")
+    return key
+
+
+def observe_body(body: Any) -> tuple[str, list[str]]:
+    body = body_object(body)
+    extra = sorted(set(body) - {"idempotency_key", "transaction_hashes"})
+    if extra:
+        raise InvalidRequest(
+            "unknown_field",
+            f"{len(extra)} properties not allowed (allowed: idempotency_key, transaction_hashes)",
+        )
+    key = idempotency_key(body)
+    hashes = body.get("transaction_hashes", [])
+    if not isinstance(hashes, list) or len(hashes) > MAX_TX_IDS:
+        raise InvalidRequest(
+            "transaction_hashes_invalid", f"transaction_hashes must be a list of at most {MAX_TX_IDS}"
+        )
+    for h in hashes:
+        if not isinstance(h, str) or not (EVM_TX_RE.fullmatch(h) or SOLANA_SIG_RE.fullmatch(h)):
+            raise InvalidRequest(
+                "transaction_hash_invalid",
+                "each transaction hash must be 0x + 64 hex (EVM) or a base58 Solana signature",
+            )
+    if len(set(h.lower() if h.startswith("0x") else h for h in hashes)) != len(hashes):
+        raise InvalidRequest("transaction_hashes_duplicate", "transaction_hashes must not repeat")
+    return key, hashes
+
+
+def key_only_body(body: Any) -> str:
+    body = body_object(body)
+    extra = sorted(set(body) - {"idempotency_key"})
+    if extra:
+        raise InvalidRequest(
+            "unknown_field", f"{len(extra)} properties not allowed (allowed: idempotency_key)"
+        )
+    return idempotency_key(body)
+
+
+def v1_fields(body: Any, required: set[str], optional: set[str] | None = None) -> dict[str, Any]:
+    body = body_object(body)
+    allowed = required | (optional or set())
+    extra = sorted(set(body) - allowed)
+    if extra:
+        raise InvalidRequest(
+            "unknown_field",
+            f"{len(extra)} properties not allowed (allowed: {', '.join(sorted(allowed)) or 'none'})",
+        )
+    missing = sorted(required - set(body))
+    if missing:
+        raise InvalidRequest("missing_field", f"required: {', '.join(missing)}")
+    return dict(body)
