@@ -20,11 +20,12 @@ from routequote.config import Settings
 from routequote.contract.v2 import QuoteRequest
 from routequote.discovery import Discovery, load_signing_key
 from routequote.logging import configure_logging
+from routequote.market.live import LiveMarket
 from routequote.market.snapshot import EmbeddedSnapshot
 from routequote.metrics import Metrics, MetricsMiddleware
 from routequote.observability import RequestContextMiddleware, setup_tracing
 from routequote.ports import Clock, IdempotencyStore, IdFactory, MarketData, QuoteStore, SessionStore
-from routequote.prepare import PrepareService
+from routequote.prepare import PrepareService, live_pinned_solana_pools
 from routequote.ratelimit import RateLimiter
 from routequote.service import RouteQuoteService, ServiceConfig
 from routequote.sessions import SessionConfig, SessionService
@@ -172,7 +173,16 @@ def create_app(
             base_url=settings.resolved_base_url(),
         ),
     )
-    prepare = PrepareService(service, settings, idempotency=stores.idempotency, deployments=deployments)
+    live = (
+        service.market.config if isinstance(service.market, LiveMarket) else None
+    )  # the root knows adapters
+    prepare = PrepareService(
+        service,
+        settings,
+        idempotency=stores.idempotency,
+        deployments=deployments,
+        live_solana_pools=live_pinned_solana_pools(live),
+    )
     service.config.prepare_ready_routes = prepare.supported_routes()
     service.config.prepare_unavailable_reasons = prepare.unsupported_reasons()
     sessions = build_sessions(settings, prepare, session_store)

@@ -45,6 +45,8 @@ from routequote.core.quote import APPROVAL_VERSION
 from routequote.core.routes import ROUTES, Provider, Route, Step
 from routequote.errors import InvalidRequest
 from routequote.input_rules import looks_secret_name, looks_secret_value, name_list, safe_name
+from routequote.market.live import LiveConfig
+from routequote.market.synthetic import POOLS
 from routequote.ports import IdempotencyStore, IssuedQuote
 from routequote.service import RouteQuoteService
 from routequote.storage.quotes import MemoryIdempotencyStore
@@ -111,19 +113,17 @@ PINNED_SOLANA_POOLS = {
 }
 
 
-def live_pinned_solana_pools(market: Any) -> frozenset[str]:
-    """Pinned Solana pools that `market` reads live: a LiveMarket with a Solana RPC whose account for the pool
-    (ROUTEQUOTE_LIVE_SOLANA_POOLS, else the pinned default) is the pinned one. Swaps on them can be prepared."""
-    from routequote.market.live import LiveMarket
-    from routequote.market.synthetic import POOLS
-
-    if not isinstance(market, LiveMarket) or Chain.SOLANA not in market.config.rpc_urls:
+def live_pinned_solana_pools(config: LiveConfig | None) -> frozenset[str]:
+    """Pinned Solana pools a live market (its `LiveConfig`; None: no live market) reads with a Solana RPC at
+    the pinned account (ROUTEQUOTE_LIVE_SOLANA_POOLS, else the pinned default). Swaps on them can be prepared.
+    The composition root (`app.py`) hands the result to `PrepareService`."""
+    if config is None or Chain.SOLANA not in config.rpc_urls:
         return frozenset()
     defaults = {p.pool_id: p.address for p in POOLS}
     return frozenset(
         pid
         for pid, pinned in PINNED_SOLANA_POOLS.items()
-        if (market.config.solana_pools.get(pid) or defaults.get(pid)) == pinned
+        if (config.solana_pools.get(pid) or defaults.get(pid)) == pinned
     )
 
 
@@ -135,6 +135,7 @@ class PrepareService:
         *,
         deployments: dict[Chain, EvmDeployment] | None = None,
         idempotency: IdempotencyStore | None = None,
+        live_solana_pools: frozenset[str] = frozenset(),
     ) -> None:
         settings = settings or Settings()
         self.service = service
@@ -148,7 +149,7 @@ class PrepareService:
             ChainFamily.SOLANA: settings.fee_recipient_solana,
         }
         self.idempotency: IdempotencyStore = idempotency or MemoryIdempotencyStore(IDEMPOTENCY_RECORDS)
-        self._live_solana_pools = live_pinned_solana_pools(service.market)
+        self._live_solana_pools = live_solana_pools  # pinned Solana pools read live (swaps on them are built)
         self._reasons = {key: self._unsupported_reason(r) for key, r in ROUTES.items()}
 
     # ---- readiness ----------------------------------------------------------------------------------

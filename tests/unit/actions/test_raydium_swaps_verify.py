@@ -31,7 +31,7 @@ from routequote.clock import FixedClock, SequentialIds
 from routequote.core.actions import solana_swaps as sw
 from routequote.core.routes import ROUTES, Provider
 from routequote.errors import InvalidRequest, UpstreamUnavailable
-from routequote.prepare import PrepareService
+from routequote.prepare import PrepareService, live_pinned_solana_pools
 from routequote.service import RouteQuoteService, ServiceConfig
 from routequote.storage.quotes import MemoryQuoteStore
 from routequote.verify import verify_bundle
@@ -53,7 +53,9 @@ class Env:
         self.service = RouteQuoteService(
             self.market, MemoryQuoteStore(), self.clock, SequentialIds(), ServiceConfig(quote_ttl_seconds=60)
         )
-        self.prepare = PrepareService(self.service, SETTINGS)
+        self.prepare = PrepareService(
+            self.service, SETTINGS, live_solana_pools=live_pinned_solana_pools(self.market.config)
+        )
 
     async def prepared(self, route_key: str, usd: float = 100) -> tuple[dict[str, Any], dict[str, Any]]:
         intent = intent_for(route_key, usd)

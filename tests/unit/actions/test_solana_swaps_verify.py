@@ -28,7 +28,7 @@ from tests.unit.actions.test_solana_swaps import pinned_live_market, pinned_orca
 from routequote.clock import FixedClock, SequentialIds
 from routequote.core.actions import solana_swaps as sw
 from routequote.core.routes import ROUTES, Provider
-from routequote.prepare import PrepareService
+from routequote.prepare import PrepareService, live_pinned_solana_pools
 from routequote.service import RouteQuoteService, ServiceConfig
 from routequote.storage.quotes import MemoryQuoteStore
 from routequote.verify import verify_bundle
@@ -52,7 +52,7 @@ async def live() -> AsyncIterator[LiveEnv]:
     service = RouteQuoteService(
         market, MemoryQuoteStore(), clock, SequentialIds(), ServiceConfig(quote_ttl_seconds=60)
     )
-    prepare = PrepareService(service, SETTINGS)
+    prepare = PrepareService(service, SETTINGS, live_solana_pools=live_pinned_solana_pools(market.config))
     yield LiveEnv(clock, service, prepare)
     await market.aclose()
 
