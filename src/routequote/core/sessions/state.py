@@ -15,7 +15,7 @@ from typing import Any
 
 from routequote.core.actions.approval import reapproval_body
 from routequote.core.routes import Route, Step
-from routequote.core.sessions.evidence import ObservationRejected, StepEvidence
+from routequote.core.sessions.evidence_common import ObservationRejected, StepEvidence
 from routequote.core.sessions.machine import Event
 from routequote.errors import ReapprovalRequired, RouteQuoteError
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from routequote.core.chain import SolanaTransaction
 from routequote.core.routes import Route
-from routequote.core.sessions.evidence import SOLANA_SIG_RE, ObservationRejected, verify_solana_action
+from routequote.core.sessions.evidence_common import SOLANA_SIG_RE, ObservationRejected
+from routequote.core.sessions.evidence_solana import verify_solana_action
 from routequote.core.sessions.state import Decision, State, pending_source, source_verified
 
 
