@@ -17,11 +17,9 @@ from routequote.core.pricing import price_steps_from
 from routequote.core.routes import Provider, Route
 from routequote.core.sessions.evidence import ObservationRejected
 from routequote.core.sessions.state import (
-    MODE_V1,
     Decision,
     NextAction,
     State,
-    fork,
     install_action,
     iso,
     reapproval,
@@ -47,11 +45,11 @@ class ActionBuilder:
         fresh = price_steps_from(route, k, input_base, view)
         ps = fresh[0]
         step = ps.step
-        quoted_min = int(state["summary_steps"][k]["minimum_output_base"])
-        approved_min = int(state["approval"]["minimum_output_base"])
+        quoted_min = int(state.summary_steps[k]["minimum_output_base"])
+        approved_min = int(state.approval["minimum_output_base"])
         projected_min = fresh[-1].minimum_output_base
-        state = fork(state)
-        state["steps"][k]["requote"] = {
+        entry = state.step(k)
+        entry["requote"] = {
             "market_as_of": view.as_of,
             "market_source": view.source,
             "market_live": view.live,
@@ -61,7 +59,8 @@ class ActionBuilder:
             "projected_route_expected_output_base": str(fresh[-1].expected_output_base),
             "projected_route_minimum_output_base": str(projected_min),
         }
-        wallet = state["wallets"][step.source.chain.value]
+        state = state.with_step(k, entry)
+        wallet = state.wallets[step.source.chain.value]
         if ps.minimum_output_base < quoted_min or projected_min < approved_min:
             why = (
                 f"step {k}'s fresh minimum {ps.minimum_output_base} is below its approved {quoted_min}"
@@ -75,7 +74,7 @@ class ActionBuilder:
         if k == len(route.steps) - 1:
             minimum = max(minimum, approved_min)
         pool = view.pools.get(step.pool_id or "")
-        if state.get("mode") == MODE_V1 and CHAINS[step.source.chain].family is ChainFamily.EVM:
+        if state.is_v1 and CHAINS[step.source.chain].family is ChainFamily.EVM:
             fee_pips = pool.clmm.fee_pips if pool is not None else 0
             bundle = await self.settlement(state, route, k, input_base, minimum, fee_pips)
             return install_action(state, k, bundle, minimum, event)
@@ -84,15 +83,15 @@ class ActionBuilder:
             route,
             ps,
             minimum_output_base=minimum,
-            wallets=state["wallets"],
-            signer=state["event_signer_public"],
+            wallets=state.wallets,
+            signer=state.event_signer_public,
             pool_fee_pips=pool.clmm.fee_pips
             if pool is not None and step.provider is Provider.UNISWAP_V3
             else None,
             pool_tick=pool_tick,
             raydium_live=raydium_live,
-            binding=state["binding"],
-            summary_steps=state["summary_steps"],
+            binding=state.binding,
+            summary_steps=list(state.summary_steps),
             workflow_id=session_id,
             quote_expiry_unix=None,
         )
@@ -100,22 +99,22 @@ class ActionBuilder:
 
     def receive(self, state: State, route: Route) -> dict[str, Any]:
         """The caller's CCTP receiveMessage for the current step, from the attested message."""
-        k = state["current_step"]
+        k = state.current_step
         step = route.steps[k]
-        bridge = state["steps"][k]["bridge"]
+        bridge = state.steps[k]["bridge"]
         try:
             bundle: dict[str, Any] = assemble_receive_bundle(
                 route,
                 step,
-                state["wallets"],
+                state.wallets,
                 bytes.fromhex(bridge["message"][2:]),
                 bytes.fromhex(bridge["attestation"][2:]),
                 self.prepare.deployments,
-                workflow_id=state["binding"]["session_id"],
+                workflow_id=state.session_id,
                 action_id=self.service.ids.new_id(),
                 prepared_at=self.service.clock.now(),
-                quote_binding=state["binding"],
-                summary_steps=state["summary_steps"],
+                quote_binding=state.binding,
+                summary_steps=list(state.summary_steps),
             )
         except ActionUnavailable as exc:
             # the attested message does not match this session's burn: never hand it to the caller
@@ -142,7 +141,7 @@ class ActionBuilder:
                 f"chain_rpc_not_configured:{chain.value}",
                 f"{chain.value} cannot be read: its RPC URL is not set",
             )
-        wallet = state["wallets"][chain.value]
+        wallet = state.wallets[chain.value]
         usdc = dep.tokens["USDC"]
 
         async def read(call: dict[str, str]) -> bytes:
@@ -187,14 +186,14 @@ class ActionBuilder:
             "version": "routequote-v1-settlement-action",
             "kind": "erc4337_settlement",
             "action_id": self.service.ids.new_id(),
-            "workflow_id": state["binding"]["session_id"],
+            "workflow_id": state.session_id,
             "step_index": k,
             "route": route.key,
             "provider": step.provider.value,
             "prepared_at": iso(now),
             "expires_at": iso(datetime.fromtimestamp(deadline, UTC)),
             "payload_sha256": canonical_sha256(plan),
-            "quote_binding": state["binding"],
+            "quote_binding": state.binding,
             "plan": plan,
             "bounds": plan["bounds"],
             "caller_steps": [

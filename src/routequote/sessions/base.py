@@ -16,6 +16,7 @@ from typing import Any
 import structlog
 
 from routequote.core.routes import ROUTES, Route, Step
+from routequote.core.sessions.document import SessionDocument
 from routequote.core.sessions.kinds.cctp_mint_evm import install_receive
 from routequote.core.sessions.machine import (
     Event,
@@ -26,7 +27,7 @@ from routequote.core.sessions.machine import (
     next_status,
     operations_allowed,
 )
-from routequote.core.sessions.state import Decision, State, expired, parse_ts
+from routequote.core.sessions.state import Decision, expired, parse_ts
 from routequote.core.sessions.views import render
 from routequote.errors import Conflict, NotFound, ReapprovalRequired
 from routequote.ports import (
@@ -181,7 +182,7 @@ class SessionBase:
 
     async def _insert_new(
         self,
-        state: State,
+        state: SessionDocument,
         owner_sha: str,
         event: Event,
         now: datetime,
@@ -191,9 +192,9 @@ class SessionBase:
         route: Route | None,
     ) -> SessionAnswer:
         """Store a new session with its first event and its create answer; a raced key answers the winner's."""
-        session_id = state["binding"]["session_id"]
+        session_id = state.session_id
         status = next_status(None, event)
-        record = SessionRecord(session_id, owner_sha, 1, status.value, state["route"], now, now, state)
+        record = SessionRecord(session_id, owner_sha, 1, status.value, state.route, now, now, state.to_json())
         response = self._view(record, "session")
         # the create's idempotency record names the session it made: a replay answers that session as it is
         # then (not a second copy of the whole first document)
@@ -212,9 +213,9 @@ class SessionBase:
         log.info(
             "session_created",
             session_id=session_id,
-            route=state["route"],
+            route=state.route,
             status=status.value,
-            mode=state["mode"],
+            mode=state.mode,
         )
         if self.on_transition is not None:
             self.on_transition(event.value, None, status.value)
@@ -224,12 +225,12 @@ class SessionBase:
 
     async def _expire_if_due(self, record: SessionRecord) -> SessionRecord:
         """An unsubmitted action whose bundle expired becomes `action_expired` (refresh it)."""
-        action = record.state.get("current_action")
+        action = record.state.get("current_action")  # read before parsing: most reads change nothing
         if record.status != Status.ACTION_READY or not action:
             return record
         if self.service.clock.now() < parse_ts(action["expires_at"]):
             return record
-        committed = await self._commit(record, Event.EXPIRE, expired(record.state))
+        committed = await self._commit(record, Event.EXPIRE, expired(self._document(record)))
         if committed is None:  # another request moved it first: read what it wrote
             fresh = await stored(self.store.get(record.session_id))
             return fresh if fresh is not None else record
@@ -268,7 +269,7 @@ class SessionBase:
         self,
         record: SessionRecord,
         event: Event,
-        state: State,
+        state: SessionDocument,
         idempotency: tuple[str, str, str, dict[str, Any]] | None = None,
     ) -> SessionRecord | None:
         """One transition, or None when another request moved the session first (nothing written)."""
@@ -281,8 +282,11 @@ class SessionBase:
         now = self.service.clock.now()
         version = record.version + 1
         entry = SessionEvent(record.session_id, version, record.status, event.value, status.value, now)
+        document = state.to_json()  # the store boundary: the typed document is stored in its JSON shape
         ok = await stored(
-            self.store.transition(record.session_id, record.version, status.value, state, entry, idempotency)
+            self.store.transition(
+                record.session_id, record.version, status.value, document, entry, idempotency
+            )
         )
         if not ok:
             log.info(
@@ -311,7 +315,7 @@ class SessionBase:
             record.route,
             record.created_at,
             now,
-            state,
+            document,
         )
 
     async def _finish(
@@ -327,7 +331,7 @@ class SessionBase:
             record.route,
             record.created_at,
             self.service.clock.now(),
-            outcome.state,
+            outcome.state.to_json(),
         )
         answer: dict[str, Any]
         if outcome.error is not None:
@@ -354,6 +358,11 @@ class SessionBase:
         return SessionAnswer(200, answer["body"])
 
     @staticmethod
+    def _document(record: SessionRecord) -> SessionDocument:
+        """The store boundary: the stored JSON parsed into the typed document (its version checked)."""
+        return SessionDocument.parse(record.state)
+
+    @staticmethod
     def _view(record: SessionRecord, view: str, note: str | None = None) -> dict[str, Any]:
         return render(
             view,
@@ -362,6 +371,6 @@ class SessionBase:
             version=record.version,
             route=record.route,
             updated_at=record.updated_at,
-            state=record.state,
+            document=SessionDocument.parse(record.state),
             note=note,
         )

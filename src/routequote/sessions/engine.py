@@ -16,6 +16,7 @@ compared in constant time; a wrong or missing token is 404 `session_not_found` (
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from routequote.core.actions.approval import check_approval
@@ -189,10 +190,11 @@ class SessionService(V1CorridorMode):
         record = await self._expire_if_due(record)
         self._check_operation(record, "observe")
         try:
-            if record.state["phase"] == "source":
-                decision = await self.facts.source(record.state, route, hashes)
+            state = self._document(record)
+            if state.phase == "source":
+                decision = await self.facts.source(state, route, hashes)
             else:
-                decision = await self.facts.destination(record.state, route, hashes)
+                decision = await self.facts.destination(state, route, hashes)
             outcome = await self._advance(record, route, decision)
         except ObservationUnavailable as exc:
             raise DependencyUnavailable(exc.reason, exc.message, retry_after_seconds=5) from None
@@ -209,24 +211,24 @@ class SessionService(V1CorridorMode):
             return replayed
         record = await self._expire_if_due(record)
         self._check_operation(record, "refresh")
-        state = record.state
-        k = state["current_step"]
-        entry = state["steps"][k]
+        state = self._document(record)
+        k = state.current_step
+        entry = state.steps[k]
         if entry.get("claimed_tx_ids") or entry.get("destination_claimed_tx_ids") or entry.get("source"):
             raise Conflict(
                 "refresh_not_allowed_after_observation",
                 f"step {k} already has observed transactions; observe them instead of refreshing",
             )
-        if state["phase"] == "destination":
+        if state.phase == "destination":
             bundle = self.builder.receive(state, route)
             outcome = Decision(Event.REFRESH, install_receive(state, route, bundle, refreshed=True))
         else:
-            input_base = int(state["current_action"]["unsigned_action"]["inputAmount"])
+            input_base = int(state.action()["unsigned_action"]["inputAmount"])
             outcome = await self.builder.next_step(
                 record.session_id, state, route, NextAction(k, input_base, Event.REFRESH)
             )
             if outcome.event is Event.REFRESH:
-                outcome.state["actions"][-1]["refreshed"] = True
+                outcome = replace(outcome, state=outcome.state.last_action_refreshed())
         return await self._finish(record, outcome, key, request_sha)
 
     async def cancel(self, session_id: Any, token: str | None, body: Any) -> SessionAnswer:
@@ -236,7 +238,7 @@ class SessionService(V1CorridorMode):
         if (replayed := await self._replayed(record, key, request_sha)) is not None:
             return replayed
         self._check_operation(record, "cancel")
-        decision = cancelled(record.state, record.status, self.service.clock.now())
+        decision = cancelled(self._document(record), record.status, self.service.clock.now())
         return await self._finish(record, decision, key, request_sha)
 
 

@@ -75,9 +75,9 @@ class ChainFacts:
     # ---- source -----------------------------------------------------------------------------------------
 
     async def source(self, state: State, route: Route, hashes: list[str]) -> Decision:
-        k = state["current_step"]
+        k = state.current_step
         step = route.steps[k]
-        named = hashes or list(state["steps"][k].get("claimed_tx_ids") or [])
+        named = hashes or list(state.steps[k].get("claimed_tx_ids") or [])
         if not named:
             raise InvalidRequest(
                 "transaction_hashes_required", "name the transactions you submitted for the current action"
@@ -95,7 +95,7 @@ class ChainFacts:
     # ---- destination ------------------------------------------------------------------------------------
 
     async def destination(self, state: State, route: Route, hashes: list[str]) -> Decision:
-        kind = state["steps"][state["current_step"]]["bridge"].get("kind")
+        kind = state.steps[state.current_step]["bridge"].get("kind")
         rule = kinds.DESTINATION.get(kind)
         if rule is cctp_mint_evm:
             return await self.cctp(state, route, hashes)
@@ -111,17 +111,15 @@ class ChainFacts:
             raise ObservationUnavailable(
                 "attestation_source_not_configured", "no Circle Iris reader is configured"
             )
-        bridge = state["steps"][state["current_step"]]["bridge"]
+        bridge = state.steps[state.current_step]["bridge"]
         messages = await self.attestations.messages(int(bridge["source_domain"]), bridge["source_tx"])
         return cctp_mint_evm.attested(state, messages, dst)
 
     async def cctp(self, state: State, route: Route, hashes: list[str]) -> Decision:
-        k = state["current_step"]
-        entry = state["steps"][k]
+        k = state.current_step
+        entry = state.steps[k]
         dst = route.steps[k].target.chain
-        if (
-            state.get("current_action") is not None
-        ):  # the caller's receiveMessage was prepared: verify the mint
+        if state.current_action is not None:  # the caller's receiveMessage was prepared: verify the mint
             named = hashes or list(entry.get("destination_claimed_tx_ids") or [])
             cctp_mint_evm.check_mint_name(state, route, named)
             tx = await self.evm_reader().transaction(dst.value, named[0])
@@ -147,14 +145,14 @@ class ChainFacts:
     async def cctp_relayed(self, state: State, route: Route, check_burn: Any) -> Decision:
         """v1: Iris attests the burn, anyone relays the mint; it is found on the destination and verified,
         never prepared. `check_burn(state)` holds the attested message to this session's burn."""
-        k = state["current_step"]
+        k = state.current_step
         dst = route.steps[k].target.chain
-        if not state["steps"][k]["bridge"].get("attestation"):
+        if not state.steps[k]["bridge"].get("attestation"):
             ok, state = await self.attest(state, dst)
             if not ok:
                 return cctp_mint_evm.not_attested(state)
             check_burn(state)
-        bridge = state["steps"][k]["bridge"]
+        bridge = state.steps[k]["bridge"]
         reader = self.evm_reader()
         dep = self.prepare.deployments[dst]
         transmitter = dep.message_transmitter_v2 or ""
@@ -177,8 +175,8 @@ class ChainFacts:
         )
 
     async def across(self, state: State, route: Route) -> Decision:
-        k = state["current_step"]
-        bridge = state["steps"][k]["bridge"]
+        k = state.current_step
+        bridge = state.steps[k]["bridge"]
         dst = route.steps[k].target.chain
         reader = self.evm_reader()
         spoke = self.prepare.deployments[dst].across_spoke_pool
@@ -204,12 +202,12 @@ class ChainFacts:
 
     async def settlement(self, state: State, route: Route, tx_hash: str) -> Decision:
         """v1 step 2: the bundler's `handleOps` transaction carrying the prepared user operation."""
-        action = state.get("current_action")
+        action = state.current_action
         if (
             not action or action.get("kind") != "erc4337_settlement"
         ):  # pragma: no cover - guarded by the status
             raise Conflict("step_out_of_order", "no settlement plan was prepared for this step")
-        chain = route.steps[state["current_step"]].source.chain
+        chain = route.steps[state.current_step].source.chain
         tx = await self.evm_reader().transaction(chain.value, tx_hash)
         return erc4337.decide(state, route, tx_hash, tx, self.confirmations(chain))
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hmac
 import uuid
+from dataclasses import replace
 from typing import Any
 
 from eth_utils.address import to_checksum_address
@@ -205,7 +206,7 @@ class V1CorridorMode(SessionBase):
     @staticmethod
     def _v1_step_check(record: SessionRecord, k: int, what: str) -> None:
         """The operation belongs to step `k`: anything else is a skipped or repeated step (409, nothing read)."""
-        current = int(record.state["current_step"])
+        current = int(record.state["current_step"])  # the stored shape: checked before the document is parsed
         if record.status in (
             Status.COMPLETE,
             Status.CANCELLED,
@@ -241,14 +242,14 @@ class V1CorridorMode(SessionBase):
         record = await self._expire_if_due(record)
         self._v1_step_check(record, k, operation)
         route = ROUTES[record.route]
-        state = record.state
+        state = self._document(record)
         if record.status == Status.ACTION_READY and "idempotency_key" not in fields:
             return SessionAnswer(200, {**self._view(record, "session"), "idempotent_replay": True})
-        entry = state["steps"][k]
+        entry = state.steps[k]
         input_base = (
-            int(state["summary_steps"][0]["expected_input_base"])
+            int(state.summary_steps[0]["expected_input_base"])
             if k == 0
-            else int(state["steps"][k - 1]["actual_output_base"])
+            else int(state.steps[k - 1]["actual_output_base"])
         )
         if record.status == Status.ACTION_EXPIRED:
             if entry.get("claimed_tx_ids") or entry.get("source"):
@@ -262,11 +263,11 @@ class V1CorridorMode(SessionBase):
             self._check_operation(record, "prepare")
             event = Event.PREPARE_ACTION
         if k == 1:
-            if signer in state["wallets"].values():
+            if signer in state.wallets.values():
                 raise InvalidRequest(
                     "event_signer_public_not_fresh", "event_signer_public must be a fresh key"
                 )
-            state = {**state, "event_signer_public": signer}
+            state = state.evolve(event_signer_public=signer)
         try:
             outcome = await self.builder.next_step(
                 record.session_id, state, route, NextAction(k, input_base, event)
@@ -274,7 +275,7 @@ class V1CorridorMode(SessionBase):
         except ObservationUnavailable as exc:
             raise DependencyUnavailable(exc.reason, exc.message, retry_after_seconds=5) from None
         if outcome.event is event and event is Event.REFRESH:
-            outcome.state["actions"][-1]["refreshed"] = True
+            outcome = replace(outcome, state=outcome.state.last_action_refreshed())
         return await self._finish(record, outcome, key, request_sha)
 
     async def _v1_observe(
@@ -289,14 +290,14 @@ class V1CorridorMode(SessionBase):
         self._v1_step_check(record, k, operation)
         self._check_operation(record, "observe")
         route = ROUTES[record.route]
-        state = record.state
+        state = self._document(record)
         try:
             if k == 2:
                 outcome = await self.facts.settlement(state, route, tx_id)
-            elif state["phase"] == "source":
+            elif state.phase == "source":
                 outcome = await self._advance(record, route, await self.facts.source(state, route, [tx_id]))
             else:
-                bridge = state["steps"][k]["bridge"]
+                bridge = state.steps[k]["bridge"]
                 if tx_id != bridge.get("source_tx"):
                     raise ObservationRejected(
                         "observation_not_prepared_action",

@@ -1,30 +1,28 @@
-"""A session's document and the pure steps that change it. No I/O: every function takes the state it changes
-and hands back a new one (the caller's copy is never touched), with the event the machine will apply.
+"""The pure steps that change a session document. No I/O: every function takes the document it changes and
+hands back a new one (`document.SessionDocument` is frozen; nested entries are copied before they change),
+with the event the machine will apply.
 
-The stored JSON shape is the contract (`SessionRecord.state`); `SESSION_VERSION` names it. What moves a
-session is a `Decision`: the event, the new state, a note for the caller, and optionally a request for the
-next action (`NextAction`), which the engine fulfils by re-quoting from the verified output.
+What moves a session is a `Decision`: the event, the new document, a note for the caller, and optionally a
+request for the next action (`NextAction`), which the engine fulfils by re-quoting from the verified output.
 """
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 from routequote.core.actions.approval import reapproval_body
 from routequote.core.routes import Route, Step
+from routequote.core.sessions.document import MODE_V1, MODE_V2, SESSION_VERSION, SessionDocument
 from routequote.core.sessions.evidence_common import ObservationRejected, StepEvidence
 from routequote.core.sessions.machine import Event
 from routequote.errors import ReapprovalRequired, RouteQuoteError
 
-SESSION_VERSION = "routequote-session-v1"
-MODE_V2, MODE_V1 = "v2_session", "v1_corridor"  # one engine; a v1 corridor builds each action on request
 SESSION_BINDING_VERSION = "routequote-quote-bound-session-constraints-v1"
 SERVER_FLAGS = {"server_signing": False, "server_submission": False}
 
-State = dict[str, Any]
+State = SessionDocument
 
 
 def iso(t: datetime) -> str:
@@ -46,19 +44,14 @@ class NextAction:
 
 @dataclass(frozen=True)
 class Decision:
-    """What one observation decided: the event, the new state, and what the engine still has to do."""
+    """What one observation decided: the event, the new document, and what the engine still has to do."""
 
     event: Event
-    state: State
+    state: SessionDocument
     note: str | None = None
     error: RouteQuoteError | None = None  # committed, then raised (409 reapproval_required)
     next_action: NextAction | None = None
     receive_action: bool = False  # build the CCTP receiveMessage for the current step (destination EVM)
-
-
-def fork(state: State) -> State:
-    """The copy a decision writes into (the stored document is never changed in place)."""
-    return copy.deepcopy(state)
 
 
 # ---- entries ---------------------------------------------------------------------------------------------
@@ -115,20 +108,24 @@ def new_state(
     bundle: dict[str, Any] | None,
     now: datetime,
     funds_note: str,
-) -> State:
+) -> SessionDocument:
     """A session's first document: what was quoted and approved, its steps, and the first action (if built)."""
     summary_steps = quote["direct_route_summary"]["steps"]
     cost = quote["cost_summary"]
-    state: State = {
-        "version": SESSION_VERSION,
-        "mode": mode,
-        "route": route.key,
-        "intent": intent,
-        "wallets": dict(sorted(wallets.items())),
-        "event_signer_public": signer,
-        "approval": approval,
-        "binding": binding,
-        "quote": {
+    steps = [step_entry(s) for s in route.steps]
+    steps[0]["status"] = "action_ready" if bundle is not None else "action_required"
+    if bundle is not None:
+        steps[0]["action_id"] = bundle["action_id"]
+    return SessionDocument(
+        version=SESSION_VERSION,
+        mode=mode,
+        route=route.key,
+        intent=intent,
+        wallets=dict(sorted(wallets.items())),
+        event_signer_public=signer,
+        approval=approval,
+        binding=binding,
+        quote={
             "quote_id": quote["quote_id"],
             "quote_fingerprint": quote["continuation_v3"]["quote_fingerprint"],
             "direct_route_summary_sha256": quote["continuation_v3"]["direct_route_summary_sha256"],
@@ -142,28 +139,23 @@ def new_state(
             "maximum_total_cost_percent": cost["maximum_total_cost_percent"],
             "input_value_usd": cost["input_value_usd"],
         },
-        "summary_steps": summary_steps,
-        "current_step": 0,
-        "phase": "source",
-        "current_action": bundle,
-        "actions": [action_entry(bundle, "source")] if bundle is not None else [],
-        "steps": [step_entry(s) for s in route.steps],
-        "funds": funds(
+        summary_steps=tuple(summary_steps),
+        current_step=0,
+        phase="source",
+        current_action=bundle,
+        actions=(action_entry(bundle, "source"),) if bundle is not None else (),
+        steps=tuple(steps),
+        funds=funds(
             route.source.key,
             summary_steps[0]["expected_input_base"],
             wallets[route.source.chain.value],
             "in_wallet",
             funds_note,
         ),
-        "reapproval": None,
-        "cancelled": None,
-        "created_at": iso(now),
-    }
-    first = state["steps"][0]
-    first["status"] = "action_ready" if bundle is not None else "action_required"
-    if bundle is not None:
-        first["action_id"] = bundle["action_id"]
-    return state
+        reapproval=None,
+        cancelled=None,
+        created_at=iso(now),
+    )
 
 
 # ---- the rules every step kind shares --------------------------------------------------------------------
@@ -171,9 +163,7 @@ def new_state(
 
 def check_step_minimum(state: State, k: int, amount: int) -> None:
     """The one rule: a step that delivered less than its minimum (the action's, else the quoted) never advances."""
-    minimum = int(
-        state["steps"][k].get("minimum_output_base") or state["summary_steps"][k]["minimum_output_base"]
-    )
+    minimum = int(state.steps[k].get("minimum_output_base") or state.summary_steps[k]["minimum_output_base"])
     if amount < minimum:
         raise ObservationRejected(
             "observation_below_step_minimum",
@@ -183,48 +173,48 @@ def check_step_minimum(state: State, k: int, amount: int) -> None:
 
 def pending_source(state: State, named: list[str], why: str) -> Decision:
     """The named source transactions are not final yet: keep them, decide nothing."""
-    state = fork(state)
-    entry = state["steps"][state["current_step"]]
+    k = state.current_step
+    entry = state.step(k)
     entry["claimed_tx_ids"] = named
     entry["status"] = "awaiting_receipt"
-    return Decision(Event.SUBMITTED_PENDING, state, note=why)
+    return Decision(Event.SUBMITTED_PENDING, state.with_step(k, entry), note=why)
 
 
 def destination_pending(state: State, note: str, status: str | None = None, **bridge: Any) -> Decision:
     """The bridge has not delivered yet; `status` and `bridge` (search cursors) are kept for the next look."""
-    state = fork(state)
-    entry = state["steps"][state["current_step"]]
+    k = state.current_step
+    entry = state.step(k)
     if status is not None:
         entry["destination_status"] = status
     entry["bridge"].update(bridge)
-    return Decision(Event.DESTINATION_PENDING, state, note=note)
+    return Decision(Event.DESTINATION_PENDING, state.with_step(k, entry), note=note)
 
 
 def step_done(state: State, route: Route, k: int, output: int) -> Decision:
     """Step k delivered `output` (verified): the route completes, or the next step's action is requested
     (v2: built now from `output`; v1 corridor: built when the caller asks)."""
-    state = fork(state)
     step = route.steps[k]
-    entry = state["steps"][k]
+    entry = state.step(k)
     entry["status"] = "complete"
     entry["actual_output_base"] = str(output)
-    wallet = state["wallets"][step.target.chain.value]
-    state["current_action"] = None
+    wallet = state.wallet(step.target.chain.value)
+    state = state.with_step(k, entry, current_action=None)
     if k == len(route.steps) - 1:
-        state["funds"] = funds(step.target.key, str(output), wallet, "delivered", "the route is complete")
-        state["phase"] = "done"
-        return Decision(Event.STEP_VERIFIED_FINAL, state)
-    state["funds"] = funds(
-        step.target.key,
-        str(output),
-        wallet,
-        "in_wallet",
-        f"verified output of step {k}; input of step {k + 1}",
+        delivered_funds = funds(step.target.key, str(output), wallet, "delivered", "the route is complete")
+        return Decision(Event.STEP_VERIFIED_FINAL, state.evolve(funds=delivered_funds, phase="done"))
+    state = state.evolve(
+        funds=funds(
+            step.target.key,
+            str(output),
+            wallet,
+            "in_wallet",
+            f"verified output of step {k}; input of step {k + 1}",
+        )
     )
-    if state.get("mode") == MODE_V1:  # v1 corridor: the next action is built when the caller asks for it
-        state["current_step"] = k + 1
-        state["phase"] = "source"
-        state["steps"][k + 1]["status"] = "action_required"
+    if state.is_v1:  # v1 corridor: the next action is built when the caller asks for it
+        following = state.step(k + 1)
+        following["status"] = "action_required"
+        state = state.with_step(k + 1, following, current_step=k + 1, phase="source")
         return Decision(Event.STEP_VERIFIED_NEXT_REQUIRED, state)
     return Decision(
         Event.STEP_VERIFIED_NEXT_READY,
@@ -237,61 +227,53 @@ def delivered(state: State, route: Route, k: int, amount: int, destination: dict
     """A bridge delivered `amount` on the destination (its evidence in `destination`): held to the step
     minimum, then the step is done."""
     check_step_minimum(state, k, amount)
-    state = fork(state)
-    state["steps"][k]["destination"] = destination
-    state["current_action"] = None
-    return step_done(state, route, k, amount)
+    entry = state.step(k)
+    entry["destination"] = destination
+    return step_done(state.with_step(k, entry, current_action=None), route, k, amount)
 
 
 def source_verified(state: State, route: Route, named: list[str], evidence: StepEvidence) -> Decision:
     """The source action is proven: a bridge goes in flight, a swap (or fee-carrying swap) is done."""
     if evidence.status == "pending":
         return pending_source(state, named, "waiting for finality")
-    state = fork(state)
-    k = state["current_step"]
+    k = state.current_step
     step = route.steps[k]
-    entry = state["steps"][k]
+    entry = state.step(k)
     entry["claimed_tx_ids"] = named
     entry["source"] = evidence_entry(evidence)
     if evidence.bridge is not None:
         entry["status"] = "in_flight"
         entry["bridge"] = evidence.bridge
-        state["phase"] = "destination"
-        state["current_action"] = None
-        state["funds"] = funds(
+        in_flight = funds(
             step.target.key,
             None,
-            state["wallets"][step.target.chain.value],
+            state.wallet(step.target.chain.value),
             "in_flight",
             f"{step.provider.value} message in flight to {step.target.chain.value}",
         )
+        state = state.with_step(k, entry, phase="destination", current_action=None, funds=in_flight)
         return Decision(Event.STEP_VERIFIED_BRIDGE_IN_FLIGHT, state)
     assert evidence.actual_output_base is not None
-    return step_done(state, route, k, evidence.actual_output_base)
+    return step_done(state.with_step(k, entry), route, k, evidence.actual_output_base)
 
 
 def install_action(
     state: State, k: int, bundle: dict[str, Any], minimum: int, event: Event, phase: str = "source"
 ) -> Decision:
     """Step k's freshly built action becomes the current one (the one "action ready" block)."""
-    state = fork(state)
-    entry = state["steps"][k]
-    state["current_step"] = k
-    state["phase"] = phase
-    state["current_action"] = bundle
-    state["actions"].append(action_entry(bundle, phase))
+    entry = state.step(k)
     entry["status"] = "action_ready"
     entry["action_id"] = bundle["action_id"]
     entry["minimum_output_base"] = str(minimum)
     entry.pop("claimed_tx_ids", None)
-    return Decision(event, state)
+    state = state.with_step(k, entry, current_step=k, phase=phase, current_action=bundle)
+    return Decision(event, state.with_action(action_entry(bundle, phase)))
 
 
 def reapproval(
     state: State, route: Route, step: Step, amount: int, wallet: str, reason: str, why: str
 ) -> Decision:
     """Re-quoted below what was approved: park the funds, build nothing, answer 409 with where they are."""
-    state = fork(state)
     body = reapproval_body(reason, route)
     parked = funds(step.source.key, str(amount), wallet, "in_wallet", "parked: nothing was built or moved")
     chain, token = step.source.key.split(":")
@@ -308,18 +290,23 @@ def reapproval(
             "amount_base": str(amount),
             "note": "quote this intent (amount_usd = the value of amount_base at current prices) and approve anew",
         },
-        session_id=state["binding"]["session_id"],
+        session_id=state.session_id,
         step_index=step.index,
     )
-    state["reapproval"] = {
-        "reason": reason,
-        "message": why,
-        "funds": parked,
-        "quote_from_here": body["quote_from_here"],
-    }
-    state["funds"] = parked
-    state["current_action"] = None
-    state["steps"][step.index]["status"] = "reapproval_required"
+    entry = state.step(step.index)
+    entry["status"] = "reapproval_required"
+    state = state.with_step(
+        step.index,
+        entry,
+        reapproval={
+            "reason": reason,
+            "message": why,
+            "funds": parked,
+            "quote_from_here": body["quote_from_here"],
+        },
+        funds=parked,
+        current_action=None,
+    )
     error = ReapprovalRequired(
         reason,
         f"{why}; nothing was built. Your funds are {parked['amount_base']} base units "
@@ -330,15 +317,14 @@ def reapproval(
 
 
 def expired(state: State) -> State:
-    state = fork(state)
-    state["steps"][state["current_step"]]["status"] = "action_expired"
-    return state
+    entry = state.step(state.current_step)
+    entry["status"] = "action_expired"
+    return state.with_step(state.current_step, entry)
 
 
 def cancelled(state: State, from_status: str, now: datetime) -> Decision:
     """Cancel: the session stops following; the funds note says what may still move."""
-    state = fork(state)
-    held = dict(state["funds"])
+    held = dict(state.funds)
     if from_status in ("action_ready", "action_expired"):
         held["note"] = "the current action was not observed: if you did not submit it, nothing moved"
     elif from_status == "awaiting_source_receipt":
@@ -350,7 +336,8 @@ def cancelled(state: State, from_status: str, now: datetime) -> Decision:
             "a bridge message is in flight; cancelling does not stop it: it arrives at "
             f"{held['endpoint']} (or refunds on origin)"
         )
-    state["cancelled"] = {"at": iso(now), "from_status": from_status, "funds": held}
-    state["funds"] = held
-    state["current_action"] = None
-    return Decision(Event.CANCEL, state)
+    record = {"at": iso(now), "from_status": from_status, "funds": held}
+    return Decision(Event.CANCEL, state.evolve(cancelled=record, funds=held, current_action=None))
+
+
+__all__ = ["MODE_V1", "MODE_V2", "SESSION_VERSION", "Decision", "NextAction", "SessionDocument", "State"]

@@ -6,8 +6,9 @@ from datetime import datetime
 from fractions import Fraction
 from typing import Any
 
+from routequote.core.sessions.document import MODE_V2, SESSION_VERSION, SessionDocument
 from routequote.core.sessions.machine import NEXT_OPERATION, Status, operations_allowed
-from routequote.core.sessions.state import MODE_V2, SERVER_FLAGS, SESSION_VERSION, iso
+from routequote.core.sessions.state import SERVER_FLAGS, iso
 
 VIEWS = ("session", "workflow", "receipt", "next_action")
 
@@ -20,10 +21,11 @@ def render(
     version: int,
     route: str,
     updated_at: datetime,
-    state: dict[str, Any],
+    document: SessionDocument,
     note: str | None = None,
 ) -> dict[str, Any]:
     """One view of a session (`session`, `workflow`, `receipt`, `next_action`): what every surface answers."""
+    state = document.to_json()
     status_ = Status(status)
     head: dict[str, Any] = {
         "version": SESSION_VERSION,

@@ -23,34 +23,36 @@ from routequote.core.sessions.evidence_common import (
     uint_topic,
 )
 from routequote.core.sessions.machine import Event
-from routequote.core.sessions.state import Decision, State, delivered, destination_pending, fork, funds
+from routequote.core.sessions.state import Decision, State, delivered, destination_pending, funds
 
 
 def decide(
     state: State, route: Route, found: tuple[int, str] | None, now_unix: int, search_from: int
 ) -> Decision:
-    k = state["current_step"]
+    k = state.current_step
     if found is None:
-        state = fork(state)
         step = route.steps[k]
-        entry = state["steps"][k]
+        entry = state.step(k)
         bridge = entry["bridge"]
         bridge["search_from_block"] = search_from
         deadline = int(bridge.get("fill_deadline") or 0)
         if deadline and now_unix > deadline:
             entry["status"] = "refunded_on_origin"
-            state["funds"] = funds(
+            refund = funds(
                 step.source.key,
                 bridge.get("input_amount"),
-                state["wallets"][step.source.chain.value],
+                state.wallet(step.source.chain.value),
                 "refund_expected",
                 "unfilled after the fill deadline: Across refunds the deposit on origin",
             )
-            return Decision(Event.BRIDGE_FAILED, state)
-        return destination_pending(state, "no relayer fill seen yet", "awaiting_fill")
+            return Decision(Event.BRIDGE_FAILED, state.with_step(k, entry, funds=refund))
+        return destination_pending(
+            state, "no relayer fill seen yet", "awaiting_fill", search_from_block=search_from
+        )
     amount, fill_tx = found
-    state = fork(state)
-    state["steps"][k]["bridge"]["search_from_block"] = search_from
+    entry = state.step(k)
+    entry["bridge"]["search_from_block"] = search_from
+    state = state.with_step(k, entry)
     return delivered(
         state,
         route,

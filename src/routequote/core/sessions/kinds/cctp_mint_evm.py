@@ -38,7 +38,6 @@ from routequote.core.sessions.state import (
     delivered,
     destination_pending,
     evidence_entry,
-    fork,
     funds,
 )
 
@@ -46,8 +45,8 @@ from routequote.core.sessions.state import (
 def attested(state: State, messages: list[CctpMessage], dst: Chain) -> tuple[bool, State]:
     """Iris's messages for this burn: when one is complete, keep its message and attestation in the bridge
     record (True); else mark the step awaiting the attestation (False)."""
-    state = fork(state)
-    entry = state["steps"][state["current_step"]]
+    k = state.current_step
+    entry = state.step(k)
     bridge = entry["bridge"]
     match = next(
         (
@@ -61,11 +60,11 @@ def attested(state: State, messages: list[CctpMessage], dst: Chain) -> tuple[boo
     )
     if match is None or match.status != "complete" or not match.message or not match.attestation:
         entry["destination_status"] = "awaiting_attestation"
-        return False, state
+        return False, state.with_step(k, entry)
     bridge["message"] = "0x" + match.message.hex()
     bridge["attestation"] = "0x" + match.attestation.hex()
     bridge["fee_executed"] = None if match.fee_executed is None else str(match.fee_executed)
-    return True, state
+    return True, state.with_step(k, entry)
 
 
 def not_attested(state: State) -> Decision:
@@ -73,7 +72,7 @@ def not_attested(state: State) -> Decision:
 
 
 def check_mint_name(state: State, route: Route, named: list[str]) -> None:
-    dst = route.steps[state["current_step"]].target.chain
+    dst = route.steps[state.current_step].target.chain
     if len(named) != 1 or not EVM_TX_RE.fullmatch(named[0]):
         raise ObservationRejected(
             "observation_wrong_chain",
@@ -83,38 +82,46 @@ def check_mint_name(state: State, route: Route, named: list[str]) -> None:
 
 def install_receive(state: State, route: Route, bundle: dict[str, Any], refreshed: bool = False) -> State:
     """The prepared receiveMessage becomes the current action (attested, or refreshed after expiry)."""
-    state = fork(state)
-    k = state["current_step"]
-    state["current_action"] = bundle
-    state["actions"].append(action_entry(bundle, "destination", refreshed=refreshed))
+    k = state.current_step
+    state = state.with_action(action_entry(bundle, "destination", refreshed=refreshed), current_action=bundle)
     if refreshed:
         return state
     step = route.steps[k]
-    state["steps"][k]["destination_status"] = "mint_action_ready"
-    state["funds"] = funds(
-        step.target.key,
-        None,
-        state["wallets"][step.target.chain.value],
-        "in_flight",
-        "attested; minted when your receiveMessage transaction lands",
+    entry = state.step(k)
+    entry["destination_status"] = "mint_action_ready"
+    return state.with_step(
+        k,
+        entry,
+        funds=funds(
+            step.target.key,
+            None,
+            state.wallet(step.target.chain.value),
+            "in_flight",
+            "attested; minted when your receiveMessage transaction lands",
+        ),
     )
-    return state
 
 
 def _verify(
     state: State, route: Route, tx: EvmTransaction, usdc: str, transmitter: str, confirmations: int
 ) -> Any:
-    k = state["current_step"]
-    bridge = state["steps"][k]["bridge"]
+    k = state.current_step
+    bridge = state.steps[k]["bridge"]
     return verify_cctp_mint(
         tx,
         message=bytes.fromhex(bridge["message"][2:]),
         attestation=bytes.fromhex(bridge["attestation"][2:]),
         usdc=usdc,
-        recipient=state["wallets"][route.steps[k].target.chain.value],
+        recipient=state.wallet(route.steps[k].target.chain.value),
         transmitter=transmitter,
         required_confirmations=confirmations,
     )
+
+
+def _claimed(state: State, k: int, named: list[str]) -> State:
+    entry = state.step(k)
+    entry["destination_claimed_tx_ids"] = named
+    return state.with_step(k, entry)
 
 
 def decide_mint(
@@ -128,16 +135,16 @@ def decide_mint(
     confirmations: int,
 ) -> Decision:
     """The caller's prepared receiveMessage, as mined."""
-    k = state["current_step"]
+    k = state.current_step
     if tx is None:
-        pending = fork(state)
-        pending["steps"][k]["destination_claimed_tx_ids"] = named
-        return Decision(Event.DESTINATION_PENDING, pending, note="the mint transaction is not mined yet")
+        return Decision(
+            Event.DESTINATION_PENDING, _claimed(state, k, named), note="the mint transaction is not mined yet"
+        )
     evidence = _verify(state, route, tx, usdc, transmitter, confirmations)
     if evidence.status == "pending":
-        pending = fork(state)
-        pending["steps"][k]["destination_claimed_tx_ids"] = named
-        return Decision(Event.DESTINATION_PENDING, pending, note="waiting for finality of the mint")
+        return Decision(
+            Event.DESTINATION_PENDING, _claimed(state, k, named), note="waiting for finality of the mint"
+        )
     assert evidence.actual_output_base is not None
     return delivered(state, route, k, evidence.actual_output_base, evidence_entry(evidence))
 
@@ -154,7 +161,7 @@ def decide_relayed(
     search_from: int,
 ) -> Decision:
     """v1: the mint anyone relayed, found by its `MessageReceived` log from `search_from`."""
-    k = state["current_step"]
+    k = state.current_step
     if not found_log:
         return destination_pending(
             state,
@@ -178,8 +185,9 @@ def decide_relayed(
             mint_search_from_block=search_from,
         )
     assert evidence.actual_output_base is not None
-    state = fork(state)
-    state["steps"][k]["bridge"]["mint_search_from_block"] = search_from
+    entry = state.step(k)
+    entry["bridge"]["mint_search_from_block"] = search_from
+    state = state.with_step(k, entry)
     return delivered(
         state,
         route,

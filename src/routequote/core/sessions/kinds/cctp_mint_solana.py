@@ -4,12 +4,13 @@ the mint and names the signature that delivered USDC to the wallet (`oft.decide_
 from __future__ import annotations
 
 from routequote.core.sessions.machine import Event
-from routequote.core.sessions.state import Decision, State, fork
+from routequote.core.sessions.state import Decision, State
 
 
 def attested_caller_relays(state: State) -> Decision:
-    state = fork(state)
-    state["steps"][state["current_step"]]["destination_status"] = "attested_caller_relays_mint"
+    entry = state.step(state.current_step)
+    entry["destination_status"] = "attested_caller_relays_mint"
+    state = state.with_step(state.current_step, entry)
     return Decision(
         Event.DESTINATION_PENDING,
         state,

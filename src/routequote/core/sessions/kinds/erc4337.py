@@ -12,7 +12,6 @@ from routequote.core.sessions.state import (
     State,
     check_step_minimum,
     evidence_entry,
-    fork,
     pending_source,
     step_done,
 )
@@ -21,10 +20,10 @@ from routequote.core.sessions.state import (
 def decide(
     state: State, route: Route, tx_hash: str, tx: EvmTransaction | None, confirmations: int
 ) -> Decision:
-    k = state["current_step"]
+    k = state.current_step
     if tx is None:
         return pending_source(state, [tx_hash], "the transaction is not mined yet")
-    plan = state["current_action"]["plan"]
+    plan = state.action()["plan"]
     evidence = verify_userop_settlement(
         tx,
         plan=plan,
@@ -39,9 +38,8 @@ def decide(
         return pending_source(state, [tx_hash], "waiting for finality")
     assert evidence.actual_output_base is not None
     check_step_minimum(state, k, evidence.actual_output_base)
-    state = fork(state)
-    entry = state["steps"][k]
+    entry = state.step(k)
     entry["claimed_tx_ids"] = [tx_hash]
     entry["source"] = evidence_entry(evidence)
     entry["settlement"] = evidence.bridge
-    return step_done(state, route, k, evidence.actual_output_base)
+    return step_done(state.with_step(k, entry), route, k, evidence.actual_output_base)

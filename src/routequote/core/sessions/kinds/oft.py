@@ -43,9 +43,9 @@ def decide_delivery(
 ) -> Decision:
     if tx is None:
         return Decision(Event.DESTINATION_PENDING, state, note="the delivery signature is not finalized yet")
-    amount = verify_solana_delivery(tx, owner=state["wallets"]["solana"], mint=mint)
+    amount = verify_solana_delivery(tx, owner=state.wallet("solana"), mint=mint)
     destination = {"tx_ids": [signature], "actual_output_base": str(amount), "kind": f"{token}_delivery"}
-    return delivered(state, route, state["current_step"], amount, destination)
+    return delivered(state, route, state.current_step, amount, destination)
 
 
 # ---- evidence: the send on the source ------------------------------------------------------------

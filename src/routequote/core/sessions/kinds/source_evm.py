@@ -33,7 +33,7 @@ from routequote.core.sessions.state import Decision, State, pending_source, sour
 
 
 def check_names(state: State, route: Route, named: list[str]) -> None:
-    k = state["current_step"]
+    k = state.current_step
     if not all(EVM_TX_RE.fullmatch(h) for h in named):
         raise ObservationRejected(
             "observation_wrong_chain",
@@ -46,7 +46,7 @@ def decide(
 ) -> Decision:
     if any(t is None for t in txs):
         return pending_source(state, named, "not every named transaction is mined yet")
-    action = state["current_action"]["unsigned_action"]
+    action = state.action()["unsigned_action"]
     evidence = verify_evm_action(
         action, [t for t in txs if t is not None], required_confirmations=confirmations
     )

@@ -24,5 +24,5 @@ def check_names(state: State, route: Route, named: list[str]) -> None:
 def decide(state: State, route: Route, named: list[str], tx: SolanaTransaction | None) -> Decision:
     if tx is None:
         return pending_source(state, named, "the signature is not finalized yet")
-    evidence = verify_solana_action(state["current_action"]["unsigned_action"], tx)
+    evidence = verify_solana_action(state.action()["unsigned_action"], tx)
     return source_verified(state, route, named, evidence)
