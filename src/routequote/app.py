@@ -91,7 +91,8 @@ def build_sessions(
     settings: Settings, prepare: PrepareService, store: SessionStore | None = None
 ) -> SessionService:
     """The session engine: its store (SQLite by default, PostgreSQL by URL) and the chain readers, each
-    configured only where an RPC URL is set (an unconfigured chain answers 503 when observed)."""
+    configured only where an RPC URL is set (an unconfigured chain answers 503 when observed). The adapters
+    are imported here, when the engine is built, not when `app` is imported (start-up cost)."""
     import httpx
 
     from routequote.observe.evm import JsonRpcEvmReader

@@ -28,6 +28,7 @@ from routequote.app import create_app
 from routequote.clock import FixedClock
 from routequote.config import Settings
 from routequote.core.hashing import canonical_sha256
+from routequote.core.sessions.document import SessionDocument
 from routequote.core.sessions.state import step_done
 from routequote.surfaces.a2a_agent import verify_handoff
 from routequote.verify import verification_context, verify_bundle
@@ -320,8 +321,8 @@ class _StepZeroFacts:
         self.real = real
         self.output = output
 
-    async def source(self, state: dict[str, Any], route: Any, hashes: list[str]) -> Any:
-        return step_done(state, route, 0, self.output(state["summary_steps"][0]))
+    async def source(self, state: SessionDocument, route: Any, hashes: list[str]) -> Any:
+        return step_done(state, route, 0, self.output(state.summary_steps[0]))
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.real, name)
