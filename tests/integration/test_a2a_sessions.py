@@ -286,6 +286,28 @@ async def test_refresh_only_after_expiry(client: Client, served_sessions: Served
     assert handoff != first["caller_wallet_handoff"]
 
 
+async def test_a_key_replays_only_its_own_operation(client: Client, served_sessions: Served) -> None:
+    """Issue 22 item 1 over A2A: refresh and cancel under one key never answer each other's stored result."""
+    caller = Caller(client, ONE_STEP)
+    await caller.create()
+    served_sessions.clock.advance(181)  # the bundle lives 180 s
+    key = "shared-" + uuid.uuid4().hex[:8]
+    fresh = await send(client, caller.call("refresh_action", idempotencyKey=key))
+    assert fresh["session"]["status"] == "action_ready", fresh
+    crossed = await send(client, caller.call("session_cancel", idempotencyKey=key))
+    assert set(crossed) == {"error"}, crossed
+    assert crossed["error"]["reason_class"] == "idempotency_key_reused_with_different_request"
+    still = await caller.get()
+    assert still["session"]["status"] == "action_ready"
+    assert still["session"]["session_version"] == fresh["session"]["session_version"]
+    other = "shared-" + uuid.uuid4().hex[:8]
+    cancelled = await send(client, caller.call("session_cancel", idempotencyKey=other))
+    assert cancelled["session"]["status"] == "cancelled", cancelled
+    back = await send(client, caller.call("refresh_action", idempotencyKey=other))
+    assert back["error"]["reason_class"] == "idempotency_key_reused_with_different_request", back
+    assert (await caller.get())["session"]["status"] == "cancelled"
+
+
 async def test_observe_on_an_unconfigured_chain_changes_nothing(
     client: Client, served_sessions: Served
 ) -> None:

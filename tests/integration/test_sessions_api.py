@@ -319,3 +319,32 @@ def test_logs_carry_session_events_but_never_the_token(
     assert "session_created" in logged and "session_transition" in logged and sid in logged
     assert token not in logged and "A" * 43 not in logged
     assert body["idempotency_key"] not in logged
+
+
+def test_a_key_replays_only_its_own_operation(api: Api) -> None:
+    """Issue 22 item 1: an idempotency key replays only the same operation with the same body; refresh,
+    cancel and observe under one key never answer each other's stored result (409, nothing changes)."""
+    sid, token, _, _ = created(api)
+    api.clock.advance(181)  # the bundle lives 180 s: refresh applies
+    fresh = api.op(sid, "refresh", token, {"idempotency_key": "shared-key-01"})
+    assert fresh.status_code == 200 and fresh.json()["status"] == "action_ready", fresh.text
+    version = fresh.json()["session_version"]
+    crossed = api.op(sid, "cancel", token, {"idempotency_key": "shared-key-01"})
+    assert crossed.status_code == 409, crossed.text
+    assert crossed.json()["reason_class"] == "idempotency_key_reused_with_different_request"
+    still = api.read(sid, token).json()
+    assert still["status"] == "action_ready" and still["session_version"] == version
+    cancelled = api.op(sid, "cancel", token, {"idempotency_key": "shared-key-02"})
+    assert cancelled.status_code == 200 and cancelled.json()["status"] == "cancelled"
+    for op in ("refresh", "observe"):
+        r = api.op(sid, op, token, {"idempotency_key": "shared-key-02"})
+        assert (
+            r.status_code == 409
+            and r.json()["reason_class"] == "idempotency_key_reused_with_different_request"
+        ), (
+            op,
+            r.text,
+        )
+    replay = api.op(sid, "cancel", token, {"idempotency_key": "shared-key-02"})
+    assert replay.status_code == 200 and replay.json()["idempotent_replay"] is True
+    assert api.read(sid, token).json()["status"] == "cancelled"

@@ -43,6 +43,7 @@ from routequote.sessions.inputs import (
     idempotency_key,
     key_only_body,
     observe_body,
+    operation_sha256,
 )
 from routequote.sessions.v1 import V1CorridorMode
 from routequote.storage.sessions_common import stored
@@ -183,7 +184,7 @@ class SessionService(V1CorridorMode):
     async def observe(self, session_id: Any, token: str | None, body: Any) -> SessionAnswer:
         record = await self._load(session_id, token)
         key, hashes = observe_body(body)
-        request_sha = canonical_sha256(body)
+        request_sha = operation_sha256("observe", body)
         route = ROUTES[record.route]
         if (replayed := await self._replayed(record, key, request_sha)) is not None:
             return replayed
@@ -205,7 +206,7 @@ class SessionService(V1CorridorMode):
     async def refresh(self, session_id: Any, token: str | None, body: Any) -> SessionAnswer:
         record = await self._load(session_id, token)
         key = key_only_body(body)
-        request_sha = canonical_sha256(body)
+        request_sha = operation_sha256("refresh", body)
         route = ROUTES[record.route]
         if (replayed := await self._replayed(record, key, request_sha)) is not None:
             return replayed
@@ -234,7 +235,7 @@ class SessionService(V1CorridorMode):
     async def cancel(self, session_id: Any, token: str | None, body: Any) -> SessionAnswer:
         record = await self._load(session_id, token)
         key = key_only_body(body)
-        request_sha = canonical_sha256(body)
+        request_sha = operation_sha256("cancel", body)
         if (replayed := await self._replayed(record, key, request_sha)) is not None:
             return replayed
         self._check_operation(record, "cancel")

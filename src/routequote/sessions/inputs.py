@@ -7,6 +7,7 @@ import hashlib
 import re
 from typing import Any
 
+from routequote.core.hashing import canonical_sha256
 from routequote.core.sessions.evidence import EVM_TX_RE, SOLANA_SIG_RE
 from routequote.errors import InvalidRequest
 
@@ -15,6 +16,12 @@ IDEMPOTENCY_RE = re.compile(r"[A-Za-z0-9._:-]{8,128}")
 UUID_RE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 EVM_ADDRESS_RE = re.compile(r"0x[0-9a-fA-F]{40}")
 MAX_TX_IDS = 8
+
+
+def operation_sha256(operation: str, body: dict[str, Any]) -> str:
+    """The request hash an idempotency record keeps: the operation and the body, so a key replays only the
+    same operation with the same body (refresh and cancel with one key: 409, never each other's answer)."""
+    return canonical_sha256({"operation": f"v2_{operation}", **body})
 
 
 def token_sha256(token: str) -> str:
