@@ -308,6 +308,31 @@ async def test_a_key_replays_only_its_own_operation(client: Client, served_sessi
     assert (await caller.get())["session"]["status"] == "cancelled"
 
 
+async def test_one_approved_quote_opens_one_session(client: Client, served_sessions: Served) -> None:
+    """Issue 22 item 2 over A2A: another token or another key for the same approved quote is refused."""
+    caller = Caller(client, ONE_STEP)
+    first = await caller.create()
+    before = served_sessions.rows()
+    other_token = new_session_token()
+    other_key = "a2a-s-" + uuid.uuid4().hex[:16]
+    for over in (
+        {"sessionToken": other_token},
+        {
+            "idempotencyKey": other_key,
+            "approvalV3": {**caller.approval, "idempotency_key": other_key},
+            "verificationContext": caller.context({**caller.approval, "idempotency_key": other_key}),
+        },
+    ):
+        reply = await send(client, caller.create_message(**over))
+        assert set(reply) == {"error"}, reply
+        assert reply["error"]["reason_class"] == "session_exists_for_approval", reply
+        assert caller.token not in str(reply) and other_token not in str(reply)
+    assert served_sessions.rows() == before
+    again = await caller.get()
+    assert again["session"]["session_id"] == first["session"]["session_id"]
+    assert again["session"]["session_version"] == 1
+
+
 async def test_observe_on_an_unconfigured_chain_changes_nothing(
     client: Client, served_sessions: Served
 ) -> None:

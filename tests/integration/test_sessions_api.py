@@ -9,6 +9,7 @@ import base64
 import contextlib
 import hashlib
 import secrets
+import sqlite3
 from collections.abc import Iterator
 from typing import Any
 
@@ -107,6 +108,15 @@ def database_bytes(api: Api) -> bytes:
             await conn.close()
 
     return asyncio.run(dump())
+
+
+def database_rows(api: Api) -> bytes:
+    """Every row of the session tables (a refused write may still touch SQLite's files, never its rows)."""
+    if api.db_path is None:  # type: ignore[attr-defined]
+        return database_bytes(api)
+    with contextlib.closing(sqlite3.connect(api.db_path)) as conn:  # type: ignore[attr-defined]
+        tables = ("sessions", "session_events", "session_idempotency")
+        return repr([sorted(conn.execute(f"SELECT * FROM {t}").fetchall()) for t in tables]).encode()
 
 
 def created(api: Api, route: str = ONE_STEP) -> tuple[str, str, dict[str, Any], dict[str, Any]]:
@@ -348,3 +358,30 @@ def test_a_key_replays_only_its_own_operation(api: Api) -> None:
     replay = api.op(sid, "cancel", token, {"idempotency_key": "shared-key-02"})
     assert replay.status_code == 200 and replay.json()["idempotent_replay"] is True
     assert api.read(sid, token).json()["status"] == "cancelled"
+
+
+def test_one_approved_quote_opens_one_session(api: Api) -> None:
+    """Issue 22 item 2: a second create for the same approved quote, with another token or another key, is
+    409 session_exists_for_approval, names no token, and opens nothing; the first session is unchanged."""
+    token = new_token()
+    q = api.quote(ONE_STEP)
+    body = api.body(ONE_STEP, q)
+    first = api.create(body, token)
+    assert first.status_code == 201, first.text
+    sid = first.json()["session_id"]
+    before = database_rows(api)
+    other_token = new_token()
+    for label, (again_body, again_token) in {
+        "another token": (body, other_token),
+        "another key": (api.body(ONE_STEP, q), token),
+        "another key and token": (api.body(ONE_STEP, q), other_token),
+    }.items():
+        r = api.create(again_body, again_token)
+        assert r.status_code == 409, (label, r.text)
+        answer = r.json()
+        assert answer["reason_class"] == "session_exists_for_approval", (label, answer)
+        assert token not in r.text and other_token not in r.text and "session_id" not in answer
+    assert database_rows(api) == before  # nothing opened, nothing changed
+    replay = api.create(body, token)
+    assert replay.status_code == 201 and replay.json()["idempotent_replay"] is True
+    assert replay.json()["session_id"] == sid and replay.json()["session_version"] == 1

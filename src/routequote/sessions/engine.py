@@ -32,6 +32,7 @@ from routequote.core.sessions.state import (
     cancelled,
     new_state,
     parse_ts,
+    session_id_for,
 )
 from routequote.core.sessions.views import VIEWS
 from routequote.errors import Conflict, DependencyUnavailable, InvalidRequest, RouteQuoteError
@@ -114,7 +115,7 @@ class SessionService(V1CorridorMode):
         assert issued is not None
         quote = issued.payload
         pool_tick, raydium_live = await self.prepare._solana_pool_tick(route)
-        session_id = self.service.ids.new_id()
+        session_id = session_id_for(approval["quote_id"])  # one approved quote, one session
         binding = self._binding(quote, approval, session_id)
         ps0 = issued.body.pricing.steps[0]
         min0 = ps0.minimum_output_base
@@ -148,7 +149,14 @@ class SessionService(V1CorridorMode):
             now,
             "spent only when the current action is signed and submitted",
         )
-        return await self._insert_new(state, sha, Event.CREATE, now, scope, key, request_sha, route)
+        try:
+            return await self._insert_new(state, sha, Event.CREATE, now, scope, key, request_sha, route)
+        except ValueError:  # the store already holds this quote's session (another token or another key)
+            raise Conflict(
+                "session_exists_for_approval",
+                "a session already exists for this approval; no second session is opened: continue the "
+                "existing one with the token that created it, or quote again",
+            ) from None
 
     def _binding(self, quote: dict[str, Any], approval: dict[str, Any], session_id: str) -> dict[str, Any]:
         return {

@@ -10,7 +10,6 @@ token of that wallet (auth.WalletAuth); create builds no transaction.
 from __future__ import annotations
 
 import hmac
-import uuid
 from dataclasses import replace
 from typing import Any
 
@@ -21,7 +20,13 @@ from routequote.core.hashing import canonical_sha256
 from routequote.core.routes import ROUTES
 from routequote.core.sessions.evidence import EVM_TX_RE, SOLANA_SIG_RE, ObservationRejected
 from routequote.core.sessions.machine import NEXT_OPERATION, Event, Status
-from routequote.core.sessions.state import MODE_V1, SESSION_BINDING_VERSION, NextAction, new_state
+from routequote.core.sessions.state import (
+    MODE_V1,
+    SESSION_BINDING_VERSION,
+    NextAction,
+    new_state,
+    session_id_for,
+)
 from routequote.core.sessions.views import VIEWS
 from routequote.errors import Conflict, DependencyUnavailable, InvalidRequest, NotFound
 from routequote.ports import ObservationUnavailable, SessionRecord
@@ -31,7 +36,6 @@ from routequote.storage.sessions_common import stored
 
 V1_CORRIDORS = ("solana:SOL->base:ETH", "solana:SOL->arbitrum:ETH")
 V1_BINDING_VERSION = "routequote-v1-corridor-binding"
-V1_SESSION_NAMESPACE = uuid.UUID("6f0b7c1e-2a55-5b7e-9d0c-3e1f4a2b8c61")  # session id = uuid5(ns, quote_id)
 
 
 class V1CorridorMode(SessionBase):
@@ -83,7 +87,7 @@ class V1CorridorMode(SessionBase):
         wallets = {"solana": wallet, dst_chain: str(to_checksum_address(destination))}
         quote = issued.payload
         summary_steps = quote["direct_route_summary"]["steps"]
-        session_id = str(uuid.uuid5(V1_SESSION_NAMESPACE, quote_id))  # one session per quote: the lock
+        session_id = session_id_for(quote_id)  # one session per quote: the lock
         approval = {
             "version": "routequote-v1-corridor-bounds",
             "quote_id": quote_id,

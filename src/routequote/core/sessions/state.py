@@ -8,6 +8,7 @@ request for the next action (`NextAction`), which the engine fulfils by re-quoti
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -21,6 +22,14 @@ from routequote.errors import ReapprovalRequired, RouteQuoteError
 
 SESSION_BINDING_VERSION = "routequote-quote-bound-session-constraints-v1"
 SERVER_FLAGS = {"server_signing": False, "server_submission": False}
+# a session's id is derived from the approved quote's id: one quote opens at most one session (v2 and v1 alike),
+# enforced by the store's unique session id
+SESSION_NAMESPACE = uuid.UUID("6f0b7c1e-2a55-5b7e-9d0c-3e1f4a2b8c61")
+
+
+def session_id_for(quote_id: str) -> str:
+    return str(uuid.uuid5(SESSION_NAMESPACE, quote_id.lower()))
+
 
 State = SessionDocument
 
