@@ -105,6 +105,11 @@ class IdempotencyConflict(Exception):
     """An idempotency key already holds an answer to a different request (REST 409, nothing changed)."""
 
 
+class TransactionAlreadyUsed(Exception):
+    """A transaction id already advanced a step (of this or another session): one transaction, one step
+    (REST 409, nothing changed)."""
+
+
 @dataclass(frozen=True, slots=True)
 class SessionRecord:
     """One session as stored. `state` is the whole JSON document of the session (steps, current action,
@@ -176,10 +181,15 @@ class SessionStore(Protocol):
         state: dict[str, Any],
         event: SessionEvent,
         idempotency: tuple[str, str, str, dict[str, Any]] | None = None,
+        claims: tuple[tuple[str, int], ...] = (),
     ) -> bool:
         """Commit a new status/state iff the stored version is still `expected_version` (then version+1),
         with its event and, when given, the idempotency record (scope, key, request_sha256, response).
-        Returns False, changing nothing, when another transition won the race."""
+        Returns False, changing nothing, when another transition won the race.
+
+        `claims` are the (transaction id, step index) pairs this transition proves advanced a step; a
+        transaction id is unique across every session (a unique key in the store): when one is already
+        claimed, nothing is written and `TransactionAlreadyUsed` is raised."""
         ...
 
     async def idempotent(self, scope: str, key: str) -> IdempotentAnswer | None: ...
@@ -263,4 +273,5 @@ __all__ = [
     "SolanaTransaction",
     "SourceHealth",
     "StoreUnavailable",
+    "TransactionAlreadyUsed",
 ]

@@ -22,6 +22,7 @@ from a2a.types.a2a_pb2 import Message, Role, SendMessageRequest
 from tests.support.a2a import CAMEL, narrow, new_session_token
 from tests.support.server import free_port, running_server
 from tests.unit.actions.support import START, intent_for, wallets_for
+from tests.unit.sessions.corpus import FakeEvm, swap_receipts
 
 import routequote.verify as verify_module
 from routequote.app import create_app
@@ -331,6 +332,36 @@ async def test_one_approved_quote_opens_one_session(client: Client, served_sessi
     again = await caller.get()
     assert again["session"]["session_id"] == first["session"]["session_id"]
     assert again["session"]["session_version"] == 1
+
+
+async def test_one_transaction_advances_one_step(client: Client, served_sessions: Served) -> None:
+    """Issue 18 part 3 over A2A: the transactions that advanced one session cannot advance another whose
+    prepared action is identical (a stand-in chain at the EVM reader port; receipts fabricated)."""
+    sessions = served_sessions.app.state.sessions
+    fake, saved = FakeEvm(), sessions.evm
+    sessions.evm = fake
+    try:
+        one, two = Caller(client, ONE_STEP), Caller(client, ONE_STEP)
+        first, second = await one.create(), await two.create()
+        action = first["session"]["current_action"]["unsigned_action"]
+        assert (
+            action["transactions"] == second["session"]["current_action"]["unsigned_action"]["transactions"]
+        )
+        hashes = swap_receipts(fake, action, 10**18, seed=int(uuid.uuid4().hex[:8], 16))
+        done = await send(
+            client, one.call("observe_source", idempotencyKey="obs-a-0001", transactionHashes=hashes)
+        )
+        assert done["session"]["status"] == "complete", done
+        before = served_sessions.rows()
+        refused = await send(
+            client, two.call("observe_source", idempotencyKey="obs-b-0001", transactionHashes=hashes)
+        )
+        assert set(refused) == {"error"}, refused
+        assert refused["error"]["reason_class"] == "transaction_already_advanced_a_step"
+        assert served_sessions.rows() == before
+        assert (await two.get())["session"]["status"] == "action_ready"
+    finally:
+        sessions.evm = saved
 
 
 async def test_observe_on_an_unconfigured_chain_changes_nothing(

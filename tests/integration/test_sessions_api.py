@@ -18,6 +18,7 @@ import pytest
 from tests.support.postgres import require_postgres, temporary_database
 from tests.support.server import free_port, running_server
 from tests.unit.actions.support import START, approval_for, intent_for, wallets_for
+from tests.unit.sessions.corpus import FakeEvm, swap_receipts
 
 from routequote.app import create_app
 from routequote.clock import FixedClock
@@ -85,6 +86,7 @@ def api(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
             a = Api(base, clock)
             a.db_path = db if request.param == "sqlite" else None  # type: ignore[attr-defined]
             a.db_url = url  # type: ignore[attr-defined]
+            a.app = app  # type: ignore[attr-defined]
             yield a
 
 
@@ -385,3 +387,34 @@ def test_one_approved_quote_opens_one_session(api: Api) -> None:
     replay = api.create(body, token)
     assert replay.status_code == 201 and replay.json()["idempotent_replay"] is True
     assert replay.json()["session_id"] == sid and replay.json()["session_version"] == 1
+
+
+def test_one_transaction_advances_one_step(api: Api) -> None:
+    """Issue 18 part 3 over REST: two sessions whose prepared actions are identical (same intent, same clock);
+    the transactions that advanced the first cannot advance the second (409, nothing changes), on SQLite and
+    PostgreSQL. The chain is a stand-in at the EVM reader port (receipts fabricated from the prepared action)."""
+    sessions = api.app.state.sessions  # type: ignore[attr-defined]
+    fake = FakeEvm()
+    saved = sessions.evm
+    sessions.evm = fake
+    try:
+        (sid_a, token_a, _, _), (sid_b, token_b, _, _) = created(api), created(api)
+        a = api.read(sid_a, token_a).json()["current_action"]["unsigned_action"]
+        b = api.read(sid_b, token_b).json()["current_action"]["unsigned_action"]
+        assert a["transactions"] == b["transactions"]  # the precondition: one transaction proves either
+        hashes = swap_receipts(fake, a, 10**18, seed=int(secrets.token_hex(4), 16))
+        first = api.op(
+            sid_a, "observe", token_a, {"idempotency_key": "obs-a-0001", "transaction_hashes": hashes}
+        )
+        assert first.status_code == 200 and first.json()["status"] == "complete", first.text
+        before = database_rows(api)
+        second = api.op(
+            sid_b, "observe", token_b, {"idempotency_key": "obs-b-0001", "transaction_hashes": hashes}
+        )
+        assert second.status_code == 409, second.text
+        assert second.json()["reason_class"] == "transaction_already_advanced_a_step"
+        assert database_rows(api) == before
+        still = api.read(sid_b, token_b).json()
+        assert still["status"] == "action_ready" and still["session_version"] == 1
+    finally:
+        sessions.evm = saved

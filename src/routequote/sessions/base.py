@@ -27,7 +27,7 @@ from routequote.core.sessions.machine import (
     next_status,
     operations_allowed,
 )
-from routequote.core.sessions.state import Decision, expired, parse_ts
+from routequote.core.sessions.state import Decision, expired, parse_ts, transactions_proven
 from routequote.core.sessions.views import render
 from routequote.errors import Conflict, NotFound, ReapprovalRequired
 from routequote.ports import (
@@ -40,6 +40,7 @@ from routequote.ports import (
     SessionRecord,
     SessionStore,
     SolanaChainReader,
+    TransactionAlreadyUsed,
 )
 from routequote.prepare import PrepareService
 from routequote.sessions.advance import ActionBuilder
@@ -271,6 +272,7 @@ class SessionBase:
         event: Event,
         state: SessionDocument,
         idempotency: tuple[str, str, str, dict[str, Any]] | None = None,
+        claims: tuple[tuple[str, int], ...] = (),
     ) -> SessionRecord | None:
         """One transition, or None when another request moved the session first (nothing written)."""
         try:
@@ -285,7 +287,7 @@ class SessionBase:
         document = state.to_json()  # the store boundary: the typed document is stored in its JSON shape
         ok = await stored(
             self.store.transition(
-                record.session_id, record.version, status.value, document, entry, idempotency
+                record.session_id, record.version, status.value, document, entry, idempotency, claims
             )
         )
         if not ok:
@@ -338,10 +340,18 @@ class SessionBase:
             answer = {"http_status": 409, "body": outcome.error.body()}
         else:
             answer = {"http_status": 200, "body": self._view(provisional, "session", note=outcome.note)}
+        claims = transactions_proven(self._document(record), outcome.state)
         try:
             committed = await self._commit(
-                record, outcome.event, outcome.state, (scope, key, request_sha, answer)
+                record, outcome.event, outcome.state, (scope, key, request_sha, answer), claims
             )
+        except TransactionAlreadyUsed:
+            raise Conflict(
+                "transaction_already_advanced_a_step",
+                "a named transaction already advanced a step of a session: one transaction advances one step; "
+                "nothing was changed",
+                details={"session_status": record.status},
+            ) from None
         except IdempotencyConflict:
             raise Conflict(
                 "idempotency_key_reused_with_different_request",

@@ -17,7 +17,7 @@ from routequote.core.sessions.document import SESSION_VERSION, SessionDocument
 async def _stored_documents() -> list[dict[str, Any]]:
     r = Recorder()
     out = []
-    for route in ("base:ETH->base:USDC", "base:ETH->arbitrum:USDC"):
+    for seed, route in enumerate(("base:ETH->base:USDC", "base:ETH->arbitrum:USDC")):
         made = await r.sessions.create(await r.create_body(route), TOKEN)
         sid = made.body["session_id"]
         out.append((await r.sessions.store.get(sid)).state)
@@ -25,7 +25,10 @@ async def _stored_documents() -> list[dict[str, Any]]:
         await r.sessions.observe(
             sid,
             TOKEN,
-            {"idempotency_key": r.key(), "transaction_hashes": swap_receipts(r.evm, action, 10**18, 7)},
+            {
+                "idempotency_key": r.key(),
+                "transaction_hashes": swap_receipts(r.evm, action, 10**18, 70 + seed),
+            },
         )
         out.append((await r.sessions.store.get(sid)).state)
         other = (await r.sessions.create(await r.create_body(route), TOKEN)).body["session_id"]

@@ -325,6 +325,21 @@ def reapproval(
     return Decision(Event.REQUOTE_BELOW_APPROVAL, state, error=error)
 
 
+def transactions_proven(before: State, after: State) -> tuple[tuple[str, int], ...]:
+    """The (transaction id, step index) pairs whose evidence `after` records and `before` did not: what a
+    transition proves advanced a step. One transaction advances one step of one session (the store keeps
+    these unique); an EVM hash is compared lower-cased."""
+    out: list[tuple[str, int]] = []
+    for k, entry in enumerate(after.steps):
+        old = before.steps[k] if k < len(before.steps) else {}
+        for part in ("source", "destination"):
+            known = set((old.get(part) or {}).get("tx_ids") or [])
+            for tx_id in (entry.get(part) or {}).get("tx_ids") or []:
+                if tx_id not in known:
+                    out.append((tx_id.lower() if tx_id.startswith("0x") else tx_id, k))
+    return tuple(out)
+
+
 def expired(state: State) -> State:
     entry = state.step(state.current_step)
     entry["status"] = "action_expired"
