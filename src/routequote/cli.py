@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.console import Console
@@ -17,6 +17,9 @@ app.add_typer(market_app, name="market")
 keys_app = typer.Typer(help="Manifest signing keys.")
 app.add_typer(keys_app, name="keys")
 console = Console()
+
+if TYPE_CHECKING:
+    from routequote.service import RouteQuoteService
 
 
 @app.command()
@@ -87,7 +90,7 @@ def mcp() -> None:
     asyncio.run(run_stdio(app))
 
 
-def _service():  # type: ignore[no-untyped-def]
+def _service() -> RouteQuoteService:
     from routequote.app import build_market
     from routequote.clock import SystemClock, UuidFactory
     from routequote.config import Settings
@@ -423,7 +426,7 @@ def market_refresh_cmd(
     from routequote.clock import SystemClock
     from routequote.config import Settings
     from routequote.market.live import LiveMarket, live_config_from_settings
-    from routequote.market.refresh import refresh_snapshot, write_document
+    from routequote.market.refresh import RefreshResult, refresh_snapshot, write_document
     from routequote.market.snapshot import load_snapshot_document
 
     settings = Settings()
@@ -434,7 +437,7 @@ def market_refresh_cmd(
     config = live_config_from_settings(settings)
     market = LiveMarket(config, SystemClock(), snapshot_document=old_doc)
 
-    async def run():  # type: ignore[no-untyped-def]
+    async def run() -> RefreshResult:
         with Progress(
             TextColumn("{task.description}"),
             BarColumn(),

@@ -13,7 +13,7 @@ import base64
 import struct
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeGuard
 
 from solders.pubkey import Pubkey
 
@@ -21,7 +21,6 @@ from routequote.core.actions import common as ak
 from routequote.core.actions import solana as sol
 from routequote.core.actions import solana_swaps as sw
 from routequote.core.actions.bundle import (
-    BUNDLE_TTL_SECONDS,
     BUNDLE_VERSION,
     EVM_ACTION_VERSION,
     FEE_FORMULA,
@@ -49,6 +48,7 @@ from routequote.core.actions.evm import (
 )
 from routequote.core.actions.plan import (
     ACROSS_FILL_DEADLINE_SECONDS,
+    BUNDLE_TTL_SECONDS,
     CCTP_FAST_FINALITY,
     MAX_ACROSS_FILL_DEADLINE_SECONDS,
     MAX_DEADLINE_WINDOW_SECONDS,
@@ -593,6 +593,7 @@ def _verify_receive(
         "a destination mint is exactly one transaction",
     ):
         return
+    assert isinstance(txs, list)  # checked just above
     tx = txs[0]
     c.expect(
         _eq(tx.get("chainId"), dep.chain_id),
@@ -773,7 +774,7 @@ def assert_bundle_ok(bundle: Any, **kwargs: Any) -> list[Finding]:
     return findings
 
 
-def _is_int(x: Any) -> bool:
+def _is_int(x: object) -> TypeGuard[int]:
     return isinstance(x, int) and not isinstance(x, bool)
 
 

@@ -17,7 +17,7 @@ v1 request body (also the MCP `service_quote` arguments): `{"amount_usd": <integ
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 from routequote.core.intent import MAX_AMOUNT_USD, MIN_AMOUNT_USD, parse_amount_usd
 from routequote.core.quote import RELEASE_STATUS, SERVER_FLAGS
@@ -29,7 +29,7 @@ from routequote.service import RouteQuoteService
 LEGACY_API_VERSION = "routequote-legacy-v1"
 LEGACY_SOURCE = "solana:SOL"
 DESTINATION_CHAINS = ("base", "arbitrum")
-DEFAULT_DESTINATION = "base"
+DEFAULT_DESTINATION: Final = "base"
 CORRIDORS = {chain: f"{LEGACY_SOURCE}->{chain}:ETH" for chain in DESTINATION_CHAINS}
 LEGACY_FIELDS = ("amount_usd", "destination_chain")
 

@@ -7,7 +7,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
-from routequote.contract.v2 import ErrorResponse, _endpoint_rules
+from routequote.contract.v2 import ErrorResponse, endpoint_rule_parts
 from routequote.core.assets import Chain, Token
 from routequote.core.quote import APPROVAL_FIELDS, APPROVAL_VERSION
 from routequote.core.routes import ROUTES
@@ -80,7 +80,7 @@ PREPARE_REQUEST_SCHEMA: dict[str, Any] = {
         "(route_not_prepare_ready; GET /v2/capabilities lists the routes that are not, with why)."
     ),
     "allOf": [
-        *_endpoint_rules()["allOf"],
+        *endpoint_rule_parts(),
         _route_rules(),
     ],  # from side, to side, no identity route, per route
     "properties": {

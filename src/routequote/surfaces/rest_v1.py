@@ -212,7 +212,7 @@ V1_BODIES: dict[str, type[BaseModel]] = {
     "V1PrepareDestinationRequest": V1PrepareDestinationRequest,
     "V1ObserveDestinationRequest": V1ObserveDestinationRequest,
 }
-_BEARER = [{"bearerAuth": []}]
+_BEARER: list[dict[str, list[str]]] = [{"bearerAuth": []}]
 
 
 def _body(name: str, security: bool = True) -> dict[str, Any]:
@@ -304,7 +304,14 @@ def router(service: RouteQuoteService, limiter: RateLimiter) -> APIRouter:
 
         return await answer(limiter, request, produce)
 
-    _errs = {400: _ERR, 401: _ERR, 404: _ERR, 409: _ERR, 429: _ERR, 503: _ERR}
+    _errs: dict[int | str, dict[str, Any]] = {
+        400: _ERR,
+        401: _ERR,
+        404: _ERR,
+        409: _ERR,
+        429: _ERR,
+        503: _ERR,
+    }
 
     @v1.post(
         "/auth/challenge",
@@ -425,7 +432,7 @@ def router(service: RouteQuoteService, limiter: RateLimiter) -> APIRouter:
             summary=summary,
         )
 
-    cache: dict[str, Any] = {}
+    cache: dict[str, dict[str, Any]] = {}
 
     def openapi_document() -> dict[str, Any]:
         if "doc" not in cache:
