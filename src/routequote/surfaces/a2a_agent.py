@@ -44,11 +44,13 @@ from routequote.core.actions.approval import (
     check_verification_context,
     parse_approval,
 )
-from routequote.core.actions.bundle import payload_sha256
-from routequote.core.hashing import CANONICAL_JSON_SPEC, canonical_sha256
 from routequote.core.intent import parse_quote_request
-from routequote.core.quote import SERVER_FLAGS
 from routequote.core.routes import ROUTES
+from routequote.core.verify import verify_bundle
+from routequote.core.verify.handoff import caller_wallet_handoff
+from routequote.core.verify.handoff import (
+    verify_handoff as verify_handoff,  # the caller-side check, re-exported
+)
 from routequote.errors import InvalidRequest, RouteQuoteError
 from routequote.input_rules import looks_secret_name, name_list, safe_name
 from routequote.ports import Clock
@@ -57,7 +59,6 @@ from routequote.service import RouteQuoteService
 from routequote.surfaces import guidance as g
 from routequote.surfaces.http import MAX_BODY_BYTES
 from routequote.surfaces.input_guard import a2a_jsonrpc_routes
-from routequote.verify import verify_bundle
 
 CARD_VERSION = "1.7.0"
 PROTOCOL_VERSION = "1.0"
@@ -262,8 +263,6 @@ PREPARE_FIELDS = {
     "eventSignerPublic": "event_signer_public",
     "approvalV3": "approval_v3",
 }
-HANDOFF_VERSION = "routequote-caller-wallet-handoff-v1"
-HANDOFF_HASH_SPEC = "sha256 of " + CANONICAL_JSON_SPEC + " of the handoff without handoff_sha256"
 
 
 class SafetyBoundaryFailed(RouteQuoteError):
@@ -334,75 +333,6 @@ def check_prepare_request(data: dict[str, Any]) -> tuple[dict[str, Any], dict[st
     )
     _same_copy(ctx["approval_v3"], raw_approval, "verification_context_approval_mismatch", "approval_v3")
     return body, approval, ctx
-
-
-def caller_wallet_handoff(bundle: dict[str, Any]) -> dict[str, Any]:
-    """What the caller's wallet needs, bound to the bundle by hash; its own SHA-256 makes it self-verifying.
-    EVM: EIP-1193 `eth_sendTransaction` requests, sent one at a time, each after the previous is confirmed.
-    Solana: Wallet Standard `solana:signAndSendTransaction` data; the caller adds a fresh blockhash."""
-    action = bundle["unsigned_action"]
-    handoff: dict[str, Any] = {
-        "version": HANDOFF_VERSION,
-        "route": bundle["route"],
-        "step_index": bundle["step_index"],
-        "bundle_payload_sha256": bundle["payload_sha256"],
-        "action_sha256": action["safety_receipt"]["payload_binding"]["action_sha256"],
-        "expires_at": bundle["expires_at"],
-        "automatic_invocation_forbidden": True,
-        "caller_must_verify_sign_and_submit": True,
-        "adapter_chains_actions": False,
-        "next_step_requires_fresh_quote_and_verified_receipt": True,
-        **SERVER_FLAGS,
-    }
-    if action["family"] == "evm":
-        handoff["kind"] = "eip1193_eth_sendTransaction"
-        handoff["submission"] = "sequential_in_order_each_after_the_previous_is_confirmed"
-        handoff["requests"] = [
-            {
-                "method": "eth_sendTransaction",
-                "params": [
-                    {
-                        "from": tx["from"],
-                        "to": tx["to"],
-                        "data": tx["data"],
-                        "value": hex(int(tx["value"])),
-                        "chainId": hex(int(tx["chainId"])),
-                    }
-                ],
-            }
-            for tx in action["transactions"]
-        ]
-    else:
-        handoff["kind"] = "solana_wallet_standard"
-        handoff["chain"] = "solana:mainnet"
-        handoff["feature"] = "solana:signAndSendTransaction"
-        handoff["transaction"] = {
-            "message_version": 0,
-            "fee_payer": action["feePayer"],
-            "recent_blockhash": None,
-            "instructions": action["instructions"],
-            "required_signers": action["requiredSigners"],
-        }
-        handoff["note"] = (
-            "compile a v0 message with a fresh recent blockhash; every required signer (your wallet and, for a "
-            "CCTP burn, your fresh event signer) signs locally"
-        )
-    handoff["handoff_sha256_spec"] = HANDOFF_HASH_SPEC
-    handoff["handoff_sha256"] = canonical_sha256(handoff)
-    return handoff
-
-
-def verify_handoff(handoff: dict[str, Any], bundle: dict[str, Any]) -> list[str]:
-    """Caller-side check of a handoff: its own hash, and exactly the wallet requests derived from `bundle`."""
-    problems = []
-    body = {k: v for k, v in handoff.items() if k != "handoff_sha256"}
-    if canonical_sha256(body) != handoff.get("handoff_sha256"):
-        problems.append("handoff_sha256_mismatch")
-    if handoff.get("bundle_payload_sha256") != payload_sha256(bundle):
-        problems.append("handoff_not_bound_to_bundle")
-    if caller_wallet_handoff(bundle) != handoff:
-        problems.append("handoff_differs_from_bundle_actions")
-    return problems
 
 
 def prepare_operation(prepare: PrepareCapability, clock: Clock) -> Operation:
