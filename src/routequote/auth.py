@@ -36,6 +36,7 @@ from routequote.core.auth import (
     signature_valid,
     valid_wallet,
 )
+from routequote.core.field_rules import UUID_RE, object_fields
 from routequote.errors import InvalidRequest, RouteQuoteError
 from routequote.ports import Clock, IdFactory
 from routequote.ratelimit import RateLimiter
@@ -43,7 +44,6 @@ from routequote.storage.sessions_common import stored
 
 ACCESS_TOKEN_PREFIX = "rqv1_"
 ACCESS_TOKEN_RE = re.compile(r"rqv1_[A-Za-z0-9_-]{43}")
-UUID_RE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 START_FIELDS = frozenset({"source_wallet"})
 FINISH_FIELDS = frozenset({"challenge_id", "source_wallet", "signature", "terms_version"})
 log = structlog.get_logger("routequote.auth")  # challenge ids and outcomes only: never a token or a signature
@@ -102,18 +102,7 @@ class WalletAuth:
 
     @staticmethod
     def _fields(body: Any, allowed: frozenset[str]) -> dict[str, Any]:
-        if not isinstance(body, dict):
-            raise InvalidRequest("body_not_object", "the request body must be a JSON object")
-        extra = sorted(set(body) - allowed)
-        if extra:
-            raise InvalidRequest(
-                "unknown_field",
-                f"{len(extra)} properties not allowed (allowed: {', '.join(sorted(allowed))})",
-            )
-        missing = sorted(allowed - set(body))
-        if missing:
-            raise InvalidRequest("missing_field", f"required: {', '.join(missing)}")
-        return body
+        return object_fields(body, allowed)
 
     @staticmethod
     def _wallet(value: Any) -> str:

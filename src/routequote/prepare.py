@@ -9,7 +9,6 @@ Without approval_v3 the request is served as `legacy_advisory` from a fresh inte
 
 from __future__ import annotations
 
-import re
 from datetime import timedelta
 from typing import Any
 
@@ -38,6 +37,7 @@ from routequote.core.actions.solana_swaps import (
     raydium_swap_tick_arrays,
 )
 from routequote.core.assets import CHAINS, Chain, ChainFamily
+from routequote.core.field_rules import EVM_ADDRESS_RE, SOLANA_ADDRESS_RE, require_object
 from routequote.core.hashing import canonical_sha256
 from routequote.core.intent import QUOTE_FIELDS, parse_quote_request
 from routequote.core.pricing import PricedStep
@@ -50,8 +50,6 @@ from routequote.service import RouteQuoteService
 from routequote.storage.quotes import MemoryIdempotencyStore
 
 PREPARE_FIELDS = ("caller_approved", *QUOTE_FIELDS, "wallets", "event_signer_public", "approval_v3")
-EVM_ADDRESS_RE = re.compile(r"0x[0-9a-fA-F]{40}")  # validating patterns: always fullmatch
-BASE58_RE = re.compile(r"[1-9A-HJ-NP-Za-km-z]{32,44}")
 HASH_FIELDS = ("quote_fingerprint", "direct_route_summary_sha256")
 IDEMPOTENCY_RECORDS = 2048
 IDEMPOTENCY_TTL_SECONDS = BUNDLE_TTL_SECONDS  # a replay never returns an expired bundle
@@ -95,7 +93,7 @@ def valid_address(chain: Chain, address: Any) -> bool:
         return False
     if CHAINS[chain].family is ChainFamily.EVM:
         return bool(EVM_ADDRESS_RE.fullmatch(address))
-    if not BASE58_RE.fullmatch(address):
+    if not SOLANA_ADDRESS_RE.fullmatch(address):
         return False
     from solders.pubkey import Pubkey
 
@@ -228,8 +226,7 @@ class PrepareService:
     # ---- request parsing ----------------------------------------------------------------------------
 
     def _parse(self, body: Any) -> tuple[Any, Route, dict[str, str], str | None, dict[str, Any] | None]:
-        if not isinstance(body, dict):
-            raise InvalidRequest("body_not_object", "the request body must be a JSON object")
+        body = require_object(body)
         secret = _secret_path(body, "body", False)
         if secret:
             raise InvalidRequest(

@@ -44,6 +44,12 @@ from routequote.core.actions.approval import (
     check_verification_context,
     parse_approval,
 )
+from routequote.core.field_rules import (
+    MAX_TRANSACTION_IDS,
+    SESSION_ID_RE,
+    check_idempotency_key,
+    check_session_token,
+)
 from routequote.core.intent import parse_quote_request
 from routequote.core.routes import ROUTES
 from routequote.core.verify import verify_bundle
@@ -392,11 +398,8 @@ def prepare_operation(prepare: PrepareCapability, clock: Clock) -> Operation:
 # engine as the capability and never echoed or logged. Every returned action is verified with
 # routequote.verify before a wallet handoff is built.
 
-SESSION_TOKEN_RE = re.compile(r"[A-Za-z0-9_-]{43}")
-SESSION_ID_RE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
-IDEMPOTENCY_KEY_RE = re.compile(r"[A-Za-z0-9._:-]{8,128}")
 SESSION_VIEWS = ("session", "workflow", "receipt", "next_action")
-MAX_TRANSACTION_HASHES = 8
+MAX_TRANSACTION_HASHES = MAX_TRANSACTION_IDS
 SESSION_CALL_FIELDS = frozenset({"sessionToken", "sessionId", "verificationContext"})
 SESSION_CREATE_FIELDS = frozenset(PREPARE_FIELDS) | {"idempotencyKey", "sessionToken", "verificationContext"}
 RECEIVE_PHASE = "cctp_destination_mint"  # a CCTP destination mint (receiveMessage): spends nothing
@@ -430,16 +433,11 @@ def _session_token(data: Mapping[str, Any]) -> str:
             "send sessionToken: 32 random bytes you generated, base64url "
             "without padding (43 characters); keep it, never log it",
         )
-    if not isinstance(token, str) or not SESSION_TOKEN_RE.fullmatch(token):
-        raise InvalidRequest("session_token_invalid", "sessionToken must be exactly 43 base64url characters")
-    return token
+    return check_session_token(token)
 
 
 def _idempotency_key(data: Mapping[str, Any]) -> str:
-    key = data.get("idempotencyKey")
-    if not isinstance(key, str) or not IDEMPOTENCY_KEY_RE.fullmatch(key):
-        raise InvalidRequest("invalid_idempotency_key", "idempotencyKey must match ^[A-Za-z0-9._:-]{8,128}$")
-    return key
+    return check_idempotency_key(data.get("idempotencyKey"), "idempotencyKey")
 
 
 def _session_context(data: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any], str]:

@@ -9,6 +9,7 @@ from starlette.responses import Response
 
 from routequote.contract.v2 import ErrorResponse, endpoint_rule_parts
 from routequote.core.assets import Chain, Token
+from routequote.core.field_rules import EVM_ADDRESS_PATTERN, IDEMPOTENCY_KEY_PATTERN, SOLANA_ADDRESS_PATTERN
 from routequote.core.quote import APPROVAL_FIELDS, APPROVAL_VERSION
 from routequote.core.routes import ROUTES
 from routequote.prepare import PrepareService
@@ -17,16 +18,16 @@ from routequote.surfaces.http import answer, read_json_body
 
 _ERR = {"model": ErrorResponse}
 _ADDRESS = {"type": "string", "description": "public address: EVM 0x + 40 hex, Solana base58 (32..44 chars)"}
-EVM_ADDRESS = {"type": "string", "pattern": "^0x[0-9a-fA-F]{40}$"}
+EVM_ADDRESS = {"type": "string", "pattern": EVM_ADDRESS_PATTERN}
 SOLANA_ADDRESS = {
     "type": "string",
-    "pattern": "^[1-9A-HJ-NP-Za-km-z]{32,44}$",
+    "pattern": SOLANA_ADDRESS_PATTERN,
     "description": "base58 that must decode to a 32-byte public key (refused otherwise: invalid_wallet_address)",
 }
 # a key shaped like a secret (hex of a private key) is refused even though the pattern allows it
 IDEMPOTENCY_KEY = {
     "type": "string",
-    "pattern": "^[A-Za-z0-9._:-]{8,128}$",
+    "pattern": IDEMPOTENCY_KEY_PATTERN,
     "not": {"pattern": "^(0[xX])?([0-9a-fA-F]{64}|[0-9a-fA-F]{128})$"},
 }
 _WALLET_SCHEMA = {c.value: SOLANA_ADDRESS if c is Chain.SOLANA else EVM_ADDRESS for c in Chain}
