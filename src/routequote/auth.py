@@ -20,7 +20,7 @@ import hashlib
 import hmac
 import re
 import secrets
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 from urllib.parse import urlsplit
@@ -28,15 +28,16 @@ from urllib.parse import urlsplit
 import structlog
 
 from routequote.config import Settings
+from routequote.core.assets import ChainFamily
 from routequote.core.auth import (
     TERMS_VERSION,
     AccessGrant,
     LoginChallenge,
     login_message,
     signature_valid,
-    valid_wallet,
 )
 from routequote.core.field_rules import UUID_RE, object_fields
+from routequote.core.wallet_rules import KnownAddresses, check_signing_wallet, known_addresses
 from routequote.errors import InvalidRequest, RouteQuoteError
 from routequote.ports import Clock, IdFactory
 from routequote.ratelimit import RateLimiter
@@ -79,6 +80,7 @@ class WalletAuth:
     challenge_ttl_seconds: int = 300
     token_ttl_seconds: int = 3600
     terms_version: str = TERMS_VERSION
+    known: KnownAddresses = field(default_factory=known_addresses)  # what no signing wallet may be
 
     @classmethod
     def from_settings(cls, store: LoginStore, clock: Clock, ids: IdFactory, settings: Settings) -> WalletAuth:
@@ -90,6 +92,7 @@ class WalletAuth:
             RateLimiter(settings.login_rate_limit, settings.redis_url),
             settings.login_challenge_ttl_seconds,
             settings.access_token_ttl_seconds,
+            known=known_addresses(fee_recipients={ChainFamily.SOLANA: settings.fee_recipient_solana}),
         )
 
     @property
@@ -104,11 +107,10 @@ class WalletAuth:
     def _fields(body: Any, allowed: frozenset[str]) -> dict[str, Any]:
         return object_fields(body, allowed)
 
-    @staticmethod
-    def _wallet(value: Any) -> str:
-        if not valid_wallet(value):
-            raise InvalidRequest("invalid_source_wallet", "source_wallet must be a base58 Solana public key")
-        return str(value)
+    def _wallet(self, value: Any) -> str:
+        return check_signing_wallet(
+            ChainFamily.SOLANA, value, self.known, reason="invalid_source_wallet", field="source_wallet"
+        )
 
     # ---- start --------------------------------------------------------------------------------------
 

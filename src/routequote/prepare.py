@@ -43,6 +43,7 @@ from routequote.core.intent import QUOTE_FIELDS, parse_quote_request
 from routequote.core.pricing import PricedStep
 from routequote.core.quote import APPROVAL_VERSION
 from routequote.core.routes import ROUTES, Provider, Route, Step
+from routequote.core.wallet_rules import check_signing_wallet, known_addresses
 from routequote.errors import InvalidRequest
 from routequote.input_rules import looks_secret_name, looks_secret_value, name_list, safe_name
 from routequote.ports import IdempotencyStore, IssuedQuote
@@ -145,6 +146,7 @@ class PrepareService:
             ChainFamily.EVM: checksum(settings.fee_recipient_evm),
             ChainFamily.SOLANA: settings.fee_recipient_solana,
         }
+        self.known_addresses = known_addresses(self.deployments, self.fee_recipients)
         self.idempotency: IdempotencyStore = idempotency or MemoryIdempotencyStore(IDEMPOTENCY_RECORDS)
         self._live_solana_pools = live_pinned_solana_pools(service.market)
         self._reasons = {key: self._unsupported_reason(r) for key, r in ROUTES.items()}
@@ -220,6 +222,11 @@ class PrepareService:
         """Route key -> why its first step cannot be prepared in this build."""
         return {k: reason for k, reason in self._reasons.items() if reason is not None}
 
+    def signing_wallet(self, chain: Chain, address: object, reason: str, field: str) -> str:
+        """The canonical form of a wallet that must sign on `chain` (core/wallet_rules.py), or 400 `reason`."""
+        family = CHAINS[chain].family
+        return check_signing_wallet(family, address, self.known_addresses, reason=reason, field=field)
+
     def fee_recipient_for(self, chain: Chain) -> str:
         return self.fee_recipients[CHAINS[chain].family]
 
@@ -250,17 +257,10 @@ class PrepareService:
                 f"wallets must name exactly the route's chains: {list(route.required_wallet_chains)}",
                 details={"required_wallet_chains": list(route.required_wallet_chains)},
             )
-        for chain_name, address in wallets.items():
-            if not valid_address(Chain(chain_name), address):
-                raise InvalidRequest(
-                    "invalid_wallet_address",
-                    f"wallets.{chain_name} must be a public "
-                    + (
-                        "0x-prefixed 20-byte address"
-                        if CHAINS[Chain(chain_name)].family is ChainFamily.EVM
-                        else "base58 32-byte key (32..44 characters)"
-                    ),
-                )
+        wallets = {
+            name: self.signing_wallet(Chain(name), address, "invalid_wallet_address", f"wallets.{name}")
+            for name, address in wallets.items()
+        }
         signer = body.get("event_signer_public")
         if route.event_signer_required:
             if signer is None:
@@ -269,10 +269,9 @@ class PrepareService:
                     "this route burns CCTP on Solana: send event_signer_public, the public key of a fresh keypair "
                     "you generate to co-sign the burn",
                 )
-            if not valid_address(Chain.SOLANA, signer):
-                raise InvalidRequest(
-                    "invalid_event_signer_public", "event_signer_public must be a base58 public key"
-                )
+            signer = self.signing_wallet(
+                Chain.SOLANA, signer, "invalid_event_signer_public", "event_signer_public"
+            )
             if signer in wallets.values():
                 raise InvalidRequest(
                     "event_signer_public_not_fresh", "event_signer_public must be a fresh key"

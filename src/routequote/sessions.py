@@ -35,9 +35,6 @@ import structlog
 from routequote.core.actions.approval import check_approval, reapproval_body
 from routequote.core.assets import CHAINS, Chain, ChainFamily
 from routequote.core.field_rules import (
-    EVM_ADDRESS_RE as EVM_ADDRESS_RE_RULE,
-)
-from routequote.core.field_rules import (
     EVM_TX_HASH_RE,
     MAX_TRANSACTION_IDS,
     SESSION_ID_RE,
@@ -88,7 +85,6 @@ SESSION_BINDING_VERSION = "routequote-quote-bound-session-constraints-v1"
 UUID_RE = SESSION_ID_RE  # the field rules live in core/field_rules.py
 EVM_TX_RE = EVM_TX_HASH_RE
 SOLANA_SIG_RE = SOLANA_SIGNATURE_RE
-EVM_ADDRESS_RE = EVM_ADDRESS_RE_RULE
 V1_CORRIDORS = ("solana:SOL->base:ETH", "solana:SOL->arbitrum:ETH")
 V1_BINDING_VERSION = "routequote-v1-corridor-binding"
 V1_SESSION_NAMESPACE = uuid.UUID("6f0b7c1e-2a55-5b7e-9d0c-3e1f4a2b8c61")  # session id = uuid5(ns, quote_id)
@@ -1044,11 +1040,9 @@ class SessionService:
                 "source_wallet_not_logged_in",
                 "source_wallet must be the wallet the access token was issued to",
             )
-        destination = fields["destination_wallet"]
-        if not isinstance(destination, str) or not EVM_ADDRESS_RE.fullmatch(destination):
-            raise InvalidRequest(
-                "invalid_destination_wallet", "destination_wallet must be 0x followed by 40 hex"
-            )
+        destination = fields["destination_wallet"] = self.prepare.signing_wallet(
+            Chain.BASE, fields["destination_wallet"], "invalid_destination_wallet", "destination_wallet"
+        )
         quote_id = fields["quote_id"]
         if not isinstance(quote_id, str) or not UUID_RE.fullmatch(quote_id.lower()):
             raise InvalidRequest("invalid_quote_id", "quote_id must be the uuid of a fresh v1 quote")
@@ -1152,12 +1146,9 @@ class SessionService:
     async def v1_prepare_cctp(self, wallet: str, session_id: Any, body: Any) -> SessionAnswer:
         fields = self._v1_fields(body, {"event_signer_public", "idempotency_key"})
         signer = fields["event_signer_public"]
-        from routequote.core.auth import valid_wallet
-
-        if not valid_wallet(signer):
-            raise InvalidRequest(
-                "invalid_event_signer_public", "event_signer_public must be a base58 public key"
-            )
+        signer = self.prepare.signing_wallet(
+            Chain.SOLANA, signer, "invalid_event_signer_public", "event_signer_public"
+        )
         return await self._v1_prepare(
             wallet, session_id, 1, fields, "v1_prepare_cctp_action", signer=str(signer)
         )

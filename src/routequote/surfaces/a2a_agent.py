@@ -53,6 +53,7 @@ from routequote.core.field_rules import (
 from routequote.core.intent import parse_quote_request
 from routequote.core.routes import ROUTES
 from routequote.core.verify import verify_bundle
+from routequote.core.verify.common import same_wallets
 from routequote.core.verify.handoff import caller_wallet_handoff
 from routequote.core.verify.handoff import (
     verify_handoff as verify_handoff,  # the caller-side check, re-exported
@@ -538,7 +539,7 @@ def _session_matches_context(
             "verification_context_route_mismatch",
             "this session carries another route than your verificationContext",
         )
-    if workflow.get("wallets") != ctx["wallets"]:
+    if not same_wallets(workflow.get("wallets"), ctx["wallets"]):
         raise InvalidRequest(
             "verification_context_wallets_mismatch",
             "this session's wallets are not your verificationContext's wallets",

@@ -75,8 +75,10 @@ PREPARE_REQUEST_SCHEMA: dict[str, Any] = {
         "Each side must be one of the nine chain/token endpoints and the two sides must differ (the same "
         "rules as QuoteRequest, generated from the asset registry). Per route (generated from the route "
         "registry): `wallets` names exactly the chains the route touches, and `event_signer_public` is sent exactly "
-        "when the route burns CCTP on Solana. Rules JSON Schema cannot state: a Solana address must decode to 32 "
-        "bytes (invalid_wallet_address / invalid_event_signer_public), the event signer must differ from every "
+        "when the route burns CCTP on Solana. Rules JSON Schema cannot state: every wallet and the event signer "
+        "must be a key that can sign (a Solana key on the curve that is no program or mint; an EVM address that is "
+        "not zero, not a token or protocol contract, with a valid EIP-55 checksum if mixed case; never the fee "
+        "recipient: invalid_wallet_address / invalid_event_signer_public, rule in details.wallet_rule), the event signer must differ from every "
         "wallet (event_signer_public_not_fresh), and the route's first step must be prepare-ready now "
         "(route_not_prepare_ready; GET /v2/capabilities lists the routes that are not, with why)."
     ),

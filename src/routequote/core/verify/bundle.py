@@ -33,6 +33,7 @@ from routequote.core.verify.common import (
     check_timing,
     is_int,
     same_address,
+    same_wallets,
     scan_flags,
     strict_eq,
 )
@@ -162,7 +163,7 @@ def _verify_bundle(
     )
     wf = bundle.get("workflow", {})
     c.expect(
-        isinstance(wf, dict) and wf.get("wallets") == dict(sorted(wallets.items())),
+        isinstance(wf, dict) and same_wallets(wf.get("wallets"), wallets),
         "workflow_wallets_mismatch",
         "workflow.wallets differs from your wallets",
     )

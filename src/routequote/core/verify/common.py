@@ -112,6 +112,13 @@ def same_address(a: Any, b: Any) -> bool:
     return a == b
 
 
+def same_wallets(a: Any, b: Any) -> bool:
+    """The same chains, each with the same address (EVM in any case: the service stores the checksummed form)."""
+    if not isinstance(a, dict) or not isinstance(b, dict) or set(a) != set(b):
+        return False
+    return all(a[k] == b[k] or same_address(a[k], b[k]) for k in a)
+
+
 @dataclass
 class StepContext:
     c: Checker
