@@ -210,3 +210,17 @@ def test_expired_bundle_and_wrong_step_are_refused() -> None:
     assert "bundle_expired" in errors(b, now_unix=NOW + 181)
     other = ROUTES["base:USDC->base:ETH"]
     assert errors(b, route=other, step=other.steps[0]) == {"step_mismatch"}
+
+
+def test_the_public_verifier_applies_this_rule() -> None:
+    from tests.unit.actions.support import intent_for
+
+    from routequote.verify import verify_bundle
+
+    kwargs: dict[str, Any] = {"intent": intent_for(ROUTE.key), "wallets": WALLETS, "now_unix": NOW + 10}
+    b = bundle_for(message())
+    assert [f for f in verify_bundle(b, **kwargs) if f.severity == "error"] == []
+    bad = copy.deepcopy(b)
+    TAMPERS["recipient_account"][0](bad)
+    rehash(bad)
+    assert "instruction_mismatch" in {f.code for f in verify_bundle(bad, **kwargs)}
