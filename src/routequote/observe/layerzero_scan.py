@@ -14,7 +14,6 @@ Answer shape (LayerZero Scan API v1): `{"data": [{"pathway": {"srcEid", "dstEid"
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -22,12 +21,12 @@ from typing import Any
 
 import httpx
 
+from routequote.core.field_rules import EVM_TX_HASH_RE
 from routequote.errors import InvalidRequest
 from routequote.observe._common import Breaker, WireError, integer
 from routequote.ports import ObservationUnavailable
 
-EVM_TX = re.compile(r"^0x[0-9a-fA-F]{64}$")
-GUID = re.compile(r"^0x[0-9a-fA-F]{64}$")
+GUID_RE = EVM_TX_HASH_RE  # a GUID is bytes32 as 0x + 64 hex: the same shape as an EVM transaction hash
 MESSAGE_STATUSES = frozenset(
     {
         "INFLIGHT",
@@ -80,7 +79,7 @@ def parse_scan_message(item: Any) -> LayerZeroMessage:
     if name not in MESSAGE_STATUSES:
         raise WireError(f"status.name: unknown status {name!r}")
     guid = _str(item.get("guid"), "guid").lower()
-    if not GUID.match(guid):
+    if not GUID_RE.fullmatch(guid):
         raise WireError("guid: not 0x + 64 hex")
     dst_tx = destination.get("tx") or {}
     dst_tx = _obj(dst_tx, "destination.tx")
@@ -134,7 +133,7 @@ class LayerZeroScanReader:
 
     async def messages_by_source_tx(self, tx_hash: str) -> list[LayerZeroMessage]:
         """The messages the source transaction sent; [] until LayerZero Scan has indexed it."""
-        if not isinstance(tx_hash, str) or not EVM_TX.match(tx_hash):
+        if not isinstance(tx_hash, str) or not EVM_TX_HASH_RE.fullmatch(tx_hash):
             raise InvalidRequest("invalid_transaction_hash", "not an EVM transaction hash")
         if self.base_url is None:
             raise ObservationUnavailable(
