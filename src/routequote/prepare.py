@@ -33,6 +33,7 @@ from routequote.core.actions.solana_swaps import (
     ORCA_POOLS,
     POOL_STATE_LIVE,
     POOL_STATE_SNAPSHOT,
+    RAYDIUM_MAX_TICK_ARRAYS,
     RAYDIUM_POOLS,
     SOLANA_POOL_STATE_UNAVAILABLE,
     RaydiumLiveAccounts,
@@ -222,6 +223,13 @@ class PrepareService:
                 f"Raydium tick array at or past the current tick ({read.tick_current}) in the swap direction that "
                 "fills this input, so the program would refuse the swap",
                 details={"unavailable_reason": "solana_no_initialized_tick_array_in_swap_direction"},
+            )
+        if len(starts) > RAYDIUM_MAX_TICK_ARRAYS:
+            raise InvalidRequest(
+                "route_not_prepare_ready",
+                f"step {step.index} cannot be prepared now: this input walks {len(starts)} Raydium tick arrays, "
+                f"more than the {RAYDIUM_MAX_TICK_ARRAYS} a verifier accepts; try a smaller amount",
+                details={"unavailable_reason": "solana_swap_crosses_too_many_tick_arrays"},
             )
         return RaydiumLiveAccounts(read.observation, starts, read.bitmap_extension)
 
