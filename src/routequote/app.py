@@ -4,6 +4,7 @@ and mounts every surface over it."""
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -20,12 +21,11 @@ from routequote.config import Settings
 from routequote.contract.v2 import QuoteRequest
 from routequote.discovery import Discovery, load_signing_key
 from routequote.logging import configure_logging
-from routequote.market.live import LiveMarket
 from routequote.market.snapshot import EmbeddedSnapshot
 from routequote.metrics import Metrics, MetricsMiddleware
 from routequote.observability import RequestContextMiddleware, setup_tracing
 from routequote.ports import Clock, IdempotencyStore, IdFactory, MarketData, QuoteStore, SessionStore
-from routequote.prepare import PrepareService, live_pinned_solana_pools
+from routequote.prepare import PrepareService
 from routequote.ratelimit import RateLimiter
 from routequote.service import RouteQuoteService, ServiceConfig
 from routequote.sessions import SessionConfig, SessionService
@@ -174,16 +174,7 @@ def create_app(
             base_url=settings.resolved_base_url(),
         ),
     )
-    live = (
-        service.market.config if isinstance(service.market, LiveMarket) else None
-    )  # the root knows adapters
-    prepare = PrepareService(
-        service,
-        settings,
-        idempotency=stores.idempotency,
-        deployments=deployments,
-        live_solana_pools=live_pinned_solana_pools(live),
-    )
+    prepare = PrepareService(service, settings, idempotency=stores.idempotency, deployments=deployments)
     service.config.prepare_ready_routes = prepare.supported_routes()
     service.config.prepare_unavailable_reasons = prepare.unsupported_reasons()
     sessions = build_sessions(settings, prepare, session_store)
@@ -193,7 +184,7 @@ def create_app(
     for store in (stores.quotes, stores.idempotency):
         close = getattr(store, "aclose", None)
         if close is not None:  # shared stores hold a connection pool: release it on shutdown
-            hooks.append(lambda close=close: _closing(close))
+            hooks.append(functools.partial(_closing, close))
 
     @contextlib.asynccontextmanager
     async def session_lifespan() -> AsyncIterator[None]:

@@ -45,7 +45,7 @@ from routequote.ports import (
 from routequote.prepare import PrepareService
 from routequote.sessions.advance import ActionBuilder
 from routequote.sessions.gather import ChainFacts, SessionConfig
-from routequote.sessions.inputs import TOKEN_RE, UUID_RE, token_sha256
+from routequote.sessions.inputs import UUID_RE, is_session_token, token_sha256
 from routequote.storage.sessions_common import stored
 
 log = structlog.get_logger("routequote.sessions")  # ids, statuses and events only: never a token or a key
@@ -138,7 +138,7 @@ class SessionBase:
         missing = NotFound("session_not_found", "no session with this id for this token")
         if not isinstance(session_id, str) or not UUID_RE.fullmatch(session_id) or not token:
             raise missing
-        if not TOKEN_RE.fullmatch(token):
+        if not is_session_token(token):
             raise missing
         record: SessionRecord | None = await stored(self.store.get(session_id))
         if record is None or not hmac.compare_digest(record.token_sha256, token_sha256(token)):

@@ -4,18 +4,25 @@ that changes nothing."""
 from __future__ import annotations
 
 import hashlib
-import re
 from typing import Any
 
+from routequote.core.field_rules import (
+    EVM_ADDRESS_RE,
+    MAX_TRANSACTION_IDS,
+    SESSION_ID_RE,
+    check_idempotency_key,
+    check_session_token,
+    is_session_token,
+    object_fields,
+    require_object,
+)
 from routequote.core.hashing import canonical_sha256
 from routequote.core.sessions.evidence import EVM_TX_RE, SOLANA_SIG_RE
 from routequote.errors import InvalidRequest
 
-TOKEN_RE = re.compile(r"[A-Za-z0-9_-]{43,128}")
-IDEMPOTENCY_RE = re.compile(r"[A-Za-z0-9._:-]{8,128}")
-UUID_RE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
-EVM_ADDRESS_RE = re.compile(r"0x[0-9a-fA-F]{40}")
-MAX_TX_IDS = 8
+UUID_RE = SESSION_ID_RE  # the field rules live in core/field_rules.py
+MAX_TX_IDS = MAX_TRANSACTION_IDS
+__all__ = ["EVM_ADDRESS_RE", "UUID_RE", "is_session_token"]
 
 
 def operation_sha256(operation: str, body: dict[str, Any]) -> str:
@@ -41,24 +48,15 @@ def creation_token(token: str | None) -> str:
             "send a caller-generated session token (32 random bytes, base64url, 43 characters) in the "
             "X-RouteQuote-Session-Token header",
         )
-    if not TOKEN_RE.fullmatch(token):
-        raise InvalidRequest(
-            "session_token_invalid", "the session token must be 43..128 base64url characters (>= 256 bits)"
-        )
-    return token_sha256(token)
+    return token_sha256(check_session_token(token))
 
 
 def body_object(body: Any) -> dict[str, Any]:
-    if not isinstance(body, dict):
-        raise InvalidRequest("body_not_object", "the request body must be a JSON object")
-    return body
+    return require_object(body)
 
 
 def idempotency_key(fields: dict[str, Any]) -> str:
-    key = fields.get("idempotency_key")
-    if not isinstance(key, str) or not IDEMPOTENCY_RE.fullmatch(key):
-        raise InvalidRequest("invalid_idempotency_key", "idempotency_key must match ^[A-Za-z0-9._:-]{8,128}$")
-    return key
+    return check_idempotency_key(fields.get("idempotency_key"))
 
 
 def observe_body(body: Any) -> tuple[str, list[str]]:
@@ -97,15 +95,4 @@ def key_only_body(body: Any) -> str:
 
 
 def v1_fields(body: Any, required: set[str], optional: set[str] | None = None) -> dict[str, Any]:
-    body = body_object(body)
-    allowed = required | (optional or set())
-    extra = sorted(set(body) - allowed)
-    if extra:
-        raise InvalidRequest(
-            "unknown_field",
-            f"{len(extra)} properties not allowed (allowed: {', '.join(sorted(allowed)) or 'none'})",
-        )
-    missing = sorted(required - set(body))
-    if missing:
-        raise InvalidRequest("missing_field", f"required: {', '.join(missing)}")
-    return dict(body)
+    return object_fields(body, required, optional or set())

@@ -15,7 +15,7 @@ from typing import Any
 
 from eth_utils.address import to_checksum_address
 
-from routequote.core.auth import valid_wallet
+from routequote.core.assets import Chain
 from routequote.core.hashing import canonical_sha256
 from routequote.core.routes import ROUTES
 from routequote.core.sessions.evidence import EVM_TX_RE, SOLANA_SIG_RE, ObservationRejected
@@ -31,7 +31,7 @@ from routequote.core.sessions.views import VIEWS
 from routequote.errors import Conflict, DependencyUnavailable, InvalidRequest, NotFound
 from routequote.ports import ObservationUnavailable, SessionRecord
 from routequote.sessions.base import SessionAnswer, SessionBase
-from routequote.sessions.inputs import EVM_ADDRESS_RE, UUID_RE, idempotency_key, v1_fields, v1_wallet_binding
+from routequote.sessions.inputs import UUID_RE, idempotency_key, v1_fields, v1_wallet_binding
 from routequote.storage.sessions_common import stored
 
 V1_CORRIDORS = ("solana:SOL->base:ETH", "solana:SOL->arbitrum:ETH")
@@ -49,11 +49,9 @@ class V1CorridorMode(SessionBase):
                 "source_wallet_not_logged_in",
                 "source_wallet must be the wallet the access token was issued to",
             )
-        destination = fields["destination_wallet"]
-        if not isinstance(destination, str) or not EVM_ADDRESS_RE.fullmatch(destination):
-            raise InvalidRequest(
-                "invalid_destination_wallet", "destination_wallet must be 0x followed by 40 hex"
-            )
+        destination = fields["destination_wallet"] = self.prepare.signing_wallet(
+            Chain.BASE, fields["destination_wallet"], "invalid_destination_wallet", "destination_wallet"
+        )
         quote_id = fields["quote_id"]
         if not isinstance(quote_id, str) or not UUID_RE.fullmatch(quote_id.lower()):
             raise InvalidRequest("invalid_quote_id", "quote_id must be the uuid of a fresh v1 quote")
@@ -155,10 +153,9 @@ class V1CorridorMode(SessionBase):
     async def v1_prepare_cctp(self, wallet: str, session_id: Any, body: Any) -> SessionAnswer:
         fields = v1_fields(body, {"event_signer_public", "idempotency_key"})
         signer = fields["event_signer_public"]
-        if not valid_wallet(signer):
-            raise InvalidRequest(
-                "invalid_event_signer_public", "event_signer_public must be a base58 public key"
-            )
+        signer = self.prepare.signing_wallet(
+            Chain.SOLANA, signer, "invalid_event_signer_public", "event_signer_public"
+        )
         return await self._v1_prepare(
             wallet, session_id, 1, fields, "v1_prepare_cctp_action", signer=str(signer)
         )

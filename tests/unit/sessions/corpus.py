@@ -35,8 +35,8 @@ from routequote.storage.quotes import MemoryQuoteStore
 from routequote.storage.sessions_memory import MemorySessionStore
 
 GOLDEN = Path(__file__).resolve().parents[2] / "golden" / "session_corpus.json"
-TOKEN = "A" * 43
-OTHER_TOKEN = "B" * 43
+TOKEN = "q7Xv0dN3kR9sLb2WmYc8EuTfH1jZpG5aKxQ4oVnDi6B"  # fixed 43-character base64url capabilities
+OTHER_TOKEN = "Zr4Tn8wC1yJ6hMbP0eSx3LdQ9uVk5aGfI2oHt7EqNjW"
 POOL = "0x00000000000000000000000000000000000000aa"
 
 

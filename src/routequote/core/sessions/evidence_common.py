@@ -3,7 +3,6 @@ observation gets when it proves nothing, and `StepEvidence`. Pure: no I/O."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
@@ -14,6 +13,7 @@ from eth_utils.crypto import keccak
 from solders.pubkey import Pubkey
 
 from routequote.core.chain import EvmLog, EvmTransaction
+from routequote.core.field_rules import EVM_TX_HASH_RE, SOLANA_SIGNATURE_RE
 from routequote.errors import InvalidRequest
 
 EVENT_SIGNATURES: dict[str, str] = {
@@ -42,8 +42,8 @@ LZ_EID_SOLANA = 30168
 CCTP_HEADER_BYTES = 148
 CCTP_BURN_BODY_BYTES = 228
 
-EVM_TX_RE = re.compile(r"0x[0-9a-fA-F]{64}")
-SOLANA_SIG_RE = re.compile(r"[1-9A-HJ-NP-Za-km-z]{64,88}")
+EVM_TX_RE = EVM_TX_HASH_RE  # the one home of the transaction id rules: core/field_rules.py
+SOLANA_SIG_RE = SOLANA_SIGNATURE_RE
 
 REJECTION_REASONS = frozenset(
     {
