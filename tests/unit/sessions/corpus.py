@@ -2,7 +2,7 @@
 through one SessionService against fakes (fixed clock, sequential ids, in-memory store, chain readers that
 answer from fabricated receipts), each answer written down as JSON.
 
-`tests/golden/session_corpus.json` holds the answers the engine gave before it was split by step kind;
+`tests/golden/session_corpus.jsonl` holds the answers the engine gave before it was split by step kind;
 `test_session_corpus.py` replays the same calls and compares byte for byte. Regenerate (only when a
 behaviour change is intended and reviewed) with `python -m tests.unit.sessions.corpus`.
 
@@ -34,7 +34,7 @@ from routequote.sessions import SessionService
 from routequote.storage.quotes import MemoryQuoteStore
 from routequote.storage.sessions_memory import MemorySessionStore
 
-GOLDEN = Path(__file__).resolve().parents[2] / "golden" / "session_corpus.json"
+GOLDEN = Path(__file__).resolve().parents[2] / "golden" / "session_corpus.jsonl"
 TOKEN = "q7Xv0dN3kR9sLb2WmYc8EuTfH1jZpG5aKxQ4oVnDi6B"  # fixed 43-character base64url capabilities
 OTHER_TOKEN = "Zr4Tn8wC1yJ6hMbP0eSx3LdQ9uVk5aGfI2oHt7EqNjW"
 POOL = "0x00000000000000000000000000000000000000aa"
@@ -361,7 +361,8 @@ async def record() -> list[dict[str, Any]]:
 
 
 def render(entries: list[dict[str, Any]]) -> str:
-    return json.dumps(entries, indent=1, sort_keys=True) + "\n"
+    """One answer per line (JSON Lines, keys sorted): a changed answer is one changed line."""
+    return "".join(json.dumps(e, sort_keys=True, separators=(",", ":")) + "\n" for e in entries)
 
 
 def run() -> str:

@@ -1,4 +1,4 @@
-"""The recorded session corpus (`tests/golden/session_corpus.json`, see `corpus.py`) is answered byte for byte
+"""The recorded session corpus (`tests/golden/session_corpus.jsonl`, see `corpus.py`) is answered byte for byte
 the same: splitting the engine by step kind changed no answer."""
 
 from __future__ import annotations
@@ -18,4 +18,4 @@ def test_session_corpus_replays_byte_for_byte() -> None:
             ]
         )
         raise AssertionError(f"the session corpus answers changed:\n{diff}")
-    assert recorded.count('"call"') > 300  # the corpus is not empty: every create, view and transition
+    assert recorded.count("\n") > 500  # the corpus is not empty: every create, view and transition
