@@ -1,0 +1,35 @@
+"""docs/routes.md is generated from the whole-route suite's committed results, never written by hand."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+from types import ModuleType
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _generator() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("routes_doc", ROOT / "tests" / "e2e" / "routes_doc.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_docs_routes_md_equals_what_the_generator_renders_from_the_committed_results() -> None:
+    gen = _generator()
+    rendered = gen.render(json.loads(gen.RESULTS.read_text()))
+    assert gen.PAGE.read_text() == rendered, "docs/routes.md is stale or hand-edited: run `make routes-doc`"
+
+
+def test_the_committed_results_cover_every_route_at_every_amount() -> None:
+    from routequote.core.routes import ROUTES
+
+    gen = _generator()
+    doc = json.loads(gen.RESULTS.read_text())
+    assert set(doc["runs"]) == {f"{name} ${a}" for name in ROUTES for a in doc["amounts_usd"]}
+    for key, run in doc["runs"].items():
+        assert run["status"] in ("complete", "not_run"), key
+        assert run["status"] == "complete" or run["reason"], key
