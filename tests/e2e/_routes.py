@@ -11,14 +11,25 @@ recorded in `PROOF` labels, which the route proof table (`docs/routes.md`) is ge
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from _evm import MAX_UINT256, AnvilChain, balance_of, deploy_raw, sign_and_send
-from _lz import NATIVE_FEE_WEI
+import pytest
+from _evm import (
+    MAX_UINT256,
+    AnvilChain,
+    ToolchainUnavailable,
+    balance_of,
+    deploy_all,
+    deploy_raw,
+    sign_and_send,
+)
+from _lz import NATIVE_FEE_WEI, deploy_layerzero
 from _sessions import (
     SESSION_HEADER,
     FakeIris,
@@ -26,6 +37,7 @@ from _sessions import (
     approval,
     attest,
     b32,
+    compile_standins,
     deposit_relay_data,
     emitted_message,
     fill_relay,
@@ -45,10 +57,12 @@ from eth_account import Account
 from eth_utils import keccak
 from solders.keypair import Keypair
 from solders.pubkey import Pubkey
+from tests.support.server import free_port, running_server
 
+from routequote.app import create_app
 from routequote.config import Settings
 from routequote.core.actions.cctp_message import encode_cctp_burn_message
-from routequote.core.actions.evm import DEFAULT_DEPLOYMENTS, EvmDeployment
+from routequote.core.actions.evm import DEFAULT_DEPLOYMENTS, LZ_EID, EvmDeployment
 from routequote.core.assets import ASSETS, Chain
 from routequote.core.routes import ROUTES, Provider, Route, Step
 
@@ -179,6 +193,59 @@ def local_deployments(chains: dict[int, AnvilChain], usdg_oft: str) -> dict[Chai
     return out
 
 
+@contextlib.contextmanager
+def build_world(anvil_factory: Callable[[int], AnvilChain], database_url: str) -> Iterator[World]:
+    try:
+        standins = compile_standins()
+    except ToolchainUnavailable as e:
+        pytest.skip(f"solc-js unavailable: {e}")
+    chains = {cid: anvil_factory(cid) for cid in (BASE, ARBITRUM, ROBINHOOD)}
+    for chain in chains.values():
+        deploy_all(chain)
+    snaps = {cid: c.snapshot() for cid, c in chains.items()}  # leaves nothing behind for other modules
+    try:
+        deploy_cctp(standins, chains)
+        try:
+            lz = deploy_layerzero(chains[ROBINHOOD], LZ_EID[Chain.ROBINHOOD])
+        except ToolchainUnavailable as e:
+            pytest.skip(f"LayerZero packages unavailable: {e}")
+        deployments = local_deployments(chains, lz["usdg_oft"])
+        with FakeIris().running() as iris, FakeSolanaRpc().running() as solana:
+            settings = {
+                "rate_limit": "off",
+                "rpc_url_base": chains[BASE].url,
+                "rpc_url_arbitrum": chains[ARBITRUM].url,
+                "rpc_url_robinhood": chains[ROBINHOOD].url,
+                "rpc_url_solana": solana.url,
+                "iris_url": iris.url,
+                "finality_confirmations": "base=1,arbitrum=1,robinhood=1",
+                "database_url": database_url,
+                "dev_signing_key_path": "",
+            }
+            port = free_port()
+            app = create_app(Settings(**settings, port=port), deployments=deployments)
+            with running_server(app, port) as url:
+                api = SessionApi(url)
+                try:
+                    yield World(chains, api, iris, solana, deployments, settings, lz)
+                finally:
+                    api.close()
+    finally:
+        for cid, chain in chains.items():
+            chain.revert(snaps[cid])
+
+
+@contextlib.contextmanager
+def fresh_chains(world: World) -> Iterator[None]:
+    """One route run on the chains as the world left them: everything it did is reverted afterwards."""
+    snaps = {cid: c.snapshot() for cid, c in world.chains.items()}
+    try:
+        yield
+    finally:
+        for cid, chain in world.chains.items():
+            chain.revert(snaps[cid])
+
+
 # ---- one route run --------------------------------------------------------------------------------------------
 
 
@@ -220,7 +287,14 @@ class Run:
     measure: Measure | None = None
     statuses: list[str] = field(default_factory=list)
     last_source_receipts: list[dict[str, Any]] = field(default_factory=list)
-    delivered: bool = False
+    reapproval: dict[str, Any] | None = None  # the 409 answer, when the run allows one
+    allow_reapproval: bool = False
+    fee_at_max: bool = False  # Circle executes the fast fee at the burn's full maxFee
+    short_delivery: int = 0  # a simulated Solana arrival this many base units below the step minimum
+    last_answer: dict[str, Any] = field(default_factory=dict)
+    quote: dict[str, Any] = field(default_factory=dict)
+    stopped: bool = False
+    approved_minimum: int | None = None  # the caller strengthens approval_v3.minimum_output_base to this
 
     @property
     def route(self) -> Route:
@@ -258,11 +332,16 @@ class Run:
         api = self.world.api
         self.token, key = new_token(), new_key("create")
         q = api.quote(self.route_name, self.amount_usd)
+        self.quote = q
+        bound = approval(q, key)
+        if self.approved_minimum is not None:
+            assert self.approved_minimum >= int(bound["minimum_output_base"])  # only ever strengthened
+            bound["minimum_output_base"] = str(self.approved_minimum)
         body: dict[str, Any] = {
             "caller_approved": True,
             **intent(self.route_name, self.amount_usd),
             "wallets": self.wallets(),
-            "approval_v3": approval(q, key),
+            "approval_v3": bound,
             "idempotency_key": key,
         }
         if self.route.event_signer_required:
@@ -278,6 +357,13 @@ class Run:
     def observe(self, named: list[str] | None, *, expect: int = 200) -> dict[str, Any]:
         before = self.session
         r = self.world.api.observe(self.sid, self.token, named)
+        if r.status_code == 409 and self.allow_reapproval:
+            self.reapproval = self.last_answer = dict(r.json())
+            return self.reapproval
+        if r.status_code == 400 and self.short_delivery:
+            self.last_answer = dict(r.json())
+            self.stopped = True
+            return self.last_answer
         assert r.status_code == expect, (self.route_name, r.text)
         s = dict(r.json())
         if expect != 200:
@@ -426,6 +512,8 @@ class Run:
         amount, max_fee = int(bridge["burn_amount"]), int(bridge["max_fee"])
         src_domain = int(bridge["source_domain"])
         fee = min(max_fee, -(-amount * FAST_FEE_BPS_MILLI[src_domain] // 10_000_000))
+        if self.fee_at_max:
+            fee = max_fee
         if step.source.chain is Chain.SOLANA:
             dst = self.world.chain(step.target.chain)
             message = encode_cctp_burn_message(
@@ -457,6 +545,10 @@ class Run:
     def delivery(self, step: Step, token: str, amount: int, instruction: str) -> None:
         owner = str(self.sol_wallet.pubkey())
         pre = self.sol_ledger.get((owner, token), 0)
+        if self.short_delivery:
+            quoted = self.quote["direct_route_summary"]["steps"][step.index]["minimum_output_base"]
+            minimum = int(self.session["steps"][step.index].get("minimum_output_base") or quoted)
+            amount = minimum - self.short_delivery
         program = CCTP_MTV2 if token == "USDC" else SIMULATED_OFT_PROGRAM
         result = simulate_delivery(
             relayer=Keypair(),
@@ -483,8 +575,8 @@ class Run:
         """Carry the session to `complete`, measuring every step."""
         for _ in range(max_observations):
             s = self.session
-            if s["status"] == "complete":
-                break
+            if s["status"] == "complete" or self.reapproval is not None or self.stopped:
+                return
             k = s["current_step"]
             step = self.route.steps[k]
             self.start_step(step)
@@ -496,6 +588,9 @@ class Run:
                 self.destination(step)
             else:
                 raise AssertionError(f"{self.route_name}: unexpected status {s['status']}: {s}")
+            if self.reapproval is not None:  # step k was verified; the next one was not built
+                self.finish_step(step)
+                return
             if self.session["status"] == "complete" or self.session["current_step"] != k:
                 self.finish_step(step)
                 # the money is where `funds` says, in the amount the chain shows arrived

@@ -12,7 +12,6 @@ every run must agree with that committed file.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 from collections.abc import Callable, Iterator
@@ -20,28 +19,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _evm import AnvilChain, ToolchainUnavailable, deploy_all
-from _lz import deploy_layerzero
+from _evm import AnvilChain
 from _routes import (
-    ARBITRUM,
-    BASE,
-    ROBINHOOD,
     Run,
     World,
+    build_world,
     check_receipt,
-    deploy_cctp,
-    local_deployments,
+    fresh_chains,
     proof,
 )
-from _sessions import FakeIris, SessionApi, compile_standins
-from _solana_sim import FakeSolanaRpc
 from tests.support.postgres import require_postgres, temporary_database
-from tests.support.server import free_port, running_server
 
-from routequote.app import create_app
-from routequote.config import Settings
-from routequote.core.actions.evm import LZ_EID
-from routequote.core.assets import Chain
 from routequote.core.routes import ROUTES
 
 pytestmark = pytest.mark.chain
@@ -60,48 +48,6 @@ POSTGRES_ROUTES = (
 _collected: dict[str, dict[str, Any]] = {}
 
 
-@contextlib.contextmanager
-def build_world(anvil_factory: Callable[[int], AnvilChain], database_url: str) -> Iterator[World]:
-    try:
-        standins = compile_standins()
-    except ToolchainUnavailable as e:
-        pytest.skip(f"solc-js unavailable: {e}")
-    chains = {cid: anvil_factory(cid) for cid in (BASE, ARBITRUM, ROBINHOOD)}
-    for chain in chains.values():
-        deploy_all(chain)
-    snaps = {cid: c.snapshot() for cid, c in chains.items()}  # leaves nothing behind for other modules
-    try:
-        deploy_cctp(standins, chains)
-        try:
-            lz = deploy_layerzero(chains[ROBINHOOD], LZ_EID[Chain.ROBINHOOD])
-        except ToolchainUnavailable as e:
-            pytest.skip(f"LayerZero packages unavailable: {e}")
-        deployments = local_deployments(chains, lz["usdg_oft"])
-        with FakeIris().running() as iris, FakeSolanaRpc().running() as solana:
-            settings = {
-                "rate_limit": "off",
-                "rpc_url_base": chains[BASE].url,
-                "rpc_url_arbitrum": chains[ARBITRUM].url,
-                "rpc_url_robinhood": chains[ROBINHOOD].url,
-                "rpc_url_solana": solana.url,
-                "iris_url": iris.url,
-                "finality_confirmations": "base=1,arbitrum=1,robinhood=1",
-                "database_url": database_url,
-                "dev_signing_key_path": "",
-            }
-            port = free_port()
-            app = create_app(Settings(**settings, port=port), deployments=deployments)
-            with running_server(app, port) as url:
-                api = SessionApi(url)
-                try:
-                    yield World(chains, api, iris, solana, deployments, settings, lz)
-                finally:
-                    api.close()
-    finally:
-        for cid, chain in chains.items():
-            chain.revert(snaps[cid])
-
-
 @pytest.fixture(scope="module")
 def world(
     anvil_factory: Callable[[int], AnvilChain], tmp_path_factory: pytest.TempPathFactory
@@ -116,15 +62,6 @@ def unavailable(world: World) -> dict[str, str]:
     """The service's own reasons, from capabilities, for the routes it cannot run as a session."""
     caps = world.api.http.get("/v2/capabilities").json()["sessions"]
     return {u["route"]: u["reason"] for u in caps["unavailable_routes"]}
-
-
-def fresh_chains(world: World) -> Iterator[None]:
-    snaps = {cid: c.snapshot() for cid, c in world.chains.items()}
-    try:
-        yield
-    finally:
-        for cid, chain in world.chains.items():
-            chain.revert(snaps[cid])
 
 
 def run_route(world: World, name: str, amount: int) -> list[dict[str, Any]]:
@@ -147,13 +84,8 @@ def test_route_completes(world: World, unavailable: dict[str, str], name: str, a
         ]  # e.g. "step 0 (raydium_clmm on solana)"
         _collected[key] = {"status": "not_run", "reason": f"{ISSUE_18}: {where}", "steps": _steps(name)}
         pytest.skip(f"{ISSUE_18}: {reason}")
-    gen = fresh_chains(world)
-    next(gen)
-    try:
+    with fresh_chains(world):
         steps = run_route(world, name, amount)
-    finally:
-        with contextlib.suppress(StopIteration):
-            next(gen)
     _collected[key] = {"status": "complete", "steps": steps}
 
 
@@ -173,13 +105,8 @@ def pg_world(
 @pytest.mark.postgres
 @pytest.mark.parametrize("name", POSTGRES_ROUTES)
 def test_route_completes_on_postgresql(pg_world: World, name: str) -> None:
-    gen = fresh_chains(pg_world)
-    next(gen)
-    try:
+    with fresh_chains(pg_world):
         run_route(pg_world, name, 1000)
-    finally:
-        with contextlib.suppress(StopIteration):
-            next(gen)
 
 
 def test_the_results_file_agrees_with_this_run() -> None:
