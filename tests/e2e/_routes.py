@@ -257,6 +257,8 @@ class Measure:
     dst: int
     fee: int
     gas: dict[int, int] = field(default_factory=dict)  # chain id -> wei the wallet paid in this step
+    source_ids: list[str] = field(default_factory=list)  # what the caller's source action was on chain
+    destination_ids: list[str] = field(default_factory=list)  # what delivered it (mint, fill, delivery)
 
 
 @dataclass
@@ -267,6 +269,8 @@ class StepOutcome:
     measured_output: int
     measured_fee: int
     statuses: list[str]
+    source_ids: list[str]
+    destination_ids: list[str]
 
 
 @dataclass
@@ -402,6 +406,10 @@ class Run:
             )
             self.statuses = []
 
+    def ids(self) -> Measure:
+        assert self.measure is not None
+        return self.measure
+
     def paid_gas(self, chain: AnvilChain, receipts: list[dict[str, Any]]) -> None:
         assert self.measure is not None
         wei = sum(int(r["gasUsed"], 16) * int(r["effectiveGasPrice"], 16) for r in receipts)
@@ -423,6 +431,8 @@ class Run:
                 dst_after - m.dst + dst_gas,
                 fee_after - m.fee,
                 list(self.statuses),
+                m.source_ids,
+                m.destination_ids,
             )
         )
         self.measure = None
@@ -448,6 +458,7 @@ class Run:
             fee_key = (self.fee_recipient(Chain.SOLANA), "USDC")
             self.sol_ledger[fee_key] = self.sol_ledger.get(fee_key, 0) + burn.fee_paid
             self.world.solana.publish(burn.result)
+            self.ids().source_ids.append(burn.signature)
             self.observe([burn.signature])
             return
         chain = self.world.chain(step.source.chain)
@@ -456,6 +467,7 @@ class Run:
         self.last_source_receipts = receipts
         if step.provider is Provider.PAXOS_OFT:
             self.check_oft_send(chain, receipts, eth_before)
+        self.ids().source_ids.extend(str(r["transactionHash"]).lower() for r in receipts)
         self.observe([str(r["transactionHash"]) for r in receipts])
 
     def check_oft_send(self, chain: AnvilChain, receipts: list[dict[str, Any]], eth_before: int) -> None:
@@ -506,7 +518,8 @@ class Run:
             MAX_UINT256,
             sender=relayer,
         )
-        fill_relay(dst, relayer, relay, src.chain_id)
+        fill = fill_relay(dst, relayer, relay, src.chain_id)
+        self.ids().destination_ids.append(str(fill["transactionHash"]).lower())
 
     def cctp_attest(self, step: Step, bridge: dict[str, Any]) -> None:
         amount, max_fee = int(bridge["burn_amount"]), int(bridge["max_fee"])
@@ -562,12 +575,14 @@ class Run:
         )
         self.sol_ledger[(owner, token)] = pre + amount
         sig = self.world.solana.publish(result)
+        self.ids().destination_ids.append(sig)
         self.observe([sig])
 
     def destination_action(self, step: Step) -> None:
         """A prepared CCTP receiveMessage on the EVM destination: the caller submits it."""
         chain = self.world.chain(step.target.chain)
         receipts = self.submit_evm(chain)
+        self.ids().destination_ids.extend(str(r["transactionHash"]).lower() for r in receipts)
         self.observe([str(r["transactionHash"]) for r in receipts])
 
     # -- the loop -------------------------------------------------------------------------------------------
@@ -622,6 +637,12 @@ def check_receipt(run: Run) -> list[dict[str, Any]]:
         )
         assert inp == measured.measured_input, (
             f"{where}: receipt input {inp} != chain {measured.measured_input}"
+        )
+        src_ids = [i.lower() if i.startswith("0x") else i for i in actual["source_tx_ids"] or []]
+        assert src_ids == measured.source_ids, f"{where}: source ids {src_ids} != {measured.source_ids}"
+        dst_ids = [i.lower() if i.startswith("0x") else i for i in actual.get("destination_tx_ids") or []]
+        assert dst_ids == measured.destination_ids, (
+            f"{where}: destination ids {dst_ids} != {measured.destination_ids}"
         )
         fee = int(actual["service_fee_paid_base"])
         assert fee == measured.measured_fee, (
