@@ -363,3 +363,157 @@ def simulate_delivery(
         units=30_000,
         slot=slot,
     )
+
+
+# ---- Raydium CLMM / Orca Whirlpool swaps: LiteSVM for the SPL parts, the swap's effect by the CLMM math ------
+
+SWAP_PROGRAMS = {
+    "whirLbMiicVdio4qvUfM5KAg6Ct8VwpYzGff3uctyCc": "orca_whirlpool",
+    "CAMMCzo5YL8w4VFF8KVHrK22GGUsp5VTaW7grrKgrWqK": "raydium_clmm",
+}
+NATIVE_MINT = "So11111111111111111111111111111111111111112"
+
+
+@dataclass
+class SimulatedSwap:
+    signature: str
+    result: dict[str, Any]
+    amount_in: int  # what the swap consumed (net of the service fee)
+    amount_out: int  # what the CLMM math pays
+
+
+def _set_token_amount(svm: LiteSVM, account: Pubkey, delta: int, native: bool) -> None:
+    acct = svm.get_account(account)
+    assert acct is not None, f"{account} does not exist when the swap runs"
+    data = bytearray(bytes(acct.data))
+    struct.pack_into("<Q", data, 64, struct.unpack_from("<Q", data, 64)[0] + delta)  # TokenAccount.amount
+    lamports = acct.lamports + (delta if native else 0)  # a wSOL account's lamports carry its amount
+    svm.set_account(account, SolAccount(lamports, bytes(data), acct.owner, acct.executable, acct.rent_epoch))
+
+
+def simulate_solana_swap(
+    action: dict[str, Any],
+    wallet: Keypair,
+    amount_out: Any,
+    balances: dict[str, int],
+    slot: int,
+) -> SimulatedSwap:
+    """Execute a prepared Solana swap action: every SPL / System / ATA instruction runs in LiteSVM; the swap
+    instruction (Raydium `swap_v2` / Orca `swap_v2`, whose programs are not available offline) is SIMULATED:
+    `amount_out(net_in)` (the project's CLMM math over the pool the quote used) moves from nothing into the
+    wallet's output account, `net_in` leaves its input account. `balances` holds the wallet's starting balances
+    by asset key (solana:SOL in lamports). Returns the full transaction's `getTransaction` answer."""
+    ixs = [to_instruction(d) for d in action["instructions"]]
+    swap_at = [i for i, ix in enumerate(ixs) if str(ix.program_id) in SWAP_PROGRAMS]
+    assert len(swap_at) == 1, "a prepared swap action has exactly one swap instruction"
+    k = swap_at[0]
+    owner = wallet.pubkey()
+    src, dst = ASSETS[str(action["source"])], ASSETS[str(action["destination"])]
+    svm = LiteSVM()
+    svm.airdrop(owner, START_LAMPORTS + balances.get("solana:SOL", 0))
+    rent = svm.minimum_balance_for_rent_exemption(165)
+    for a in (SOLANA_USDC, SOLANA_USDG, ASSETS["solana:SOL"]):
+        mint = Pubkey.from_string(str(a.address or a.wrapped_address))
+        authority = None if a.address is None else Pubkey.new_unique()
+        svm.set_account(
+            mint,
+            SolAccount(
+                svm.minimum_balance_for_rent_exemption(82),
+                bytes(Mint(authority, 10**15, a.decimals, True, None)),
+                Pubkey.from_string(str(a.token_program)),
+                False,
+                0,
+            ),
+        )
+    if src.address is not None:  # a token input: the wallet's funded associated token account
+        mint, program = Pubkey.from_string(src.address), Pubkey.from_string(str(src.token_program))
+        state = TokenAccount(
+            mint, owner, balances[src.key], None, TokenAccountState.Initialized, None, 0, None
+        )
+        svm.set_account(
+            get_associated_token_address(owner, mint, program),
+            SolAccount(rent, bytes(state), program, False, 0),
+        )
+    blockhash = svm.latest_blockhash()
+    message = Message.new_with_blockhash(ixs, owner, blockhash)
+    signed = Transaction([wallet], message, blockhash)
+    pubkeys = list(message.account_keys)
+    keys = [str(k) for k in pubkeys]
+    pre_accounts = [svm.get_account(p) for p in pubkeys]
+    logs: list[str] = []
+    charged = 0
+    if k > 0:
+        meta = svm.send_transaction(
+            Transaction([wallet], Message.new_with_blockhash(ixs[:k], owner, blockhash), blockhash)
+        )
+        assert not hasattr(meta, "err"), meta
+        logs += meta.logs()
+        charged += SIG_FEE
+    net_in = int(action["netInputAmount"])
+    out = int(amount_out(net_in))
+
+    def ata(a: Any) -> Pubkey:
+        mint = Pubkey.from_string(str(a.address or a.wrapped_address))
+        return get_associated_token_address(owner, mint, Pubkey.from_string(str(a.token_program)))
+
+    _set_token_amount(svm, ata(src), -net_in, src.address is None)
+    _set_token_amount(svm, ata(dst), out, dst.address is None)
+    program = str(ixs[k].program_id)
+    logs += [
+        f"Program {program} invoke [1]",
+        f"Program log: SIMULATED {SWAP_PROGRAMS[program]} swap_v2 (routequote test simulator, CLMM math): "
+        f"in {net_in} out {out}",
+        f"Program {program} success",
+    ]
+    if k + 1 < len(ixs):
+        svm.expire_blockhash()
+        tail = Message.new_with_blockhash(ixs[k + 1 :], owner, svm.latest_blockhash())
+        meta = svm.send_transaction(Transaction([wallet], tail, svm.latest_blockhash()))
+        assert not hasattr(meta, "err"), meta
+        logs += meta.logs()
+        charged += SIG_FEE
+    post_accounts = [svm.get_account(p) for p in pubkeys]
+    pre = [a.lamports if a is not None else 0 for a in pre_accounts]
+    post = [a.lamports if a is not None else 0 for a in post_accounts]
+    for i, (a, b) in enumerate(zip(pre_accounts, post_accounts, strict=True)):
+        if a is None and b is None:  # the DEX program and its accounts: not in LiteSVM
+            pre[i] = post[i] = (
+                PLACEHOLDER_PROGRAM if message.is_key_called_as_program(i) else PLACEHOLDER_ACCOUNT
+            )
+    w = keys.index(str(owner))
+    post[w] += charged - SIG_FEE  # one transaction, one signature: the fee is paid once
+
+    def balances_of(accounts: list[SolAccount | None]) -> list[dict[str, Any]]:
+        rows = []
+        for i, acct in enumerate(accounts):
+            if acct is None or len(bytes(acct.data)) < 165:
+                continue
+            if str(acct.owner) not in (TOKEN_PROGRAM, str(SOLANA_USDG.token_program)):
+                continue
+            tok = TokenAccount.from_bytes(bytes(acct.data)[:165])
+            decimals = 9 if str(tok.mint) == NATIVE_MINT else 6
+            rows.append(
+                {
+                    "accountIndex": i,
+                    "mint": str(tok.mint),
+                    "owner": str(tok.owner),
+                    "programId": str(acct.owner),
+                    "uiTokenAmount": ui_amount(int(tok.amount), decimals),
+                }
+            )
+        return rows
+
+    result = _result(
+        message,
+        blockhash,
+        signed,
+        fee=SIG_FEE,
+        pre=pre,
+        post=post,
+        pre_tokens=balances_of(pre_accounts),
+        post_tokens=balances_of(post_accounts),
+        logs=logs,
+        units=150_000,
+        slot=slot,
+    )
+    return SimulatedSwap(str(signed.signatures[0]), result, net_in, out)

@@ -83,7 +83,7 @@ def test_route_completes(world: World, unavailable: dict[str, str], name: str, a
             0
         ]  # e.g. "step 0 (raydium_clmm on solana)"
         _collected[key] = {"status": "not_run", "reason": f"{ISSUE_18}: {where}", "steps": _steps(name)}
-        pytest.skip(f"{ISSUE_18}: {reason}")
+        pytest.skip(f"{ISSUE_18}: {where}")
     with fresh_chains(world):
         steps = run_route(world, name, amount)
     _collected[key] = {"status": "complete", "steps": steps}
