@@ -52,6 +52,7 @@ from _solana_sim import (
     FakeSolanaRpc,
     simulate_cctp_burn,
     simulate_delivery,
+    simulate_solana_swap,
 )
 from eth_account import Account
 from eth_utils import keccak
@@ -64,7 +65,9 @@ from routequote.config import Settings
 from routequote.core.actions.cctp_message import encode_cctp_burn_message
 from routequote.core.actions.evm import DEFAULT_DEPLOYMENTS, LZ_EID, EvmDeployment
 from routequote.core.assets import ASSETS, Chain
+from routequote.core.clmm import swap_exact_input
 from routequote.core.routes import ROUTES, Provider, Route, Step
+from routequote.market.snapshot import EmbeddedSnapshot
 
 BASE, ARBITRUM, ROBINHOOD = 8453, 42161, 4663
 CHAIN_IDS = {Chain.BASE: BASE, Chain.ARBITRUM: ARBITRUM, Chain.ROBINHOOD: ROBINHOOD}
@@ -78,6 +81,7 @@ FAST_FEE_BPS_MILLI = {
 FEE_RECIPIENT_EVM = Settings().fee_recipient_evm
 START_TOKEN6 = 20_000 * 10**6
 START_SOLANA_USDC = 20_000 * 10**6
+START_SOLANA_LAMPORTS = 100 * 10**9
 # The Solana USDG OFT program is not pinned by the service (delivery is observed by token balances): a labelled
 # placeholder id stands for it in the simulated lz_receive.
 PACKET_SENT = "0x" + keccak(text="PacketSent(bytes,bytes,address)").hex()
@@ -123,7 +127,7 @@ def proof(step: Step) -> dict[str, str]:
             "source": f"{REAL}: LayerZero EndpointV2 + SimpleMessageLib (npm), OFTAdapter compiled from npm sources",
             "destination": f"{SIMULATOR}: lz_receive on Solana (getTransaction wire format)",
         }
-    return {"source": f"{NOT_RUN}: {p.value} on Solana needs the swap prepared from the snapshot (issue 18)"}
+    return {"source": f"{LITESVM_SIM}: SPL parts in LiteSVM, {p.value} swap_v2 simulated by the CLMM math"}
 
 
 @dataclass
@@ -327,7 +331,10 @@ class Run:
         for chain in self.world.chains.values():
             chain.send(self.evm_wallet, "0x", value=10 * 10**18)
             chain.transact(chain.addresses["token6"], "mint(address,uint256)", self.evm_wallet, START_TOKEN6)
-        self.sol_ledger[(str(self.sol_wallet.pubkey()), "USDC")] = START_SOLANA_USDC
+        sol_owner = str(self.sol_wallet.pubkey())
+        self.sol_ledger[(sol_owner, "USDC")] = START_SOLANA_USDC
+        self.sol_ledger[(sol_owner, "USDG")] = START_SOLANA_USDC
+        self.sol_ledger[(sol_owner, "SOL")] = START_SOLANA_LAMPORTS
 
     def wallets(self) -> dict[str, str]:
         return {c: self.wallet_of(Chain(c)) for c in self.route.required_wallet_chains}
@@ -447,7 +454,35 @@ class Run:
         self.paid_gas(chain, receipts)
         return receipts
 
+    def solana_swap(self, step: Step) -> None:
+        """A Raydium / Orca swap: LiteSVM for the SPL parts, the swap by the CLMM math over the snapshot pool
+        the service priced (`_solana_sim.simulate_solana_swap`, a SIMULATOR)."""
+        action = self.session["current_action"]["unsigned_action"]
+        owner = str(self.sol_wallet.pubkey())
+        pool = EmbeddedSnapshot().current().pools[str(step.pool_id)]
+        zero_for_one = step.source.key == pool.token0
+        start = {step.source.key: self.sol_ledger.get((owner, step.source.token.value), 0)}
+        sim = simulate_solana_swap(
+            action,
+            self.sol_wallet,
+            lambda net: swap_exact_input(pool.clmm, zero_for_one, net).amount_out,
+            start,
+            self.world.next_slot(),
+        )
+        fee = int(action["routeFee"])
+        self.sol_ledger[(owner, step.source.token.value)] -= int(action["inputAmount"])
+        dst_key = (owner, step.target.token.value)
+        self.sol_ledger[dst_key] = self.sol_ledger.get(dst_key, 0) + sim.amount_out
+        fee_key = (self.fee_recipient(Chain.SOLANA), step.source.token.value)
+        self.sol_ledger[fee_key] = self.sol_ledger.get(fee_key, 0) + fee
+        self.world.solana.publish(sim.result)
+        self.ids().source_ids.append(sim.signature)
+        self.observe([sim.signature])
+
     def source_action(self, step: Step) -> None:
+        if step.provider in (Provider.RAYDIUM_CLMM, Provider.ORCA_WHIRLPOOL):
+            self.solana_swap(step)
+            return
         if step.source.chain is Chain.SOLANA:
             action = self.session["current_action"]["unsigned_action"]
             owner = str(self.sol_wallet.pubkey())

@@ -47,8 +47,20 @@ def render(doc: dict[str, Any]) -> str:
     complete = [n for n, by in routes.items() if all(by[a]["status"] == "complete" for a in amounts)]
     kinds: dict[tuple[str, str, str], dict[str, str]] = {}
     for by in routes.values():
+        for run in by.values():
+            if run["status"] == "complete":
+                for s in run["steps"]:
+                    kinds.setdefault((s["provider"], s["source"], s.get("destination", "-")), s)
+    ran = {k[0] for k in kinds}
+    for by in routes.values():
         for s in by[amounts[0]]["steps"]:
-            kinds.setdefault((s["provider"], s["source"], s.get("destination", "-")), s)
+            if s["provider"] not in ran:
+                kinds.setdefault(
+                    (s["provider"], "not run", "-"),
+                    {
+                        "source": "not run: no session can carry it yet (its simulator is checked against the observer in `tests/e2e/test_solana_swap_simulator.py`)"
+                    },
+                )
     lines = [
         "# Route proof table",
         "",
