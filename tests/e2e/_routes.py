@@ -139,6 +139,7 @@ class World:
     deployments: dict[Chain, EvmDeployment]
     settings: dict[str, Any]
     lz: dict[str, str] = field(default_factory=dict)
+    pools: dict[str, Any] = field(default_factory=dict)  # pool id -> PoolState the server prices with
     slot: int = 390_000_000
 
     def chain(self, c: Chain) -> AnvilChain:
@@ -198,7 +199,15 @@ def local_deployments(chains: dict[int, AnvilChain], usdg_oft: str) -> dict[Chai
 
 
 @contextlib.contextmanager
-def build_world(anvil_factory: Callable[[int], AnvilChain], database_url: str) -> Iterator[World]:
+def build_world(
+    anvil_factory: Callable[[int], AnvilChain],
+    database_url: str,
+    *,
+    market: Any = None,
+    pools: dict[str, Any] | None = None,
+) -> Iterator[World]:
+    """The chains, the fakes and one server over `database_url`; `market` (default: the embedded snapshot) is
+    what the server prices with, `pools` its pool states (what the Solana swap simulator pays by)."""
     try:
         standins = compile_standins()
     except ToolchainUnavailable as e:
@@ -227,11 +236,12 @@ def build_world(anvil_factory: Callable[[int], AnvilChain], database_url: str) -
                 "dev_signing_key_path": "",
             }
             port = free_port()
-            app = create_app(Settings(**settings, port=port), deployments=deployments)
+            app = create_app(Settings(**settings, port=port), deployments=deployments, market=market)
             with running_server(app, port) as url:
                 api = SessionApi(url)
                 try:
-                    yield World(chains, api, iris, solana, deployments, settings, lz)
+                    snapshot_pools = dict(EmbeddedSnapshot().current().pools)
+                    yield World(chains, api, iris, solana, deployments, settings, lz, pools or snapshot_pools)
                 finally:
                     api.close()
     finally:
@@ -459,7 +469,7 @@ class Run:
         the service priced (`_solana_sim.simulate_solana_swap`, a SIMULATOR)."""
         action = self.session["current_action"]["unsigned_action"]
         owner = str(self.sol_wallet.pubkey())
-        pool = EmbeddedSnapshot().current().pools[str(step.pool_id)]
+        pool = self.world.pools[str(step.pool_id)]
         zero_for_one = step.source.key == pool.token0
         start = {step.source.key: self.sol_ledger.get((owner, step.source.token.value), 0)}
         sim = simulate_solana_swap(

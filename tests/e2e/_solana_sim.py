@@ -292,8 +292,12 @@ def simulate_cctp_burn(
         units=meta.compute_units_consumed(),
         slot=slot,
     )
-    fee_ata = keys.index(str(action["feeRecipientTokenAccount"]))
-    fee_paid = next(int(t["uiTokenAmount"]["amount"]) for t in post_tokens if t["accountIndex"] == fee_ata)
+    fee_paid = 0
+    if action.get("feeRecipientTokenAccount"):  # the burn carries the route's 1 bp when it is the fee step
+        fee_ata = keys.index(str(action["feeRecipientTokenAccount"]))
+        fee_paid = next(
+            int(t["uiTokenAmount"]["amount"]) for t in post_tokens if t["accountIndex"] == fee_ata
+        )
     after = next(int(t["uiTokenAmount"]["amount"]) for t in post_tokens if t["accountIndex"] == ata)
     return SimulatedBurn(str(signed.signatures[0]), result, burned, fee_paid, start_usdc - after)
 

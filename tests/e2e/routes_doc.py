@@ -39,12 +39,19 @@ def _steps_text(steps: list[dict[str, Any]]) -> str:
 
 def render(doc: dict[str, Any]) -> str:
     runs: dict[str, dict[str, Any]] = doc["runs"]
+    live_runs: dict[str, dict[str, Any]] = doc.get("live_runs", {})
     amounts = doc["amounts_usd"]
     routes: dict[str, dict[int, dict[str, Any]]] = {}
     for key, run in runs.items():
         name, amount = key.rsplit(" $", 1)
-        routes.setdefault(name, {})[int(amount)] = run
+        live = live_runs.get(key)
+        routes.setdefault(name, {})[int(amount)] = (
+            {**live, "embedded_reason": run.get("reason")}
+            if run["status"] != "complete" and live is not None
+            else run
+        )
     complete = [n for n, by in routes.items() if all(by[a]["status"] == "complete" for a in amounts)]
+    on_live = [n for n in complete if any("market" in by[a] for a in amounts for by in [routes[n]])]
     kinds: dict[tuple[str, str, str], dict[str, str]] = {}
     for by in routes.values():
         for run in by.values():
@@ -71,8 +78,11 @@ def render(doc: dict[str, Any]) -> str:
         "session created over REST, each prepared action signed by a test wallet and executed, observed by the "
         "service's own observers until `complete`, with each step's amounts held against the chain.",
         "",
-        f"**{len(complete)} of {len(routes)} routes complete at every amount.** "
-        f"{len(routes) - len(complete)} are not run yet (reason per route below).",
+        f"**{len(complete)} of {len(routes)} routes complete at every amount**: "
+        f"{len(complete) - len(on_live)} on the embedded snapshot (the default market) and {len(on_live)} on a live "
+        "market read from recorded upstream answers (a Solana swap is prepared only from live pool accounts; "
+        "on the embedded snapshot these answer `route_not_session_ready`). "
+        f"{len(routes) - len(complete)} are not run (reason per route below).",
         "",
         LEGEND,
         "## Step kinds",
@@ -88,7 +98,12 @@ def render(doc: dict[str, Any]) -> str:
         cells = []
         for a in amounts:
             run = by[a]
-            cells.append("complete" if run["status"] == "complete" else f"not run: {run.get('reason', '')}")
+            if run["status"] != "complete":
+                cells.append(f"not run: {run.get('reason', '')}")
+            elif "market" in run:
+                cells.append(f"complete on a {run['market']} market")
+            else:
+                cells.append("complete")
         lines.append(f"| `{name}` | " + " | ".join(cells) + f" | {_steps_text(by[amounts[0]]['steps'])} |")
     return "\n".join(lines) + "\n"
 
