@@ -54,6 +54,7 @@ POSTGRES_ROUTES = (
     "base:USDC->solana:USDC",  # cctp arrival on Solana
     "robinhood:USDG->solana:USDG",  # the USDG OFT send
 )
+POSTGRES_LIVE_ROUTES = ("solana:SOL->solana:USDG",)  # raydium_clmm then orca_whirlpool
 _collected: dict[str, dict[str, Any]] = {}
 _collected_live: dict[str, dict[str, Any]] = {}
 RECORDED_AT = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)  # the recordings' time (tests/recordings)
@@ -174,6 +175,23 @@ def test_route_completes_on_a_live_market(
         "market": "live (recorded upstreams)",
         "steps": steps,
     }
+
+
+@pytest.fixture(scope="module")
+def pg_live_world(anvil_factory: Callable[[int], AnvilChain], live_world: World) -> Iterator[World]:
+    require_postgres()
+    with (
+        temporary_database() as url,
+        build_world(anvil_factory, url, market=_recorded_market(), pools=live_world.pools) as w,
+    ):
+        yield w
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("name", POSTGRES_LIVE_ROUTES)
+def test_route_completes_on_a_live_market_on_postgresql(pg_live_world: World, name: str) -> None:
+    with fresh_chains(pg_live_world):
+        run_route(pg_live_world, name, 1000)
 
 
 def test_the_results_file_agrees_with_this_run() -> None:
