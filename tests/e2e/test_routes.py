@@ -36,10 +36,11 @@ from _routes import (
     check_receipt,
     fresh_chains,
 )
+from _sessions import SESSION_HEADER, approval, intent, new_key, new_token
 from tests.support.postgres import require_postgres, temporary_database
 from tests.unit.actions.test_solana_swaps import pinned_live_market, pinned_raydium_upstreams
 
-from routequote.core.routes import ROUTES
+from routequote.core.routes import ROUTES, Provider
 
 pytestmark = pytest.mark.chain
 RESULTS = Path(__file__).resolve().parents[1] / "recordings" / "routes" / "route_results.json"
@@ -54,6 +55,9 @@ POSTGRES_ROUTES = (
     "base:USDC->solana:USDC",  # cctp arrival on Solana
     "robinhood:USDG->solana:USDG",  # the USDG OFT send
 )
+SOLANA_SWAPS = (Provider.RAYDIUM_CLMM, Provider.ORCA_WHIRLPOOL)
+EMBEDDED_ROUTES = [n for n, r in ROUTES.items() if not any(s.provider in SOLANA_SWAPS for s in r.steps)]
+LIVE_ROUTES = [n for n in ROUTES if n not in EMBEDDED_ROUTES]  # through a Raydium or Orca swap
 POSTGRES_LIVE_ROUTES = ("solana:SOL->solana:USDG",)  # raydium_clmm then orca_whirlpool
 _collected: dict[str, dict[str, Any]] = {}
 _collected_live: dict[str, dict[str, Any]] = {}
@@ -85,20 +89,48 @@ def run_route(world: World, name: str, amount: int) -> list[dict[str, Any]]:
 
 
 @pytest.mark.parametrize("amount", AMOUNTS, ids=lambda a: f"usd{a}")
-@pytest.mark.parametrize("name", list(ROUTES))
+@pytest.mark.parametrize("name", EMBEDDED_ROUTES)
 def test_route_completes(world: World, unavailable: dict[str, str], name: str, amount: int) -> None:
-    key = f"{name} ${amount}"
-    if name in unavailable:
-        reason = unavailable[name]
-        assert "solana_swap_needs_live_pool_state" in reason, reason  # nothing else may keep a route out
-        where = reason.split(": solana_swap_needs_live_pool_state")[
-            0
-        ]  # e.g. "step 0 (raydium_clmm on solana)"
-        _collected[key] = {"status": "not_run", "reason": f"{ISSUE_18}: {where}", "steps": _steps(name)}
-        pytest.skip(f"{ISSUE_18}: {where}")
+    assert name not in unavailable, unavailable.get(name)
     with fresh_chains(world):
         steps = run_route(world, name, amount)
-    _collected[key] = {"status": "complete", "steps": steps}
+    _collected[f"{name} ${amount}"] = {"status": "complete", "steps": steps}
+
+
+@pytest.mark.parametrize("amount", AMOUNTS, ids=lambda a: f"usd{a}")
+@pytest.mark.parametrize("name", LIVE_ROUTES)
+def test_route_is_refused_as_a_session_on_the_embedded_snapshot(
+    world: World, unavailable: dict[str, str], name: str, amount: int
+) -> None:
+    """A route through a Solana swap: capabilities say why, and create answers 400 with that reason."""
+    reason = unavailable[name]
+    assert "solana_swap_needs_live_pool_state" in reason, reason  # nothing else may keep a route out
+    run = Run(world, name, amount, evm_wallet="0x" + "5a" * 20)
+    q = world.api.quote(name, amount)
+    key = new_key("create")
+    body = {
+        "caller_approved": True,
+        **intent(name, amount),
+        "wallets": run.wallets(),
+        "approval_v3": approval(q, key),
+        "idempotency_key": key,
+    }
+    if run.route.event_signer_required:
+        body["event_signer_public"] = str(run.event.pubkey())
+    r = world.api.http.post("/v2/session", json=body, headers={SESSION_HEADER: new_token()})
+    # a first step that cannot be prepared is refused by the prepare rule, a later one by the session rule
+    first = ROUTES[name].steps[0].provider in SOLANA_SWAPS
+    assert r.status_code == 400, r.text
+    assert r.json()["reason_class"] == ("route_not_prepare_ready" if first else "route_not_session_ready"), (
+        r.text
+    )
+    assert "solana_swap_needs_live_pool_state" in r.json()["message"], r.text
+    where = reason.split(": solana_swap_needs_live_pool_state")[0]  # e.g. "step 0 (raydium_clmm on solana)"
+    _collected[f"{name} ${amount}"] = {
+        "status": "not_run",
+        "reason": f"{ISSUE_18}: {where}",
+        "steps": _steps(name),
+    }
 
 
 def _steps(name: str) -> list[dict[str, Any]]:
@@ -162,12 +194,11 @@ def live_world(anvil_factory: Callable[[int], AnvilChain], world: World) -> Iter
 
 
 @pytest.mark.parametrize("amount", AMOUNTS, ids=lambda a: f"usd{a}")
-@pytest.mark.parametrize("name", list(ROUTES))
+@pytest.mark.parametrize("name", LIVE_ROUTES)
 def test_route_completes_on_a_live_market(
     live_world: World, unavailable: dict[str, str], name: str, amount: int
 ) -> None:
-    if name not in unavailable:
-        pytest.skip("runs on the embedded snapshot (test_route_completes)")
+    assert name in unavailable  # the embedded snapshot cannot carry it: this is where it runs
     with fresh_chains(live_world):
         steps = run_route(live_world, name, amount)
     _collected_live[f"{name} ${amount}"] = {
