@@ -15,6 +15,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "tests" / "recordings" / "routes" / "route_results.json"
 PAGE = ROOT / "docs" / "routes.md"
+SUMMARY = ROOT / "src" / "routequote" / "data" / "route_proof.json"  # what /v2/capabilities shows
 
 LEGEND = """\
 How a step side ran in the suite:
@@ -113,9 +114,47 @@ def render(doc: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def summary(doc: dict[str, Any]) -> dict[str, Any]:
+    """The short form served in `/v2/capabilities` (`sessions.route_proof`): counts and how each step kind ran."""
+    amounts = doc["amounts_usd"]
+    names = sorted({k.rsplit(" $", 1)[0] for k in doc["runs"]})
+
+    def run_of(name: str, a: int) -> dict[str, Any]:
+        run: dict[str, Any] = doc["runs"][f"{name} ${a}"]
+        live = doc.get("live_runs", {}).get(f"{name} ${a}")
+        return live if run["status"] != "complete" and live is not None else run
+
+    done = [n for n in names if all(run_of(n, a)["status"] == "complete" for a in amounts)]
+    live = [n for n in done if any("market" in run_of(n, a) for a in amounts)]
+    kinds: dict[tuple[str, str, str], dict[str, str]] = {}
+    for n in done:
+        for a in amounts:
+            for s in run_of(n, a)["steps"]:
+                row = {
+                    "provider": s["provider"],
+                    "source": s["source"],
+                    "destination": s.get("destination", ""),
+                }
+                kinds.setdefault((row["provider"], row["source"], row["destination"]), row)
+    return {
+        "document": "docs/routes.md",
+        "suite": "tests/e2e/test_routes.py",
+        "amounts_usd": amounts,
+        "routes": len(names),
+        "routes_complete_at_every_amount": len(done),
+        "of_which_on_a_live_market_from_recorded_upstreams": len(live),
+        "step_kinds": [kinds[k] for k in sorted(kinds)],
+        "labels": "real protocol bytecode = the protocol's contracts from a package registry executed on a local "
+        "chain; stand-in = a test contract with the protocol's signatures and message layout; simulator = the "
+        "effect applied by the test, in the wire format the service's observers parse (never an execution)",
+    }
+
+
 def main() -> int:
-    PAGE.write_text(render(json.loads(RESULTS.read_text())))
-    print(f"wrote {PAGE.relative_to(ROOT)}")
+    doc = json.loads(RESULTS.read_text())
+    PAGE.write_text(render(doc))
+    SUMMARY.write_text(json.dumps(summary(doc), indent=1, sort_keys=True) + "\n")
+    print(f"wrote {PAGE.relative_to(ROOT)} and {SUMMARY.relative_to(ROOT)}")
     return 0
 
 

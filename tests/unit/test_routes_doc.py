@@ -24,6 +24,12 @@ def test_docs_routes_md_equals_what_the_generator_renders_from_the_committed_res
     assert gen.PAGE.read_text() == rendered, "docs/routes.md is stale or hand-edited: run `make routes-doc`"
 
 
+def test_the_capabilities_summary_equals_what_the_generator_derives_from_the_committed_results() -> None:
+    gen = _generator()
+    want = gen.summary(json.loads(gen.RESULTS.read_text()))
+    assert json.loads(gen.SUMMARY.read_text()) == want, "route_proof.json is stale: run `make routes-doc`"
+
+
 def test_the_committed_results_cover_every_route_at_every_amount() -> None:
     from routequote.core.routes import ROUTES
 
@@ -33,3 +39,18 @@ def test_the_committed_results_cover_every_route_at_every_amount() -> None:
     for key, run in doc["runs"].items():
         assert run["status"] in ("complete", "not_run"), key
         assert run["status"] == "complete" or run["reason"], key
+
+
+async def test_capabilities_show_how_the_suite_carried_each_step_kind() -> None:
+    import httpx
+
+    from routequote.app import create_app
+    from routequote.config import Settings
+
+    gen = _generator()
+    app = create_app(Settings(rate_limit="off"))
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://test") as client:
+        caps = (await client.get("/v2/capabilities")).json()
+    proof = caps["sessions"]["route_proof"]
+    assert proof == json.loads(gen.SUMMARY.read_text())
+    assert proof["routes"] == 72 and proof["document"] == "docs/routes.md"
