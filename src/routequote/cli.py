@@ -310,6 +310,15 @@ def routes() -> None:
             "yes" if r.event_signer_required else "",
         )
     console.print(table)
+    from routequote.route_proof import route_proof
+
+    proof = route_proof()
+    if proof is not None:  # what the whole-route suite carried to `complete` (docs/routes.md: per step)
+        console.print(
+            f"tests: {proof['routes_complete_at_every_amount']} of {proof['routes']} routes complete at "
+            f"${' and $'.join(str(a) for a in proof['amounts_usd'])} ({proof['of_which_on_a_live_market_from_recorded_upstreams']}"
+            f" on a live market from recorded upstreams); how each step ran: {proof['document']}"
+        )
 
 
 @market_app.command("build-snapshot")

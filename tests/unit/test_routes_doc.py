@@ -54,3 +54,15 @@ async def test_capabilities_show_how_the_suite_carried_each_step_kind() -> None:
     proof = caps["sessions"]["route_proof"]
     assert proof == json.loads(gen.SUMMARY.read_text())
     assert proof["routes"] == 72 and proof["document"] == "docs/routes.md"
+
+
+def test_the_cli_route_list_says_how_many_routes_the_suite_completed() -> None:
+    from typer.testing import CliRunner
+
+    from routequote.cli import app
+
+    out = CliRunner().invoke(app, ["routes"], env={"COLUMNS": "300"})
+    assert out.exit_code == 0, out.output
+    proof = json.loads(_generator().SUMMARY.read_text())
+    assert f"tests: {proof['routes_complete_at_every_amount']} of 72 routes complete" in out.output
+    assert "docs/routes.md" in out.output
