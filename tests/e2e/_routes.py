@@ -6,7 +6,7 @@ executed (anvil; LiteSVM + the simulator on Solana), the upstream the step waits
 relayer fills on the real SpokePool, Circle attests on the fake Iris, the Solana delivery is simulated), and the
 service observes it through its production adapters until `complete`. Every step's amounts are measured on the
 chains (balances before and after, gas paid) and held against the receipt. How each part of each step ran is
-recorded in `PROOF` labels, which the route proof table (`docs/routes.md`) is generated from.
+recorded by `proof(step)` labels, which the route proof table (`docs/routes.md`) is generated from.
 """
 
 from __future__ import annotations
@@ -301,7 +301,6 @@ class Run:
     token: str = ""
     session: dict[str, Any] = field(default_factory=dict)
     outcomes: list[StepOutcome] = field(default_factory=list)
-    funds_seen: list[dict[str, Any]] = field(default_factory=list)
     measure: Measure | None = None
     statuses: list[str] = field(default_factory=list)
     last_source_receipts: list[dict[str, Any]] = field(default_factory=list)
@@ -398,7 +397,6 @@ class Run:
     def check_funds(self, s: dict[str, Any]) -> None:
         """`funds` names where the caller's money is at this stop."""
         f = s["funds"]
-        self.funds_seen.append(f)
         route, k = self.route, s["current_step"]
         step = route.steps[k]
         state = f["state"]
