@@ -8,13 +8,12 @@ LiteSVM + simulator of `_solana_sim.py`. The app runs with one confirmation per 
 observers.
 
 The 38 routes through a Raydium or Orca swap are not session-ready on the embedded snapshot (the swap's accounts
-follow the pool's live state: issue 18); create is asserted to refuse them there with the service's own reason (and once it can carry them,
-they are carried there), and they run in full
-on a second server whose market is live, read from recorded upstream answers (`test_route_completes_on_a_live_
-market`), with the Solana swaps executed by the LiteSVM + CLMM-math simulator. Each run's per-step proof labels
-are collected; `RQ_UPDATE_ROUTES=1` writes them to
-`tests/recordings/routes/route_results.json` (the source of `docs/routes.md`, `make routes-doc`); otherwise
-every run must agree with that committed file.
+follow the pool's live state: issue 18). Create is asserted to refuse them there with the service's own reason
+(once it can carry them, they are carried there), and they run in full on a second server whose market is
+live, read from recorded upstream answers (`test_route_completes_on_a_live_market`), the Solana swaps executed
+by the LiteSVM + CLMM-math simulator. Each run's per-step proof labels are collected; `RQ_UPDATE_ROUTES=1`
+writes them to `tests/recordings/routes/route_results.json` (the source of `docs/routes.md`, `make
+routes-doc`); otherwise every run must agree with that committed file.
 """
 
 from __future__ import annotations
