@@ -56,18 +56,29 @@ from _solana_sim import (
 )
 from eth_account import Account
 from eth_utils import keccak
+from solders.instruction import AccountMeta, Instruction
 from solders.keypair import Keypair
 from solders.pubkey import Pubkey
+from solders.token.associated import get_associated_token_address
 from tests.support.server import free_port, running_server
 
 from routequote.app import create_app
 from routequote.config import Settings
 from routequote.core.actions.cctp_message import encode_cctp_burn_message
+from routequote.core.actions.cctp_solana_receive import receive_message_ix
 from routequote.core.actions.evm import DEFAULT_DEPLOYMENTS, LZ_EID, EvmDeployment
 from routequote.core.assets import ASSETS, Chain
+from routequote.core.bridge_arrivals import (
+    LzReceive,
+    encode_lz_receive,
+    oft_message,
+    verify_cctp_solana_mint,
+    verify_oft_solana_delivery,
+)
 from routequote.core.clmm import swap_exact_input
 from routequote.core.routes import ROUTES, Provider, Route, Step
 from routequote.market.snapshot import EmbeddedSnapshot
+from routequote.observe.solana import parse_get_transaction
 
 BASE, ARBITRUM, ROBINHOOD = 8453, 42161, 4663
 CHAIN_IDS = {Chain.BASE: BASE, Chain.ARBITRUM: ARBITRUM, Chain.ROBINHOOD: ROBINHOOD}
@@ -86,6 +97,8 @@ START_SOLANA_LAMPORTS = 100 * 10**9
 # placeholder id stands for it in the simulated lz_receive.
 PACKET_SENT = "0x" + keccak(text="PacketSent(bytes,bytes,address)").hex()
 OFT_SENT = "0x" + keccak(text="OFTSent(bytes32,uint32,address,uint256,uint256)").hex()
+LZ_EXECUTOR = Keypair.from_seed(hashlib.sha256(b"routequote simulated LayerZero executor").digest())
+CIRCLE_FEE_ACCOUNT = str(Pubkey(hashlib.sha256(b"routequote simulated Circle fee token account").digest()))
 SIMULATED_OFT_PROGRAM = str(Pubkey(hashlib.sha256(b"routequote simulated USDG OFT program").digest()))
 ATTESTATION = b"".join(bytes([i]) * 64 + b"\x1c" for i in (1, 2))
 
@@ -117,7 +130,8 @@ def proof(step: Step) -> dict[str, str]:
             else f"{STAND_IN}: TokenMessengerV2 stand-in (solc at test time); Iris played by the test"
         )
         destination = (
-            f"{SIMULATOR}: receive_message on Solana (getTransaction wire format)"
+            f"{SIMULATOR}: receive_message on Solana (getTransaction wire format); its accounts are SDK-equal "
+            "(tests/integration/test_cctp_solana_sdk_equality.py)"
             if dst is Chain.SOLANA
             else f"{STAND_IN}: MessageTransmitterV2 stand-in receiveMessage"
         )
@@ -127,7 +141,10 @@ def proof(step: Step) -> dict[str, str]:
             "source": f"{REAL}: LayerZero EndpointV2 + SimpleMessageLib (npm), OFTAdapter compiled from npm sources",
             "destination": f"{SIMULATOR}: lz_receive on Solana (getTransaction wire format)",
         }
-    return {"source": f"{LITESVM_SIM}: SPL parts in LiteSVM, {p.value} swap_v2 simulated by the CLMM math"}
+    return {
+        "source": f"{LITESVM_SIM}: SPL parts in LiteSVM, {p.value} swap_v2 simulated by the CLMM math; the "
+        "instruction is SDK-equal (tests/integration/test_solana_swap_sdk_equality.py)"
+    }
 
 
 @dataclass
@@ -598,6 +615,57 @@ class Run:
             )
         self.world.iris.publish(src_domain, bridge["source_tx"], [iris_item(message, ATTESTATION)])
 
+    def arrival_instruction(self, step: Step, token: str, amount: int) -> Instruction:
+        """The bridge's own delivery instruction for this session's message: MessageTransmitterV2
+        `receive_message` of the attested CCTP message (relayed by the caller), or the OFT's `lz_receive` of the
+        send's GUID (the LayerZero executor)."""
+        owner = str(self.sol_wallet.pubkey())
+        bridge = self.session["steps"][step.index]["bridge"]
+        if token == "USDC":
+            message = bytes.fromhex(bridge["message"][2:])
+            attestation = bytes.fromhex(bridge["attestation"][2:])
+            return receive_message_ix(
+                self.sol_wallet.pubkey(), owner, message, attestation, CIRCLE_FEE_ACCOUNT
+            )
+        mint = Pubkey.from_string(str(ASSETS["solana:USDG"].address))
+        program = Pubkey.from_string(str(ASSETS["solana:USDG"].token_program))
+        ata = get_associated_token_address(Pubkey.from_string(owner), mint, program)
+        params = LzReceive(
+            LZ_EID[Chain.ROBINHOOD],
+            b32(self.world.lz["usdg_oft"]),
+            1,
+            bytes.fromhex(bridge["guid"][2:]),
+            oft_message(bytes(Pubkey.from_string(owner)), amount),
+            b"",
+        )
+        metas = [
+            AccountMeta(LZ_EXECUTOR.pubkey(), True, True),
+            AccountMeta(ata, False, True),
+            AccountMeta(mint, False, True),
+        ]
+        return Instruction(Pubkey.from_string(SIMULATED_OFT_PROGRAM), encode_lz_receive(params), metas)
+
+    def check_arrival(self, step: Step, token: str, sig: str, result: dict[str, Any], amount: int) -> None:
+        """The simulated arrival is what the core's bridge-arrival rules (`core/bridge_arrivals.py`) accept."""
+        tx = parse_get_transaction(sig, result)
+        assert tx is not None
+        owner = str(self.sol_wallet.pubkey())
+        bridge = self.session["steps"][step.index]["bridge"]
+        if token == "USDC":
+            got = verify_cctp_solana_mint(
+                tx, message=bytes.fromhex(bridge["message"][2:]), recipient_owner=owner
+            )
+        else:
+            got = verify_oft_solana_delivery(
+                tx,
+                oft_program=SIMULATED_OFT_PROGRAM,
+                guid=bridge["guid"],
+                src_eid=LZ_EID[Chain.ROBINHOOD],
+                source_oapp=b32(self.world.lz["usdg_oft"]),
+                recipient_owner=owner,
+            )
+        assert got.amount_base == amount, (got, amount)
+
     def delivery(self, step: Step, token: str, amount: int, instruction: str) -> None:
         owner = str(self.sol_wallet.pubkey())
         pre = self.sol_ledger.get((owner, token), 0)
@@ -606,8 +674,9 @@ class Run:
             minimum = int(self.session["steps"][step.index].get("minimum_output_base") or quoted)
             amount = minimum - self.short_delivery
         program = CCTP_MTV2 if token == "USDC" else SIMULATED_OFT_PROGRAM
+        relayer = self.sol_wallet if token == "USDC" else LZ_EXECUTOR  # the caller relays the CCTP mint
         result = simulate_delivery(
-            relayer=Keypair(),
+            relayer=relayer,
             owner=owner,
             token=token,
             amount=amount,
@@ -615,8 +684,10 @@ class Run:
             program=program,
             data=instruction.encode(),
             slot=self.world.next_slot(),
+            instruction=self.arrival_instruction(step, token, amount),
         )
         self.sol_ledger[(owner, token)] = pre + amount
+        self.check_arrival(step, token, str(result["transaction"]["signatures"][0]), result, amount)
         sig = self.world.solana.publish(result)
         self.ids().destination_ids.append(sig)
         self.observe([sig])

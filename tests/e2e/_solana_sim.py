@@ -312,14 +312,16 @@ def simulate_delivery(
     program: str,
     data: bytes,
     slot: int,
+    instruction: Instruction | None = None,
 ) -> dict[str, Any]:
     """A SIMULATED Solana delivery of `amount` of `token` (USDC or USDG) into `owner`'s associated token account:
-    one instruction of `program` (receive_message / lz_receive) signed by `relayer` (the fee payer)."""
+    one instruction (`instruction`, else one of `program` with `data`: receive_message / lz_receive / a plain
+    transfer) signed by `relayer` (the fee payer)."""
     asset = SOLANA_USDC if token == "USDC" else SOLANA_USDG
     mint = Pubkey.from_string(str(asset.address))
     token_program = Pubkey.from_string(str(asset.token_program))
     ata = get_associated_token_address(Pubkey.from_string(owner), mint, token_program)
-    ix = Instruction(
+    ix = instruction or Instruction(
         Pubkey.from_string(program),
         data,
         [
@@ -350,9 +352,9 @@ def simulate_delivery(
         ]
 
     logs = [
-        f"Program {program} invoke [1]",
+        f"Program {ix.program_id} invoke [1]",
         "Program log: SIMULATED delivery (routequote test simulator; the program is not executed)",
-        f"Program {program} success",
+        f"Program {ix.program_id} success",
     ]
     return _result(
         message,

@@ -26,6 +26,8 @@ How a step side ran in the suite:
 - **LiteSVM (SPL parts) + simulator**: the SPL instructions run in LiteSVM; the program no package ships is
   simulated, and its `getTransaction` answer is produced in the RPC's wire format for the real observer.
 - **simulator**: the effect is applied by the test (no execution); the real observer parses its wire-format answer.
+- **SDK-equal**: where no binary can be had offline, the instruction equals the venue's own SDK output over
+  generated cases (named per step kind).
 - **not run**: with the reason.
 
 Known gaps the suite pins (strict xfails, in the session engine): a Solana arrival (CCTP to Solana, the USDG
@@ -84,11 +86,20 @@ def render(doc: dict[str, Any]) -> str:
         "session created over REST, each prepared action signed by a test wallet and executed, observed by the "
         "service's own observers until `complete`, with each step's amounts held against the chain.",
         "",
-        f"**{len(complete)} of {len(routes)} routes complete at every amount**: "
-        f"{len(complete) - len(on_live)} on the embedded snapshot (the default market) and {len(on_live)} on a live "
-        "market read from recorded upstream answers (a Solana swap is prepared only from live pool accounts; "
-        "on the embedded snapshot these answer `route_not_session_ready`). "
-        f"{len(routes) - len(complete)} are not run (reason per route below).",
+        f"**{len(complete)} of {len(routes)} routes complete at every amount** "
+        + (
+            f"({len(complete) - len(on_live)} on the embedded snapshot, the default market, and {len(on_live)} only on "
+            "a live market read from recorded upstream answers). "
+            if on_live
+            else "on the embedded snapshot (the default market). "
+        )
+        + (
+            f"The {len(live_runs) // len(amounts)} routes through a Raydium or Orca swap also complete on a live "
+            "market read from recorded upstream answers. "
+            if live_runs
+            else ""
+        )
+        + f"{len(routes) - len(complete)} are not run (reason per route below).",
         "",
         LEGEND,
         "## Step kinds",

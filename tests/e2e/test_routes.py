@@ -7,11 +7,11 @@ EndpointV2 + the USDG OFT adapter on robinhood (`_lz.py`), a fake Iris and a fak
 LiteSVM + simulator of `_solana_sim.py`. The app runs with one confirmation per EVM chain and its production
 observers.
 
-The 38 routes through a Raydium or Orca swap are not session-ready on the embedded snapshot (the swap's accounts
-follow the pool's live state: issue 18). Create is asserted to refuse them there with the service's own reason
-(once it can carry them, they are carried there), and they run in full on a second server whose market is
-live, read from recorded upstream answers (`test_route_completes_on_a_live_market`), the Solana swaps executed
-by the LiteSVM + CLMM-math simulator. Each run's per-step proof labels are collected; `RQ_UPDATE_ROUTES=1`
+The 38 routes through a Raydium or Orca swap run on the embedded snapshot (Solana swaps built from the
+snapshot's pool state; while a build cannot, create is asserted to refuse them with the service's own reason)
+and again on a second server whose market is live, read from recorded upstream answers
+(`test_route_completes_on_a_live_market`); the Solana swaps are executed by the LiteSVM + CLMM-math simulator.
+Each run's per-step proof labels are collected; `RQ_UPDATE_ROUTES=1`
 writes them to `tests/recordings/routes/route_results.json` (the source of `docs/routes.md`, `make
 routes-doc`); otherwise every run must agree with that committed file.
 """

@@ -4,8 +4,10 @@ A Solana arrival (CCTP to Solana; the USDG OFT) is observed from the signature t
 must tie it to this step's bridge message (the attested CCTP nonce; the OFT guid). Today it only checks that
 the named transaction raised the wallet's token balance by at least the step minimum, so a plain SPL transfer
 from anyone (here a stranger's `Transfer`, SIMULATED in the wire format) completes the step, before Circle even
-attested the burn. A defect of the session engine (`sessions.py` `_observe_solana_delivery`,
-`core/sessions/evidence.py` `verify_solana_delivery`), kept as strict xfails until it is fixed there.
+attested the burn. The rule that refuses it exists (`core/bridge_arrivals.py`: `verify_cctp_solana_mint`,
+`verify_oft_solana_delivery`; the last test below holds it against this very transfer), but the session engine
+does not call it: `sessions.py` `_observe_solana_delivery` still uses `core/sessions/evidence.py`
+`verify_solana_delivery` (balance delta only). Kept as strict xfails until the engine is wired to the rule.
 """
 
 from __future__ import annotations
@@ -14,9 +16,16 @@ from collections.abc import Callable, Iterator
 
 import pytest
 from _evm import AnvilChain
-from _routes import Run, World, build_world, fresh_chains
+from _routes import SIMULATED_OFT_PROGRAM, Run, World, build_world, fresh_chains
+from _sessions import b32
 from _solana_sim import simulate_delivery
 from solders.keypair import Keypair
+
+from routequote.core.actions.evm import LZ_EID
+from routequote.core.assets import Chain
+from routequote.core.bridge_arrivals import verify_oft_solana_delivery
+from routequote.core.sessions.evidence import ObservationRejected
+from routequote.observe.solana import parse_get_transaction
 
 pytestmark = pytest.mark.chain
 TOKEN_PROGRAM = "TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA"
@@ -53,8 +62,8 @@ def in_flight(world: World, name: str) -> Run:
 
 @pytest.mark.xfail(
     strict=True,
-    reason="session engine defect: any named Solana transfer into the wallet completes a bridge arrival; it is not "
-    "tied to the attested CCTP message / the OFT guid",
+    reason="session engine defect: any named Solana transfer into the wallet completes a bridge arrival; "
+    "sessions.py does not call core/bridge_arrivals.py",
 )
 @pytest.mark.parametrize(
     ("name", "token", "program"),
@@ -86,3 +95,31 @@ def test_a_strangers_transfer_does_not_complete_a_bridge_arrival(
         back = world.api.read(run.sid, run.token)
         assert back["status"] == "awaiting_destination", (r.status_code, r.text)
         assert r.status_code == 400, r.text
+
+
+def test_the_core_arrival_rule_refuses_a_strangers_transfer_for_an_oft_send(world: World) -> None:
+    with fresh_chains(world):
+        run = in_flight(world, "robinhood:USDG->solana:USDG")
+        bridge = run.session["steps"][0]["bridge"]
+        transfer = simulate_delivery(
+            relayer=Keypair(),
+            owner=str(run.sol_wallet.pubkey()),
+            token="USDG",
+            amount=int(bridge["amount_received"]),
+            pre_amount=0,
+            program=TOKEN_2022,
+            data=b"\x03" + int(bridge["amount_received"]).to_bytes(8, "little"),
+            slot=world.next_slot(),
+        )
+        tx = parse_get_transaction(str(transfer["transaction"]["signatures"][0]), transfer)
+        assert tx is not None
+        with pytest.raises(ObservationRejected) as refused:
+            verify_oft_solana_delivery(
+                tx,
+                oft_program=SIMULATED_OFT_PROGRAM,
+                guid=bridge["guid"],
+                src_eid=LZ_EID[Chain.ROBINHOOD],
+                source_oapp=b32(world.lz["usdg_oft"]),
+                recipient_owner=str(run.sol_wallet.pubkey()),
+            )
+        assert refused.value.reason_class == "observation_bridge_mismatch"
