@@ -288,6 +288,17 @@ def routes() -> None:
             "yes" if r.event_signer_required else "",
         )
     console.print(table)
+    from routequote.route_proof import route_proof
+
+    proof = route_proof()
+    if proof is not None:  # what the whole-route suite carried to `complete` (docs/routes.md: per step)
+        live = proof["of_which_on_a_live_market_from_recorded_upstreams"]
+        amounts = " and $".join(str(a) for a in proof["amounts_usd"])
+        console.print(
+            f"tests: {proof['routes_complete_at_every_amount']} of {proof['routes']} routes complete at ${amounts}"
+            + (f" ({live} on a live market from recorded upstreams)" if live else "")
+            + f"; how each step ran: {proof['document']}"
+        )
 
 
 @market_app.command("build-snapshot")
