@@ -295,7 +295,7 @@ class PrepareService:
             U64_MAX if CHAINS[route.steps[0].source.chain].family is ChainFamily.SOLANA else UINT256_MAX
         )
         approval = (
-            parse_approval(body["approval_v3"], max_base=max_base)
+            parse_approval(body["approval_v3"], max_base=max_base, mode="one_shot")
             if body.get("approval_v3") is not None
             else None
         )

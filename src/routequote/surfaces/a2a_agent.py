@@ -296,13 +296,7 @@ def check_prepare_request(data: dict[str, Any]) -> tuple[dict[str, Any], dict[st
     raw_approval = data.get("approvalV3")
     if raw_approval is None:
         raise InvalidRequest("approval_v3_required", "prepare needs approvalV3 (selected_mode one_shot)")
-    approval = parse_approval(raw_approval)
-    if approval["selected_mode"] != "one_shot":
-        raise InvalidRequest(
-            "approval_v3_mode_mismatch",
-            "prepare is the one_shot mode; this approval selects another mode",
-            details={"selected_mode": approval["selected_mode"], "required_mode": "one_shot"},
-        )
+    approval = parse_approval(raw_approval, mode="one_shot")
     intent = parse_quote_request(quote_body(data))
     route = ROUTES[intent.route_key]
     if len(route.steps) > 1:
@@ -558,13 +552,7 @@ def check_session_create(data: dict[str, Any]) -> tuple[dict[str, Any], dict[str
         raise InvalidRequest(
             "approval_v3_required", "session_create needs approvalV3 (selected_mode session)"
         )
-    approval = parse_approval(raw_approval)
-    if approval["selected_mode"] != "session":
-        raise InvalidRequest(
-            "approval_v3_mode_mismatch",
-            "session_create is the session mode; this approval selects another mode",
-            details={"selected_mode": approval["selected_mode"], "required_mode": "session"},
-        )
+    approval = parse_approval(raw_approval, mode="session")
     if approval["idempotency_key"] != key:
         raise InvalidRequest(
             "idempotency_key_mismatch", "idempotencyKey must equal approvalV3.idempotency_key"
