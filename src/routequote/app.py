@@ -102,7 +102,7 @@ def build_sessions(
 
         store = SqlSessionStore(settings.database_url, pool_size=settings.database_pool_size)
     client = httpx.AsyncClient(limits=httpx.Limits(max_connections=32))
-    timeout = settings.market_timeout_seconds
+    timeout, limit = settings.market_timeout_seconds, settings.upstream_max_bytes
     evm_urls = {
         "base": settings.rpc_url_base,
         "arbitrum": settings.rpc_url_arbitrum,
@@ -111,9 +111,13 @@ def build_sessions(
     sessions = SessionService(
         prepare,
         store,
-        evm=JsonRpcEvmReader({k: v for k, v in evm_urls.items() if v}, client, timeout=timeout),
-        solana=JsonRpcSolanaReader(settings.rpc_url_solana or None, client, timeout=timeout),
-        attestations=IrisAttestationReader(settings.iris_url or None, client, timeout=timeout),
+        evm=JsonRpcEvmReader(
+            {k: v for k, v in evm_urls.items() if v}, client, timeout=timeout, max_bytes=limit
+        ),
+        solana=JsonRpcSolanaReader(settings.rpc_url_solana or None, client, timeout=timeout, max_bytes=limit),
+        attestations=IrisAttestationReader(
+            settings.iris_url or None, client, timeout=timeout, max_bytes=limit
+        ),
         config=SessionConfig(
             confirmations=settings.confirmations(),
             across_fill_search_blocks=settings.across_fill_search_blocks,

@@ -82,6 +82,13 @@ class Settings(BaseSettings):
         "base=10,arbitrum=10,robinhood=10",
         description="Confirmations an EVM transaction needs before a session treats it as final: `chain=N,...`",
     )
+    upstream_max_bytes: int = Field(
+        8 * 1024 * 1024,
+        ge=65536,
+        le=256 * 1024 * 1024,
+        description="Largest answer read from a chain RPC or Circle Iris when observing, in bytes; reading "
+        "stops past it and the observation is unavailable (market sources use the same 8 MiB bound)",
+    )
     across_fill_search_blocks: int = Field(
         20_000, ge=1, description="How many recent destination blocks a session searches for an Across fill"
     )

@@ -14,11 +14,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from routequote.market.jsonrpc import RpcError
+from routequote.market.upstream import log_failure, public_reason
 from routequote.ports import ObservationUnavailable
 
 
 class WireError(ValueError):
-    """An upstream answered with a value that does not have the documented shape."""
+    """An upstream answered with a value that does not have the documented shape (its text, which may quote
+    the value, is for the log only: `unavailable` never relays it)."""
 
 
 @dataclass
@@ -54,13 +56,20 @@ class Breaker:
         )
 
 
-def unavailable(exc: Exception, name: str) -> ObservationUnavailable:
-    """The ObservationUnavailable for an upstream failure: reason like `rpc_timeout:base`."""
-    if isinstance(exc, RpcError):
-        return ObservationUnavailable(f"rpc_{exc.kind}:{name}", f"{name}: {exc}")
-    if isinstance(exc, WireError):
-        return ObservationUnavailable(f"rpc_invalid_response:{name}", f"{name}: {exc}")
-    return ObservationUnavailable(f"rpc_error:{name}", f"{name}: {type(exc).__name__}")
+def unavailable(exc: Exception, name: str, method: str | None = None) -> ObservationUnavailable:
+    """The ObservationUnavailable for an upstream failure: reason like `rpc_timeout:base`, a message naming
+    the chain's RPC, the method and the classified reason. What the node wrote (an error message, a value
+    that failed a check) goes to the log, redacted and bounded, never into the answer."""
+    kind = (
+        exc.kind
+        if isinstance(exc, RpcError)
+        else "invalid_response"
+        if isinstance(exc, WireError)
+        else "error"
+    )
+    method = (exc.method if isinstance(exc, RpcError) else None) or method
+    log_failure(f"{name} RPC", method, kind, exc)
+    return ObservationUnavailable(f"rpc_{kind}:{name}", public_reason(f"{name} RPC", method, kind))
 
 
 HEX_DIGITS = frozenset("0123456789abcdefABCDEF")

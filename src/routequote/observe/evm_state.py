@@ -38,7 +38,7 @@ class JsonRpcEvmState:
             self.reader._check_chain_id(chain, chain_raw)
             return data_bytes(result, method)
 
-        out: bytes = await self.reader._guard(chain, breaker, read())
+        out: bytes = await self.reader._guard(chain, breaker, read(), method)
         return out
 
     async def call(self, chain: str, to: str, data: str) -> bytes:
@@ -59,7 +59,7 @@ class JsonRpcEvmState:
                 raise WireError("eth_getBlockByNumber: not an object")
             return quantity(block.get("timestamp"), "block.timestamp")
 
-        out: int = await self.reader._guard(chain, breaker, read())
+        out: int = await self.reader._guard(chain, breaker, read(), "eth_getBlockByNumber")
         return out
 
 

@@ -17,9 +17,18 @@ import httpx
 
 from routequote.core.sessions.evidence import parse_cctp_message
 from routequote.errors import InvalidRequest
+from routequote.market.upstream import (
+    DEFAULT_MAX_BYTES,
+    ResponseTooLarge,
+    fetch_bounded,
+    loads,
+    log_failure,
+    public_reason,
+)
 from routequote.observe._common import Breaker, WireError, data_bytes, integer
 from routequote.ports import CctpMessage, ObservationUnavailable
 
+METHOD = "GET /v2/messages"
 TX_ID = re.compile(r"^(0x[0-9a-fA-F]{64}|[1-9A-HJ-NP-Za-km-z]{64,88})$")  # EVM hash or Solana signature
 
 
@@ -110,15 +119,19 @@ class IrisAttestationReader:
         failure_threshold: int = 3,
         cooldown_seconds: float = 15.0,
         clock: Callable[[], float] = time.monotonic,
+        max_bytes: int = DEFAULT_MAX_BYTES,
     ) -> None:
+        self.max_bytes = max_bytes
         self.base_url = base_url.rstrip("/") if base_url else None
         self.client = client
         self.timeout = timeout
         self.breaker = Breaker(self.name, failure_threshold, cooldown_seconds, clock)
 
-    def _fail(self, reason: str, message: str) -> ObservationUnavailable:
+    def _fail(self, reason: str, kind: str, exc: BaseException) -> ObservationUnavailable:
+        """A failed read: the breaker counts it, the log gets Iris's own text, the answer a classified one."""
         self.breaker.failure()
-        return ObservationUnavailable(reason, message)
+        log_failure("Circle Iris", METHOD, kind, exc)
+        return ObservationUnavailable(reason, public_reason("Circle Iris", METHOD, kind))
 
     async def messages(self, source_domain: int, tx_hash: str) -> list[CctpMessage]:
         if not isinstance(tx_hash, str) or not TX_ID.match(tx_hash):
@@ -132,21 +145,32 @@ class IrisAttestationReader:
         self.breaker.check()
         url = f"{self.base_url}/v2/messages/{source_domain}"
         try:
-            resp = await self.client.get(url, params={"transactionHash": tx_hash}, timeout=self.timeout)
+            resp = await fetch_bounded(
+                self.client,
+                "GET",
+                url,
+                max_bytes=self.max_bytes,
+                params={"transactionHash": tx_hash},
+                timeout=self.timeout,
+            )
+        except ResponseTooLarge as exc:
+            raise self._fail("iris_too_large", "too_large", exc) from None
         except httpx.TimeoutException as exc:
-            raise self._fail("iris_timeout", f"no answer from Circle Iris within {self.timeout:g} s") from exc
+            raise self._fail("iris_timeout", "timeout", exc) from None
         except httpx.HTTPError as exc:
-            raise self._fail("iris_transport_error", f"Circle Iris: {type(exc).__name__}") from exc
+            raise self._fail("iris_transport_error", "transport_error", exc) from None
         if resp.status_code == 404:
             self.breaker.success()
             return []  # not indexed yet: normal for a while after the burn
         if resp.status_code == 429:
-            raise self._fail("iris_rate_limited", "Circle Iris rate-limited the request (HTTP 429)")
+            raise self._fail("iris_rate_limited", "rate_limited", RuntimeError("HTTP 429"))
         if resp.status_code != 200:
-            raise self._fail(f"iris_http_{resp.status_code}", f"Circle Iris answered HTTP {resp.status_code}")
+            raise self._fail(
+                f"iris_http_{resp.status_code}", "transport_error", RuntimeError(f"HTTP {resp.status_code}")
+            )
         try:
-            out = parse_messages(resp.json())
+            out = parse_messages(await loads(resp.body))
         except (ValueError, WireError) as exc:
-            raise self._fail("iris_invalid_response", f"Circle Iris answer: {exc}") from exc
+            raise self._fail("iris_invalid_response", "invalid_response", exc) from None
         self.breaker.success()
         return out

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 from solders.pubkey import Pubkey
+from structlog.testing import capture_logs
 from tests.unit.actions.support import (
     EVENT_SIGNER,
     FEE_RECIPIENTS,
@@ -67,7 +68,7 @@ class Env:
         signer = EVENT_SIGNER if ROUTES[route_key].event_signer_required else None
         if signer:
             body["event_signer_public"] = signer
-        bundle = await self.prepare.prepare(body)
+        bundle = await self.prepare.prepare(body, mode=body["approval_v3"]["selected_mode"])
         kwargs = {
             "intent": intent,
             "wallets": wallets_for(route_key),
@@ -245,9 +246,14 @@ async def test_the_pool_bitmap_decides_which_arrays_are_initialized() -> None:
         await env.market.aclose()
     env = Env(lambda accounts: _set_bitmap(accounts, {-20400, -19800, -19200}))
     try:
-        view = await env.market.view()
+        with capture_logs() as logs:
+            view = await env.market.view()
         assert RP.pool_id not in view.pools
-        assert "marks tick array -19800 initialized but it does not exist" in view.unavailable[RP.pool_id]
+        # the answer classifies; the account's own story goes to the log (issue 22 item 4)
+        assert (
+            view.unavailable[RP.pool_id] == "invalid_data: solana_pools: answered data that failed validation"
+        )
+        assert any("marks tick array -19800 initialized but it" in str(e.get("detail")) for e in logs)
     finally:
         await env.market.aclose()
 
@@ -255,11 +261,14 @@ async def test_the_pool_bitmap_decides_which_arrays_are_initialized() -> None:
 async def test_a_live_pool_naming_another_vault_is_refused() -> None:
     env = Env(lambda accounts: _set_pubkey(accounts, RP.pool, 137, str(Pubkey.new_unique())))
     try:
-        view = await env.market.view()  # the Solana pools component is unavailable, with the reason
+        with capture_logs() as logs:
+            view = await env.market.view()  # the Solana pools component is unavailable, with the reason
         assert RP.pool_id not in view.pools
+        detail = " ".join(str(e.get("detail")) for e in logs)
         assert (
-            "names vault_0" in view.unavailable[RP.pool_id]
-            and "not the pinned" in view.unavailable[RP.pool_id]
+            "invalid_data" in view.unavailable[RP.pool_id]
+            and "names vault_0" in detail
+            and "not the pinned" in detail
         )
         before = env.service.ids._n  # type: ignore[attr-defined]
         with pytest.raises((InvalidRequest, UpstreamUnavailable)):
