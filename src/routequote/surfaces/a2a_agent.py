@@ -57,6 +57,7 @@ from routequote.service import RouteQuoteService
 from routequote.surfaces import guidance as g
 from routequote.surfaces.http import MAX_BODY_BYTES
 from routequote.surfaces.input_guard import a2a_jsonrpc_routes
+from routequote.surfaces.jsonrpc_guard import JsonRpcGuard
 from routequote.verify import verify_bundle
 
 CARD_VERSION = "1.7.0"
@@ -1015,8 +1016,8 @@ def build_a2a(
     rpc = a2a_jsonrpc_routes(
         handler, A2A_PATH, _ContextBuilder()
     )  # errors: code + fixed message, no SDK text
-    for route in rpc:  # the same 1 MiB body limit as every REST POST
-        route.app = RequestBodyLimitMiddleware(route.app, MAX_BODY_BYTES)
+    for route in rpc:  # the same 1 MiB body limit as every REST POST; protocol errors bounded and limited
+        route.app = RequestBodyLimitMiddleware(JsonRpcGuard(route.app, limiter), MAX_BODY_BYTES)
     routes: list[Route] = [
         *create_agent_card_routes(card, card_url=CARD_PATH),
         *create_agent_card_routes(card, card_url=CARD_ALIAS_PATH),
