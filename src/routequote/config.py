@@ -15,6 +15,11 @@ class Settings(BaseSettings):
     base_url: str = Field(
         "", description="Public base URL used in links (default: derived from host and port)"
     )
+    trusted_proxies: str = Field(
+        "",
+        description="Reverse proxies (IPs or CIDR networks, comma-separated) whose X-Forwarded-For / "
+        "X-Forwarded-Proto name the client; empty (default): none, the client is the TCP peer",
+    )
     allowed_hosts: str = Field(
         "", description="Comma-separated Host header values the MCP endpoint accepts (besides localhost)"
     )
