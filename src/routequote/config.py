@@ -83,6 +83,22 @@ class Settings(BaseSettings):
         description="Session database connections kept open per process (as many again may open under bursts); "
         "size it to the concurrent session requests a process serves, so connections are not opened per request",
     )
+    session_retention_days: float = Field(
+        7.0,
+        gt=0,
+        le=3650,
+        description="Days after its last change that a finished session (or one that never had funds in flight) "
+        "is deleted, its receipt archived; expired login challenges and access tokens go at once",
+    )
+    receipt_retention_days: float = Field(
+        365.0, ge=0, le=36500, description="Days an archived session receipt is kept (0: forever)"
+    )
+    retention_interval_seconds: float = Field(
+        60.0, ge=1, le=86400, description="How often the background purge runs (bounded batches)"
+    )
+    max_open_sessions_per_client: int = Field(
+        100, ge=0, description="Unfinished sessions one client may hold at once (0: no cap); past it, 429"
+    )
     finality_confirmations: str = Field(
         "base=10,arbitrum=10,robinhood=10",
         description="Confirmations an EVM transaction needs before a session treats it as final: `chain=N,...`",
