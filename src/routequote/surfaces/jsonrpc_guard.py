@@ -18,6 +18,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from routequote.errors import RateLimited, RouteQuoteError
 from routequote.ratelimit import RateLimiter
+from routequote.surfaces.http import MAX_BODY_BYTES
 
 MAX_ID_CHARS = 128
 FIXED_MESSAGES = {
@@ -81,6 +82,9 @@ class JsonRpcGuard:
             if message["type"] == "http.disconnect":
                 return
             body += message.get("body", b"")
+            if len(body) > MAX_BODY_BYTES:  # normally refused before: the input guard reads bodies first
+                await self._send(send, 413, _error(None, -32600), {}, None)
+                return
             if not message.get("more_body", False):
                 break
         client = scope.get("client")
