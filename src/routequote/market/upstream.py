@@ -24,7 +24,7 @@ import structlog
 DEFAULT_MAX_BYTES = (
     8 * 1024 * 1024
 )  # a real receipt or market answer is far smaller; ROUTEQUOTE_UPSTREAM_MAX_BYTES
-OFF_LOOP_BYTES = 256 * 1024  # bodies from here on are parsed in a worker thread
+OFF_LOOP_BYTES = 1024 * 1024  # from here on a parse (several ms) is worth a worker-thread hop
 LOG_DETAIL_CHARS = 500
 # every answer text an upstream failure can produce, by kind (the kinds of market.jsonrpc.RpcError)
 CLASSIFIED = {
