@@ -14,6 +14,7 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
+from solders.keypair import Keypair
 from tests.support.hostile import JSONRPC_HEADERS
 from tests.support.postgres import _admin, _run, require_postgres, temporary_database
 from tests.support.server import free_port, running_server
@@ -23,7 +24,7 @@ from routequote.config import Settings
 from routequote.core.quote import SESSION_HEADER
 
 pytestmark = pytest.mark.postgres
-WALLET = "4Nd1mBQtrMJVYVfKf2PJy9NZUZdTAsp7D4xWLs4gDB4T"
+WALLET = str(Keypair().pubkey())  # on curve: a key that can sign
 INTERNALS = re.compile(
     r"Error\b|Exception|asyncpg|sqlalchemy|SQLSTATE|\b[0-9A-Z]{5}\b|\(\w+ \d{5}\)|postgres"
 )

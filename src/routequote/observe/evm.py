@@ -23,14 +23,15 @@ import httpx
 from eth_utils.address import to_checksum_address
 
 from routequote.core.assets import CHAINS, Chain
+from routequote.core.field_rules import EVM_ADDRESS_PATTERN, EVM_TX_HASH_PATTERN
 from routequote.errors import InvalidRequest
 from routequote.market.jsonrpc import JsonRpcClient, RpcError
 from routequote.market.upstream import DEFAULT_MAX_BYTES, off_loop
 from routequote.observe._common import Breaker, WireError, data_bytes, hash32, quantity, unavailable
 from routequote.ports import EvmLog, EvmTransaction, ObservationUnavailable
 
-TX_HASH = re.compile(r"^0x[0-9a-fA-F]{64}$")
-ADDRESS = re.compile(r"^0x[0-9a-fA-F]{40}$")
+TX_HASH = re.compile(EVM_TX_HASH_PATTERN)
+ADDRESS = re.compile(EVM_ADDRESS_PATTERN)
 HEAVY_LOGS = 500  # from this many logs on, decoding runs off the event loop
 
 
