@@ -80,12 +80,14 @@ def _create(http: httpx.Client) -> httpx.Response:
 
 
 def _rows(http: httpx.Client, app: Any) -> dict[str, int]:
-    app.state.metrics._sessions_counted_at = -1e9  # scrape now, not from the 5 s cache
-    text = http.get("/metrics").text
-    return {
-        m[0]: int(float(m[1]))
-        for m in re.findall(r'routequote_session_store_rows\{table="(\w+)"\} (\S+)', text)
-    }
+    for _ in range(20):  # a scrape whose count query timed out (a loaded machine) keeps the last values
+        app.state.metrics._sessions_counted_at = -1e9  # scrape now, not from the 5 s cache
+        text = http.get("/metrics").text
+        found = re.findall(r'routequote_session_store_rows\{table="(\w+)"\} (\S+)', text)
+        if found:
+            return {m[0]: int(float(m[1])) for m in found}
+        time.sleep(0.2)
+    raise AssertionError("/metrics never showed the store rows")
 
 
 def test_a_flood_shrinks_back_to_its_bound_while_serving(server: tuple[str, Any, FixedClock]) -> None:
@@ -118,7 +120,7 @@ def test_a_flood_shrinks_back_to_its_bound_while_serving(server: tuple[str, Any,
         assert before["access_tokens"] == LOGINS and before["session_receipts"] == 0
 
         clock.advance(timedelta(days=2, hours=1).total_seconds())  # past the retention period and every TTL
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 90
         served = 0
         after = before
         while time.monotonic() < deadline:
