@@ -567,7 +567,6 @@ def build_mcp(
     routes: list[Route] = []
     for r in sub.routes:
         if isinstance(r, Route) and r.path == MCP_PATH:
-            # every MCP endpoint: protocol errors carry nothing caller-sent and count like tool calls
             routes.append(Route(MCP_PATH, endpoint=_PostOnly(JsonRpcGuard(r.endpoint, limiter)), name="mcp"))
     if len(routes) != 1:
         raise RuntimeError("the MCP SDK did not produce exactly one /mcp route")
