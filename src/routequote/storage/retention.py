@@ -11,8 +11,9 @@ per-client cap on open sessions (SQLite and PostgreSQL; the in-memory store is f
 * Create idempotency records (`create:` / `v1create:` scopes) older than `session_days`: deleted (their quote
   expired long before).
 
-`Purger.run_once()` deletes at most `batch` rows per statement, each batch its own short transaction, and yields
-to the event loop between batches, so a large backlog never holds a lock or the loop for long. `Purger.loop()`
+`Purger.run_once()` deletes at most `batch` rows per statement (`session_batch` sessions), each batch its own
+short transaction (on SQLite in a worker thread, not on the event loop), and yields to the event loop between
+batches, so a large backlog never holds a lock or the loop for long. `Purger.loop()`
 runs it every `interval_seconds` in a background task. `CappedSessionStore` wraps the store: a create from a
 client already holding `max_open` unfinished sessions answers 429 (a replay of an earlier create still
 replays); the client is the one the rate limiter saw for this request (`ratelimit.current_client`).
@@ -87,6 +88,7 @@ class RetentionPolicy:
     session_days: float = 7.0
     receipt_days: float = 365.0  # 0: receipts are kept forever
     batch: int = 500
+    session_batch: int = 50  # a session is archived with its receipt (kilobytes of JSON): smaller batches
     interval_seconds: float = 60.0
     max_open_sessions_per_client: int = 20  # 0: no cap
 
@@ -115,16 +117,26 @@ class Purger:
         self.deleted: dict[str, int] = {}
 
     async def _batch(self, operation: Callable[[Connection], int]) -> int:
-        n: int = await self.store._run(operation, write=True)
+        store = self.store
+        if getattr(store, "scope", None) != "sqlite":
+            n: int = await store._run(operation, write=True)
+        else:  # the store runs SQLite statements on the loop (they are tiny); a purge batch is not: a thread
+
+            def work() -> int:
+                with store._sync_writer.connect() as conn:
+                    return operation(conn)
+
+            async with store._guard(), store._write_slot():
+                n = await asyncio.to_thread(work)
         await asyncio.sleep(0)  # between batches the loop serves requests
         return n
 
-    async def _drain(self, name: str, operation: Callable[[Connection], int]) -> int:
+    async def _drain(self, name: str, operation: Callable[[Connection], int], size: int | None = None) -> int:
         total = 0
         while True:
             n = await self._batch(operation)
             total += n
-            if n < self.policy.batch:
+            if n < (size or self.policy.batch):
                 break
         if total:
             self.deleted[name] = self.deleted.get(name, 0) + total
@@ -148,7 +160,7 @@ class Purger:
                 sessions.c.updated_at < cutoff
             )
             with conn.begin():
-                rows = conn.execute(select(sessions).where(purgeable).limit(self.policy.batch)).all()
+                rows = conn.execute(select(sessions).where(purgeable).limit(self.policy.session_batch)).all()
                 ids = [r.session_id for r in rows]
                 if not ids:
                     return 0
@@ -204,7 +216,7 @@ class Purger:
             "access_tokens",
             self._delete_ids(access_tokens, access_tokens.c.token_sha256, access_tokens.c.expires_at <= now),
         )
-        await self._drain("sessions", self._archive_sessions(cutoff))
+        await self._drain("sessions", self._archive_sessions(cutoff), self.policy.session_batch)
         create_scope = session_idempotency.c.scope.like("create:%") | session_idempotency.c.scope.like(
             "v1create:%"
         )
