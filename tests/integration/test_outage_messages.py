@@ -5,6 +5,7 @@ real refusal carrying a driver class and a SQLSTATE, which the answers must not 
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import re
@@ -14,7 +15,9 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
+from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
 from solders.keypair import Keypair
+from tests.support.a2a import Caller, send
 from tests.support.hostile import JSONRPC_HEADERS
 from tests.support.postgres import _admin, _run, require_postgres, temporary_database
 from tests.support.server import free_port, running_server
@@ -24,6 +27,7 @@ from routequote.config import Settings
 from routequote.core.quote import SESSION_HEADER
 
 pytestmark = pytest.mark.postgres
+ROUTE = "base:ETH->base:USDC"
 WALLET = str(Keypair().pubkey())  # on curve: a key that can sign
 INTERNALS = re.compile(
     r"Error\b|Exception|asyncpg|sqlalchemy|SQLSTATE|\b[0-9A-Z]{5}\b|\(\w+ \d{5}\)|postgres"
@@ -55,8 +59,22 @@ def _token() -> str:
     return base64.urlsafe_b64encode(secrets.token_bytes(32)).rstrip(b"=").decode()
 
 
+async def _a2a_create(url: str) -> dict[str, object]:
+    async with httpx.AsyncClient(timeout=30) as http:
+        card = await A2ACardResolver(http, url).get_agent_card()
+        caller = Caller(ClientFactory(ClientConfig(streaming=False, httpx_client=http)).create(card), ROUTE)
+        await caller.quote()
+        reply = await send(caller.client, caller.create_message())
+        error: dict[str, object] = reply["error"]
+        return error
+
+
 def _outage(http: httpx.Client, surface: str) -> tuple[int, dict[str, object]]:
     """(HTTP status, the error object) of one store-backed request on `surface`."""
+    if surface == "a2a":  # session_create: everything checked, then the store refuses
+        error = asyncio.run(_a2a_create(str(http.base_url).rstrip("/")))
+        assert error["code"] == "upstream_unavailable", error
+        return 503, error
     if surface == "v2":
         r = http.get(f"/v2/session/{uuid.uuid4()}", headers={SESSION_HEADER: _token()})
         return r.status_code, r.json()
@@ -75,7 +93,7 @@ def _outage(http: httpx.Client, surface: str) -> tuple[int, dict[str, object]]:
     return 503, result["structuredContent"]["error"]
 
 
-@pytest.mark.parametrize("surface", ["v2", "v1", "mcp"])
+@pytest.mark.parametrize("surface", ["v2", "v1", "mcp", "a2a"])
 def test_database_outage_answers_name_no_internals(refusing: str, surface: str) -> None:
     with httpx.Client(base_url=refusing, timeout=30) as http:
         status, err = _outage(http, surface)
