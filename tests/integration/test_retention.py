@@ -1,4 +1,5 @@
-"""Retention under a flood (issue 22 item 8), over real HTTP on SQLite and on PostgreSQL.
+"""Retention under a flood and the per-client cap on open sessions (issue 22 item 8), over real HTTP on SQLite and
+on PostgreSQL.
 
 One client floods session creates (up to the per-client cap of open sessions, which then answers 429) and v1
 login challenges. The clock moves past the challenge lifetime and the session retention period; the background
@@ -9,6 +10,7 @@ receipt is archived before the session goes, and the cap frees up again.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import contextlib
 import dataclasses
@@ -21,7 +23,9 @@ from typing import Any
 
 import httpx
 import pytest
+from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
 from solders.keypair import Keypair
+from tests.support.a2a import Caller, send
 from tests.support.postgres import require_postgres, temporary_database
 from tests.support.server import free_port, running_server
 from tests.unit.actions.support import START, approval_for, intent_for, wallets_for
@@ -141,3 +145,27 @@ def test_a_flood_shrinks_back_to_its_bound_while_serving(server: tuple[str, Any,
         assert after["session_idempotency"] == 0
         # the cap counted open sessions: with them gone, this client may open one again
         assert _create(http).status_code == 201
+
+
+async def _a2a_creates(url: str, n: int) -> list[dict[str, Any]]:
+    async with httpx.AsyncClient(timeout=30) as http:
+        card = await A2ACardResolver(http, url).get_agent_card()
+        client = ClientFactory(ClientConfig(streaming=False, httpx_client=http)).create(card)
+        out = []
+        for _ in range(n):
+            caller = Caller(client, ROUTE)
+            await caller.quote()
+            out.append(await send(client, caller.create_message()))
+        return out
+
+
+def test_the_open_session_cap_is_one_per_client_across_surfaces(server: tuple[str, Any, FixedClock]) -> None:
+    """A2A creates count against the same per-client cap as REST v2 creates (the store enforces it)."""
+    url, _, _ = server
+    replies = asyncio.run(_a2a_creates(url, CAP + 1))
+    assert all("session" in r for r in replies[:CAP]), replies[0]
+    refused = replies[CAP]["error"]
+    assert (refused["code"], refused["reason_class"]) == ("rate_limited", "open_sessions_limit_reached")
+    with httpx.Client(base_url=url, timeout=30) as http:
+        r = _create(http)
+        assert r.status_code == 429 and r.json()["reason_class"] == "open_sessions_limit_reached", r.text
