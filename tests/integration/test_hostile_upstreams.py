@@ -2,7 +2,7 @@
 server (issue 22 items 4 and 9).
 
 * Item 4: what an upstream wrote never reaches an answer. The market path is read by every quote surface (REST
-  v2, v1, MCP, A2A) and /v2/status; the observation path by session observe (REST v2, EVM RPC) and the Solana
+  v2, v1, MCP, A2A) and /v2/status; the observation path by session observe (REST v2 and A2A, EVM RPC) and the Solana
   and Iris readers. Answers are bounded and name the dependency, the method and a classified reason.
 * Item 9: a 30 MB body is not read whole (the server manages to send a small part of it), and an observe of a
   receipt with 100,000 logs does not starve /livez: /livez answers while the observe is in flight. The /livez
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import json
 import secrets
 import statistics
 import time
@@ -21,6 +22,8 @@ from typing import Any
 
 import httpx
 import pytest
+from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
+from tests.support.a2a import Caller, send
 from tests.support.hostile import post, raw_body
 from tests.support.hostile_rpc import (
     HUGE_BYTES,
@@ -41,6 +44,7 @@ from routequote.observe.solana import JsonRpcSolanaReader
 from routequote.ports import ObservationUnavailable
 
 ANSWER_BOUND = 16_384  # an error answer is short; the upstream's 200 KB never comes back
+ROUTE = "base:ETH->base:USDC"
 SIGNATURE = "5" * 87  # a syntactically valid Solana signature (64 bytes in base58)
 
 
@@ -239,3 +243,35 @@ async def test_livez_answers_while_a_100000_log_receipt_is_observed(rpc: Hostile
         assert LOG_COUNT == 100_000
     finally:
         await s.http.aclose()
+
+
+@pytest.fixture
+def observing_fresh(rpc: HostileRpc) -> Iterator[str]:
+    """A server of its own per test: its chain breaker has not opened on earlier tests' failures."""
+    port = free_port()
+    with running_server(create_app(_settings(rpc, port)), port) as url:
+        yield url
+
+
+@pytest.mark.parametrize("mode", ["secret_error", "bad_value"])
+async def test_a2a_observe_never_relays_rpc_text_or_values(
+    rpc: HostileRpc, observing_fresh: str, mode: str
+) -> None:
+    """The same observers behind A2A's observe_source: the reply names the RPC and a class, nothing it wrote."""
+    rpc.mode = mode
+    observing = observing_fresh
+    async with httpx.AsyncClient(timeout=60) as http:
+        card = await A2ACardResolver(http, observing).get_agent_card()
+        caller = Caller(ClientFactory(ClientConfig(streaming=False, httpx_client=http)).create(card), ROUTE)
+        await caller.create()
+        reply = await send(
+            caller.client,
+            caller.call(
+                "observe_source", idempotencyKey="obs-" + secrets.token_hex(4), transactionHashes=[TX_HASH]
+            ),
+        )
+        err = reply["error"]
+        assert err["code"] == "upstream_unavailable" and err["reason_class"].startswith("rpc_"), err
+        assert str(err["message"]).startswith("base RPC: "), err
+        _assert_clean(json.dumps(reply))
+        assert "[1]" not in json.dumps(reply)
