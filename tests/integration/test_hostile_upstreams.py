@@ -2,8 +2,8 @@
 server (issue 22 items 4 and 9).
 
 * Item 4: what an upstream wrote never reaches an answer. The market path is read by every quote surface (REST
-  v2, v1, MCP, A2A) and /v2/status; the observation path by session observe (REST v2 and A2A, EVM RPC) and the Solana
-  and Iris readers. Answers are bounded and name the dependency, the method and a classified reason.
+  v2, v1, MCP, A2A) and /v2/status; the observation path by session observe (REST v2 and A2A, EVM RPC) and the
+  Solana, Iris and LayerZero Scan readers. Answers are bounded and name the dependency, the method and a classified reason.
 * Item 9: a 30 MB body is not read whole (the server manages to send a small part of it), and an observe of a
   receipt with 100,000 logs does not starve /livez: /livez answers while the observe is in flight. The /livez
   latencies are printed (run with -s), never asserted.
@@ -40,6 +40,7 @@ from routequote.app import create_app
 from routequote.config import Settings
 from routequote.core.quote import SESSION_HEADER
 from routequote.observe.iris import IrisAttestationReader
+from routequote.observe.layerzero_scan import LayerZeroScanReader
 from routequote.observe.solana import JsonRpcSolanaReader
 from routequote.ports import ObservationUnavailable
 
@@ -171,13 +172,16 @@ async def test_observe_never_relays_rpc_text_or_values(
         await s.http.aclose()
 
 
-async def test_solana_and_iris_readers_classify_and_bound(rpc: HostileRpc) -> None:
+async def test_solana_iris_and_layerzero_scan_readers_classify_and_bound(rpc: HostileRpc) -> None:
     async with httpx.AsyncClient() as http:
         for mode in ("secret_error", "huge"):
             rpc.mode = mode
             readers = [
                 JsonRpcSolanaReader(rpc.url, http, timeout=10, failure_threshold=100).transaction(SIGNATURE),
                 IrisAttestationReader(rpc.url, http, timeout=10, failure_threshold=100).messages(6, TX_HASH),
+                LayerZeroScanReader(rpc.url, http, timeout=10, failure_threshold=100).messages_by_source_tx(
+                    TX_HASH
+                ),
             ]
             for read in readers:
                 with pytest.raises(ObservationUnavailable) as raised:

@@ -13,8 +13,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import httpx
+
 from routequote.market.jsonrpc import RpcError
-from routequote.market.upstream import log_failure, public_reason
+from routequote.market.upstream import ResponseTooLarge, fetch_bounded, loads, log_failure, public_reason
 from routequote.ports import ObservationUnavailable
 
 
@@ -70,6 +72,52 @@ def unavailable(exc: Exception, name: str, method: str | None = None) -> Observa
     method = (exc.method if isinstance(exc, RpcError) else None) or method
     log_failure(f"{name} RPC", method, kind, exc)
     return ObservationUnavailable(f"rpc_{kind}:{name}", public_reason(f"{name} RPC", method, kind))
+
+
+@dataclass
+class RestUpstream:
+    """A REST lookup an observer makes (Circle Iris, LayerZero Scan): one bounded GET behind the breaker, every
+    failure an ObservationUnavailable `<prefix>_<kind>` whose message names the dependency, the method and a
+    classified reason; what the upstream wrote goes to the log only."""
+
+    dependency: str  # as answers name it, e.g. "Circle Iris"
+    method: str  # our name for the call, e.g. "GET /v2/messages"
+    prefix: str  # of the reason, e.g. "iris"
+    breaker: Breaker
+    max_bytes: int
+
+    def fail(self, reason: str, kind: str, exc: BaseException) -> ObservationUnavailable:
+        self.breaker.failure()
+        log_failure(self.dependency, self.method, kind, exc)
+        return ObservationUnavailable(reason, public_reason(self.dependency, self.method, kind))
+
+    async def get_json(self, client: httpx.AsyncClient, url: str, timeout: float, **kwargs: Any) -> Any:
+        """The parsed answer; None for 404 (not indexed yet). The caller parses it, and on a WireError raises
+        `self.fail(f"{prefix}_invalid_response", "invalid_response", exc)`."""
+        p = self.prefix
+        self.breaker.check()
+        try:
+            resp = await fetch_bounded(
+                client, "GET", url, max_bytes=self.max_bytes, timeout=timeout, **kwargs
+            )
+        except ResponseTooLarge as exc:
+            raise self.fail(f"{p}_too_large", "too_large", exc) from None
+        except httpx.TimeoutException as exc:
+            raise self.fail(f"{p}_timeout", "timeout", exc) from None
+        except httpx.HTTPError as exc:
+            raise self.fail(f"{p}_transport_error", "transport_error", exc) from None
+        if resp.status_code == 404:
+            self.breaker.success()
+            return None
+        if resp.status_code == 429:
+            raise self.fail(f"{p}_rate_limited", "rate_limited", RuntimeError("HTTP 429"))
+        if resp.status_code != 200:
+            status = resp.status_code
+            raise self.fail(f"{p}_http_{status}", "transport_error", RuntimeError(f"HTTP {status}"))
+        try:
+            return await loads(resp.body)
+        except ValueError as exc:
+            raise self.fail(f"{p}_invalid_response", "invalid_response", exc) from None
 
 
 HEX_DIGITS = frozenset("0123456789abcdefABCDEF")

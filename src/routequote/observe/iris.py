@@ -18,18 +18,10 @@ import httpx
 from routequote.core.field_rules import TRANSACTION_ID_PATTERN
 from routequote.core.sessions.evidence import parse_cctp_message
 from routequote.errors import InvalidRequest
-from routequote.market.upstream import (
-    DEFAULT_MAX_BYTES,
-    ResponseTooLarge,
-    fetch_bounded,
-    loads,
-    log_failure,
-    public_reason,
-)
-from routequote.observe._common import Breaker, WireError, data_bytes, integer
+from routequote.market.upstream import DEFAULT_MAX_BYTES
+from routequote.observe._common import Breaker, RestUpstream, WireError, data_bytes, integer
 from routequote.ports import CctpMessage, ObservationUnavailable
 
-METHOD = "GET /v2/messages"
 TX_ID = re.compile(TRANSACTION_ID_PATTERN)  # EVM hash or Solana signature
 
 
@@ -122,17 +114,11 @@ class IrisAttestationReader:
         clock: Callable[[], float] = time.monotonic,
         max_bytes: int = DEFAULT_MAX_BYTES,
     ) -> None:
-        self.max_bytes = max_bytes
         self.base_url = base_url.rstrip("/") if base_url else None
         self.client = client
         self.timeout = timeout
         self.breaker = Breaker(self.name, failure_threshold, cooldown_seconds, clock)
-
-    def _fail(self, reason: str, kind: str, exc: BaseException) -> ObservationUnavailable:
-        """A failed read: the breaker counts it, the log gets Iris's own text, the answer a classified one."""
-        self.breaker.failure()
-        log_failure("Circle Iris", METHOD, kind, exc)
-        return ObservationUnavailable(reason, public_reason("Circle Iris", METHOD, kind))
+        self.upstream = RestUpstream("Circle Iris", "GET /v2/messages", "iris", self.breaker, max_bytes)
 
     async def messages(self, source_domain: int, tx_hash: str) -> list[CctpMessage]:
         if not isinstance(tx_hash, str) or not TX_ID.match(tx_hash):
@@ -143,35 +129,15 @@ class IrisAttestationReader:
             raise ObservationUnavailable(
                 "attestation_service_not_configured", "no Circle Iris URL is configured"
             )
-        self.breaker.check()
         url = f"{self.base_url}/v2/messages/{source_domain}"
-        try:
-            resp = await fetch_bounded(
-                self.client,
-                "GET",
-                url,
-                max_bytes=self.max_bytes,
-                params={"transactionHash": tx_hash},
-                timeout=self.timeout,
-            )
-        except ResponseTooLarge as exc:
-            raise self._fail("iris_too_large", "too_large", exc) from None
-        except httpx.TimeoutException as exc:
-            raise self._fail("iris_timeout", "timeout", exc) from None
-        except httpx.HTTPError as exc:
-            raise self._fail("iris_transport_error", "transport_error", exc) from None
-        if resp.status_code == 404:
-            self.breaker.success()
+        body = await self.upstream.get_json(
+            self.client, url, self.timeout, params={"transactionHash": tx_hash}
+        )
+        if body is None:
             return []  # not indexed yet: normal for a while after the burn
-        if resp.status_code == 429:
-            raise self._fail("iris_rate_limited", "rate_limited", RuntimeError("HTTP 429"))
-        if resp.status_code != 200:
-            raise self._fail(
-                f"iris_http_{resp.status_code}", "transport_error", RuntimeError(f"HTTP {resp.status_code}")
-            )
         try:
-            out = parse_messages(await loads(resp.body))
+            out = parse_messages(body)
         except (ValueError, WireError) as exc:
-            raise self._fail("iris_invalid_response", "invalid_response", exc) from None
+            raise self.upstream.fail("iris_invalid_response", "invalid_response", exc) from None
         self.breaker.success()
         return out
