@@ -25,9 +25,9 @@ from eth_utils.address import to_checksum_address
 from routequote.core.assets import CHAINS, Chain
 from routequote.core.field_rules import EVM_ADDRESS_PATTERN, EVM_TX_HASH_PATTERN
 from routequote.errors import InvalidRequest
-from routequote.market.jsonrpc import JsonRpcClient, RpcError
+from routequote.market.jsonrpc import JsonRpcClient
 from routequote.market.upstream import DEFAULT_MAX_BYTES, off_loop
-from routequote.observe._common import Breaker, WireError, data_bytes, hash32, quantity, unavailable
+from routequote.observe._common import Breaker, WireError, data_bytes, hash32, quantity
 from routequote.ports import EvmLog, EvmTransaction, ObservationUnavailable
 
 TX_HASH = re.compile(EVM_TX_HASH_PATTERN)
@@ -148,18 +148,6 @@ class JsonRpcEvmReader:
         breaker.check()
         return self.rpcs[chain], breaker
 
-    async def _guard(self, chain: str, breaker: Breaker, work: Any, method: str | None = None) -> Any:
-        try:
-            out = await work
-        except (RpcError, WireError) as exc:
-            breaker.failure()
-            raise unavailable(exc, chain, method) from None
-        except ObservationUnavailable:
-            breaker.failure()
-            raise
-        breaker.success()
-        return out
-
     def _check_chain_id(self, chain: str, raw: Any) -> int:
         got = quantity(raw, "eth_chainId")
         want = self.chain_ids.get(chain)
@@ -201,8 +189,7 @@ class JsonRpcEvmReader:
                 heavy=isinstance(logs, list) and len(logs) >= HEAVY_LOGS,
             )
 
-        result: EvmTransaction | None = await self._guard(chain, breaker, read(), "eth_getTransactionReceipt")
-        return result
+        return await breaker.guard(read(), "eth_getTransactionReceipt")
 
     async def logs(
         self, chain: str, address: str, topics: list[str | None], from_block: int, to_block: int | None = None
@@ -221,8 +208,7 @@ class JsonRpcEvmReader:
                 raise WireError("eth_getLogs: not a list")
             return await off_loop(_parse_logs, raw, heavy=len(raw) >= HEAVY_LOGS)
 
-        result: list[EvmLog] = await self._guard(chain, breaker, read(), "eth_getLogs")
-        return result
+        return await breaker.guard(read(), "eth_getLogs")
 
     async def block_number(self, chain: str) -> int:
         rpc, breaker = self._rpc(chain)
@@ -230,8 +216,7 @@ class JsonRpcEvmReader:
         async def read() -> int:
             return quantity(await rpc.call("eth_blockNumber", []), "eth_blockNumber")
 
-        result: int = await self._guard(chain, breaker, read(), "eth_blockNumber")
-        return result
+        return await breaker.guard(read(), "eth_blockNumber")
 
     def health(self) -> dict[str, dict[str, Any]]:
         return {c: {"breaker": b.state, "consecutive_failures": b.failures} for c, b in self.breakers.items()}

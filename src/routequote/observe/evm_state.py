@@ -38,7 +38,7 @@ class JsonRpcEvmState:
             self.reader._check_chain_id(chain, chain_raw)
             return data_bytes(result, method)
 
-        out: bytes = await self.reader._guard(chain, breaker, read(), method)
+        out: bytes = await breaker.guard(read(), method)
         return out
 
     async def call(self, chain: str, to: str, data: str) -> bytes:
@@ -59,7 +59,7 @@ class JsonRpcEvmState:
                 raise WireError("eth_getBlockByNumber: not an object")
             return quantity(block.get("timestamp"), "block.timestamp")
 
-        out: int = await self.reader._guard(chain, breaker, read(), "eth_getBlockByNumber")
+        out: int = await breaker.guard(read(), "eth_getBlockByNumber")
         return out
 
 
@@ -69,7 +69,7 @@ def evm_state_for(reader: Any) -> EvmStateReader | None:
         return None
     if all(hasattr(reader, name) for name in ("call", "code", "timestamp")):
         return reader  # type: ignore[no-any-return]
-    if all(hasattr(reader, name) for name in ("_rpc", "_guard", "_check_chain_id")):
+    if all(hasattr(reader, name) for name in ("_rpc", "_check_chain_id")):
         return JsonRpcEvmState(reader)
     return None
 

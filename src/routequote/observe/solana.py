@@ -17,9 +17,9 @@ from solders.pubkey import Pubkey
 from solders.signature import Signature
 
 from routequote.errors import InvalidRequest
-from routequote.market.jsonrpc import JsonRpcClient, RpcError
+from routequote.market.jsonrpc import JsonRpcClient
 from routequote.market.upstream import DEFAULT_MAX_BYTES, off_loop
-from routequote.observe._common import Breaker, WireError, integer, unavailable
+from routequote.observe._common import Breaker, WireError, integer
 from routequote.ports import (
     ObservationUnavailable,
     SolanaInstruction,
@@ -192,11 +192,10 @@ class JsonRpcSolanaReader:
                 "no RPC URL is configured for solana: its transactions cannot be observed",
             )
         self.breaker.check()
-        try:
-            result = await self.rpc.call("getTransaction", [signature, GET_TRANSACTION_CONFIG])
-            out = await off_loop(parse_get_transaction, signature, result, heavy=_heavy(result))
-        except (RpcError, WireError) as exc:
-            self.breaker.failure()
-            raise unavailable(exc, self.name, "getTransaction") from None
-        self.breaker.success()
-        return out
+        rpc = self.rpc
+
+        async def read() -> SolanaTransaction | None:
+            result = await rpc.call("getTransaction", [signature, GET_TRANSACTION_CONFIG])
+            return await off_loop(parse_get_transaction, signature, result, heavy=_heavy(result))
+
+        return await self.breaker.guard(read(), "getTransaction")

@@ -438,19 +438,48 @@ def assemble_bundle(
         bundle_expires_at=iso_ms(expires),
         unpriced_costs=unpriced,
     )
+    return seal_bundle(
+        workflow_id=workflow_id,
+        action_id=action_id,
+        step_index=plan.step.index,
+        route_key=plan.route.key,
+        prepared_at=prepared_at,
+        expires=expires,
+        deadline_unix=plan.deadline_unix,
+        quote_binding=quote_binding,
+        workflow=workflow(plan, workflow_id, summary_steps),
+        action=action,
+    )
+
+
+def seal_bundle(
+    *,
+    workflow_id: str,
+    action_id: str,
+    step_index: int,
+    route_key: str,
+    prepared_at: datetime,
+    expires: datetime,
+    deadline_unix: int,
+    quote_binding: dict[str, Any],
+    workflow: dict[str, Any],
+    action: dict[str, Any],
+) -> dict[str, Any]:
+    """The bundle around an unsigned action (its receipt already inside), sealed with its payload hash: the
+    one ending of every bundle builder (a route step, a CCTP destination mint)."""
     bundle: dict[str, Any] = {
         "version": BUNDLE_VERSION,
         "status": "pass",
         "workflow_id": workflow_id,
         "action_id": action_id,
-        "step_index": plan.step.index,
-        "route": plan.route.key,
+        "step_index": step_index,
+        "route": route_key,
         "prepared_at": iso_ms(prepared_at),
         "expires_at": iso_ms(expires),
         "expires_in_seconds": BUNDLE_TTL_SECONDS,
-        "deadline_unix": plan.deadline_unix,
+        "deadline_unix": deadline_unix,
         "quote_binding": quote_binding,
-        "workflow": workflow(plan, workflow_id, summary_steps),
+        "workflow": workflow,
         "unsigned_action": action,
         "payload_sha256_spec": PAYLOAD_SHA256_SPEC,
         **SERVER_FLAGS,
