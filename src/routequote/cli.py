@@ -38,6 +38,7 @@ def serve(
 
     from routequote.config_check import load_settings
     from routequote.logging import configure_logging
+    from routequote.surfaces.forwarded import proxy_options
     from routequote.surfaces.input_guard import uvicorn_options
 
     given = {k: v for k, v in (("host", host), ("port", port), ("workers", workers)) if v is not None}
@@ -73,6 +74,7 @@ def serve(
         log_config=None,  # uvicorn's loggers propagate to the one redacting JSON handler
         timeout_graceful_shutdown=settings.graceful_shutdown_seconds,  # SIGTERM: in-flight requests finish
         **uvicorn_options(settings),  # header bytes / count / time limits, keep-alive (docs/operations.md)
+        **proxy_options(settings.trusted_proxies),  # forwarded headers only from the proxies named
     )
 
 
