@@ -20,6 +20,7 @@ from routequote.core.quote import RELEASE_STATUS, SERVER_FLAGS, SESSION_HEADER, 
 from routequote.core.routes import ROUTES
 from routequote.errors import CapacityBusy, RouteQuoteError, UpstreamUnavailable
 from routequote.ports import Clock, IdFactory, IssuedQuote, MarketData, QuoteStore
+from routequote.route_proof import route_proof
 
 API_VERSION = "routequote-multichain-api-v2"
 PRICING_CACHE_SIZE = 4096
@@ -256,6 +257,7 @@ class RouteQuoteService:
                     {"route": k, "reason": v}
                     for k, v in sorted(self.config.session_unavailable_reasons.items())
                 ],
+                "route_proof": route_proof(),
                 "only_verified_actual_output_advances": True,
                 "fresh_quote_each_step_within_approved_bounds": True,
                 "automatic_chaining": False,
