@@ -118,7 +118,7 @@ def problems(settings: Settings) -> list[str]:  # noqa: C901 - one flat list of 
 
 
 def _database(url: str) -> list[str]:
-    from routequote.storage.sessions_sql import normalise_url
+    from routequote.storage.sessions_sql_connections import normalise_url
 
     try:
         normalise_url(url)

@@ -39,7 +39,8 @@ from routequote.ports import (
 )
 from routequote.storage.sessions_common import create_scope, session_scope
 from routequote.storage.sessions_memory import MemorySessionStore
-from routequote.storage.sessions_sql import SqlSessionStore, normalise_url
+from routequote.storage.sessions_sql import SqlSessionStore
+from routequote.storage.sessions_sql_connections import normalise_url
 
 REPO = Path(__file__).resolve().parents[2]
 BACKENDS = ["memory", "sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]

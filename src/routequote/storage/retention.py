@@ -36,7 +36,7 @@ from sqlalchemy.engine import Connection
 from routequote.errors import RateLimited
 from routequote.ports import IdempotentAnswer, SessionEvent, SessionRecord
 from routequote.ratelimit import current_client
-from routequote.storage.sessions_sql import (
+from routequote.storage.sessions_schema import (
     UtcDateTime,
     _Json,
     access_tokens,

@@ -20,40 +20,20 @@ statement of an async driver; one hop per operation is a third of a session crea
 from __future__ import annotations
 
 import asyncio
-import sqlite3
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
-import asyncpg  # type: ignore[import-untyped]
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import (
-    JSON,
-    Column,
-    DateTime,
-    ForeignKey,
-    Integer,
-    MetaData,
-    String,
-    Table,
-    Text,
-    bindparam,
-    event,
-    func,
-    insert,
-    select,
-    text,
-    update,
-)
+from sqlalchemy import bindparam, func, insert, select, text, update
 from sqlalchemy.dialects import postgresql as pg
 from sqlalchemy.dialects import sqlite as sqlite_dialect
-from sqlalchemy.engine import URL, Connection, Dialect, Engine, create_engine, make_url
-from sqlalchemy.exc import ArgumentError, DBAPIError, IntegrityError, OperationalError, SQLAlchemyError
+from sqlalchemy.engine import Connection
+from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
 from sqlalchemy.ext.asyncio import create_async_engine
-from sqlalchemy.types import TypeDecorator
 
 from routequote.core.auth import AccessGrant, LoginChallenge
 from routequote.ports import (
@@ -65,113 +45,31 @@ from routequote.ports import (
     TransactionAlreadyUsed,
 )
 from routequote.storage.sessions_common import check_create, check_transition, json_dumps, json_loads, utc
+from routequote.storage.sessions_schema import (
+    access_tokens,
+    login_challenges,
+    session_events,
+    session_idempotency,
+    session_transactions,
+    sessions,
+)
+from routequote.storage.sessions_sql_connections import (
+    _DB_ERRORS,
+    _WRITE,
+    _Encoded,
+    _nothing,
+    _reason,
+    _serialize,
+    _sqlite_busy,
+    _sqlite_engine,
+    normalise_url,
+)
 
 MIGRATIONS_DIR = Path(__file__).with_name("migrations")
 VERSION_TABLE = "routequote_alembic_version"
 # pg_advisory_xact_lock key for the schema upgrade: int64 of b"rqsessn1" (any fixed value of our own)
 _MIGRATION_LOCK_KEY = int.from_bytes(b"rqsessn1", "big", signed=True)
-_WRITE = (
-    "routequote_write"  # execution option: this connection's transactions write (SQLite: BEGIN IMMEDIATE)
-)
 T = TypeVar("T")
-
-
-class UtcDateTime(TypeDecorator[datetime]):
-    """A timezone-aware UTC instant on every backend (SQLite keeps no zone: stored as UTC, read back as UTC)."""
-
-    impl = DateTime(timezone=True)
-    cache_ok = True
-
-    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
-        if value is None:
-            return None
-        value = utc(value)
-        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
-
-    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
-        if value is None:
-            return None
-        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
-
-
-_Json = JSON().with_variant(pg.JSONB(), "postgresql")
-
-metadata = MetaData()
-sessions = Table(
-    "sessions",
-    metadata,
-    Column("session_id", String(64), primary_key=True),
-    Column("token_sha256", String(64), nullable=False, index=True),
-    Column("version", Integer, nullable=False),
-    Column("status", String(64), nullable=False, index=True),
-    Column("route", String(128), nullable=False),
-    Column("created_at", UtcDateTime, nullable=False),
-    Column("updated_at", UtcDateTime, nullable=False),
-    Column("state", _Json, nullable=False),
-)
-session_events = Table(
-    "session_events",
-    metadata,
-    Column("session_id", String(64), ForeignKey("sessions.session_id", ondelete="CASCADE"), primary_key=True),
-    Column("seq", Integer, primary_key=True),
-    Column("from_status", String(64), nullable=True),
-    Column("event", String(64), nullable=False),
-    Column("to_status", String(64), nullable=False),
-    Column("at", UtcDateTime, nullable=False),
-)
-session_idempotency = Table(
-    "session_idempotency",
-    metadata,
-    Column("scope", String(160), primary_key=True),
-    Column("key", String(255), primary_key=True),
-    Column("request_sha256", String(64), nullable=False),
-    Column("response", _Json, nullable=False),
-    Column("created_at", UtcDateTime, nullable=False, index=True),
-)
-
-
-# one transaction, one step (migration 0003): a transaction id that advanced a step of any session is kept
-# here with a unique key, so it can never advance another step, on every replica. No foreign key: a claim
-# outlives its session (a purged session's transaction still cannot advance another)
-session_transactions = Table(
-    "session_transactions",
-    metadata,
-    Column("tx_id", String(128), primary_key=True),
-    Column("session_id", String(64), nullable=False, index=True),
-    Column("step_index", Integer, nullable=False),
-    Column("claimed_at", UtcDateTime, nullable=False),
-)
-
-
-class _Encoded(str):
-    """A document already encoded (and so validated) by `json_dumps`: the JSON columns store it as is."""
-
-
-def _serialize(value: Any) -> str:
-    return value if isinstance(value, _Encoded) else json_dumps(value)
-
-
-# v1 wallet login (migration 0002): single-use challenges and wallet-bound access tokens (SHA-256 only)
-login_challenges = Table(
-    "login_challenges",
-    metadata,
-    Column("challenge_id", String(64), primary_key=True),
-    Column("wallet", String(64), nullable=False),
-    Column("message", Text, nullable=False),
-    Column("terms_version", String(160), nullable=False),
-    Column("issued_at", UtcDateTime, nullable=False),
-    Column("expires_at", UtcDateTime, nullable=False, index=True),
-    Column("used_at", UtcDateTime, nullable=True),
-)
-access_tokens = Table(
-    "access_tokens",
-    metadata,
-    Column("token_sha256", String(64), primary_key=True),
-    Column("wallet", String(64), nullable=False, index=True),
-    Column("challenge_id", String(64), nullable=False, unique=True),
-    Column("issued_at", UtcDateTime, nullable=False),
-    Column("expires_at", UtcDateTime, nullable=False, index=True),
-)
 
 
 # The hot statements, built once and executed with parameter dicts: building a Core construct per call
@@ -196,94 +94,6 @@ _INSERT_ANSWER_IGNORED = {
     "postgresql": pg.insert(session_idempotency).on_conflict_do_nothing(),
     "sqlite": sqlite_dialect.insert(session_idempotency).on_conflict_do_nothing(),
 }
-
-
-def _sqlite_engine(url: URL, pool_size: int, busy_timeout: float) -> Engine:
-    """A pysqlite engine on the file: WAL, busy timeout, and BEGIN IMMEDIATE for the writers."""
-    busy_ms = int(busy_timeout * 1000)
-    engine = create_engine(
-        url.set(drivername="sqlite+pysqlite"),
-        pool_pre_ping=False,  # a local file has no connection to lose
-        pool_size=pool_size,
-        max_overflow=pool_size,
-        pool_timeout=max(busy_timeout, 1.0),
-        json_serializer=_serialize,
-        json_deserializer=json_loads,
-        connect_args={"timeout": busy_timeout, "check_same_thread": False},
-    )
-
-    @event.listens_for(engine, "connect")
-    def _sqlite_connect(dbapi_connection: Any, _record: Any) -> None:
-        # SQLAlchemy, not the sqlite3 module, emits BEGIN (see _sqlite_begin)
-        dbapi_connection.isolation_level = None
-        cursor = dbapi_connection.cursor()
-        cursor.execute(f"PRAGMA busy_timeout={busy_ms}")
-        cursor.execute("PRAGMA journal_mode=WAL")
-        cursor.execute("PRAGMA synchronous=NORMAL")  # WAL: durable across a process kill
-        cursor.execute("PRAGMA foreign_keys=ON")
-        cursor.close()
-
-    @event.listens_for(engine, "begin")
-    def _sqlite_begin(conn: Connection) -> None:
-        # a writer takes the write lock up front: two processes serialise here, not at COMMIT
-        immediate = conn.get_execution_options().get(_WRITE, False)
-        conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
-
-    return engine
-
-
-def _sqlite_busy(exc: OperationalError) -> bool:
-    """SQLite refused at once because another connection holds the lock (`database is locked`/`busy`)."""
-    text = str(getattr(exc, "orig", exc)).lower()
-    return "locked" in text or "busy" in text
-
-
-def normalise_url(url: str) -> URL:
-    """`postgresql://` / `postgres://` / `postgresql+<any>://` -> asyncpg; `sqlite://` -> aiosqlite.
-
-    A URL that does not parse is refused without repeating it (it may hold a password)."""
-    try:
-        parsed = make_url(url)
-    except (ArgumentError, ValueError):
-        raise ValueError(
-            "the database URL does not parse (expected sqlite:///path or postgresql://...)"
-        ) from None
-    backend = parsed.get_backend_name()
-    if backend in ("postgresql", "postgres"):
-        query = dict(parsed.query)
-        if "sslmode" in query:  # libpq spelling; asyncpg takes the same values as `ssl`
-            query["ssl"] = query.pop("sslmode")
-        return parsed.set(drivername="postgresql+asyncpg", query=query)
-    if backend == "sqlite":
-        if not parsed.database or parsed.database == ":memory:" or parsed.database.startswith("file:"):
-            raise ValueError("the SQLite session store needs a file path (use MemorySessionStore for memory)")
-        return parsed.set(drivername="sqlite+aiosqlite")
-    raise ValueError(f"unsupported database backend {backend!r} (expected sqlite or postgresql)")
-
-
-def _reason(exc: BaseException) -> str:
-    """A short, secret-free account of a database failure: the driver's error class (and SQLSTATE), never
-    its message (which may carry host names or statements)."""
-    chain: list[BaseException] = []
-    probe: BaseException | None = exc
-    while probe is not None and len(chain) < 8 and probe not in chain:
-        chain.append(probe)
-        orig = getattr(probe, "orig", None) if isinstance(probe, DBAPIError) else None
-        probe = orig if isinstance(orig, BaseException) else (probe.__cause__ or probe.__context__)
-    deepest = next(c for c in reversed(chain) if not isinstance(c, asyncio.CancelledError))
-    sqlstate = next((c.sqlstate for c in chain if isinstance(getattr(c, "sqlstate", None), str)), None)  # type: ignore[attr-defined]
-    detail = type(deepest).__name__ + (f" {sqlstate}" if sqlstate else "")
-    kind = "timed out" if any(isinstance(c, TimeoutError) for c in chain) else "unavailable"
-    return f"session database {kind} ({detail})"
-
-
-_DB_ERRORS: tuple[type[BaseException], ...] = (
-    SQLAlchemyError,
-    OSError,  # includes ConnectionError and TimeoutError
-    asyncpg.PostgresError,
-    asyncpg.InterfaceError,
-    sqlite3.Error,
-)
 
 
 class SqlSessionStore:
@@ -707,8 +517,3 @@ class SqlSessionStore:
             raise
         except _DB_ERRORS as exc:
             raise StoreUnavailable(_reason(exc)) from None
-
-
-@asynccontextmanager
-async def _nothing() -> AsyncIterator[None]:
-    yield
