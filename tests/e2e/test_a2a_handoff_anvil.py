@@ -34,7 +34,9 @@ from routequote.market.snapshot import EmbeddedSnapshot
 from routequote.prepare import PrepareService
 from routequote.service import RouteQuoteService, ServiceConfig
 from routequote.storage.quotes import MemoryQuoteStore
-from routequote.surfaces.a2a_agent import build_a2a, prepare_operation, prepare_skill, verify_handoff
+from routequote.surfaces.a2a_agent import build_a2a, verify_handoff
+from routequote.surfaces.a2a_card import prepare_skill
+from routequote.surfaces.a2a_prepare import prepare_operation
 from routequote.verify import verification_context
 
 pytestmark = pytest.mark.chain

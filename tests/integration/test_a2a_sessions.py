@@ -367,7 +367,7 @@ async def test_a_verifier_without_the_actual_input_keyword_withholds_later_steps
 ) -> None:
     """A verifier that predates `session_actual_input_base` (it raised TypeError, or reported it as
     bundle_malformed) never lets a later step's action through unverified."""
-    import routequote.surfaces.a2a_agent as agent
+    import routequote.surfaces.a2a_sessions as a2a_sessions
     from routequote.verify import Finding
 
     def old_verifier(bundle: Any, **kw: Any) -> Any:
@@ -380,7 +380,7 @@ async def test_a_verifier_without_the_actual_input_keyword_withholds_later_steps
             return [Finding("bundle_malformed", f"the bundle cannot be read: {message}")]
         return verify_bundle(bundle, **kw)
 
-    monkeypatch.setattr(agent, "verify_bundle", old_verifier)
+    monkeypatch.setattr(a2a_sessions, "verify_bundle", old_verifier)
     caller = Caller(client, MULTI)
     await caller.create()  # step 0 still verifies and is handed off
     mid = lambda q: (int(q["expected_output_base"]) + int(q["minimum_output_base"])) // 2  # noqa: E731
@@ -412,7 +412,7 @@ async def test_second_step_wiring_with_a_stand_in_verifier(
     actual input (the session's funds, cross-checked with the action's workflow) and builds the handoff only
     on a pass. The stand-in runs the real verifier without the quoted summary (whose step-1 input the actual
     input legitimately differs from); the real kwarg is covered by the test above once the verifier has it."""
-    import routequote.surfaces.a2a_agent as agent
+    import routequote.surfaces.a2a_sessions as a2a_sessions
 
     seen: list[int] = []
 
@@ -422,7 +422,7 @@ async def test_second_step_wiring_with_a_stand_in_verifier(
             kw["direct_route_summary"] = None
         return verify_bundle(bundle, **kw)
 
-    monkeypatch.setattr(agent, "verify_bundle", stand_in)
+    monkeypatch.setattr(a2a_sessions, "verify_bundle", stand_in)
     caller = Caller(client, MULTI)
     await caller.create()
     mid = lambda q: (int(q["expected_output_base"]) + int(q["minimum_output_base"])) // 2  # noqa: E731
@@ -452,8 +452,8 @@ async def test_second_step_wiring_with_a_stand_in_verifier(
         {**session["funds"], "amount_base": str(actual - 1)},
         {**session["funds"], "endpoint": "base:ETH"},
     ):
-        with pytest.raises(agent.SafetyBoundaryFailed) as exc:
-            agent.verify_session_action(
+        with pytest.raises(a2a_sessions.SafetyBoundaryFailed) as exc:
+            a2a_sessions.verify_session_action(
                 bundle,
                 {**session, "funds": funds},
                 caller.ctx,

@@ -22,7 +22,7 @@ from routequote.market.snapshot import EmbeddedSnapshot
 from routequote.service import RouteQuoteService, ServiceConfig
 from routequote.storage.quotes import MemoryQuoteStore
 from routequote.surfaces import guidance as g
-from routequote.surfaces.a2a_agent import a2a_safe, narrow_numbers, quote_body, secret_keys
+from routequote.surfaces.a2a_operation import a2a_safe, narrow_numbers, quote_body, secret_keys
 from routequote.surfaces.legacy import legacy_quote, legacy_quote_request, legacy_status
 from routequote.surfaces.mcp_tools import allowed_hosts, build_server, core_tools
 
@@ -256,7 +256,8 @@ async def test_session_tool_defs_annotations() -> None:
 
 
 async def test_a2a_agent_dispatch_and_unexpected_failure() -> None:
-    from routequote.surfaces.a2a_agent import Operation, RouteQuoteAgent
+    from routequote.surfaces.a2a_agent import RouteQuoteAgent
+    from routequote.surfaces.a2a_operation import Operation
 
     async def boom(_: dict[str, Any]) -> dict[str, Any]:
         raise RuntimeError("secret-ish detail that must not leak")
