@@ -12,7 +12,7 @@ from starlette.responses import Response
 
 from routequote.core.manifest import MANIFEST_PATH, PUBLIC_KEY_PATH, SAFETY_PATH
 from routequote.discovery import Discovery
-from routequote.discovery.discovery import (
+from routequote.discovery.instance import (
     ECONOMICS_PATH,
     EVALUATION_PATH,
     EVIDENCE_PATH,
