@@ -58,7 +58,8 @@ def build_market(settings: Settings, clock: Clock | None = None) -> MarketData:
     if settings.market == "embedded":
         return EmbeddedSnapshot(settings.snapshot_path or None)
     if settings.market == "live":
-        from routequote.market.live import LiveMarket, live_config_from_settings
+        from routequote.market.live import LiveMarket
+        from routequote.market.live_config import live_config_from_settings
         from routequote.market.snapshot import load_snapshot_document
 
         return LiveMarket(

@@ -413,7 +413,8 @@ def market_refresh_cmd(
 
     from routequote.clock import SystemClock
     from routequote.config import Settings
-    from routequote.market.live import LiveMarket, live_config_from_settings
+    from routequote.market.live import LiveMarket
+    from routequote.market.live_config import live_config_from_settings
     from routequote.market.refresh import RefreshResult, refresh_snapshot, write_document
     from routequote.market.snapshot import load_snapshot_document
 

@@ -32,9 +32,11 @@ from routequote.core.pricing import price_route
 from routequote.core.routes import ROUTES
 from routequote.errors import UpstreamUnavailable
 from routequote.market.jsonrpc import JsonRpcClient
-from routequote.market.live import LiveConfig, LiveMarket, LiveSource
+from routequote.market.live import LiveMarket
 from routequote.market.live_bridges import ChainlinkSource
+from routequote.market.live_config import LiveConfig
 from routequote.market.live_evm import EvmPoolSpec, UniswapV3PoolsSource, word_of
+from routequote.market.live_source import LiveSource
 from routequote.service import RouteQuoteService, ServiceConfig
 from routequote.storage.quotes import MemoryQuoteStore
 

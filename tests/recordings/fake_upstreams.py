@@ -29,7 +29,7 @@ from eth_abi.abi import decode, encode
 
 from routequote.core.assets import ASSETS, Chain
 from routequote.core.clmm import ClmmPool
-from routequote.market.live import LiveConfig
+from routequote.market.live_config import LiveConfig
 from routequote.market.live_evm import (
     SEL_FEE,
     SEL_LIQUIDITY,

@@ -33,21 +33,15 @@ import contextlib
 import hashlib
 import json
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
 import httpx
 
 from routequote.core.assets import ASSETS, CHAINS, Chain, Token
-from routequote.core.market import (
-    AcrossModel,
-    CctpModel,
-    MarketView,
-    PoolState,
-    market_view_from_dict,
-)
+from routequote.core.market import AcrossModel, CctpModel, MarketView, PoolState, market_view_from_dict
 from routequote.core.routes import ROUTES, Provider
 from routequote.market.jsonrpc import JsonRpcClient, StaleSourceData
 from routequote.market.live_bridges import (
@@ -62,77 +56,14 @@ from routequote.market.live_bridges import (
     OftQuoteSource,
     PythHermesSource,
 )
+from routequote.market.live_config import CHAINLINK_FEEDS, LZ_EID_SOLANA, USDG_OFT_ROBINHOOD, LiveConfig
 from routequote.market.live_evm import EvmPoolSpec, EvmPoolsState, UniswapV3PoolsSource
-from routequote.market.live_solana import (
-    SolanaClmmSource,
-    SolanaPoolSpec,
-    SolanaPoolsState,
-    is_solana_venue,
-)
+from routequote.market.live_solana import SolanaClmmSource, SolanaPoolSpec, SolanaPoolsState, is_solana_venue
+from routequote.market.live_source import LiveSource
 from routequote.market.snapshot import load_snapshot_document
 from routequote.market.synthetic import POOLS
 from routequote.market.upstream import classified, failure_kind, log_failure
 from routequote.ports import Clock, SourceHealth
-
-MAX_TIMEOUT_SECONDS = 1.5
-
-CHAINLINK_FEEDS: dict[Chain, dict[Token, str]] = {
-    Chain.BASE: {
-        Token.ETH: "0x71041dddad3595F9CEd3DcCFBe3D1F4b0a16Bb70",
-        Token.USDC: "0x7e860098F58bBFC8648a4311b374B1D669a2bc6B",
-    },
-    Chain.ROBINHOOD: {Token.USDG: "0x61B7e5650328764B076A108EFF5fa7282a1B9aD2"},
-}
-USDG_OFT_ROBINHOOD = "0x0d54755f5106BfdB43f7a35f5D49a23F940628d1"
-LZ_EID_SOLANA = 30168
-
-
-@dataclass(frozen=True)
-class LiveConfig:
-    rpc_urls: dict[Chain, str] = field(default_factory=dict)
-    iris_url: str = "https://iris-api.circle.com"
-    across_url: str = "https://app.across.to/api"
-    hermes_url: str = "https://hermes.pyth.network"
-    solana_pools: dict[str, str] = field(default_factory=dict)  # pool id -> pool account
-    evm_pool_addresses: dict[str, str] = field(default_factory=dict)  # pool id -> address override
-    timeout_seconds: float = 1.5
-    cache_ttl_seconds: float = 2.0
-    pool_max_age_seconds: float = 120.0
-    fee_max_age_seconds: float = 600.0
-    price_max_age_seconds: float = 90_000.0  # Chainlink stablecoin feeds heartbeat once a day
-    failure_threshold: int = 3
-    cooldown_seconds: float = 15.0
-    fallback: str = "none"  # "none" | "embedded"
-    across_amount_base: int = 500_000_000  # a USD 500 reference deposit (USDC, 6 decimals)
-
-    def __post_init__(self) -> None:
-        if not 0 < self.timeout_seconds <= MAX_TIMEOUT_SECONDS:
-            raise ValueError(f"timeout_seconds must be in (0, {MAX_TIMEOUT_SECONDS}]")
-        if self.fallback not in ("none", "embedded"):
-            raise ValueError("fallback must be 'none' or 'embedded'")
-
-
-@dataclass
-class LiveSource:
-    """One upstream: what it feeds, how to read it, and its breaker / cache state."""
-
-    name: str
-    components: tuple[str, ...]
-    fetch: Callable[[], Awaitable[Any]]
-    max_age_seconds: float
-    # state
-    reading: Any = None
-    key: int | None = None
-    as_of_unix: float | None = None
-    fetched_at: float = -1e18  # monotonic time of the last successful read
-    next_attempt: float = -1e18  # monotonic time before which no upstream call is made
-    failures: int = 0
-    error: str | None = None
-    error_kind: str | None = None
-    checked_at: str | None = None
-    attempts: int = 0
-    last_latency_ms: float | None = None
-    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
 
 def _iso(ts: float) -> str:
@@ -605,31 +536,3 @@ class _Failure(Exception):
         super().__init__(message)
         self.kind = kind
         self.message = message
-
-
-def live_config_from_settings(settings: Any) -> LiveConfig:
-    """LiveConfig from `routequote.config.Settings` (ROUTEQUOTE_RPC_URL_*, ROUTEQUOTE_MARKET_*, ...)."""
-    rpc = {
-        Chain.SOLANA: settings.rpc_url_solana,
-        Chain.BASE: settings.rpc_url_base,
-        Chain.ARBITRUM: settings.rpc_url_arbitrum,
-        Chain.ROBINHOOD: settings.rpc_url_robinhood,
-    }
-    pools: dict[str, str] = {}
-    for item in filter(None, (x.strip() for x in settings.live_solana_pools.split(","))):
-        pool_id, sep, address = item.partition("=")
-        if not sep or not address.strip():
-            raise ValueError(f"ROUTEQUOTE_LIVE_SOLANA_POOLS: {item!r} is not pool_id=ADDRESS")
-        pools[pool_id.strip()] = address.strip()
-    return LiveConfig(
-        rpc_urls={c: u for c, u in rpc.items() if u},
-        iris_url=settings.iris_url,
-        across_url=settings.across_url,
-        hermes_url=settings.hermes_url,
-        solana_pools=pools,
-        timeout_seconds=settings.market_timeout_seconds,
-        cache_ttl_seconds=settings.market_cache_ttl_seconds,
-        failure_threshold=settings.market_failure_threshold,
-        cooldown_seconds=settings.market_cooldown_seconds,
-        fallback=settings.market_fallback,
-    )
