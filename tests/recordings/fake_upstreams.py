@@ -247,3 +247,26 @@ class FakeUpstreams:
 
 class _Revert(Exception):
     pass
+
+
+class WaveCountingUpstreams(FakeUpstreams):
+    """The same upstreams, each answer held `delay_seconds`, and every request numbered by its wave: a request
+    is in wave n+1 when the latest wave that had finished (some answer of it was back) before it was sent is n.
+    Requests sent together are one wave; a request that needed an earlier answer is a later one."""
+
+    def __init__(self, clock: Any, delay_seconds: float = 0.05) -> None:
+        super().__init__(clock)
+        self.delay_seconds = delay_seconds
+        self.waves = 0
+        self.requests_by_wave: Counter[int] = Counter()
+        self._finished = 0
+
+    async def handler(self, request: httpx.Request) -> httpx.Response:
+        wave = self._finished + 1
+        self.waves = max(self.waves, wave)
+        self.requests_by_wave[wave] += 1
+        try:
+            await asyncio.sleep(self.delay_seconds)
+            return await super().handler(request)
+        finally:
+            self._finished = max(self._finished, wave)
