@@ -21,8 +21,8 @@ from routequote.contract.v2 import QuoteRequest
 from routequote.discovery import Discovery, load_signing_key
 from routequote.logging import configure_logging
 from routequote.market.snapshot import EmbeddedSnapshot
-from routequote.metrics import Metrics, MetricsMiddleware
-from routequote.observability import RequestContextMiddleware, setup_tracing
+from routequote.metrics import Metrics
+from routequote.observability import setup_tracing
 from routequote.ports import Clock, IdempotencyStore, IdFactory, MarketData, QuoteStore, SessionStore
 from routequote.prepare import PrepareService
 from routequote.ratelimit import RateLimiter
@@ -34,8 +34,9 @@ from routequote.surfaces.a2a_agent import mount_a2a
 from routequote.surfaces.errors import json_response
 from routequote.surfaces.health import Probes
 from routequote.surfaces.health import router as health_router
-from routequote.surfaces.input_guard import InputGuard, TransportLimits
+from routequote.surfaces.input_guard import TransportLimits
 from routequote.surfaces.mcp_tools import mount_mcp
+from routequote.surfaces.request_stack import RequestStack
 
 OPENAPI_VERSION = "2.0.0-quote-only"
 SERVICE_SAFETY = {
@@ -228,9 +229,10 @@ def create_app(
         idempotency=stores.idempotency,
         sessions=sessions.store,
         probes=probes,
+        tracing=tracing,
     )
     metrics.count_rate_limits(limiter)
-    metrics.time_quotes(service, tracing)
+    service.quote_hooks.append(metrics.observe_quote)
     sessions.on_transition = metrics.on_transition
     hooks.append(lambda: _closing(probes.aclose))
     if tracing is not None:
@@ -238,13 +240,10 @@ def create_app(
     app.state.metrics = metrics
     app.state.probes = probes
     app.state.tracing = tracing
+    # one ASGI layer: request id, transport guard and metrics in one pass, with one send wrapper
     app.add_middleware(
-        InputGuard, limits=TransportLimits.from_settings(settings)
-    )  # inside metrics: 499s counted
-    app.add_middleware(MetricsMiddleware, metrics=metrics)
-    app.add_middleware(
-        RequestContextMiddleware, tracing=tracing
-    )  # outermost: every line and answer has the id
+        RequestStack, metrics=metrics, limits=TransportLimits.from_settings(settings), tracing=tracing
+    )
     app.add_route("/metrics", metrics.endpoint, methods=["GET"], include_in_schema=False)
     app.include_router(health_router(probes))  # /livez, /readyz: not rate limited, not in the OpenAPI
     app.include_router(rest_v2.router(service, limiter))

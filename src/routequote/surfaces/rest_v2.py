@@ -10,13 +10,14 @@ from starlette.responses import Response
 from routequote.contract.v2 import CapabilitiesResponse, ErrorResponse, QuoteResponse, StatusResponse
 from routequote.ratelimit import RateLimiter
 from routequote.service import RouteQuoteService
+from routequote.surfaces.direct_route import DirectRoute
 from routequote.surfaces.http import answer, read_json_body
 
 _ERR = {"model": ErrorResponse}
 
 
 def router(service: RouteQuoteService, limiter: RateLimiter) -> APIRouter:
-    api = APIRouter(prefix="/v2")
+    api = APIRouter(prefix="/v2", route_class=DirectRoute)  # every endpoint: (request) -> Response
 
     @api.get(
         "/capabilities",
