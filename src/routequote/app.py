@@ -76,15 +76,23 @@ class Stores:
 
 
 def build_stores(settings: Settings) -> Stores:
-    if settings.quote_store == "memory":
+    kind = settings.resolved_quote_store()
+    if kind == "memory":
         return Stores(MemoryQuoteStore(), MemoryIdempotencyStore())
-    if settings.quote_store == "redis":
+    if kind == "sqlite":
+        from routequote.storage.sqlite_quotes import SqliteIdempotencyStore, SqliteQuoteStore
+
+        quotes = SqliteQuoteStore(settings.resolved_quote_store_path())
+        return Stores(quotes, SqliteIdempotencyStore(quotes))
+    if kind == "redis":
         if not settings.redis_url:
             raise ValueError("ROUTEQUOTE_QUOTE_STORE=redis needs ROUTEQUOTE_REDIS_URL")
         from routequote.storage.redis_store import RedisIdempotencyStore, RedisQuoteStore
 
         return Stores(RedisQuoteStore(settings.redis_url), RedisIdempotencyStore(settings.redis_url))
-    raise ValueError(f"unknown ROUTEQUOTE_QUOTE_STORE {settings.quote_store!r} (memory or redis)")
+    raise ValueError(
+        f"unknown ROUTEQUOTE_QUOTE_STORE {settings.quote_store!r} (auto, memory, sqlite or redis)"
+    )
 
 
 def build_sessions(
