@@ -1,7 +1,8 @@
 """Redis adapters for the quote and idempotency stores: shared by every worker and instance.
 
 With them, a prepare may land on another worker than its quote, and an idempotency key is honoured
-across workers. Records are JSON with Redis' own expiry (PX), so an expired quote is simply absent
+across workers. Each store speaks over one multiplexed connection (`redis_wire`): one round trip per issued
+quote, one per lookup. Records are JSON with Redis' own expiry (PX), so an expired quote is simply absent
 and binding fails closed, as in memory. An issued quote is stored as its exact payload plus the
 integer per-step amounts it was priced with; loading rebuilds the same domain objects.
 """
@@ -11,26 +12,18 @@ from __future__ import annotations
 from typing import Any
 
 import orjson
-import redis.asyncio as aioredis
-from redis.exceptions import RedisError
 
 from routequote.errors import DependencyUnavailable
 from routequote.ports import IssuedQuote
 from routequote.storage.quote_records import issued_from_record, issued_to_record
+from routequote.storage.redis_wire import RedisReplyError, RedisUnavailable, RedisWire
 
 
 class _RedisClient:
     def __init__(self, url: str, prefix: str) -> None:
         self.url = url
         self.prefix = prefix
-        self._client: aioredis.Redis | None = None
-
-    @property
-    def client(self) -> aioredis.Redis:
-        # created on first use, inside the event loop that serves this app
-        if self._client is None:
-            self._client = aioredis.Redis.from_url(self.url, socket_timeout=1.0, socket_connect_timeout=1.0)
-        return self._client
+        self.wire = RedisWire(url, timeout_seconds=1.0)  # connects on first use, in the serving event loop
 
     def unavailable(self, exc: Exception) -> DependencyUnavailable:
         """Redis is away: 503 quote_store_unavailable (fails closed, never a 500; the reason names no URL)."""
@@ -39,9 +32,7 @@ class _RedisClient:
         )
 
     async def aclose(self) -> None:
-        if self._client is not None:
-            await self._client.aclose()
-            self._client = None
+        await self.wire.aclose()
 
 
 class RedisQuoteStore(_RedisClient):
@@ -51,22 +42,22 @@ class RedisQuoteStore(_RedisClient):
         super().__init__(url, prefix)
 
     async def put(self, issued: IssuedQuote) -> None:
+        """One round trip: SET with Redis' own expiry."""
         ttl_ms = int(issued.payload["ttl_seconds"]) * 1000
+        record = orjson.dumps(issued_to_record(issued))
         try:
-            await self.client.set(
-                self.prefix + issued.payload["quote_id"], orjson.dumps(issued_to_record(issued)), px=ttl_ms
-            )
-        except (RedisError, OSError) as exc:
+            await self.wire.command(b"SET", self.prefix + issued.payload["quote_id"], record, b"PX", ttl_ms)
+        except (RedisUnavailable, RedisReplyError) as exc:
             raise self.unavailable(exc) from exc
 
     async def get(self, quote_id: str, now_monotonic: float) -> IssuedQuote | None:
+        """One round trip: GET and PTTL written together."""
         key = self.prefix + quote_id
         try:
-            async with self.client.pipeline(transaction=False) as pipe:
-                raw, pttl = await pipe.get(key).pttl(key).execute()
-        except (RedisError, OSError) as exc:
+            raw, pttl = await self.wire.commands((b"GET", key), (b"PTTL", key))
+        except (RedisUnavailable, RedisReplyError) as exc:
             raise self.unavailable(exc) from exc
-        if raw is None or pttl is None or pttl <= 0:
+        if not isinstance(raw, bytes) or not isinstance(pttl, int) or pttl <= 0:
             return None
         return issued_from_record(orjson.loads(raw), now_monotonic + pttl / 1000)
 
@@ -80,10 +71,10 @@ class RedisIdempotencyStore(_RedisClient):
 
     async def get(self, key: str, now_monotonic: float) -> tuple[str, dict[str, Any]] | None:
         try:
-            raw = await self.client.get(self.prefix + key)
-        except (RedisError, OSError) as exc:
+            raw = await self.wire.command(b"GET", self.prefix + key)
+        except (RedisUnavailable, RedisReplyError) as exc:
             raise self.unavailable(exc) from exc
-        if raw is None:
+        if not isinstance(raw, bytes):
             return None
         record = orjson.loads(raw)
         return record["request_sha256"], record["response"]
@@ -98,9 +89,10 @@ class RedisIdempotencyStore(_RedisClient):
     ) -> None:
         # NX: when two workers race on one key, the first answer stays the answer
         body = orjson.dumps({"request_sha256": request_sha256, "response": response})
+        px = max(1, int(ttl_seconds * 1000))
         try:
-            await self.client.set(self.prefix + key, body, px=max(1, int(ttl_seconds * 1000)), nx=True)
-        except (RedisError, OSError) as exc:
+            await self.wire.command(b"SET", self.prefix + key, body, b"PX", px, b"NX")
+        except (RedisUnavailable, RedisReplyError) as exc:
             raise self.unavailable(exc) from exc
 
     def retained(self) -> int | None:
