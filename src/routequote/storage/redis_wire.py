@@ -21,7 +21,7 @@ from typing import Any
 
 from redis.asyncio.connection import SSLConnection, UnixDomainSocketConnection, parse_url
 
-Reply = bytes | int | None | list[Any]
+Reply = bytes | int | None | list[Any]  # an error reply is handed to its waiter as a RedisReplyError value
 
 
 class RedisUnavailable(ConnectionError):
@@ -42,11 +42,11 @@ def pack(args: tuple[bytes | str | int, ...]) -> bytes:
 
 class RedisWire:
     def __init__(self, url: str, timeout_seconds: float = 1.0) -> None:
-        self.options: dict[str, Any] = parse_url(url)
+        self.options: dict[str, Any] = dict(parse_url(url))
         self.timeout = timeout_seconds
         self._writer: asyncio.StreamWriter | None = None
         self._reader_task: asyncio.Task[None] | None = None
-        self._waiting: collections.deque[tuple[asyncio.Future[Reply], float]] = collections.deque()
+        self._waiting: collections.deque[tuple[asyncio.Future[Any], float]] = collections.deque()
         self._connecting: asyncio.Future[None] | None = None
         self._watchdog: asyncio.TimerHandle | None = None
 
@@ -59,7 +59,7 @@ class RedisWire:
         writer = self._writer if self._writer is not None else await self._connect()
         loop = asyncio.get_running_loop()
         now = loop.time()
-        futures = [loop.create_future() for _ in commands]
+        futures: list[asyncio.Future[Any]] = [loop.create_future() for _ in commands]
         writer.write(b"".join(pack(c) for c in commands))
         self._waiting.extend((f, now) for f in futures)
         if self._watchdog is None:
