@@ -18,6 +18,10 @@ Needs `wrk` on PATH (Debian: `apt-get install -y wrk`; this script installs noth
 127.0.0.1:6379 for row 3 (skipped otherwise). Every server is a real `routequote serve` subprocess with its
 own temporary SQLite session database.
 
+Next to each req/s ratio A/B: the server's CPU time per request of B over that of A (from /proc, every process
+of each server), i.e. the ratio A/B would have on a machine with CPU to spare. It varies far less than req/s
+when other work shares the machine.
+
 Run: .venv/bin/python bench/http_bench.py [--seconds 4] [--rounds 3] [--connections 16]
 """
 
@@ -144,9 +148,34 @@ def wait_ready(served: Served, path: str, workers: int) -> None:
 class Sample:
     rps: float
     p99_ms: float
+    cpu_us: float  # the server's CPU time (user + system, all its processes) per request
 
 
-def wrk(url: str, seconds: float, connections: int, script: str | None = None) -> Sample:
+def tree(pid: int) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            with contextlib.suppress(OSError):
+                stat = Path(f"/proc/{entry}/stat").read_text()
+                children.setdefault(int(stat.rsplit(")", 1)[1].split()[1]), []).append(int(entry))
+    out, todo = [pid], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            out.append(child)
+            todo.append(child)
+    return out
+
+
+def cpu_seconds(pid: int) -> float:
+    ticks = 0
+    for p in tree(pid):
+        with contextlib.suppress(OSError):
+            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+            ticks += int(fields[11]) + int(fields[12])  # utime, stime
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def wrk(served: Served, path: str, seconds: float, connections: int, script: str | None = None) -> Sample:
     cmd = [
         "wrk",
         "-t1",
@@ -155,14 +184,19 @@ def wrk(url: str, seconds: float, connections: int, script: str | None = None) -
         "--latency",
         *(["-s", script] if script else []),
     ]
+    url = served.url + path
+    cpu0 = cpu_seconds(served.process.pid)
     out = subprocess.run([*cmd, url], capture_output=True, text=True, check=True).stdout
+    cpu = cpu_seconds(served.process.pid) - cpu0
     non2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
     if non2xx:
         raise SystemExit(f"wrk saw {non2xx.group(1)} non-2xx answers from {url}")
     rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))  # type: ignore[union-attr]
     m = re.search(r"^\s+99%\s+([\d.]+)(us|ms|s)\b", out, re.M)
     scale = {"us": 1e-3, "ms": 1.0, "s": 1e3}
-    return Sample(rps, float(m.group(1)) * scale[m.group(2)] if m else float("nan"))
+    n = re.search(r"(\d+) requests in", out)
+    per = cpu / int(n.group(1)) * 1e6 if n and int(n.group(1)) else float("nan")
+    return Sample(rps, float(m.group(1)) * scale[m.group(2)] if m else float("nan"), per)
 
 
 @contextlib.contextmanager
@@ -188,15 +222,20 @@ class Row:
     ratios: list[float]
     detail: str
     target: str
+    cpu: str = "-"  # per-request server CPU of B / of A: what A's req/s ratio would be with the CPU to itself
 
     def line(self) -> str:
         if not self.ratios:
-            return f"| {self.measure} | - | - | {self.detail} | {self.target} |"
+            return f"| {self.measure} | - | - | {self.cpu} | {self.detail} | {self.target} |"
         med = statistics.median(self.ratios)
         return (
-            f"| {self.measure} | {med:.3f} | {min(self.ratios):.3f}..{max(self.ratios):.3f} | {self.detail} "
-            f"| {self.target} |"
+            f"| {self.measure} | {med:.3f} | {min(self.ratios):.3f}..{max(self.ratios):.3f} | {self.cpu} "
+            f"| {self.detail} | {self.target} |"
         )
+
+
+def cpu_ratio(a: list[Sample], b: list[Sample]) -> str:
+    return f"{statistics.median(y.cpu_us / x.cpu_us for x, y in zip(a, b, strict=True)):.3f}"
 
 
 def paired(
@@ -218,7 +257,8 @@ def paired(
 def med(samples: list[Sample]) -> str:
     return (
         f"{statistics.median(s.rps for s in samples):,.0f} req/s p99 "
-        f"{statistics.median(s.p99_ms for s in samples):.1f} ms"
+        f"{statistics.median(s.p99_ms for s in samples):.1f} ms, "
+        f"{statistics.median(s.cpu_us for s in samples):.0f} us CPU/req"
     )
 
 
@@ -326,25 +366,28 @@ def main() -> None:  # noqa: C901 - one flat script, row by row
     notes: list[str] = []
     with tempfile.TemporaryDirectory(prefix="routequote-bench-") as tmp, quote_script() as lua:
         with routequote("one", 1, tmp) as one, bare_app() as bare:
-            for u in (one.url + "/v2/status", one.url + "/livez", bare.url + "/"):
-                wrk(u, 1, c)  # warm-up
-            wrk(one.url, 1, c, lua)
-            ratios, q, st = paired(
-                lambda: wrk(one.url, s, c, lua), lambda: wrk(one.url + "/v2/status", s, c), r
-            )
+            for srv, path in ((one, "/v2/status"), (one, "/livez"), (bare, "/")):
+                wrk(srv, path, 1, c)  # warm-up
+            wrk(one, "", 1, c, lua)
+            ratios, q, st = paired(lambda: wrk(one, "", s, c, lua), lambda: wrk(one, "/v2/status", s, c), r)
             rows.append(
                 Row(
                     "POST /v2/quote / GET /v2/status, 1 worker, 4 rotating routes",
                     ratios,
                     f"quote {med(q)}; status {med(st)}",
                     ">= 0.8",
+                    cpu_ratio(q, st),
                 )
             )
-            ratios, lz, ba = paired(
-                lambda: wrk(one.url + "/livez", s, c), lambda: wrk(bare.url + "/", s, c), r
-            )
+            ratios, lz, ba = paired(lambda: wrk(one, "/livez", s, c), lambda: wrk(bare, "/", s, c), r)
             rows.append(
-                Row("GET /livez / bare FastAPI hello", ratios, f"livez {med(lz)}; bare {med(ba)}", ">= 0.85")
+                Row(
+                    "GET /livez / bare FastAPI hello",
+                    ratios,
+                    f"livez {med(lz)}; bare {med(ba)}",
+                    ">= 0.85",
+                    cpu_ratio(lz, ba),
+                )
             )
         with routequote("one", 1, tmp) as one, routequote("two", 2, tmp) as two:
             good, statuses = asyncio.run(prepared_across_workers(two.url))
@@ -356,17 +399,17 @@ def main() -> None:  # noqa: C901 - one flat script, row by row
                     "40 of 40",
                 )
             )
-            wrk(two.url, 1, c, lua)
-            wrk(one.url, 1, c, lua)
-            ratios, w2, w1 = paired(lambda: wrk(two.url, s, c, lua), lambda: wrk(one.url, s, c, lua), r)
+            wrk(two, "", 1, c, lua)
+            wrk(one, "", 1, c, lua)
+            ratios, w2, w1 = paired(lambda: wrk(two, "", s, c, lua), lambda: wrk(one, "", s, c, lua), r)
             rows.append(
                 Row("quotes, 2 workers / 1 worker, defaults", ratios, f"2w {med(w2)}; 1w {med(w1)}", ">= 1.7")
             )
             if redis_up():
                 with routequote("redis", 2, tmp, quote_store="redis", redis_url=REDIS_URL) as red:
-                    wrk(red.url, 1, c, lua)
+                    wrk(red, "", 1, c, lua)
                     ratios, rd, df = paired(
-                        lambda: wrk(red.url, s, c, lua), lambda: wrk(two.url, s, c, lua), r
+                        lambda: wrk(red, "", s, c, lua), lambda: wrk(two, "", s, c, lua), r
                     )
                     rows.append(
                         Row(
@@ -374,6 +417,7 @@ def main() -> None:  # noqa: C901 - one flat script, row by row
                             ratios,
                             f"redis {med(rd)}; defaults {med(df)}",
                             ">= 0.9, same p99 class",
+                            cpu_ratio(rd, df),
                         )
                     )
             else:
@@ -415,8 +459,8 @@ def main() -> None:  # noqa: C901 - one flat script, row by row
         f"{os.cpu_count()} cores, python {platform.python_version()}, uvicorn {uvicorn.__version__} (httptools), "
         f"wrk -t1 -c{c} -d{s:g}s, {r} interleaved rounds per pair, rate limits off, log level warning"
     )
-    print("| measure | median | range | detail (medians) | target |")
-    print("|---|---|---|---|---|")
+    print("| measure | median | range | CPU/req B/A | detail (medians) | target |")
+    print("|---|---|---|---|---|---|")
     for row in rows:
         print(row.line())
     for note in notes:

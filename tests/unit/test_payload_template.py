@@ -136,3 +136,19 @@ def test_the_hash_of_a_copied_payload_is_the_same() -> None:
         quote_mod._payload_sha256(issued.body, clone)
         == issued.payload["continuation_v3"]["quote_payload_sha256"]
     )
+
+
+async def test_the_quote_json_with_shared_parts_is_byte_equal_to_a_plain_dump() -> None:
+    import orjson
+
+    from routequote.core.quote import payload_json
+    from routequote.core.routes import ROUTES
+
+    svc = service()
+    for key in ROUTES:
+        (fc, ft), (tc, tt) = (side.split(":") for side in key.split("->"))
+        for usd in (1, 1000):
+            body = {"from_chain": fc, "from_token": ft, "to_chain": tc, "to_token": tt, "amount_usd": usd}
+            for _ in range(2):  # the second quote of a body reuses its serialised parts
+                issued = await svc.quote(parse_quote_request(body))
+                assert payload_json(issued.body, issued.payload) == orjson.dumps(issued.payload)

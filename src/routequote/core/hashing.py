@@ -167,9 +167,15 @@ def strictly_equal(a: Any, b: Any) -> bool:
     if t is not type(b):
         return False
     if t is dict:
-        return a.keys() == b.keys() and all(strictly_equal(v, b[k]) for k, v in a.items())
+        if a.keys() != b.keys():
+            return False
+        for k, v in a.items():
+            w = b[k]
+            if v is not w and not strictly_equal(v, w):
+                return False
+        return True
     if t is list or t is tuple:
-        return len(a) == len(b) and all(strictly_equal(x, y) for x, y in zip(a, b, strict=True))
+        return len(a) == len(b) and all(v is w or strictly_equal(v, w) for v, w in zip(a, b, strict=True))
     if t is float:
         return bool(a == b and math.copysign(1.0, a) == math.copysign(1.0, b))
     if t is Hole:

@@ -13,6 +13,8 @@ from datetime import datetime, timedelta
 from fractions import Fraction
 from typing import Any
 
+import orjson
+
 from routequote.core.assets import CHAINS, Asset, Chain, Token
 from routequote.core.hashing import (
     CANONICAL_JSON_SPEC,
@@ -300,6 +302,10 @@ class QuoteBody:
     _payload_template: list[tuple[dict[str, Any], CanonicalTemplate]] = field(
         default_factory=list, compare=False, repr=False
     )
+    # JSON of the dict parts above, made on first use: identity -> (the part, its orjson bytes)
+    _json_parts: dict[int, tuple[Any, orjson.Fragment]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
 
 
 def quote_body(intent: QuoteIntent, pricing: RoutePricing, view: MarketView) -> QuoteBody:
@@ -488,6 +494,22 @@ def _payload_sha256(body: QuoteBody, quote: dict[str, Any]) -> str:
         kept = copy.deepcopy(skeleton, shared)
         cached[:] = [(kept, CanonicalTemplate.of(substituted_payload(kept)))]
     return cached[0][1].sha256(values)
+
+
+def payload_json(body: QuoteBody, payload: dict[str, Any]) -> bytes:
+    """The JSON of an issued payload (as `orjson.dumps(payload)`), with the parts every quote of `body` shares
+    serialised once."""
+    parts = body._json_parts
+    if not parts:
+        for name in QuoteBody.__dataclass_fields__:
+            part = getattr(body, name)
+            if type(part) is dict and not name.startswith("_"):
+                parts[id(part)] = (part, orjson.Fragment(orjson.dumps(part)))
+    out: dict[str, Any] = {}
+    for key, value in payload.items():
+        known = parts.get(id(value))
+        out[key] = known[1] if known is not None and known[0] is value else value
+    return orjson.dumps(out)
 
 
 def fingerprint_claim(quote: dict[str, Any], continuation: dict[str, Any]) -> dict[str, Any]:

@@ -29,6 +29,7 @@ from routequote.errors import InvalidRequest
 from routequote.input_rules import loads_strict
 from routequote.observability import new_request_id, request_id_var, sane_request_id
 from routequote.surfaces import input_guard
+from routequote.surfaces.http import BODY_READ
 from routequote.surfaces.http import _is_json as is_json_media
 from routequote.surfaces.input_guard import (
     _KEPT_HEADERS,
@@ -50,7 +51,7 @@ from routequote.surfaces.input_guard import (
 
 if TYPE_CHECKING:
     from routequote.metrics import Metrics
-    from routequote.surfaces.http import _is_json as is_json_media
+    from routequote.surfaces.http import BODY_READ
 from routequote.observability import Tracing
 
 
@@ -210,6 +211,7 @@ class RequestStack:
                 except InvalidRequest as exc:
                     await _refuse(out, jsonrpc, 400, exc.reason_class, exc.message)
                     return
+            scope[BODY_READ] = body  # the surfaces' JSON reader takes it from here
             receive = _replay(body, receive)
         try:
             await self.app(scope, receive, reply)
