@@ -28,7 +28,10 @@ def worker(store: SqliteQuoteStore, ttl: int = 60) -> RouteQuoteService:
 
 
 async def test_a_quote_issued_by_one_worker_is_found_by_the_other(tmp_path: Path) -> None:
-    a, b = SqliteQuoteStore(str(tmp_path / "q.sqlite3")), SqliteQuoteStore(str(tmp_path / "q.sqlite3"))
+    a, b = (
+        SqliteQuoteStore(str(tmp_path / "q.sqlite3"), "a"),
+        SqliteQuoteStore(str(tmp_path / "q.sqlite3"), "b"),
+    )
     try:
         issuer, other = worker(a), worker(b)
         issued = await asyncio.gather(*(issuer.quote(parse_quote_request(INTENT)) for _ in range(50)))
@@ -44,7 +47,10 @@ async def test_a_quote_issued_by_one_worker_is_found_by_the_other(tmp_path: Path
 
 
 async def test_an_expired_quote_is_absent(tmp_path: Path) -> None:
-    a, b = SqliteQuoteStore(str(tmp_path / "q.sqlite3")), SqliteQuoteStore(str(tmp_path / "q.sqlite3"))
+    a, b = (
+        SqliteQuoteStore(str(tmp_path / "q.sqlite3"), "a"),
+        SqliteQuoteStore(str(tmp_path / "q.sqlite3"), "b"),
+    )
     try:
         issued = await worker(a, ttl=1).quote(parse_quote_request(INTENT))
         assert await worker(b).issued_quote(issued.payload["quote_id"]) is not None
@@ -56,7 +62,10 @@ async def test_an_expired_quote_is_absent(tmp_path: Path) -> None:
 
 
 async def test_the_first_idempotent_answer_stays_on_every_worker(tmp_path: Path) -> None:
-    a, b = SqliteQuoteStore(str(tmp_path / "q.sqlite3")), SqliteQuoteStore(str(tmp_path / "q.sqlite3"))
+    a, b = (
+        SqliteQuoteStore(str(tmp_path / "q.sqlite3"), "a"),
+        SqliteQuoteStore(str(tmp_path / "q.sqlite3"), "b"),
+    )
     ia, ib = SqliteIdempotencyStore(a), SqliteIdempotencyStore(b)
     try:
         await ia.put("key-00000001", "sha-a", {"answer": "a"}, 60, 0.0)
@@ -81,3 +90,26 @@ def test_auto_is_memory_with_one_worker_and_the_shared_file_with_more() -> None:
         Settings(database_url="postgresql://h/db").resolved_quote_store_path()
         == "var/routequote-quotes.sqlite3"
     )
+
+
+async def test_each_worker_writes_its_own_file_and_removes_it_at_shutdown(tmp_path: Path) -> None:
+    path = str(tmp_path / "q.sqlite3")
+    a, b = SqliteQuoteStore(path, "a"), SqliteQuoteStore(path, "b")
+    issued = await worker(a).quote(parse_quote_request(INTENT))
+    await worker(b).quote(parse_quote_request(INTENT))
+    assert (tmp_path / "q.sqlite3.a").exists() and (tmp_path / "q.sqlite3.b").exists()
+    await a.aclose()
+    assert not (tmp_path / "q.sqlite3.a").exists()  # its quotes ended with it: they fail closed
+    assert await worker(b).issued_quote(issued.payload["quote_id"]) is None
+    await b.aclose()
+
+
+async def test_the_file_of_a_worker_that_is_gone_is_removed_at_start(tmp_path: Path) -> None:
+    dead = tmp_path / "q.sqlite3.999999999"  # beyond any pid this kernel hands out
+    dead.write_bytes(b"")
+    store = SqliteQuoteStore(str(tmp_path / "q.sqlite3"))
+    try:
+        await worker(store).quote(parse_quote_request(INTENT))
+        assert not dead.exists()
+    finally:
+        await store.aclose()
