@@ -33,7 +33,7 @@ import orjson
 from routequote.errors import DependencyUnavailable
 from routequote.ports import IssuedQuote
 from routequote.storage.quote_records import issued_from_record, issued_to_record
-from routequote.storage.quotes import MemoryQuoteStore
+from routequote.storage.quotes import MAX_RECORDS, MemoryQuoteStore
 
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS issued_quotes (quote_id TEXT PRIMARY KEY, expires_unix REAL NOT NULL, "
@@ -47,8 +47,6 @@ PURGE_EVERY_SECONDS = 10.0
 def _open(path: str) -> sqlite3.Connection:
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     db = sqlite3.connect(path, timeout=10.0, isolation_level=None, check_same_thread=False)
-    # large pages: a group of quotes (about 8 KiB each) is a few page writes, not dozens
-    db.execute("PRAGMA page_size=65536")
     db.execute("PRAGMA journal_mode=WAL")
     db.execute("PRAGMA synchronous=OFF")
     for statement in _SCHEMA:
@@ -176,7 +174,7 @@ class SqliteQuoteStore:
         if group is None:
             loop = asyncio.get_running_loop()
             group = self._group = loop.create_future()
-            loop.call_soon(self._write_group)  # after every quote issued in this turn of the loop
+            loop.call_soon(self._write_group)  # one commit for every quote issued in this turn of the loop
         await asyncio.shield(group)
         await self.local.put(issued)
 
@@ -190,6 +188,11 @@ class SqliteQuoteStore:
             with db:
                 db.execute("BEGIN")
                 db.executemany("INSERT OR REPLACE INTO issued_quotes VALUES (?, ?, ?)", rows)
+                # the newest MAX_RECORDS per worker, as in memory (and as capabilities publish)
+                db.execute(
+                    "DELETE FROM issued_quotes WHERE rowid <= (SELECT MAX(rowid) FROM issued_quotes) - ?",
+                    (MAX_RECORDS,),
+                )
                 if now - self._purged_at >= PURGE_EVERY_SECONDS:
                     self._purged_at = now
                     db.execute("DELETE FROM issued_quotes WHERE expires_unix <= ?", (now,))
