@@ -41,11 +41,11 @@ from routequote.core.routes import ROUTES
 from routequote.discovery.address_book import contracts
 from routequote.discovery.economics import route_economics
 from routequote.discovery.keys import SigningKey
+from routequote.input_rules import MAX_BODY_BYTES
 from routequote.ports import Clock
 from routequote.prepare import IDEMPOTENCY_TTL_SECONDS
 from routequote.service import RouteQuoteService
 from routequote.storage.quotes import MAX_RECORDS
-from routequote.surfaces.http import MAX_BODY_BYTES
 
 STORE_PLACES = {"memory": "process memory", "sqlite": "a file its workers share"}
 
@@ -355,6 +355,19 @@ class Discovery:
                 {
                     "id": "market_data_modelled",
                     "text": f"quotes are priced from the embedded market snapshot of {view.as_of}, not live data",
+                }
+            )
+        modelled = sorted(
+            pid for pid, p in view.pools.items() if p.state_source == "embedded_snapshot" and p.accounts
+        )
+        if modelled:
+            out.append(
+                {
+                    "id": "solana_swaps_from_modelled_pool_state",
+                    "text": "Solana swaps on "
+                    + ", ".join(modelled)
+                    + " are built from the embedded snapshot's modelled pool state: their tick arrays may not "
+                    "match mainnet, so the swap may fail; it never pays below its minimum output",
                 }
             )
         unpinned = sorted(pid for pid, p in view.pools.items() if not p.address)

@@ -17,8 +17,9 @@ v1 request body (also the MCP `service_quote` arguments): `{"amount_usd": <integ
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
+from routequote.core.field_rules import require_object
 from routequote.core.intent import MAX_AMOUNT_USD, MIN_AMOUNT_USD, parse_amount_usd
 from routequote.core.quote import RELEASE_STATUS, SERVER_FLAGS
 from routequote.core.routes import ROUTES
@@ -29,15 +30,14 @@ from routequote.service import RouteQuoteService
 LEGACY_API_VERSION = "routequote-legacy-v1"
 LEGACY_SOURCE = "solana:SOL"
 DESTINATION_CHAINS = ("base", "arbitrum")
-DEFAULT_DESTINATION = "base"
+DEFAULT_DESTINATION: Final = "base"
 CORRIDORS = {chain: f"{LEGACY_SOURCE}->{chain}:ETH" for chain in DESTINATION_CHAINS}
 LEGACY_FIELDS = ("amount_usd", "destination_chain")
 
 
 def legacy_quote_request(body: Any) -> dict[str, Any]:
     """Validate a v1 quote body and return the v2 QuoteRequest body of its corridor."""
-    if not isinstance(body, dict):
-        raise InvalidRequest("body_not_object", "the request body must be a JSON object")
+    body = require_object(body)
     extra = sorted(set(body) - set(LEGACY_FIELDS))
     if extra:
         raise InvalidRequest("unknown_field", f"properties not allowed: {name_list(extra)}")
