@@ -57,7 +57,7 @@ def serve(
 
     signal.signal(signal.SIGTERM, stopped)
     uvicorn.run(
-        "routequote.app:create_app",
+        "routequote.app:create_served_app",
         factory=True,
         host=host,
         port=port,
