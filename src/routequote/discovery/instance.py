@@ -27,6 +27,8 @@ from routequote.ports import Clock
 from routequote.service import RouteQuoteService
 from routequote.storage.quotes import MAX_RECORDS
 
+STORE_PLACES = {"memory": "process memory", "sqlite": "a file its workers share"}
+
 SERVICE_NAME = "routequote"
 ECONOMICS_PATH = "/v2/route-economics.json"
 INDEX_PATH = "/.well-known/api-index.json"
