@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 
-from routequote.core.assets import CHAINS, Asset, Chain, Token
+from routequote.core.assets import Chain, Token
 from routequote.core.field_rules import IDEMPOTENCY_KEY_PATTERN
 from routequote.core.hashing import (
     CANONICAL_JSON_SPEC,
@@ -30,7 +30,8 @@ from routequote.core.hashing import (
 from routequote.core.intent import QuoteIntent, amount_fraction
 from routequote.core.market import MarketView
 from routequote.core.pricing import SERVICE_FEE_BPS, PricedStep, RoutePricing
-from routequote.core.routes import Action, Provider, Route
+from routequote.core.quote_costs import _fee_components, _network_gas, _num, _tokens, _usd, eta
+from routequote.core.routes import Action, Route
 
 RELEASE_STATUS = "capped_public_agent_release"
 QUOTE_VERSION = "routequote-multichain-quote-v2"
@@ -61,28 +62,6 @@ APPROVAL_FIELDS = (
 )
 PRICE_RECOMMENDATION_MAX_COST_BPS = 100  # advisory: recommend when the maximum token-path cost is under 1 %
 SMALL_AMOUNT_WARNING_BPS = 100
-
-_FEE_KIND = {
-    Provider.UNISWAP_V3: "pool_lp_fee",
-    Provider.RAYDIUM_CLMM: "pool_lp_fee",
-    Provider.ORCA_WHIRLPOOL: "pool_lp_fee",
-    Provider.CIRCLE_CCTP: "cctp_fast_transfer_fee",
-    Provider.ACROSS: "across_relayer_and_lp_fee",
-    Provider.PAXOS_OFT: "layerzero_native_messaging_fee",
-}
-_GAS_ACTIONS = {
-    Provider.UNISWAP_V3: ("erc20_approve", "uniswap_v3_swap"),
-    Provider.RAYDIUM_CLMM: ("raydium_clmm_swap",),
-    Provider.ORCA_WHIRLPOOL: ("orca_whirlpool_swap",),
-    Provider.CIRCLE_CCTP: ("erc20_approve", "cctp_deposit_for_burn"),
-    Provider.ACROSS: ("erc20_approve", "across_deposit"),
-    Provider.PAXOS_OFT: ("erc20_approve", "oft_send"),
-}
-_ETA_SOURCES = {
-    Provider.CIRCLE_CCTP: "https://developers.circle.com/cctp/required-block-confirmations",
-    Provider.ACROSS: "https://docs.across.to",
-    Provider.PAXOS_OFT: "https://docs.layerzero.network",
-}
 SERVER_FLAGS = {"server_signing": False, "server_submission": False}
 
 
@@ -92,18 +71,6 @@ def iso_ms(t: datetime) -> str:
         f"{t.year:04d}-{t.month:02d}-{t.day:02d}T{t.hour:02d}:{t.minute:02d}:{t.second:02d}."
         f"{t.microsecond // 1000:03d}Z"
     )
-
-
-def _usd(base: int, a: Asset, view: MarketView) -> Fraction:
-    return Fraction(base, a.one) * view.price(a.token)
-
-
-def _num(x: Fraction, places: int = 6) -> float:
-    return round(float(x), places)
-
-
-def _tokens(base: int, a: Asset) -> float:
-    return float(Fraction(base, a.one))
 
 
 def _raw_step(ps: PricedStep) -> dict[str, Any]:
@@ -184,103 +151,6 @@ def direct_route_summary(pricing: RoutePricing) -> dict[str, Any]:
         ],
         **SERVER_FLAGS,
     }
-
-
-def _step_seconds(ps: PricedStep, view: MarketView) -> int | None:
-    s = ps.step
-    if s.action is Action.SWAP:
-        return view.swap_seconds[s.source.chain]
-    if s.provider is Provider.CIRCLE_CCTP:
-        domain = CHAINS[s.source.chain].cctp_domain
-        return view.cctp.attestation_seconds[domain or 0] + view.cctp.mint_seconds
-    if s.provider is Provider.ACROSS:
-        return view.across.fill_seconds
-    return view.oft.delivery_seconds
-
-
-def eta(pricing: RoutePricing, view: MarketView) -> dict[str, Any]:
-    per_step = [_step_seconds(ps, view) for ps in pricing.steps]
-    complete = all(x is not None for x in per_step)
-    total = sum(x for x in per_step if x is not None) if complete else None
-    low = sum((x + 1) // 2 for x in per_step if x is not None) if complete else None
-    sources = sorted(
-        {_ETA_SOURCES[ps.step.provider] for ps in pricing.steps if ps.step.provider in _ETA_SOURCES}
-    )
-    return {
-        "estimated_time_seconds": total,
-        "estimated_time_range_seconds": [low, total] if complete else None,
-        "complete_route_estimate": complete,
-        "per_step_seconds": per_step,
-        "sources": sources,
-        "note": (
-            "sum of modelled per-step times; the caller's own signing and submission time is not included"
-            if complete
-            else "no complete estimate: at least one step (LayerZero OFT delivery) has no reliable time model"
-        ),
-    }
-
-
-def _fee_components(pricing: RoutePricing, view: MarketView) -> list[dict[str, Any]]:
-    eth = view.price(Token.ETH)
-    out: list[dict[str, Any]] = []
-    for ps in pricing.steps:
-        s = ps.step
-        if ps.native_fee_wei:
-            out.append(
-                {
-                    "step_index": s.index,
-                    "provider": s.provider.value,
-                    "kind": _FEE_KIND[s.provider],
-                    "token": f"{s.source.chain.value}:ETH",
-                    "amount_base": str(ps.native_fee_wei),
-                    "maximum_amount_base": str(ps.native_fee_max_wei),
-                    "expected_usd": _num(Fraction(ps.native_fee_wei, 10**18) * eth),
-                    "maximum_usd": _num(Fraction(ps.native_fee_max_wei, 10**18) * eth),
-                    "included_in_receive_amount": False,
-                    "paid_as": "native_value_on_top_of_amount",
-                }
-            )
-        if ps.provider_fee_base or s.action is Action.SWAP:
-            entry: dict[str, Any] = {
-                "step_index": s.index,
-                "provider": s.provider.value,
-                "kind": _FEE_KIND[s.provider] if s.provider is not Provider.PAXOS_OFT else "oft_amount_fee",
-                "token": s.source.key,
-                "amount_base": str(ps.provider_fee_base),
-                "maximum_amount_base": str(ps.provider_fee_max_base),
-                "expected_usd": _num(_usd(ps.provider_fee_base, s.source, view)),
-                "maximum_usd": _num(_usd(ps.provider_fee_max_base, s.source, view)),
-                "included_in_receive_amount": True,
-            }
-            if s.action is Action.SWAP and s.pool_id:
-                pool = view.pools[s.pool_id]
-                entry.update(pool=pool.address, fee_pips=pool.clmm.fee_pips, ticks_crossed=ps.ticks_crossed)
-            out.append(entry)
-    return out
-
-
-def _network_gas(route: Route, view: MarketView) -> list[dict[str, Any]]:
-    by_chain: dict[Chain, list[str]] = {}
-    for s in route.steps:
-        actions = _GAS_ACTIONS[s.provider]
-        if s.source.is_native or s.source.chain is Chain.SOLANA:
-            actions = tuple(a for a in actions if a != "erc20_approve")
-        by_chain.setdefault(s.source.chain, []).extend(actions)
-        if s.provider is Provider.CIRCLE_CCTP:
-            by_chain.setdefault(s.target.chain, []).append("cctp_receive_message")
-    out = []
-    for chain, chain_actions in by_chain.items():
-        units = view.gas_units[chain]
-        out.append(
-            {
-                "chain": chain.value,
-                "actions": chain_actions,
-                "estimated_units": sum(units.get(a, 0) for a in chain_actions),
-                "unit": "compute_units" if chain is Chain.SOLANA else "gas",
-                "priced": False,
-            }
-        )
-    return out
 
 
 @dataclass(frozen=True, slots=True)
