@@ -18,7 +18,7 @@ import contextlib
 import contextvars
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import Any
 from urllib.parse import urlsplit
 
 import mcp.types as mt
@@ -27,15 +27,12 @@ import structlog
 from mcp.server import Server, ServerRequestContext
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ValidationError
 from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from routequote.config import Settings
-from routequote.contract.v2 import ChainName, TokenName
-from routequote.core.field_rules import EVM_ADDRESS_PATTERN, EVM_TX_HASH_PATTERN
-from routequote.core.intent import MAX_AMOUNT_USD, MIN_AMOUNT_USD
 from routequote.errors import RouteQuoteError
 from routequote.input_rules import check_tree, safe_name
 from routequote.ratelimit import RateLimiter
@@ -43,9 +40,15 @@ from routequote.service import RouteQuoteService
 from routequote.surfaces import guidance as g
 from routequote.surfaces.http import MAX_BODY_BYTES
 from routequote.surfaces.jsonrpc_guard import JsonRpcGuard
-from routequote.surfaces.legacy import DEFAULT_DESTINATION, legacy_quote, legacy_status, v1_session_operation
-
-assert DEFAULT_DESTINATION == "base"  # the schema's default below is the legacy module's
+from routequote.surfaces.legacy import legacy_quote, legacy_status, v1_session_operation
+from routequote.surfaces.mcp_inputs import (
+    SESSION_TOOL_INPUTS,
+    LegacyQuoteArguments,
+    NoArguments,
+    ToolInput,
+    V2QuoteArguments,
+    input_schema,
+)
 
 SERVER_NAME = "routequote"
 SERVER_VERSION = "0.4.0"
@@ -58,120 +61,6 @@ INSTRUCTIONS = (
 
 log = structlog.get_logger("routequote.mcp")
 _CLIENT: contextvars.ContextVar[str] = contextvars.ContextVar("routequote_mcp_client", default="local")
-
-
-# ---- input models (each publishes its JSON schema; additionalProperties: false) ------------------------
-
-
-class ToolInput(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
-
-
-class NoArguments(ToolInput):
-    """No arguments."""
-
-
-class V2QuoteArguments(ToolInput):
-    """A QuoteRequest: one of the nine endpoints on each side, different endpoints, 1 <= amount_usd <= 1000."""
-
-    from_chain: ChainName
-    from_token: TokenName = Field(description="Must be valid on from_chain")
-    to_chain: ChainName
-    to_token: TokenName = Field(description="Must be valid on to_chain")
-    amount_usd: float = Field(ge=MIN_AMOUNT_USD, le=MAX_AMOUNT_USD, description="USD notional; no funds move")
-
-
-class LegacyQuoteArguments(ToolInput):
-    """Legacy v1 corridor quote: solana SOL -> native ETH on base or arbitrum."""
-
-    amount_usd: int = Field(ge=MIN_AMOUNT_USD, le=MAX_AMOUNT_USD, description="Whole USD notional")
-    destination_chain: Literal["base", "arbitrum"] = Field("base", description="Default base")
-
-
-# The session tools of the spec's table (served by `v1_session_tools` over the v1 corridor engine).
-UUID_PATTERN = r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
-Uuid = Annotated[str, Field(pattern=UUID_PATTERN, json_schema_extra={"format": "uuid"})]
-SourceWallet = Annotated[str, Field(min_length=32, max_length=64)]
-Signature = Annotated[str, Field(min_length=64, max_length=128)]
-IdempotencyKey = Annotated[str, Field(min_length=8, max_length=128)]
-AccessToken = Annotated[
-    str, Field(min_length=20, max_length=512, description="Sensitive: never logged or echoed")
-]
-
-
-class StartWalletAuthArguments(ToolInput):
-    source_wallet: SourceWallet
-
-
-class FinishWalletAuthArguments(ToolInput):
-    challenge_id: Uuid
-    source_wallet: SourceWallet
-    signature: Signature
-    terms_version: Annotated[str, Field(min_length=1, max_length=160)]
-
-
-class CreateSessionArguments(ToolInput):
-    access_token: AccessToken
-    quote_id: Uuid
-    idempotency_key: IdempotencyKey
-    source_wallet: SourceWallet
-    destination_wallet: Annotated[str, Field(pattern=EVM_ADDRESS_PATTERN)]
-
-
-class ReadSessionArguments(ToolInput):
-    access_token: AccessToken
-    session_id: Uuid
-    view: Literal["session", "workflow", "receipt", "next_action"] | None = None
-
-
-class SessionArguments(ToolInput):
-    access_token: AccessToken
-    session_id: Uuid
-
-
-class VerifySourceReceiptArguments(SessionArguments):
-    signature: Signature
-    idempotency_key: IdempotencyKey
-
-
-class PrepareCctpArguments(SessionArguments):
-    event_signer_public: SourceWallet
-    idempotency_key: IdempotencyKey
-
-
-class ObserveCctpArguments(SessionArguments):
-    burn_signature: Signature
-    idempotency_key: IdempotencyKey
-
-
-class PrepareDestinationArguments(SessionArguments):
-    idempotency_key: IdempotencyKey
-
-
-class ObserveDestinationArguments(SessionArguments):
-    transaction_hash: Annotated[str, Field(pattern=EVM_TX_HASH_PATTERN)]
-    idempotency_key: IdempotencyKey
-
-
-SESSION_TOOL_INPUTS: dict[str, type[ToolInput]] = {
-    "service_start_wallet_auth": StartWalletAuthArguments,
-    "service_finish_wallet_auth": FinishWalletAuthArguments,
-    "service_create_session": CreateSessionArguments,
-    "service_read_session": ReadSessionArguments,
-    "service_prepare_source_action": SessionArguments,
-    "service_verify_source_receipt": VerifySourceReceiptArguments,
-    "service_prepare_cctp_action": PrepareCctpArguments,
-    "service_observe_cctp": ObserveCctpArguments,
-    "service_prepare_destination_action": PrepareDestinationArguments,
-    "service_observe_destination": ObserveDestinationArguments,
-}
-
-
-def input_schema(model: type[ToolInput]) -> dict[str, Any]:
-    schema = model.model_json_schema()
-    schema.setdefault("properties", {})
-    schema["additionalProperties"] = False
-    return schema
 
 
 # ---- the tool registry ------------------------------------------------------------------------------

@@ -199,7 +199,7 @@ SPEC_SESSION_TOOLS: dict[str, tuple[dict[str, dict[str, Any]], set[str]]] = {
 
 @pytest.mark.parametrize("name", sorted(SPEC_SESSION_TOOLS))
 def test_session_tool_inputs_match_the_spec_table(name: str) -> None:
-    from routequote.surfaces.mcp_tools import SESSION_TOOL_INPUTS, input_schema
+    from routequote.surfaces.mcp_inputs import SESSION_TOOL_INPUTS, input_schema
 
     props, optional = SPEC_SESSION_TOOLS[name]
     schema = input_schema(SESSION_TOOL_INPUTS[name])
@@ -219,7 +219,7 @@ def test_session_tool_inputs_match_the_spec_table(name: str) -> None:
 def test_session_tool_validation_is_strict() -> None:
     from pydantic import ValidationError
 
-    from routequote.surfaces.mcp_tools import SESSION_TOOL_INPUTS
+    from routequote.surfaces.mcp_inputs import SESSION_TOOL_INPUTS
 
     model = SESSION_TOOL_INPUTS["service_observe_destination"]
     ok = {
@@ -241,7 +241,8 @@ def test_session_tool_validation_is_strict() -> None:
 
 
 async def test_session_tool_defs_annotations() -> None:
-    from routequote.surfaces.mcp_tools import SESSION_TOOL_INPUTS, session_tool_def
+    from routequote.surfaces.mcp_inputs import SESSION_TOOL_INPUTS
+    from routequote.surfaces.mcp_tools import session_tool_def
 
     async def run(_: dict[str, Any]) -> dict[str, Any]:
         return {}
