@@ -1,5 +1,6 @@
 """Layering of src/routequote: the core imports no edge (adapter or surface), discovery no surface, and the command line and
-the client's commands import each other one way only (any import, at module level or inside a function)."""
+the client's commands import each other one way only (any import, at module level or inside a function); and no file
+under src/routequote is over 600 lines."""
 
 from __future__ import annotations
 
@@ -75,3 +76,24 @@ def test_the_core_imports_no_edge() -> None:
         if any(_under(i, f"routequote.{edge}") for edge in edges)
     }
     assert bad == set()
+
+
+MAX_LINES = 600
+# data, not code: the embedded market snapshot document (written by `routequote market refresh`)
+DATA_FILES = {Path("data/market_snapshot.json")}
+
+
+def _file_lines() -> dict[Path, int]:
+    return {
+        p.relative_to(PACKAGE): len(p.read_bytes().splitlines())
+        for p in PACKAGE.rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts
+    }
+
+
+def test_no_file_in_src_is_over_600_lines() -> None:
+    sizes = _file_lines()
+    assert Path("core/quote.py") in sizes and Path("web/explorer.js") in sizes  # so the check can fail
+    assert set(sizes) >= DATA_FILES  # an exemption never outlives its file
+    over = {str(p): n for p, n in sizes.items() if n > MAX_LINES and p not in DATA_FILES}
+    assert over == {}
