@@ -124,15 +124,15 @@ def _summary_step(i: int, field: str, delta: int) -> Edit:
 def _chained_output(q: dict[str, Any]) -> None:  # keeps chaining intact: only the hashes can catch it
     s = q["direct_route_summary"]["steps"]
     s[0]["expected_output_base"] = s[1]["expected_input_base"] = str(int(s[0]["expected_output_base"]) + 1)
-    q["route"]["steps"][0]["expected_output_base"] += 1
-    q["route"]["steps"][1]["expected_input_base"] += 1
+    for i, key in ((0, "expected_output_base"), (1, "expected_input_base")):
+        q["route"]["steps"][i][key] = str(int(q["route"]["steps"][i][key]) + 1)
 
 
 TAMPERED_QUOTES: dict[str, tuple[Edit, str]] = {
     "summary minimum output raised": (_summary_step(1, "minimum_output_base", 1), "minimum"),
     "chained amount with raw copy": (_chained_output, "sha256"),
     "raw step amount only": (
-        lambda q: q["route"]["steps"][1].__setitem__("minimum_output_base", 1),
+        lambda q: q["route"]["steps"][1].__setitem__("minimum_output_base", "1"),
         "route.steps[1]",
     ),
     "offer float": (

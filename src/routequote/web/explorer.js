@@ -14,6 +14,8 @@ const state = {
   decimals: new Map(), // endpoint -> decimals
   prepareWhy: new Map(), // route -> reason it cannot be prepared now
   sessionWhy: new Map(), // route -> reason it cannot run as a session
+  prepareBlocked: [], // {route, reason, details} from the route document
+  sessionBlocked: [], // {route, reason}
   results: new Map(), // route -> {ok, status, data, receivedAt}
   amountText: "",
   fill: 0, // generation of the current fill; a new fill or an error abandons the old one
@@ -147,9 +149,9 @@ function renderOverview() {
   const total = caps.directed_conversion_routes;
   const market = status.market || {};
   const health = status.route_health || {};
-  const prepareBlocked = caps.temporarily_unavailable_routes || [];
+  const prepareBlocked = state.prepareBlocked;
   const sessions = caps.sessions || {};
-  const sessionBlocked = sessions.unavailable_routes || [];
+  const sessionBlocked = state.sessionBlocked;
   const fact = (term, ...value) => [h("dt", { text: term }), h("dd", {}, ...value)];
   const sources = (market.sources || []).map((s) =>
     h("li", { class: s.ok ? "ok" : "bad" },
@@ -484,9 +486,11 @@ function tick() {
 
 async function start() {
   setInterval(tick, 250);
-  const [caps, status] = await Promise.all([call("GET", "/v2/capabilities"), call("GET", "/v2/status")]);
-  if (!caps.ok || !status.ok) {
-    const failed = caps.ok ? status : caps;
+  // per-route detail (why a route cannot be prepared or run as a session) is capabilities' linked document
+  const [caps, status, details] = await Promise.all([
+    call("GET", "/v2/capabilities"), call("GET", "/v2/status"), call("GET", "/v2/capabilities/routes")]);
+  if (!caps.ok || !status.ok || !details.ok) {
+    const failed = [caps, status, details].find((r) => !r.ok);
     showError(`Could not read the service (HTTP ${failed.status}): ${(failed.data && failed.data.message) || ""}`);
     return;
   }
@@ -494,8 +498,13 @@ async function start() {
   state.status = status.data;
   state.endpoints = caps.data.asset_endpoints.map((e) => `${e.chain}:${e.token}`);
   for (const detail of caps.data.asset_details) state.decimals.set(detail.endpoint, detail.decimals);
-  for (const [route, why] of groupByRoute(caps.data.temporarily_unavailable_routes || [])) state.prepareWhy.set(route, why);
-  for (const [route, why] of groupByRoute((caps.data.sessions || {}).unavailable_routes || [])) state.sessionWhy.set(route, why);
+  const routes = details.data.routes;
+  state.prepareBlocked = routes.filter((r) => !r.prepare_ready).map((r) =>
+    ({ route: r.route, reason: r.prepare_unavailable_reason, details: r.prepare_unavailable_details }));
+  state.sessionBlocked = routes.filter((r) => !r.session_ready).map((r) =>
+    ({ route: r.route, reason: r.session_unavailable_reason }));
+  for (const [route, why] of groupByRoute(state.prepareBlocked)) state.prepareWhy.set(route, why);
+  for (const [route, why] of groupByRoute(state.sessionBlocked)) state.sessionWhy.set(route, why);
   document.getElementById("progress").max = caps.data.directed_conversion_routes;
   renderOverview();
   buildMatrix();
