@@ -18,6 +18,7 @@ from routequote import __version__
 from routequote.clock import SystemClock, UuidFactory
 from routequote.config import Settings
 from routequote.contract.v2 import QuoteRequest
+from routequote.core.fee_recipient import recipients_configured
 from routequote.discovery import Discovery, load_signing_key
 from routequote.logging import configure_logging
 from routequote.market.snapshot import EmbeddedSnapshot
@@ -221,7 +222,11 @@ def create_app(
         hooks.append(market_lifespan)
     app.state.prepare = prepare
     app.state.sessions = sessions
-    probes = Probes(service.market, sessions.store, settings.redis_url, settings.market_fallback)
+    fee_configured = recipients_configured(settings.fee_recipient_evm, settings.fee_recipient_solana)
+    probes = Probes(
+        service.market, sessions.store, settings.redis_url, settings.market_fallback, fee_configured
+    )
+    hooks.append(lambda: _warn_fee_placeholders(fee_configured))  # one warning at start
     metrics = Metrics(
         service.market,
         quotes=stores.quotes,
@@ -268,6 +273,21 @@ def create_app(
     mount_mcp(app)  # /mcp (Streamable HTTP, stateless JSON)
     mount_a2a(app)  # /a2a + /.well-known/agent-card.json (+ /.well-known/agent.json)
     return app
+
+
+@contextlib.asynccontextmanager
+async def _warn_fee_placeholders(configured: dict[str, bool]) -> AsyncIterator[None]:
+    unset = [family for family, ok in configured.items() if not ok]
+    if unset:
+        import structlog
+
+        structlog.get_logger("routequote.app").warning(
+            "fee_recipient_not_configured",
+            families=unset,
+            message="the 1 bp service fee goes to a development placeholder: set ROUTEQUOTE_FEE_RECIPIENT_EVM "
+            "and ROUTEQUOTE_FEE_RECIPIENT_SOLANA; until then every action says fee_recipient_configured: false",
+        )
+    yield
 
 
 def _install_error_handlers(app: FastAPI) -> None:

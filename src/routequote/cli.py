@@ -508,11 +508,15 @@ def verify_action_cmd(
         None, help="The operator's published Solana fee recipient to pin"
     ),
     now: int = typer.Option(None, help="Unix time to check deadlines against (default: now)"),
+    accept_unconfigured_fee_recipient: bool = typer.Option(
+        False, help="Accept a fee going to a development placeholder (tests and local chains only)"
+    ),
     json_out: bool = typer.Option(False, "--json", help="Print findings as JSON"),
 ) -> None:
     """Check an unsigned action bundle before signing it. Exits 1 on any error finding. Offline."""
     import time
 
+    from routequote.fee_recipient_check import fee_recipient_findings
     from routequote.verify import check_verification_context, verify_bundle
 
     bundle = _json_arg(str(bundle_file), "bundle")
@@ -550,6 +554,7 @@ def verify_action_cmd(
         )
     ]
     findings += [{"code": p, "message": "verification context check", "severity": "error"} for p in problems]
+    findings += fee_recipient_findings(bundle, accept_unconfigured=accept_unconfigured_fee_recipient)
     errors = [f for f in findings if f["severity"] == "error"]
     if json_out:
         typer.echo(json.dumps({"ok": not errors, "findings": findings}, indent=2))

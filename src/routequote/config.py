@@ -5,6 +5,8 @@ from __future__ import annotations
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from routequote.core.fee_recipient import DEV_FEE_RECIPIENT_EVM, DEV_FEE_RECIPIENT_SOLANA
+
 
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="ROUTEQUOTE_", extra="ignore")
@@ -126,11 +128,11 @@ class Settings(BaseSettings):
     otel_service_name: str = Field("routequote", description="service.name of the exported spans")
     # Development placeholders: operators MUST set their own recipients (see docs/prepare.md).
     fee_recipient_evm: str = Field(
-        "0x00000000000000000000000000000000dEAdfeE1",
+        DEV_FEE_RECIPIENT_EVM,
         description="EVM address receiving the 1 bp service fee (default: a development placeholder; set it)",
     )
     fee_recipient_solana: str = Field(
-        "DevFeeRecipientP1aceho1der11111111111111111",
+        DEV_FEE_RECIPIENT_SOLANA,
         description="Solana wallet receiving the 1 bp service fee (default: a development placeholder; set it)",
     )
     signing_key_path: str = Field(

@@ -52,9 +52,18 @@ def ends(route: str) -> tuple[str, str]:
 def url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     port = free_port()
     db = tmp_path_factory.mktemp("client") / "s.sqlite3"
-    app = create_app(Settings(rate_limit="off", port=port, database_url=f"sqlite+aiosqlite:///{db}"))
-    with running_server(app, port) as base:
+    settings = Settings(
+        rate_limit="off", port=port, database_url=f"sqlite+aiosqlite:///{db}", **OPERATOR_FEE_RECIPIENTS
+    )
+    with running_server(create_app(settings), port) as base:
         yield base
+
+
+# an operator's own recipients (the placeholders' refusal: test_client_refuses_a_placeholder_fee_recipient)
+OPERATOR_FEE_RECIPIENTS = {
+    "fee_recipient_evm": "0x" + "fe" * 20,
+    "fee_recipient_solana": "HN7cABqLq46Es1jh92dQQisAq662SmxELLLsHHe4YWrH",
+}
 
 
 class Tamper(httpx.BaseTransport):
@@ -209,6 +218,29 @@ def test_prepare_verified_and_described(url: str) -> None:
     text = "\n".join(describe_action(action))
     assert "Uniswap SwapRouter02" in text and "exactInputSingle" in text
     assert f"at least {int(ua['minimumOutput']) // 10**6}." in text and " ETH" in text and " USDC" in text
+
+
+def test_client_refuses_a_placeholder_fee_recipient(base_url: str) -> None:
+    """`base_url` serves the embedded defaults: the fee would go to the development placeholder."""
+    with RouteQuoteClient(base_url) as rq:
+        q = rq.quote(*ends(ONE_STEP), 100)
+        with pytest.raises(ActionVerificationFailed) as exc:
+            rq.prepare(q, wallets_for(ONE_STEP), approval=approval_for(q, "one_shot"))
+        assert [f.code for f in exc.value.findings if f.severity == "error"] == [
+            "fee_recipient_not_configured"
+        ]
+    with RouteQuoteClient(base_url, accept_unconfigured_fee_recipient=True) as rq:
+        q = rq.quote(*ends(ONE_STEP), 100)
+        action = rq.prepare(q, wallets_for(ONE_STEP), approval=approval_for(q, "one_shot"))
+        assert action.raw["fee_recipient_configured"] is False
+
+
+def test_actions_say_whether_the_fee_recipient_is_configured(url: str) -> None:
+    with RouteQuoteClient(url) as rq:
+        q = rq.quote(*ends(ONE_STEP), 100)
+        action = rq.prepare(q, wallets_for(ONE_STEP), approval=approval_for(q, "one_shot"))
+    assert action.raw["fee_recipient_configured"] is True
+    assert action.unsigned_action["safety_receipt"]["service_fee"]["recipient"].lower() == "0x" + "fe" * 20
 
 
 def _flip_calldata_byte(b: dict[str, Any]) -> None:

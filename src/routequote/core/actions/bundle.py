@@ -24,6 +24,7 @@ from routequote.core.actions.plan import (
 )
 from routequote.core.actions.solana import SolanaBuild
 from routequote.core.assets import CHAINS, Chain
+from routequote.core.fee_recipient import is_placeholder
 from routequote.core.hashing import CANONICAL_JSON_SPEC, canonical_sha256, sha256_hex
 from routequote.core.routes import Action, Provider, Route
 
@@ -438,6 +439,8 @@ def assemble_bundle(
         "quote_binding": quote_binding,
         "workflow": workflow(plan, workflow_id, summary_steps),
         "unsigned_action": action,
+        # false while the operator left the development placeholder in place: the fee would go nowhere
+        "fee_recipient_configured": not is_placeholder(plan.fee_recipient),
         "payload_sha256_spec": PAYLOAD_SHA256_SPEC,
         **SERVER_FLAGS,
         "signed": False,
