@@ -37,6 +37,7 @@ from routequote.surfaces.health import Probes
 from routequote.surfaces.health import router as health_router
 from routequote.surfaces.input_guard import InputGuard, TransportLimits
 from routequote.surfaces.mcp_tools import mount_mcp
+from routequote.surfaces.mcp_v2 import mount_mcp_v2
 
 OPENAPI_VERSION = "2.0.0-quote-only"
 SERVICE_SAFETY = {
@@ -270,7 +271,8 @@ def create_app(
     _install_error_handlers(app)
     _install_openapi(app)
     # agent surfaces last: they read the capabilities mounted on app.state above
-    mount_mcp(app)  # /mcp (Streamable HTTP, stateless JSON)
+    mount_mcp(app)  # /mcp (Streamable HTTP, stateless JSON): exactly the spec's 15 tools
+    mount_mcp_v2(app)  # /mcp/v2: the v2 lifecycle (prepare, sessions) for MCP agents
     mount_a2a(app)  # /a2a + /.well-known/agent-card.json (+ /.well-known/agent.json)
     return app
 

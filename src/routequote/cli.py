@@ -72,7 +72,11 @@ def serve(
 
 
 @app.command()
-def mcp() -> None:
+def mcp(
+    profile: str = typer.Option(
+        "spec", help="spec: the 15 tools of /mcp; v2: the v2 lifecycle of /mcp/v2 (prepare and sessions)"
+    ),
+) -> None:
     """Serve the MCP tools over stdio (for desktop agent hosts). Stdout carries only MCP messages."""
     import sys
 
@@ -83,8 +87,15 @@ def mcp() -> None:
     from routequote.surfaces.mcp_tools import run_stdio
 
     structlog.configure(logger_factory=structlog.PrintLoggerFactory(sys.stderr))  # never on the MCP stream
+    if profile not in ("spec", "v2"):
+        raise typer.BadParameter("--profile is spec or v2")
     app = create_app(Settings(rate_limit="off"))  # a local, single-client channel
-    asyncio.run(run_stdio(app))
+    if profile == "v2":
+        from routequote.surfaces.mcp_v2 import run_stdio_v2
+
+        asyncio.run(run_stdio_v2(app))
+    else:
+        asyncio.run(run_stdio(app))
 
 
 def _service():  # type: ignore[no-untyped-def]

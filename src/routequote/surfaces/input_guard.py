@@ -43,7 +43,7 @@ from routequote.input_rules import loads_strict
 from routequote.surfaces.http import MAX_BODY_BYTES
 from routequote.surfaces.http import _is_json as is_json_media
 
-JSONRPC_PATHS = frozenset({"/mcp", "/a2a"})
+JSONRPC_PATHS = frozenset({"/mcp", "/mcp/v2", "/v2/mcp", "/a2a"})
 CLIENT_CLOSED_REQUEST = 499  # nginx's code: the client hung up before the answer; never sent to anyone
 
 log = structlog.get_logger("routequote.guard")
