@@ -1,7 +1,7 @@
 """Quote -> compare two amounts -> approve -> prepare -> verify, and print what a wallet would be asked to sign.
 
     python examples/quote_to_prepare.py --url http://127.0.0.1:8080 \
-        --route base:ETH->base:USDC --amounts 100 1000 --wallet base=0xYourPublicAddress
+        --route 'base:ETH->base:USDC' --amounts 100 1000 --wallet base=0xYourPublicAddress
 
 Nothing here signs or submits. The client validates every answer (custody flags, amounts chaining, quote
 hashes recomputed) and runs routequote.verify on the prepared action before returning it.
