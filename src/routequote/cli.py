@@ -227,56 +227,47 @@ def matrix(
         None, "--url", envvar="ROUTEQUOTE_URL", help="Fill it from a running server (default: in-process)"
     ),
     concurrency: int = typer.Option(8, help="Quotes in flight at once against --url"),
+    max_retries: int = typer.Option(6, help="Per cell: how often a 429 is waited out (Retry-After)"),
     json_out: bool = typer.Option(False, "--json", help="Print the cells as JSON"),
 ) -> None:
-    """The 9 x 9 route matrix (72 routes): expected cost in bps and ETA per cell, with a progress bar."""
+    """The 9 x 9 route matrix (72 routes): expected cost in bps and ETA per cell. Waits out rate limits;
+    exits 1 when any cell is missing."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+    from routequote.client.matrix import fill_cells
     from routequote.client.render import matrix_cell, render_matrix
     from routequote.core.routes import ROUTES
 
     value = _amount_usd(amount)
-    cells: dict[str, dict[str, Any]] = {}
 
-    async def fill(progress: Progress, task: Any) -> None:
-        from routequote.client import AsyncRouteQuoteClient, ClientError, ServerError
-        from routequote.errors import RouteQuoteError
+    async def fill(progress: Progress, task: Any) -> tuple[dict[str, dict[str, Any]], int]:
+        from routequote.client import AsyncRouteQuoteClient
 
-        gate = asyncio.Semaphore(max(1, concurrency))
         client = AsyncRouteQuoteClient(url) if url else None
         service = None if url else _service()
 
-        async def one(key: str) -> None:
+        async def quote(key: str) -> dict[str, Any]:
             src, dst = key.split("->")
-            async with gate:
-                try:
-                    if client is not None:
-                        q = (await client.quote(src, dst, value)).raw
-                    else:
-                        assert service is not None
-                        fc, ft = src.split(":")
-                        tc, tt = dst.split(":")
-                        q = await service.quote_request(
-                            {
-                                "from_chain": fc,
-                                "from_token": ft,
-                                "to_chain": tc,
-                                "to_token": tt,
-                                "amount_usd": value,
-                            }
-                        )
-                    cells[key] = matrix_cell(q)
-                except ServerError as exc:
-                    cells[key] = {"error": exc.reason_class or exc.error}
-                except (ClientError, RouteQuoteError) as exc:
-                    cells[key] = {"error": getattr(exc, "reason_class", None) or type(exc).__name__}
-            progress.advance(task)
+            if client is not None:
+                return (await client.quote(src, dst, value)).raw
+            assert service is not None
+            (fc, ft), (tc, tt) = src.split(":"), dst.split(":")
+            body = {"from_chain": fc, "from_token": ft, "to_chain": tc, "to_token": tt, "amount_usd": value}
+            return dict(await service.quote_request(body))
 
         try:
-            await asyncio.gather(*(one(k) for k in ROUTES))
+            cells, pause = await fill_cells(
+                list(ROUTES),
+                quote,
+                matrix_cell,
+                concurrency=concurrency,
+                max_retries=max(0, max_retries),
+                on_done=lambda: progress.advance(task),
+            )
         finally:
             if client is not None:
                 await client.aclose()
+        return cells, pause.waits
 
     with Progress(
         TextColumn("quoting routes"),
@@ -288,14 +279,22 @@ def matrix(
         disable=json_out,
     ) as progress:
         task = progress.add_task("matrix", total=len(ROUTES))
-        asyncio.run(fill(progress, task))
-    if json_out:
-        typer.echo(json.dumps({"amount_usd": value, "cells": dict(sorted(cells.items()))}, indent=2))
-        return
-    where = url or "in-process (embedded market)"
-    render_matrix(console, cells, title=f"${value} route matrix from {where}: cost bps / ETA")
+        cells, waits = asyncio.run(fill(progress, task))
     failed = sum("error" in c for c in cells.values())
-    console.print(f"{len(cells) - failed} of {len(ROUTES)} cells filled")
+    if json_out:
+        out = {"amount_usd": value, "cells": dict(sorted(cells.items())), "missing": failed}
+        typer.echo(json.dumps(out, indent=2))
+    else:
+        where = url or "in-process (embedded market)"
+        render_matrix(console, cells, title=f"${value} route matrix from {where}: cost bps / ETA")
+        console.print(
+            f"{len(cells) - failed} of {len(ROUTES)} cells filled"
+            + (f"; waited out the rate limit {waits} times" if waits else "")
+        )
+    if failed:
+        if not json_out:
+            console.print(f"[red]{failed} cells missing[/red]", highlight=False)
+        raise typer.Exit(1)
 
 
 from routequote.client.commands import session_app  # noqa: E402  (typer only; the client loads on use)

@@ -543,3 +543,23 @@ def test_example_quote_to_prepare(url: str, capsys: pytest.CaptureFixture[str]) 
     assert out.count(" ETH, receive ") == 2 and "gets the better rate" in out
     assert "verify_bundle: 0 error(s)" in out and "your wallet would be asked to sign" in out
     assert "exactInputSingle: swap 0.0" in out and "Uniswap SwapRouter02" in out
+
+
+def test_cli_matrix_waits_out_the_rate_limit_and_fails_when_cells_are_missing() -> None:
+    """Run twice in a minute the matrix used to stop at 37 or 48 of 72 on rate_limit_exceeded and exit 0."""
+    port = free_port()
+    app = create_app(Settings(rate_limit="24/second", port=port, dev_signing_key_path=""))
+    with running_server(app, port) as base:
+        waited = CliRunner().invoke(
+            cli_app, ["matrix", "--amount", "100", "--url", base, "--concurrency", "16"]
+        )
+        assert waited.exit_code == 0, waited.output
+        assert "72 of 72 cells filled" in waited.output and "waited out the rate limit" in waited.output
+    port = free_port()
+    app = create_app(Settings(rate_limit="10/minute", port=port, dev_signing_key_path=""))
+    with running_server(app, port) as base:
+        cut = CliRunner().invoke(cli_app, ["matrix", "--url", base, "--max-retries", "0", "--json"])
+    assert cut.exit_code == 1, cut.output
+    out = json.loads(cut.output)
+    assert out["missing"] > 0
+    assert sum(c.get("error") == "rate_limit_exceeded" for c in out["cells"].values()) == out["missing"]
