@@ -305,18 +305,29 @@ app.add_typer(session_app, name="session")
 @app.command()
 def routes() -> None:
     """List the 72 directed routes with their provider paths."""
+    from rich import box
+
     from routequote.core.routes import ROUTES
 
-    table = Table(title=f"{len(ROUTES)} directed routes")
-    for col in ("route", "providers (* = fee step)", "mode", "wallets", "signer"):
-        table.add_column(col)
+    # at 80 columns the route name is never cut (it is what a user copies) and the other columns wrap at
+    # spaces, never inside a provider name; the mode column joins when there is room for it
+    wide = console.width >= 120
+    table = Table(
+        title=f"{len(ROUTES)} directed routes", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True
+    )
+    table.add_column("route", no_wrap=True, min_width=29)
+    table.add_column("providers (* = fee step)", min_width=25)
+    if wide:
+        table.add_column("mode", no_wrap=True)
+    table.add_column("wallets", min_width=9, max_width=12)
+    table.add_column("signer", no_wrap=True, min_width=6)
     for r in ROUTES.values():
         path = " > ".join(s.provider.value + ("*" if s.fee_step else "") for s in r.steps)
         table.add_row(
             r.key,
             path,
-            r.mode.value,
-            ",".join(r.required_wallet_chains),
+            *([r.mode.value] if wide else []),
+            " ".join(r.required_wallet_chains),
             "yes" if r.event_signer_required else "",
         )
     console.print(table)

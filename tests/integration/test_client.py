@@ -417,6 +417,10 @@ def test_error_mapping_without_a_server() -> None:
 # ---- the session CLI -----------------------------------------------------------------------------------
 
 
+def _fits_80_columns(output: str) -> None:
+    assert max(len(line) for line in output.splitlines()) <= 80, output
+
+
 def test_cli_session_commands(url: str, tmp_path: Path) -> None:
     runner = CliRunner()
     qfile, tfile, sfile = tmp_path / "q.json", tmp_path / "s.token", tmp_path / "s.json"
@@ -436,8 +440,16 @@ def test_cli_session_commands(url: str, tmp_path: Path) -> None:
     assert doc["session_id"] and token not in sfile.read_text()
     r = runner.invoke(cli_app, ["session", "show", *files])
     assert r.exit_code == 0 and doc["session_id"] in r.output and "0.0" in r.output
-    r = runner.invoke(cli_app, ["session", "show", "--view", "receipt", *files])
+    _fits_80_columns(r.output)
+    # each fact on its own labelled row: a phrase is never split across lines at 80 columns
+    for phrase in ("status action_ready; next: submit_current_action", f"session {doc['session_id']}"):
+        assert any(" ".join(line.split()) == phrase for line in r.output.splitlines()), (phrase, r.output)
+    r = runner.invoke(cli_app, ["session", "show", "--view", "receipt", "--json", *files])
     assert r.exit_code == 0 and json.loads(r.output)["view"] == "receipt"
+    r = runner.invoke(cli_app, ["session", "show", "--view", "receipt", *files])  # a table, not raw JSON
+    assert r.exit_code == 0 and "receipt: quoted vs actual" in r.output and '"view"' not in r.output
+    assert "uniswap_v3" in r.output and "complete" in r.output
+    _fits_80_columns(r.output)
     r = runner.invoke(cli_app, ["session", "next", *files])
     assert r.exit_code == 0, r.output
     assert "your wallet would be asked to sign" in r.output and "exactInputSingle" in r.output
@@ -450,6 +462,8 @@ def test_cli_session_commands(url: str, tmp_path: Path) -> None:
     assert r.exit_code == 1 and "operation_not_allowed_in_status" in r.output
     r = runner.invoke(cli_app, ["session", "cancel", *files])
     assert r.exit_code == 0 and "cancelled" in r.output
+    step0 = [line for line in r.output.splitlines() if line.startswith("step 0")]
+    assert step0 and "cancelled (was action_ready)" in step0[0], r.output  # not "action_ready" any more
     r = runner.invoke(cli_app, ["session", "next", *files])
     assert r.exit_code == 3 and "no action to sign" in r.output
     r = runner.invoke(cli_app, ["session", "create", "--quote", str(qfile), "--url", url, *wallets, *files])

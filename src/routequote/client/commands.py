@@ -85,26 +85,91 @@ def _load(session_file: Path, token_file: Path, url: str | None) -> tuple[Any, s
     return SessionHandle(doc["session_id"], _token(token_file, create=False), doc["context"]), base
 
 
+_TERMINAL_STEP = ("complete", "failed", "cancelled")
+
+
+def step_status(session_status: str, step_status: str) -> str:
+    """A step's status as shown: once the session is cancelled a step that never finished is not ready for
+    anything, whatever the engine last recorded for it."""
+    if session_status == "cancelled" and step_status not in _TERMINAL_STEP:
+        return f"cancelled (was {step_status})"
+    return step_status
+
+
+def _grid() -> Any:
+    """Label / value rows: a label is never split, a long value wraps inside its own column (80 columns)."""
+    from rich.table import Table
+
+    grid = Table.grid(padding=(0, 1))
+    grid.add_column(no_wrap=True, style="bold")
+    grid.add_column(overflow="fold")
+    return grid
+
+
 def _show_session(s: Any) -> None:
     from routequote.client.units import token_amount
 
-    console.print(f"session {s.session_id}  [bold]{s.status}[/bold]  next: {s.next_operation}")
-    console.print(f"route {s.route}: step {s.current_step + 1} of {s.step_count} ({s.phase})")
+    grid = _grid()
+    grid.add_row("session", s.session_id)
+    grid.add_row("status", f"{s.status}; next: {s.next_operation}")
+    grid.add_row("route", s.route)
+    grid.add_row("step", f"{s.current_step + 1} of {s.step_count} ({s.phase})")
     f = s.funds
     amount = token_amount(f.amount_base, f.endpoint) if f.amount_base is not None else "amount not known yet"
-    console.print(f"funds: {amount} ({f.endpoint}) in {f.wallet}: {f.state}", overflow="fold")
-    console.print(f"  {f.note}", overflow="fold")
+    grid.add_row("funds", f"{amount} ({f.endpoint}) {f.state}")
+    grid.add_row("", f"in {f.wallet}")
+    if f.note:
+        grid.add_row("", f.note)
     for st in s.steps:
-        console.print(f"  step {st['index']} {st['provider']} {st['from']} -> {st['to']}: {st['status']}")
+        shown = step_status(s.status, st["status"])
+        grid.add_row(f"step {st['index']}", f"{st['provider']} {st['from']} -> {st['to']}: {shown}")
     if s.reapproval:
-        console.print(
-            f"[yellow]reapproval[/yellow] {s.reapproval.get('reason')}: {s.reapproval.get('message')}",
-            overflow="fold",
-        )
+        grid.add_row("reapproval", f"{s.reapproval.get('reason')}: {s.reapproval.get('message')}")
     if s.note:
-        console.print(f"note: {s.note}", overflow="fold")
+        grid.add_row("note", s.note)
+    console.print(grid, highlight=False)
     if s.current_action is not None:
         console.print("an action is ready (verified): `routequote session next` shows what to sign")
+
+
+def show_receipt(receipt: dict[str, Any], session_status: str) -> None:
+    """The receipt view as a table: per step what was quoted and what actually happened on chain."""
+    from rich.table import Table
+
+    from routequote.client.units import token_amount
+
+    def amount(base: Any, endpoint: str) -> str:
+        return token_amount(base, endpoint) if base is not None else "-"
+
+    table = Table(title="receipt: quoted vs actual (base units converted)", show_lines=False)
+    table.add_column("step", no_wrap=True)
+    table.add_column("provider / path", overflow="fold")
+    table.add_column("status", overflow="fold")
+    table.add_column("quoted min out", justify="right", overflow="fold")
+    table.add_column("actual out", justify="right", overflow="fold")
+    for st in receipt.get("steps", []):
+        actual = st.get("actual") or {}
+        quoted = st.get("quoted") or {}
+        table.add_row(
+            str(st.get("index")),
+            f"{st.get('provider')}\n{st.get('from')} -> {st.get('to')}",
+            step_status(session_status, str(st.get("status"))),
+            amount(quoted.get("minimum_output_base"), st["to"]),
+            amount(actual.get("output_base"), st["to"]),
+        )
+    console.print(table, highlight=False)
+    route = receipt.get("route") or {}
+    grid = _grid()
+    grid.add_row("complete", "yes" if route.get("complete") else "no")
+    if route.get("complete"):
+        endpoint = receipt["steps"][-1]["to"]
+        grid.add_row("received", amount(route.get("actual_output_base"), endpoint))
+        grid.add_row("at or above minimum", "yes" if route.get("at_or_above_minimum") else "NO")
+        grid.add_row(
+            "realized cost",
+            f"{route.get('realized_cost_bps')} bps (quoted {route.get('quoted_expected_cost_bps')})",
+        )
+    console.print(grid, highlight=False)
 
 
 def _show_action(action: Any) -> None:
@@ -188,7 +253,7 @@ def create_cmd(
 
 @session_app.command("show")
 def show_cmd(
-    view: str = typer.Option("session", help="session, workflow or receipt"),
+    view: str = typer.Option("session", help="session, workflow or receipt (workflow prints JSON)"),
     url: str = URL_OPT,
     token_file: Path = TOKEN_OPT,
     session_file: Path = SESSION_OPT,
@@ -205,8 +270,11 @@ def show_cmd(
         _client_error(exc)
     except ValueError as exc:
         _fail(f"[red]--view[/red]: {exc}", 2)
-    if json_out or view != "session":
+    if json_out or view not in ("session", "receipt"):
         typer.echo(json.dumps(answer.raw, indent=2))
+        return
+    if view == "receipt":
+        show_receipt(answer.raw["receipt"], str(answer.raw.get("status")))
         return
     _show_session(answer)
 
