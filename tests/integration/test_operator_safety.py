@@ -4,7 +4,12 @@ warning), on /readyz, in the safety document and in every prepared action (`fee_
 from __future__ import annotations
 
 import logging
+import re
+import shutil
+import subprocess
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import pytest
@@ -88,3 +93,24 @@ def test_one_start_up_warning_only_on_placeholders(
             httpx.get(url + "/readyz")
     hits = [r for r in caplog.records if "fee_recipient_not_configured" in r.getMessage()]
     assert len(hits) == warnings, [r.getMessage() for r in hits]
+
+
+def test_the_readmes_curl_prepare_flow_runs(operator_url: str, tmp_path: Path) -> None:
+    """The README's prepare flow, pasted into a shell: it builds approval_v3 from the quote, prepares and
+    verifies (the server's own fee recipient pinned)."""
+    if shutil.which("jq") is None or shutil.which("curl") is None:
+        pytest.skip("jq or curl is not installed")
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    block = next(b for b in re.findall(r"```sh\n(.*?)```", readme, re.S) if "/v2/prepare" in b and "jq" in b)
+    exe = str(Path(sys.executable).parent / "routequote")
+    script = (
+        block.replace("http://127.0.0.1:8080", operator_url)
+        .replace("0xYourPublicAddress", "0x1111111111111111111111111111111111111111")
+        .replace("0xYourOperatorsPublishedRecipient", OPERATOR["fee_recipient_evm"])
+        .replace(".venv/bin/routequote", exe)
+    )
+    done = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.startswith("OK base:USDC->base:ETH step 0"), done.stdout
