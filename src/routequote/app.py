@@ -4,6 +4,7 @@ and mounts every surface over it."""
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -181,7 +182,7 @@ def create_app(
     for store in (stores.quotes, stores.idempotency):
         close = getattr(store, "aclose", None)
         if close is not None:  # shared stores hold a connection pool: release it on shutdown
-            hooks.append(lambda close=close: _closing(close))
+            hooks.append(functools.partial(_closing, close))
 
     @contextlib.asynccontextmanager
     async def session_lifespan() -> AsyncIterator[None]:

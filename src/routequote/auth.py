@@ -20,7 +20,7 @@ import hashlib
 import hmac
 import re
 import secrets
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 from urllib.parse import urlsplit
@@ -28,14 +28,16 @@ from urllib.parse import urlsplit
 import structlog
 
 from routequote.config import Settings
+from routequote.core.assets import ChainFamily
 from routequote.core.auth import (
     TERMS_VERSION,
     AccessGrant,
     LoginChallenge,
     login_message,
     signature_valid,
-    valid_wallet,
 )
+from routequote.core.field_rules import UUID_RE, object_fields
+from routequote.core.wallet_rules import KnownAddresses, check_signing_wallet, known_addresses
 from routequote.errors import InvalidRequest, RouteQuoteError
 from routequote.ports import Clock, IdFactory
 from routequote.ratelimit import RateLimiter
@@ -43,7 +45,6 @@ from routequote.storage.sessions_common import stored
 
 ACCESS_TOKEN_PREFIX = "rqv1_"
 ACCESS_TOKEN_RE = re.compile(r"rqv1_[A-Za-z0-9_-]{43}")
-UUID_RE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 START_FIELDS = frozenset({"source_wallet"})
 FINISH_FIELDS = frozenset({"challenge_id", "source_wallet", "signature", "terms_version"})
 log = structlog.get_logger("routequote.auth")  # challenge ids and outcomes only: never a token or a signature
@@ -79,6 +80,7 @@ class WalletAuth:
     challenge_ttl_seconds: int = 300
     token_ttl_seconds: int = 3600
     terms_version: str = TERMS_VERSION
+    known: KnownAddresses = field(default_factory=known_addresses)  # what no signing wallet may be
 
     @classmethod
     def from_settings(cls, store: LoginStore, clock: Clock, ids: IdFactory, settings: Settings) -> WalletAuth:
@@ -90,6 +92,7 @@ class WalletAuth:
             RateLimiter(settings.login_rate_limit, settings.redis_url),
             settings.login_challenge_ttl_seconds,
             settings.access_token_ttl_seconds,
+            known=known_addresses(fee_recipients={ChainFamily.SOLANA: settings.fee_recipient_solana}),
         )
 
     @property
@@ -102,24 +105,12 @@ class WalletAuth:
 
     @staticmethod
     def _fields(body: Any, allowed: frozenset[str]) -> dict[str, Any]:
-        if not isinstance(body, dict):
-            raise InvalidRequest("body_not_object", "the request body must be a JSON object")
-        extra = sorted(set(body) - allowed)
-        if extra:
-            raise InvalidRequest(
-                "unknown_field",
-                f"{len(extra)} properties not allowed (allowed: {', '.join(sorted(allowed))})",
-            )
-        missing = sorted(allowed - set(body))
-        if missing:
-            raise InvalidRequest("missing_field", f"required: {', '.join(missing)}")
-        return body
+        return object_fields(body, allowed)
 
-    @staticmethod
-    def _wallet(value: Any) -> str:
-        if not valid_wallet(value):
-            raise InvalidRequest("invalid_source_wallet", "source_wallet must be a base58 Solana public key")
-        return str(value)
+    def _wallet(self, value: Any) -> str:
+        return check_signing_wallet(
+            ChainFamily.SOLANA, value, self.known, reason="invalid_source_wallet", field="source_wallet"
+        )
 
     # ---- start --------------------------------------------------------------------------------------
 

@@ -5,11 +5,13 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.console import Console
 from rich.table import Table
+
+from routequote.client.commands import session_app, show_client_error  # typer only; the client loads on use
 
 app = typer.Typer(help="routequote: non-custodial route quotes for agents. Never signs, never submits.")
 market_app = typer.Typer(help="Market data: build or inspect the embedded snapshot.")
@@ -17,6 +19,9 @@ app.add_typer(market_app, name="market")
 keys_app = typer.Typer(help="Manifest signing keys.")
 app.add_typer(keys_app, name="keys")
 console = Console()
+
+if TYPE_CHECKING:
+    from routequote.service import RouteQuoteService
 
 
 @app.command()
@@ -98,7 +103,7 @@ def mcp(
         asyncio.run(run_stdio(app))
 
 
-def _service():  # type: ignore[no-untyped-def]
+def _service() -> RouteQuoteService:
     from routequote.app import build_market
     from routequote.clock import SystemClock, UuidFactory
     from routequote.config import Settings
@@ -146,31 +151,6 @@ def _intent(source: str, target: str, amount: str) -> dict[str, Any]:
     }
 
 
-def _client_error(exc: Exception) -> None:
-    """Print a routequote.client error (never a token: none of them carries one) and exit 1."""
-    from routequote.client import RateLimited, ReapprovalRequired, ResponseInvalid, ServerError
-
-    if isinstance(exc, ReapprovalRequired):
-        console.print(f"[red]reapproval required[/red] ({exc.reason}): {exc.message}", overflow="fold")
-        if exc.funds:
-            console.print(
-                f"funds: {exc.funds.get('amount_base')} base units of {exc.funds.get('endpoint')} "
-                f"in {exc.funds.get('wallet')} ({exc.funds.get('state')})",
-                overflow="fold",
-            )
-        if exc.quote_from_here:
-            console.print(f"quote from here: {json.dumps(exc.quote_from_here)}", overflow="fold")
-    elif isinstance(exc, RateLimited):
-        console.print(f"[red]rate limited[/red]: retry after {exc.retry_after} s")
-    elif isinstance(exc, ServerError):
-        console.print(f"[red]{exc.error}[/red] ({exc.reason_class}): {exc.message}", overflow="fold")
-    elif isinstance(exc, ResponseInvalid):
-        console.print(f"[red]response refused[/red]: {exc}", overflow="fold")
-    else:
-        console.print(f"[red]refused[/red]: {exc}", overflow="fold")
-    raise typer.Exit(1)
-
-
 @app.command()
 def quote(
     source: str = typer.Argument(..., help="chain:TOKEN, e.g. solana:SOL"),
@@ -199,7 +179,7 @@ def quote(
             with RouteQuoteClient(url) as rq:  # validated: custody flags, chaining, hashes
                 q = rq.quote(source, target, body["amount_usd"]).raw
         except ClientError as exc:
-            _client_error(exc)
+            show_client_error(exc)
     else:
         try:
             q = asyncio.run(_service().quote_request(body))
@@ -296,8 +276,6 @@ def matrix(
             console.print(f"[red]{failed} cells missing[/red]", highlight=False)
         raise typer.Exit(1)
 
-
-from routequote.client.commands import session_app  # noqa: E402  (typer only; the client loads on use)
 
 app.add_typer(session_app, name="session")
 
@@ -444,7 +422,7 @@ def market_refresh_cmd(
     from routequote.clock import SystemClock
     from routequote.config import Settings
     from routequote.market.live import LiveMarket, live_config_from_settings
-    from routequote.market.refresh import refresh_snapshot, write_document
+    from routequote.market.refresh import RefreshResult, refresh_snapshot, write_document
     from routequote.market.snapshot import load_snapshot_document
 
     settings = Settings()
@@ -455,7 +433,7 @@ def market_refresh_cmd(
     config = live_config_from_settings(settings)
     market = LiveMarket(config, SystemClock(), snapshot_document=old_doc)
 
-    async def run():  # type: ignore[no-untyped-def]
+    async def run() -> RefreshResult:
         with Progress(
             TextColumn("{task.description}"),
             BarColumn(),

@@ -114,8 +114,8 @@ class Settings(BaseSettings):
     access_token_ttl_seconds: int = Field(3600, ge=60, le=86400, description="Lifetime of a v1 access token")
     max_inflight_quotes: int = Field(256, ge=1, description="Quotes computed at once before answering 503")
     log_level: str = Field("info", description="Log level")
-    graceful_shutdown_seconds: float = Field(
-        20.0,
+    graceful_shutdown_seconds: int = Field(  # whole seconds, as uvicorn takes them
+        20,
         ge=0,
         le=600,
         description="On SIGTERM, how long in-flight requests may take to finish before exit",

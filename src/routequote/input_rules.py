@@ -25,6 +25,7 @@ from typing import Any
 
 from routequote.errors import InvalidRequest
 
+MAX_BODY_BYTES = 1_048_576  # every JSON POST, on every surface
 MAX_JSON_DEPTH = 32
 MAX_NUMBER_CHARS = 400
 REDACTED = "<redacted-name>"

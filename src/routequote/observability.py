@@ -20,7 +20,7 @@ import logging
 import re
 import sys
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, MutableMapping
 from contextvars import ContextVar
 from typing import Any
 
@@ -165,7 +165,7 @@ class _Redacted(dict[str, Any]):
     """A structlog event dict that has been through `redact_event` (the stdlib path does not redo it)."""
 
 
-def redact_event(_: Any, __: str, event_dict: dict[str, Any]) -> dict[str, Any]:
+def redact_event(_: Any, __: str, event_dict: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
     """The structlog processor: every key and value of a log line."""
     if isinstance(event_dict, _Redacted):
         return event_dict

@@ -9,7 +9,6 @@ Without approval_v3 the request is served as `legacy_advisory` from a fresh inte
 
 from __future__ import annotations
 
-import re
 from datetime import timedelta
 from typing import Any
 
@@ -38,11 +37,13 @@ from routequote.core.actions.solana_swaps import (
     raydium_swap_tick_arrays,
 )
 from routequote.core.assets import CHAINS, Chain, ChainFamily
+from routequote.core.field_rules import EVM_ADDRESS_RE, SOLANA_ADDRESS_RE, require_object
 from routequote.core.hashing import canonical_sha256
 from routequote.core.intent import QUOTE_FIELDS, parse_quote_request
 from routequote.core.pricing import PricedStep
 from routequote.core.quote import APPROVAL_VERSION
 from routequote.core.routes import ROUTES, Provider, Route, Step
+from routequote.core.wallet_rules import check_signing_wallet, known_addresses
 from routequote.errors import InvalidRequest
 from routequote.input_rules import looks_secret_name, looks_secret_value, name_list, safe_name
 from routequote.ports import IdempotencyStore, IssuedQuote
@@ -50,8 +51,6 @@ from routequote.service import RouteQuoteService
 from routequote.storage.quotes import MemoryIdempotencyStore
 
 PREPARE_FIELDS = ("caller_approved", *QUOTE_FIELDS, "wallets", "event_signer_public", "approval_v3")
-EVM_ADDRESS_RE = re.compile(r"0x[0-9a-fA-F]{40}")  # validating patterns: always fullmatch
-BASE58_RE = re.compile(r"[1-9A-HJ-NP-Za-km-z]{32,44}")
 HASH_FIELDS = ("quote_fingerprint", "direct_route_summary_sha256")
 IDEMPOTENCY_RECORDS = 2048
 IDEMPOTENCY_TTL_SECONDS = BUNDLE_TTL_SECONDS  # a replay never returns an expired bundle
@@ -95,7 +94,7 @@ def valid_address(chain: Chain, address: Any) -> bool:
         return False
     if CHAINS[chain].family is ChainFamily.EVM:
         return bool(EVM_ADDRESS_RE.fullmatch(address))
-    if not BASE58_RE.fullmatch(address):
+    if not SOLANA_ADDRESS_RE.fullmatch(address):
         return False
     from solders.pubkey import Pubkey
 
@@ -147,6 +146,7 @@ class PrepareService:
             ChainFamily.EVM: checksum(settings.fee_recipient_evm),
             ChainFamily.SOLANA: settings.fee_recipient_solana,
         }
+        self.known_addresses = known_addresses(self.deployments, self.fee_recipients)
         self.idempotency: IdempotencyStore = idempotency or MemoryIdempotencyStore(IDEMPOTENCY_RECORDS)
         self._live_solana_pools = live_pinned_solana_pools(service.market)
         self._reasons = {key: self._unsupported_reason(r) for key, r in ROUTES.items()}
@@ -222,14 +222,18 @@ class PrepareService:
         """Route key -> why its first step cannot be prepared in this build."""
         return {k: reason for k, reason in self._reasons.items() if reason is not None}
 
+    def signing_wallet(self, chain: Chain, address: object, reason: str, field: str) -> str:
+        """The canonical form of a wallet that must sign on `chain` (core/wallet_rules.py), or 400 `reason`."""
+        family = CHAINS[chain].family
+        return check_signing_wallet(family, address, self.known_addresses, reason=reason, field=field)
+
     def fee_recipient_for(self, chain: Chain) -> str:
         return self.fee_recipients[CHAINS[chain].family]
 
     # ---- request parsing ----------------------------------------------------------------------------
 
     def _parse(self, body: Any) -> tuple[Any, Route, dict[str, str], str | None, dict[str, Any] | None]:
-        if not isinstance(body, dict):
-            raise InvalidRequest("body_not_object", "the request body must be a JSON object")
+        body = require_object(body)
         secret = _secret_path(body, "body", False)
         if secret:
             raise InvalidRequest(
@@ -253,17 +257,10 @@ class PrepareService:
                 f"wallets must name exactly the route's chains: {list(route.required_wallet_chains)}",
                 details={"required_wallet_chains": list(route.required_wallet_chains)},
             )
-        for chain_name, address in wallets.items():
-            if not valid_address(Chain(chain_name), address):
-                raise InvalidRequest(
-                    "invalid_wallet_address",
-                    f"wallets.{chain_name} must be a public "
-                    + (
-                        "0x-prefixed 20-byte address"
-                        if CHAINS[Chain(chain_name)].family is ChainFamily.EVM
-                        else "base58 32-byte key (32..44 characters)"
-                    ),
-                )
+        wallets = {
+            name: self.signing_wallet(Chain(name), address, "invalid_wallet_address", f"wallets.{name}")
+            for name, address in wallets.items()
+        }
         signer = body.get("event_signer_public")
         if route.event_signer_required:
             if signer is None:
@@ -272,10 +269,9 @@ class PrepareService:
                     "this route burns CCTP on Solana: send event_signer_public, the public key of a fresh keypair "
                     "you generate to co-sign the burn",
                 )
-            if not valid_address(Chain.SOLANA, signer):
-                raise InvalidRequest(
-                    "invalid_event_signer_public", "event_signer_public must be a base58 public key"
-                )
+            signer = self.signing_wallet(
+                Chain.SOLANA, signer, "invalid_event_signer_public", "event_signer_public"
+            )
             if signer in wallets.values():
                 raise InvalidRequest(
                     "event_signer_public_not_fresh", "event_signer_public must be a fresh key"

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from routequote.core.assets import ASSETS, Chain
+from routequote.core.field_rules import SESSION_TOKEN_RULE
 from routequote.core.intent import MAX_AMOUNT_USD, MIN_AMOUNT_USD, QuoteIntent, parse_quote_request
 from routequote.core.market import MarketView
 from routequote.core.pricing import SERVICE_FEE_BPS, check_route_available, price_route, route_components
@@ -231,7 +232,7 @@ class RouteQuoteService:
             "sessions": {
                 "endpoint": f"{base}/v2/session",
                 "token_header": SESSION_HEADER,
-                "token_rule": "caller-generated, >= 256 bits, base64url (43..128 characters); stored only as SHA-256",
+                "token_rule": SESSION_TOKEN_RULE,
                 "operations": ["create", "read", "observe", "refresh", "cancel"],
                 "views": ["session", "workflow", "receipt", "next_action"],
                 "session_ready_routes": len(ROUTES) - len(self.config.session_unavailable_reasons),

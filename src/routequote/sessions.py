@@ -23,7 +23,6 @@ from __future__ import annotations
 import copy
 import hashlib
 import hmac
-import re
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -35,6 +34,17 @@ import structlog
 
 from routequote.core.actions.approval import check_approval, reapproval_body
 from routequote.core.assets import CHAINS, Chain, ChainFamily
+from routequote.core.field_rules import (
+    EVM_TX_HASH_RE,
+    MAX_TRANSACTION_IDS,
+    SESSION_ID_RE,
+    SOLANA_SIGNATURE_RE,
+    check_idempotency_key,
+    check_session_token,
+    is_session_token,
+    object_fields,
+    require_object,
+)
 from routequote.core.hashing import canonical_sha256
 from routequote.core.pricing import PricedStep, price_steps_from
 from routequote.core.routes import ROUTES, Provider, Route, Step
@@ -72,16 +82,13 @@ from routequote.storage.sessions_common import stored
 SESSION_VERSION = "routequote-session-v1"
 MODE_V2, MODE_V1 = "v2_session", "v1_corridor"  # one engine; a v1 corridor builds each action on request
 SESSION_BINDING_VERSION = "routequote-quote-bound-session-constraints-v1"
-TOKEN_RE = re.compile(r"[A-Za-z0-9_-]{43,128}")
-IDEMPOTENCY_RE = re.compile(r"[A-Za-z0-9._:-]{8,128}")
-UUID_RE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
-EVM_TX_RE = re.compile(r"0x[0-9a-fA-F]{64}")
-SOLANA_SIG_RE = re.compile(r"[1-9A-HJ-NP-Za-km-z]{64,88}")
-EVM_ADDRESS_RE = re.compile(r"0x[0-9a-fA-F]{40}")
+UUID_RE = SESSION_ID_RE  # the field rules live in core/field_rules.py
+EVM_TX_RE = EVM_TX_HASH_RE
+SOLANA_SIG_RE = SOLANA_SIGNATURE_RE
 V1_CORRIDORS = ("solana:SOL->base:ETH", "solana:SOL->arbitrum:ETH")
 V1_BINDING_VERSION = "routequote-v1-corridor-binding"
 V1_SESSION_NAMESPACE = uuid.UUID("6f0b7c1e-2a55-5b7e-9d0c-3e1f4a2b8c61")  # session id = uuid5(ns, quote_id)
-MAX_TX_IDS = 8
+MAX_TX_IDS = MAX_TRANSACTION_IDS
 VIEWS = ("session", "workflow", "receipt", "next_action")
 SERVER_FLAGS = {"server_signing": False, "server_submission": False}
 DEFAULT_CONFIRMATIONS = {"base": 10, "arbitrum": 10, "robinhood": 10}
@@ -189,18 +196,13 @@ class SessionService:
                 "send a caller-generated session token (32 random bytes, base64url, 43 characters) in the "
                 "X-RouteQuote-Session-Token header",
             )
-        if not TOKEN_RE.fullmatch(token):
-            raise InvalidRequest(
-                "session_token_invalid",
-                "the session token must be 43..128 base64url characters (>= 256 bits)",
-            )
-        return token_sha256(token)
+        return token_sha256(check_session_token(token))
 
     async def _load(self, session_id: Any, token: str | None) -> SessionRecord:
         missing = NotFound("session_not_found", "no session with this id for this token")
         if not isinstance(session_id, str) or not UUID_RE.fullmatch(session_id) or not token:
             raise missing
-        if not TOKEN_RE.fullmatch(token):
+        if not is_session_token(token):
             raise missing
         record: SessionRecord | None = await stored(self.store.get(session_id))
         if record is None or not hmac.compare_digest(record.token_sha256, token_sha256(token)):
@@ -211,13 +213,8 @@ class SessionService:
 
     async def create(self, body: Any, token: str | None) -> SessionAnswer:
         sha = self._creation_token(token)
-        if not isinstance(body, dict):
-            raise InvalidRequest("body_not_object", "the request body must be a JSON object")
-        key = body.get("idempotency_key")
-        if not isinstance(key, str) or not IDEMPOTENCY_RE.fullmatch(key):
-            raise InvalidRequest(
-                "invalid_idempotency_key", "idempotency_key must match ^[A-Za-z0-9._:-]{8,128}$"
-            )
+        body = require_object(body)
+        key = check_idempotency_key(body.get("idempotency_key"))
         intent, route, wallets, signer, approval = self.prepare._parse(
             {k: v for k, v in body.items() if k != "idempotency_key"}
         )
@@ -520,19 +517,14 @@ class SessionService:
 
     @staticmethod
     def _parse_observe(body: Any) -> tuple[str, list[str]]:
-        if not isinstance(body, dict):
-            raise InvalidRequest("body_not_object", "the request body must be a JSON object")
+        body = require_object(body)
         extra = sorted(set(body) - {"idempotency_key", "transaction_hashes"})
         if extra:
             raise InvalidRequest(
                 "unknown_field",
                 f"{len(extra)} properties not allowed (allowed: idempotency_key, transaction_hashes)",
             )
-        key = body.get("idempotency_key")
-        if not isinstance(key, str) or not IDEMPOTENCY_RE.fullmatch(key):
-            raise InvalidRequest(
-                "invalid_idempotency_key", "idempotency_key must match ^[A-Za-z0-9._:-]{8,128}$"
-            )
+        key = check_idempotency_key(body.get("idempotency_key"))
         hashes = body.get("transaction_hashes", [])
         if not isinstance(hashes, list) or len(hashes) > MAX_TX_IDS:
             raise InvalidRequest(
@@ -1048,11 +1040,9 @@ class SessionService:
                 "source_wallet_not_logged_in",
                 "source_wallet must be the wallet the access token was issued to",
             )
-        destination = fields["destination_wallet"]
-        if not isinstance(destination, str) or not EVM_ADDRESS_RE.fullmatch(destination):
-            raise InvalidRequest(
-                "invalid_destination_wallet", "destination_wallet must be 0x followed by 40 hex"
-            )
+        destination = fields["destination_wallet"] = self.prepare.signing_wallet(
+            Chain.BASE, fields["destination_wallet"], "invalid_destination_wallet", "destination_wallet"
+        )
         quote_id = fields["quote_id"]
         if not isinstance(quote_id, str) or not UUID_RE.fullmatch(quote_id.lower()):
             raise InvalidRequest("invalid_quote_id", "quote_id must be the uuid of a fresh v1 quote")
@@ -1156,12 +1146,9 @@ class SessionService:
     async def v1_prepare_cctp(self, wallet: str, session_id: Any, body: Any) -> SessionAnswer:
         fields = self._v1_fields(body, {"event_signer_public", "idempotency_key"})
         signer = fields["event_signer_public"]
-        from routequote.core.auth import valid_wallet
-
-        if not valid_wallet(signer):
-            raise InvalidRequest(
-                "invalid_event_signer_public", "event_signer_public must be a base58 public key"
-            )
+        signer = self.prepare.signing_wallet(
+            Chain.SOLANA, signer, "invalid_event_signer_public", "event_signer_public"
+        )
         return await self._v1_prepare(
             wallet, session_id, 1, fields, "v1_prepare_cctp_action", signer=str(signer)
         )
@@ -1201,27 +1188,11 @@ class SessionService:
 
     @staticmethod
     def _v1_fields(body: Any, required: set[str], optional: set[str] | None = None) -> dict[str, Any]:
-        if not isinstance(body, dict):
-            raise InvalidRequest("body_not_object", "the request body must be a JSON object")
-        allowed = required | (optional or set())
-        extra = sorted(set(body) - allowed)
-        if extra:
-            raise InvalidRequest(
-                "unknown_field",
-                f"{len(extra)} properties not allowed (allowed: {', '.join(sorted(allowed)) or 'none'})",
-            )
-        missing = sorted(required - set(body))
-        if missing:
-            raise InvalidRequest("missing_field", f"required: {', '.join(missing)}")
-        return dict(body)
+        return object_fields(body, required, optional or set())
 
     @staticmethod
     def _v1_key(fields: dict[str, Any]) -> str:
-        key = fields.get("idempotency_key")
-        if not isinstance(key, str) or not IDEMPOTENCY_RE.fullmatch(key):
-            raise InvalidRequest(
-                "invalid_idempotency_key", "idempotency_key must match ^[A-Za-z0-9._:-]{8,128}$"
-            )
+        key = check_idempotency_key(fields.get("idempotency_key"))
         return key
 
     async def _v1_load(self, session_id: Any, wallet: str) -> SessionRecord:
@@ -1589,18 +1560,13 @@ class SessionService:
 
     @staticmethod
     def _parse_key_only(body: Any) -> str:
-        if not isinstance(body, dict):
-            raise InvalidRequest("body_not_object", "the request body must be a JSON object")
+        body = require_object(body)
         extra = sorted(set(body) - {"idempotency_key"})
         if extra:
             raise InvalidRequest(
                 "unknown_field", f"{len(extra)} properties not allowed (allowed: idempotency_key)"
             )
-        key = body.get("idempotency_key")
-        if not isinstance(key, str) or not IDEMPOTENCY_RE.fullmatch(key):
-            raise InvalidRequest(
-                "invalid_idempotency_key", "idempotency_key must match ^[A-Za-z0-9._:-]{8,128}$"
-            )
+        key = check_idempotency_key(body.get("idempotency_key"))
         return key
 
     # ---- committing ---------------------------------------------------------------------------------

@@ -8,8 +8,8 @@ from typing import Any
 
 from routequote.client.errors import ApprovalRefused
 from routequote.client.models import Quote
+from routequote.core.field_rules import idempotency_key_message, is_idempotency_key
 
-IDEMPOTENCY_RE = re.compile(r"[A-Za-z0-9._:-]{8,128}")
 MODES = ("one_shot", "session")
 
 
@@ -76,10 +76,8 @@ def approval_for(
             f"minimum_output_base {min_out} is below the quoted minimum {quoted_min_out}",
         )
     key = idempotency_key or new_idempotency_key()
-    if not IDEMPOTENCY_RE.fullmatch(key):
-        raise ApprovalRefused(
-            "invalid_idempotency_key", "idempotency_key must match ^[A-Za-z0-9._:-]{8,128}$"
-        )
+    if not is_idempotency_key(key):
+        raise ApprovalRefused("invalid_idempotency_key", idempotency_key_message())
     return {
         "version": cont["approval_v3_version"],
         "quote_id": raw["quote_id"],

@@ -40,10 +40,29 @@ def _fail(message: str, code: int = 1) -> None:
     raise typer.Exit(code)
 
 
-def _client_error(exc: Exception) -> None:
-    from routequote.cli import _client_error as show
+def show_client_error(exc: Exception) -> None:
+    """Print a routequote.client error (never a token: none of them carries one) and exit 1."""
+    from routequote.client import RateLimited, ReapprovalRequired, ResponseInvalid, ServerError
 
-    show(exc)
+    if isinstance(exc, ReapprovalRequired):
+        console.print(f"[red]reapproval required[/red] ({exc.reason}): {exc.message}", overflow="fold")
+        if exc.funds:
+            console.print(
+                f"funds: {exc.funds.get('amount_base')} base units of {exc.funds.get('endpoint')} "
+                f"in {exc.funds.get('wallet')} ({exc.funds.get('state')})",
+                overflow="fold",
+            )
+        if exc.quote_from_here:
+            console.print(f"quote from here: {json.dumps(exc.quote_from_here)}", overflow="fold")
+    elif isinstance(exc, RateLimited):
+        console.print(f"[red]rate limited[/red]: retry after {exc.retry_after} s")
+    elif isinstance(exc, ServerError):
+        console.print(f"[red]{exc.error}[/red] ({exc.reason_class}): {exc.message}", overflow="fold")
+    elif isinstance(exc, ResponseInvalid):
+        console.print(f"[red]response refused[/red]: {exc}", overflow="fold")
+    else:
+        console.print(f"[red]refused[/red]: {exc}", overflow="fold")
+    raise typer.Exit(1)
 
 
 def _token(path: Path, *, create: bool) -> Any:
@@ -236,7 +255,7 @@ def create_cmd(
                 quote, _wallets(wallet), approval=approval, event_signer_public=event_signer, token=token
             )
     except ClientError as exc:
-        _client_error(exc)
+        show_client_error(exc)
     doc = {
         "version": SESSION_FILE_VERSION,
         "base_url": url,
@@ -267,7 +286,7 @@ def show_cmd(
         with RouteQuoteClient(base) as rq:
             answer = rq.read_session(handle) if view == "session" else rq.session_view(handle, view)
     except ClientError as exc:
-        _client_error(exc)
+        show_client_error(exc)
     except ValueError as exc:
         _fail(f"[red]--view[/red]: {exc}", 2)
     if json_out or view not in ("session", "receipt"):
@@ -296,7 +315,7 @@ def next_cmd(
         with RouteQuoteClient(base) as rq:
             s = rq.read_session(handle)
     except ClientError as exc:
-        _client_error(exc)
+        show_client_error(exc)
     if s.current_action is None:
         console.print(f"no action to sign: status {s.status}, next operation {s.next_operation}")
         raise typer.Exit(3)
@@ -327,7 +346,7 @@ def observe_cmd(
         with RouteQuoteClient(base) as rq:
             s = rq.observe(handle, tx or None, idempotency_key=idempotency_key)
     except ClientError as exc:
-        _client_error(exc)
+        show_client_error(exc)
     _show_session(s)
 
 
@@ -341,7 +360,7 @@ def _key_only(
         with RouteQuoteClient(base) as rq:
             s = getattr(rq, op)(handle, idempotency_key=idempotency_key)
     except ClientError as exc:
-        _client_error(exc)
+        show_client_error(exc)
     _show_session(s)
 
 

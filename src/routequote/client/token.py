@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import base64
 import os
-import re
 import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
 
-TOKEN_RE = re.compile(r"[A-Za-z0-9_-]{43,128}")
+from routequote.core.field_rules import session_token_problem
 
 
 class SessionToken:
@@ -18,8 +17,9 @@ class SessionToken:
     __slots__ = ("_value",)
 
     def __init__(self, value: str) -> None:
-        if not isinstance(value, str) or not TOKEN_RE.fullmatch(value):
-            raise ValueError("a session token is 43..128 base64url characters")  # never echo the value
+        problem = session_token_problem(value)
+        if problem is not None:
+            raise ValueError(problem)  # the rule's message never repeats the value
         self._value = value
 
     @classmethod

@@ -8,6 +8,7 @@ from typing import Any, Literal
 from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field
+from pydantic.config import JsonDict, JsonValue
 
 from routequote.core.assets import TOKENS_BY_CHAIN
 
@@ -23,11 +24,11 @@ class Closed(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-def _endpoint_rules() -> dict[str, object]:
+def endpoint_rule_parts() -> list[JsonDict]:
     """The endpoint rules as JSON Schema, generated from the asset registry: each side must be one of
     the nine chain/token pairs, and the two sides must differ (no identity route)."""
 
-    def side(prefix: str) -> dict[str, object]:
+    def side(prefix: str) -> JsonDict:
         return {
             "anyOf": [
                 {
@@ -40,7 +41,7 @@ def _endpoint_rules() -> dict[str, object]:
             ]
         }
 
-    identity = {
+    identity: JsonDict = {
         "anyOf": [
             {
                 "properties": {
@@ -54,7 +55,11 @@ def _endpoint_rules() -> dict[str, object]:
             for token in tokens
         ]
     }
-    return {"allOf": [side("from"), side("to"), {"not": identity}]}
+    return [side("from"), side("to"), {"not": identity}]
+
+
+def _endpoint_rules() -> JsonDict:
+    return {"allOf": list[JsonValue](endpoint_rule_parts())}
 
 
 class QuoteRequest(Closed):

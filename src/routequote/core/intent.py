@@ -13,6 +13,7 @@ from fractions import Fraction
 from typing import Any
 
 from routequote.core.assets import ASSETS, Asset, Chain, Token
+from routequote.core.field_rules import require_object
 from routequote.core.market import USD_E8
 from routequote.errors import InvalidRequest
 from routequote.input_rules import name_list
@@ -97,8 +98,7 @@ def parse_amount_usd(value: Any, *, integer_only: bool = False) -> int | float:
 
 
 def parse_quote_request(body: Any) -> QuoteIntent:
-    if not isinstance(body, dict):
-        raise InvalidRequest("body_not_object", "the request body must be a JSON object")
+    body = require_object(body)
     extra = sorted(set(body) - set(QUOTE_FIELDS))
     if extra:
         raise InvalidRequest("unknown_field", f"properties not allowed: {name_list(extra)}")

@@ -13,6 +13,7 @@ from fractions import Fraction
 from typing import Any
 
 from routequote.core.assets import CHAINS, Asset, Chain, Token
+from routequote.core.field_rules import IDEMPOTENCY_KEY_PATTERN
 from routequote.core.hashing import (
     CANONICAL_JSON_SPEC,
     TYPED_CANONICAL_SPEC,
@@ -607,7 +608,7 @@ def issue(
         "idempotency": {
             "required": True,
             "field": "idempotency_key",
-            "pattern": "^[A-Za-z0-9._:-]{8,128}$",
+            "pattern": IDEMPOTENCY_KEY_PATTERN,
             "scope": "quote_and_selected_mode",
         },
         "approval_v3_version": APPROVAL_VERSION,

@@ -42,11 +42,11 @@ from routequote.core.routes import ROUTES
 from routequote.discovery.address_book import contracts
 from routequote.discovery.economics import route_economics
 from routequote.discovery.keys import SigningKey
+from routequote.input_rules import MAX_BODY_BYTES
 from routequote.ports import Clock
 from routequote.prepare import IDEMPOTENCY_TTL_SECONDS
 from routequote.service import RouteQuoteService
 from routequote.storage.quotes import MAX_RECORDS
-from routequote.surfaces.http import MAX_BODY_BYTES
 
 SERVICE_NAME = "routequote"
 ECONOMICS_PATH = "/v2/route-economics.json"

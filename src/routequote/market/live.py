@@ -63,7 +63,12 @@ from routequote.market.live_bridges import (
     PythHermesSource,
 )
 from routequote.market.live_evm import EvmPoolSpec, EvmPoolsState, UniswapV3PoolsSource
-from routequote.market.live_solana import SolanaClmmSource, SolanaPoolSpec, SolanaPoolsState
+from routequote.market.live_solana import (
+    SolanaClmmSource,
+    SolanaPoolSpec,
+    SolanaPoolsState,
+    is_solana_venue,
+)
 from routequote.market.snapshot import load_snapshot_document
 from routequote.market.synthetic import POOLS
 from routequote.ports import Clock, SourceHealth
@@ -238,7 +243,7 @@ class LiveMarket:
             out.append(LiveSource(f"evm_pools:{chain.value}", comps, src.fetch, cfg.pool_max_age_seconds))
         sol_specs = []
         for p in POOLS:
-            if p.venue == "uniswap_v3":
+            if not is_solana_venue(p.venue):  # the EVM pools are read above
                 continue
             addr = cfg.solana_pools.get(p.pool_id) or p.address
             if not addr:
@@ -255,7 +260,7 @@ class LiveMarket:
                     p.token1,
                     self._hint(p.pool_id),
                     **_pinned(p.pool_id, addr),
-                )  # type: ignore[arg-type]
+                )
             )
         if sol_specs and rpcs[Chain.SOLANA] is not None:
             sol_rpc = rpcs[Chain.SOLANA]

@@ -59,7 +59,7 @@ import base64
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypeGuard
 
 from solders.pubkey import Pubkey
 
@@ -71,6 +71,11 @@ from routequote.market.jsonrpc import JsonRpcClient, SourceDataError, StaleSourc
 ORCA_PROGRAM = "whirLbMiicVdio4qvUfM5KAg6Ct8VwpYzGff3uctyCc"
 RAYDIUM_CLMM_PROGRAM = "CAMMCzo5YL8w4VFF8KVHrK22GGUsp5VTaW7grrKgrWqK"
 SolanaVenue = Literal["orca_whirlpool", "raydium_clmm"]
+SOLANA_VENUES: tuple[SolanaVenue, ...] = ("orca_whirlpool", "raydium_clmm")
+
+
+def is_solana_venue(venue: str) -> TypeGuard[SolanaVenue]:
+    return venue in SOLANA_VENUES
 
 
 def discriminator(name: str) -> bytes:

@@ -21,13 +21,14 @@ import httpx
 from eth_utils.address import to_checksum_address
 
 from routequote.core.assets import CHAINS, Chain
+from routequote.core.field_rules import EVM_ADDRESS_PATTERN, EVM_TX_HASH_PATTERN
 from routequote.errors import InvalidRequest
 from routequote.market.jsonrpc import JsonRpcClient, RpcError
 from routequote.observe._common import Breaker, WireError, data_bytes, hash32, quantity, unavailable
 from routequote.ports import EvmLog, EvmTransaction, ObservationUnavailable
 
-TX_HASH = re.compile(r"^0x[0-9a-fA-F]{64}$")
-ADDRESS = re.compile(r"^0x[0-9a-fA-F]{40}$")
+TX_HASH = re.compile(EVM_TX_HASH_PATTERN)
+ADDRESS = re.compile(EVM_ADDRESS_PATTERN)
 
 
 def default_chain_ids() -> dict[str, int]:

@@ -15,12 +15,13 @@ from typing import Any
 
 import httpx
 
+from routequote.core.field_rules import TRANSACTION_ID_PATTERN
 from routequote.core.sessions.evidence import parse_cctp_message
 from routequote.errors import InvalidRequest
 from routequote.observe._common import Breaker, WireError, data_bytes, integer
 from routequote.ports import CctpMessage, ObservationUnavailable
 
-TX_ID = re.compile(r"^(0x[0-9a-fA-F]{64}|[1-9A-HJ-NP-Za-km-z]{64,88})$")  # EVM hash or Solana signature
+TX_ID = re.compile(TRANSACTION_ID_PATTERN)  # EVM hash or Solana signature
 
 
 def _opt_int(value: Any, what: str) -> int | None:

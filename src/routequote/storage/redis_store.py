@@ -120,7 +120,9 @@ class RedisQuoteStore(_RedisClient):
         key = self.prefix + quote_id
         try:
             async with self.client.pipeline(transaction=False) as pipe:
-                raw, pttl = await pipe.get(key).pttl(key).execute()
+                pipe.get(key)
+                pipe.pttl(key)
+                raw, pttl = await pipe.execute()
         except (RedisError, OSError) as exc:
             raise self.unavailable(exc) from exc
         if raw is None or pttl is None or pttl <= 0:

@@ -44,11 +44,20 @@ from routequote.core.actions.approval import (
     check_verification_context,
     parse_approval,
 )
-from routequote.core.actions.bundle import payload_sha256
-from routequote.core.hashing import CANONICAL_JSON_SPEC, canonical_sha256
+from routequote.core.field_rules import (
+    MAX_TRANSACTION_IDS,
+    SESSION_ID_RE,
+    check_idempotency_key,
+    check_session_token,
+)
 from routequote.core.intent import parse_quote_request
-from routequote.core.quote import SERVER_FLAGS
 from routequote.core.routes import ROUTES
+from routequote.core.verify import verify_bundle
+from routequote.core.verify.common import same_wallets
+from routequote.core.verify.handoff import caller_wallet_handoff
+from routequote.core.verify.handoff import (
+    verify_handoff as verify_handoff,  # the caller-side check, re-exported
+)
 from routequote.errors import InvalidRequest, RouteQuoteError
 from routequote.fee_recipient_check import A2A_ACCEPT_FIELD, a2a_accepts_unconfigured, fee_recipient_findings
 from routequote.input_rules import looks_secret_name, name_list, safe_name
@@ -58,7 +67,6 @@ from routequote.service import RouteQuoteService
 from routequote.surfaces import guidance as g
 from routequote.surfaces.http import MAX_BODY_BYTES
 from routequote.surfaces.input_guard import a2a_jsonrpc_routes
-from routequote.verify import verify_bundle
 
 CARD_VERSION = "1.7.0"
 PROTOCOL_VERSION = "1.0"
@@ -263,8 +271,6 @@ PREPARE_FIELDS = {
     "eventSignerPublic": "event_signer_public",
     "approvalV3": "approval_v3",
 }
-HANDOFF_VERSION = "routequote-caller-wallet-handoff-v1"
-HANDOFF_HASH_SPEC = "sha256 of " + CANONICAL_JSON_SPEC + " of the handoff without handoff_sha256"
 
 
 class SafetyBoundaryFailed(RouteQuoteError):
@@ -337,75 +343,6 @@ def check_prepare_request(data: dict[str, Any]) -> tuple[dict[str, Any], dict[st
     return body, approval, ctx
 
 
-def caller_wallet_handoff(bundle: dict[str, Any]) -> dict[str, Any]:
-    """What the caller's wallet needs, bound to the bundle by hash; its own SHA-256 makes it self-verifying.
-    EVM: EIP-1193 `eth_sendTransaction` requests, sent one at a time, each after the previous is confirmed.
-    Solana: Wallet Standard `solana:signAndSendTransaction` data; the caller adds a fresh blockhash."""
-    action = bundle["unsigned_action"]
-    handoff: dict[str, Any] = {
-        "version": HANDOFF_VERSION,
-        "route": bundle["route"],
-        "step_index": bundle["step_index"],
-        "bundle_payload_sha256": bundle["payload_sha256"],
-        "action_sha256": action["safety_receipt"]["payload_binding"]["action_sha256"],
-        "expires_at": bundle["expires_at"],
-        "automatic_invocation_forbidden": True,
-        "caller_must_verify_sign_and_submit": True,
-        "adapter_chains_actions": False,
-        "next_step_requires_fresh_quote_and_verified_receipt": True,
-        **SERVER_FLAGS,
-    }
-    if action["family"] == "evm":
-        handoff["kind"] = "eip1193_eth_sendTransaction"
-        handoff["submission"] = "sequential_in_order_each_after_the_previous_is_confirmed"
-        handoff["requests"] = [
-            {
-                "method": "eth_sendTransaction",
-                "params": [
-                    {
-                        "from": tx["from"],
-                        "to": tx["to"],
-                        "data": tx["data"],
-                        "value": hex(int(tx["value"])),
-                        "chainId": hex(int(tx["chainId"])),
-                    }
-                ],
-            }
-            for tx in action["transactions"]
-        ]
-    else:
-        handoff["kind"] = "solana_wallet_standard"
-        handoff["chain"] = "solana:mainnet"
-        handoff["feature"] = "solana:signAndSendTransaction"
-        handoff["transaction"] = {
-            "message_version": 0,
-            "fee_payer": action["feePayer"],
-            "recent_blockhash": None,
-            "instructions": action["instructions"],
-            "required_signers": action["requiredSigners"],
-        }
-        handoff["note"] = (
-            "compile a v0 message with a fresh recent blockhash; every required signer (your wallet and, for a "
-            "CCTP burn, your fresh event signer) signs locally"
-        )
-    handoff["handoff_sha256_spec"] = HANDOFF_HASH_SPEC
-    handoff["handoff_sha256"] = canonical_sha256(handoff)
-    return handoff
-
-
-def verify_handoff(handoff: dict[str, Any], bundle: dict[str, Any]) -> list[str]:
-    """Caller-side check of a handoff: its own hash, and exactly the wallet requests derived from `bundle`."""
-    problems = []
-    body = {k: v for k, v in handoff.items() if k != "handoff_sha256"}
-    if canonical_sha256(body) != handoff.get("handoff_sha256"):
-        problems.append("handoff_sha256_mismatch")
-    if handoff.get("bundle_payload_sha256") != payload_sha256(bundle):
-        problems.append("handoff_not_bound_to_bundle")
-    if caller_wallet_handoff(bundle) != handoff:
-        problems.append("handoff_differs_from_bundle_actions")
-    return problems
-
-
 def prepare_operation(prepare: PrepareCapability, clock: Clock) -> Operation:
     fee_recipients = {getattr(k, "value", k): v for k, v in prepare.fee_recipients.items()}
 
@@ -465,11 +402,8 @@ def prepare_operation(prepare: PrepareCapability, clock: Clock) -> Operation:
 # engine as the capability and never echoed or logged. Every returned action is verified with
 # routequote.verify before a wallet handoff is built.
 
-SESSION_TOKEN_RE = re.compile(r"[A-Za-z0-9_-]{43}")
-SESSION_ID_RE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
-IDEMPOTENCY_KEY_RE = re.compile(r"[A-Za-z0-9._:-]{8,128}")
 SESSION_VIEWS = ("session", "workflow", "receipt", "next_action")
-MAX_TRANSACTION_HASHES = 8
+MAX_TRANSACTION_HASHES = MAX_TRANSACTION_IDS
 SESSION_CALL_FIELDS = frozenset({"sessionToken", "sessionId", "verificationContext"})
 SESSION_CREATE_FIELDS = frozenset(PREPARE_FIELDS) | {"idempotencyKey", "sessionToken", "verificationContext"}
 RECEIVE_PHASE = "cctp_destination_mint"  # a CCTP destination mint (receiveMessage): spends nothing
@@ -503,16 +437,11 @@ def _session_token(data: Mapping[str, Any]) -> str:
             "send sessionToken: 32 random bytes you generated, base64url "
             "without padding (43 characters); keep it, never log it",
         )
-    if not isinstance(token, str) or not SESSION_TOKEN_RE.fullmatch(token):
-        raise InvalidRequest("session_token_invalid", "sessionToken must be exactly 43 base64url characters")
-    return token
+    return check_session_token(token)
 
 
 def _idempotency_key(data: Mapping[str, Any]) -> str:
-    key = data.get("idempotencyKey")
-    if not isinstance(key, str) or not IDEMPOTENCY_KEY_RE.fullmatch(key):
-        raise InvalidRequest("invalid_idempotency_key", "idempotencyKey must match ^[A-Za-z0-9._:-]{8,128}$")
-    return key
+    return check_idempotency_key(data.get("idempotencyKey"), "idempotencyKey")
 
 
 def _session_context(data: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any], str]:
@@ -613,7 +542,7 @@ def _session_matches_context(
             "verification_context_route_mismatch",
             "this session carries another route than your verificationContext",
         )
-    if workflow.get("wallets") != ctx["wallets"]:
+    if not same_wallets(workflow.get("wallets"), ctx["wallets"]):
         raise InvalidRequest(
             "verification_context_wallets_mismatch",
             "this session's wallets are not your verificationContext's wallets",

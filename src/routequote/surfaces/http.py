@@ -9,11 +9,12 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from routequote.errors import InvalidRequest, RouteQuoteError
+from routequote.input_rules import (
+    MAX_BODY_BYTES as MAX_BODY_BYTES,  # re-exported: the surfaces import it here
+)
 from routequote.input_rules import loads_strict
 from routequote.ratelimit import RateLimiter
 from routequote.surfaces.errors import error_response, json_response
-
-MAX_BODY_BYTES = 1_048_576
 
 
 def client_key(request: Request) -> str:

@@ -323,7 +323,7 @@ def _sweep(loop: asyncio.AbstractEventLoop, interval: float) -> None:
 
 if HttpToolsProtocol is not None:
 
-    class GuardedHttpToolsProtocol(HttpToolsProtocol):  # type: ignore[misc,valid-type]
+    class GuardedHttpToolsProtocol(HttpToolsProtocol):
         """uvicorn's httptools protocol plus: the bytes of a request's head counted as they arrive (past the
         header limit plus one read, 431 and close: a huge header or a header flood is never buffered whole;
         the exact count and size are the ASGI guard's 431); a request's headers must arrive within the header timeout
@@ -467,7 +467,7 @@ def a2a_jsonrpc_routes(handler: Any, path: str, context_builder: Any) -> list[An
         code = code if isinstance(code, int) and not isinstance(code, bool) else -32603
         return {"code": code, "message": messages.get(code, "Request failed")}
 
-    class Dispatcher(JsonRpcDispatcher):  # type: ignore[misc]
+    class Dispatcher(JsonRpcDispatcher):
         def _generate_error_response(self, request_id: Any, error: Any) -> JSONResponse:
             built = build_error_response(request_id, error)
             return JSONResponse({**built, "error": generic(built.get("error"))}, status_code=200)

@@ -21,8 +21,9 @@ v1 request body, one of two shapes, nothing else in either:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
+from routequote.core.field_rules import require_object
 from routequote.core.intent import MAX_AMOUNT_USD, MIN_AMOUNT_USD, parse_amount_usd
 from routequote.core.quote import RELEASE_STATUS, SERVER_FLAGS
 from routequote.core.routes import ROUTES
@@ -33,7 +34,7 @@ from routequote.service import RouteQuoteService
 LEGACY_API_VERSION = "routequote-legacy-v1"
 LEGACY_SOURCE = "solana:SOL"
 DESTINATION_CHAINS = ("base", "arbitrum")
-DEFAULT_DESTINATION = "base"
+DEFAULT_DESTINATION: Final = "base"
 CORRIDORS = {chain: f"{LEGACY_SOURCE}->{chain}:ETH" for chain in DESTINATION_CHAINS}
 LEGACY_FIELDS = ("amount_usd", "destination_chain")
 # the corridor spelled out (the public MCP adapter's v1 quote): the v2 quote fields, pinned to the corridors
@@ -60,8 +61,7 @@ def _corridor_destination(body: dict[str, Any]) -> Any:
 
 def legacy_quote_request(body: Any) -> dict[str, Any]:
     """Validate a v1 quote body (either shape) and return the v2 QuoteRequest body of its corridor."""
-    if not isinstance(body, dict):
-        raise InvalidRequest("body_not_object", "the request body must be a JSON object")
+    body = require_object(body)
     spelled_out = bool(_CORRIDOR_ONLY & set(body))
     allowed = CORRIDOR_FIELDS if spelled_out else LEGACY_FIELDS
     extra = sorted(set(body) - set(allowed))

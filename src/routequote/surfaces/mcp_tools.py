@@ -34,6 +34,7 @@ from starlette.types import Receive, Scope, Send
 
 from routequote.config import Settings
 from routequote.contract.v2 import ChainName, TokenName
+from routequote.core.field_rules import EVM_ADDRESS_PATTERN, EVM_TX_HASH_PATTERN
 from routequote.core.intent import MAX_AMOUNT_USD, MIN_AMOUNT_USD
 from routequote.errors import RouteQuoteError
 from routequote.input_rules import check_tree, safe_name
@@ -113,7 +114,7 @@ class CreateSessionArguments(ToolInput):
     quote_id: Uuid
     idempotency_key: IdempotencyKey
     source_wallet: SourceWallet
-    destination_wallet: Annotated[str, Field(pattern=r"^0x[0-9a-fA-F]{40}$")]
+    destination_wallet: Annotated[str, Field(pattern=EVM_ADDRESS_PATTERN)]
 
 
 class ReadSessionArguments(ToolInput):
@@ -147,7 +148,7 @@ class PrepareDestinationArguments(SessionArguments):
 
 
 class ObserveDestinationArguments(SessionArguments):
-    transaction_hash: Annotated[str, Field(pattern=r"^0x[0-9a-fA-F]{64}$")]
+    transaction_hash: Annotated[str, Field(pattern=EVM_TX_HASH_PATTERN)]
     idempotency_key: IdempotencyKey
 
 

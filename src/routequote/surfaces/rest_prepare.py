@@ -7,8 +7,9 @@ from typing import Any
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
-from routequote.contract.v2 import ErrorResponse, _endpoint_rules
+from routequote.contract.v2 import ErrorResponse, endpoint_rule_parts
 from routequote.core.assets import Chain, Token
+from routequote.core.field_rules import EVM_ADDRESS_PATTERN, IDEMPOTENCY_KEY_PATTERN, SOLANA_ADDRESS_PATTERN
 from routequote.core.quote import APPROVAL_FIELDS, APPROVAL_VERSION
 from routequote.core.routes import ROUTES
 from routequote.prepare import PrepareService
@@ -17,16 +18,16 @@ from routequote.surfaces.http import answer, read_json_body
 
 _ERR = {"model": ErrorResponse}
 _ADDRESS = {"type": "string", "description": "public address: EVM 0x + 40 hex, Solana base58 (32..44 chars)"}
-EVM_ADDRESS = {"type": "string", "pattern": "^0x[0-9a-fA-F]{40}$"}
+EVM_ADDRESS = {"type": "string", "pattern": EVM_ADDRESS_PATTERN}
 SOLANA_ADDRESS = {
     "type": "string",
-    "pattern": "^[1-9A-HJ-NP-Za-km-z]{32,44}$",
+    "pattern": SOLANA_ADDRESS_PATTERN,
     "description": "base58 that must decode to a 32-byte public key (refused otherwise: invalid_wallet_address)",
 }
 # a key shaped like a secret (hex of a private key) is refused even though the pattern allows it
 IDEMPOTENCY_KEY = {
     "type": "string",
-    "pattern": "^[A-Za-z0-9._:-]{8,128}$",
+    "pattern": IDEMPOTENCY_KEY_PATTERN,
     "not": {"pattern": "^(0[xX])?([0-9a-fA-F]{64}|[0-9a-fA-F]{128})$"},
 }
 _WALLET_SCHEMA = {c.value: SOLANA_ADDRESS if c is Chain.SOLANA else EVM_ADDRESS for c in Chain}
@@ -74,13 +75,15 @@ PREPARE_REQUEST_SCHEMA: dict[str, Any] = {
         "Each side must be one of the nine chain/token endpoints and the two sides must differ (the same "
         "rules as QuoteRequest, generated from the asset registry). Per route (generated from the route "
         "registry): `wallets` names exactly the chains the route touches, and `event_signer_public` is sent exactly "
-        "when the route burns CCTP on Solana. Rules JSON Schema cannot state: a Solana address must decode to 32 "
-        "bytes (invalid_wallet_address / invalid_event_signer_public), the event signer must differ from every "
+        "when the route burns CCTP on Solana. Rules JSON Schema cannot state: every wallet and the event signer "
+        "must be a key that can sign (a Solana key on the curve that is no program or mint; an EVM address that is "
+        "not zero, not a token or protocol contract, with a valid EIP-55 checksum if mixed case; never the fee "
+        "recipient: invalid_wallet_address / invalid_event_signer_public, rule in details.wallet_rule), the event signer must differ from every "
         "wallet (event_signer_public_not_fresh), and the route's first step must be prepare-ready now "
         "(route_not_prepare_ready; GET /v2/capabilities lists the routes that are not, with why)."
     ),
     "allOf": [
-        *_endpoint_rules()["allOf"],
+        *endpoint_rule_parts(),
         _route_rules(),
     ],  # from side, to side, no identity route, per route
     "properties": {

@@ -12,6 +12,13 @@ from fastapi import APIRouter, Request
 from starlette.responses import Response
 
 from routequote.contract.v2 import ErrorResponse
+from routequote.core.field_rules import (
+    IDEMPOTENCY_KEY_PATTERN,
+    MAX_TRANSACTION_IDS,
+    SESSION_TOKEN_RULE,
+    SESSION_TOKEN_SCHEMA,
+    TRANSACTION_ID_PATTERN,
+)
 from routequote.core.quote import SESSION_HEADER
 from routequote.ratelimit import RateLimiter
 from routequote.sessions import VIEWS, SessionService
@@ -19,14 +26,14 @@ from routequote.surfaces.http import answer, read_json_body
 from routequote.surfaces.rest_prepare import IDEMPOTENCY_KEY, PREPARE_REQUEST_SCHEMA
 
 _ERR = {"model": ErrorResponse}
-_KEY = {"type": "string", "pattern": "^[A-Za-z0-9._:-]{8,128}$"}
+_KEY = {"type": "string", "pattern": IDEMPOTENCY_KEY_PATTERN}
 _TOKEN_PARAM = {
     "name": SESSION_HEADER,
     "in": "header",
     "required": True,
-    "description": "caller-generated capability: 32 random bytes, base64url (43..128 characters). Only its SHA-256 "
-    "is stored; never logged or echoed. A wrong token is 404 session_not_found.",
-    "schema": {"type": "string", "pattern": "^[A-Za-z0-9_-]{43,128}$"},
+    "description": f"the session capability, {SESSION_TOKEN_RULE}; never logged or echoed. A wrong token is "
+    "404 session_not_found.",
+    "schema": SESSION_TOKEN_SCHEMA,
 }
 _APPROVAL = PREPARE_REQUEST_SCHEMA["properties"]["approval_v3"]
 CREATE_SCHEMA: dict[str, Any] = {
@@ -56,11 +63,11 @@ OBSERVE_SCHEMA: dict[str, Any] = {
         "idempotency_key": _KEY,
         "transaction_hashes": {
             "type": "array",
-            "maxItems": 8,
+            "maxItems": MAX_TRANSACTION_IDS,
             "uniqueItems": True,
             "description": "what you submitted for the current action: EVM transaction hashes, or one Solana "
             "signature; the service reads them from the chain itself. Omit to re-check what you named before.",
-            "items": {"type": "string", "pattern": "^(0x[0-9a-fA-F]{64}|[1-9A-HJ-NP-Za-km-z]{64,88})$"},
+            "items": {"type": "string", "pattern": TRANSACTION_ID_PATTERN},
         },
     },
 }

@@ -22,6 +22,12 @@ from starlette.responses import Response
 from routequote import __version__
 from routequote.auth import AccessTokenInvalid
 from routequote.contract.v2 import ErrorResponse
+from routequote.core.field_rules import (
+    EVM_ADDRESS_PATTERN,
+    EVM_TX_HASH_PATTERN,
+    IDEMPOTENCY_KEY_PATTERN,
+    SOLANA_ADDRESS_PATTERN,
+)
 from routequote.errors import RouteQuoteError
 from routequote.ratelimit import RateLimiter
 from routequote.service import RouteQuoteService
@@ -87,7 +93,7 @@ class LegacyQuoteResponse(BaseModel):
 # ---- v1 wallet login and corridor session shapes --------------------------------------------------------
 
 _UUID = r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
-_KEY = Field(min_length=8, max_length=128, pattern=r"^[A-Za-z0-9._:-]{8,128}$")
+_KEY = Field(min_length=8, max_length=128, pattern=IDEMPOTENCY_KEY_PATTERN)
 _SOL_SIG = Field(min_length=64, max_length=128, pattern=r"^[1-9A-HJ-NP-Za-km-z]+$")
 
 
@@ -99,7 +105,7 @@ class WalletAuthStartRequest(_Strict):
     source_wallet: str = Field(
         min_length=32,
         max_length=44,
-        pattern=r"^[1-9A-HJ-NP-Za-km-z]{32,44}$",
+        pattern=SOLANA_ADDRESS_PATTERN,
         description="Solana public key: base58 that must decode to 32 bytes (else 400 invalid_source_wallet)",
     )
 
@@ -124,7 +130,7 @@ class WalletAuthFinishRequest(_Strict):
     source_wallet: str = Field(
         min_length=32,
         max_length=44,
-        pattern=r"^[1-9A-HJ-NP-Za-km-z]{32,44}$",
+        pattern=SOLANA_ADDRESS_PATTERN,
         description="The wallet the challenge was issued for (base58, 32 bytes)",
     )
     signature: str = Field(
@@ -150,16 +156,14 @@ class V1SessionCreateRequest(_Strict):
     source_wallet: str = Field(
         min_length=32,
         max_length=44,
-        pattern=r"^[1-9A-HJ-NP-Za-km-z]{32,44}$",
+        pattern=SOLANA_ADDRESS_PATTERN,
         description="Must be the logged-in wallet",
     )
-    destination_wallet: str = Field(pattern=r"^0x[0-9a-fA-F]{40}$")
+    destination_wallet: str = Field(pattern=EVM_ADDRESS_PATTERN)
 
 
 class V1PrepareSourceRequest(_Strict):
-    idempotency_key: str | None = Field(
-        None, min_length=8, max_length=128, pattern=r"^[A-Za-z0-9._:-]{8,128}$"
-    )
+    idempotency_key: str | None = Field(None, min_length=8, max_length=128, pattern=IDEMPOTENCY_KEY_PATTERN)
 
 
 class V1VerifySourceRequest(_Strict):
@@ -182,7 +186,7 @@ class V1PrepareDestinationRequest(_Strict):
 
 
 class V1ObserveDestinationRequest(_Strict):
-    transaction_hash: str = Field(pattern=r"^0x[0-9a-fA-F]{64}$")
+    transaction_hash: str = Field(pattern=EVM_TX_HASH_PATTERN)
     idempotency_key: str = _KEY
 
 
@@ -224,7 +228,7 @@ V1_BODIES: dict[str, type[BaseModel]] = {
     "V1PrepareDestinationRequest": V1PrepareDestinationRequest,
     "V1ObserveDestinationRequest": V1ObserveDestinationRequest,
 }
-_BEARER = [{"bearerAuth": []}]
+_BEARER: list[dict[str, list[str]]] = [{"bearerAuth": []}]
 
 
 def _body(name: str, security: bool = True) -> dict[str, Any]:
@@ -323,7 +327,14 @@ def router(service: RouteQuoteService, limiter: RateLimiter) -> APIRouter:
 
         return await answer(limiter, request, produce)
 
-    _errs = {400: _ERR, 401: _ERR, 404: _ERR, 409: _ERR, 429: _ERR, 503: _ERR}
+    _errs: dict[int | str, dict[str, Any]] = {
+        400: _ERR,
+        401: _ERR,
+        404: _ERR,
+        409: _ERR,
+        429: _ERR,
+        503: _ERR,
+    }
 
     @v1.post(
         "/auth/challenge",
@@ -477,7 +488,7 @@ def router(service: RouteQuoteService, limiter: RateLimiter) -> APIRouter:
             summary=summary,
         )
 
-    cache: dict[str, Any] = {}
+    cache: dict[str, dict[str, Any]] = {}
 
     def openapi_document() -> dict[str, Any]:
         if "doc" not in cache:

@@ -10,6 +10,7 @@ import re
 from datetime import datetime
 from typing import Any
 
+from routequote.core.field_rules import check_idempotency_key
 from routequote.core.hashing import canonical_sha256
 from routequote.core.quote import APPROVAL_FIELDS, APPROVAL_VERSION
 from routequote.core.routes import Route
@@ -20,7 +21,6 @@ ONE_SHOT_CONTEXT_VERSION = "routequote-one-shot-verification-context-v1"
 SESSION_CONTEXT_VERSION = "routequote-session-verification-context-v1"
 MIN_TTL_REMAINING_SECONDS = 15
 # validating patterns are always applied with fullmatch (`$` alone would accept a trailing newline)
-IDEMPOTENCY_RE = re.compile(r"[A-Za-z0-9._:-]{8,128}")
 HEX64_RE = re.compile(r"[0-9a-f]{64}")
 BASE_RE = re.compile(r"[1-9][0-9]*")
 UINT256_MAX = 2**256 - 1  # an EVM amount field
@@ -76,10 +76,7 @@ def parse_approval(value: Any, *, max_base: int = UINT256_MAX) -> dict[str, Any]
                 f"approval_v3.{k} must fit the {width} amount field it binds",
             )
     key = value["idempotency_key"]
-    if not IDEMPOTENCY_RE.fullmatch(key):
-        raise InvalidRequest(
-            "invalid_idempotency_key", "approval_v3.idempotency_key must match ^[A-Za-z0-9._:-]{8,128}$"
-        )
+    check_idempotency_key(key, "approval_v3.idempotency_key")
     if looks_secret_value(key):
         raise InvalidRequest(
             "invalid_idempotency_key",

@@ -1,0 +1,401 @@
+"""The bundle-level checks: hashes, intent, route and step, amounts and bounds, timing, the fee recipient
+and the safety receipt; then the chain family's payload checks (evm.py, solana.py) or a CCTP destination mint
+(cctp_receive.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from routequote.core.actions.bundle import (
+    BUNDLE_VERSION,
+    EVM_ACTION_VERSION,
+    FEE_FORMULA,
+    RECEIPT_SCHEMA,
+    SOLANA_ACTION_VERSION,
+    action_sha256,
+    allowlists,
+    payload_sha256,
+    raw_payload_rows,
+)
+from routequote.core.actions.evm import (
+    DEFAULT_DEPLOYMENTS,
+    EvmDeployment,
+)
+from routequote.core.assets import CHAINS, Chain, ChainFamily
+from routequote.core.hashing import canonical_sha256
+from routequote.core.routes import ROUTES, Step
+from routequote.core.verify.cctp_receive import is_receive, verify_receive
+from routequote.core.verify.common import (
+    BundleRejected,
+    Checker,
+    Finding,
+    StepContext,
+    check_timing,
+    is_int,
+    same_address,
+    same_wallets,
+    scan_flags,
+    strict_eq,
+)
+from routequote.core.verify.evm import check_evm
+from routequote.core.verify.solana import check_solana
+
+
+def verify_bundle(bundle: Any, **kwargs: Any) -> list[Finding]:
+    """All findings about `bundle` (errors and warnings). The bundle is safe to sign only if none is an error.
+
+    Keyword arguments: `intent` (the caller's 5 quote fields), `wallets` (chain -> public address),
+    `now_unix`, and optionally `approval_v3`, `direct_route_summary` (from the approved quote),
+    `event_signer_public`, `fee_recipients` ({"evm": ..., "solana": ...} as the operator published them),
+    `deployments` (contract addresses; default: the pinned mainnet ones) and, for a session's later step,
+    `session_actual_input_base` (the verified output of the previous step, which that step must spend; the
+    last step must then also meet approval_v3.minimum_output_base). Hostile or malformed input
+    yields findings, never an exception.
+    """
+    c = Checker()
+    try:
+        return _verify_bundle(c, bundle, **kwargs)
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError, OverflowError) as exc:
+        c.fail("bundle_malformed", f"the bundle cannot be read: {type(exc).__name__}: {str(exc)[:200]}")
+        return c.findings
+
+
+def _verify_bundle(
+    c: Checker,
+    bundle: Any,
+    *,
+    intent: dict[str, Any],
+    wallets: dict[str, str],
+    now_unix: int,
+    approval_v3: dict[str, Any] | None = None,
+    direct_route_summary: dict[str, Any] | None = None,
+    event_signer_public: str | None = None,
+    fee_recipients: dict[str, str] | None = None,
+    deployments: dict[Chain, EvmDeployment] | None = None,
+    session_actual_input_base: int | None = None,
+) -> list[Finding]:
+    if not isinstance(bundle, dict):
+        return [Finding("bundle_not_object", "the bundle must be a JSON object")]
+    deps = {**DEFAULT_DEPLOYMENTS, **(deployments or {})}
+    scan_flags(bundle, "bundle", c)
+    # ---- hashes -------------------------------------------------------------------------------------
+    c.expect(
+        bundle.get("payload_sha256") == payload_sha256(bundle),
+        "payload_sha256_mismatch",
+        "payload_sha256 does not equal sha256 of the canonical bundle without it",
+    )
+    action = bundle.get("unsigned_action")
+    if not isinstance(action, dict) or not isinstance(action.get("safety_receipt"), dict):
+        c.fail("unsigned_action_missing", "bundle.unsigned_action with a safety_receipt is required")
+        return c.findings
+    receipt = action["safety_receipt"]
+    binding = receipt.get("payload_binding", {})
+    c.expect(
+        binding.get("action_sha256") == action_sha256(action),
+        "action_sha256_mismatch",
+        "safety_receipt.payload_binding.action_sha256 does not match the unsigned action",
+    )
+    try:
+        rows = raw_payload_rows(action)
+        targets, selectors = allowlists(action)
+    except (ValueError, KeyError, TypeError) as exc:
+        c.fail("payload_malformed", f"cannot read the payloads: {exc}")
+        return c.findings
+    c.expect(
+        binding.get("raw_payloads") == rows,
+        "raw_payload_hash_mismatch",
+        "per-payload raw_sha256 / data_sha256 rows do not match the payloads",
+    )
+    c.expect(
+        receipt.get("target_or_program_allowlist") == targets,
+        "receipt_allowlist_mismatch",
+        "the receipt's target allowlist does not list exactly the payload targets",
+    )
+    c.expect(
+        receipt.get("selector_or_instruction_allowlist") == selectors,
+        "receipt_allowlist_mismatch",
+        "the receipt's selector allowlist does not list exactly the payload selectors",
+    )
+    # ---- intent, route, step ------------------------------------------------------------------------
+    route_key = f"{intent.get('from_chain')}:{intent.get('from_token')}->{intent.get('to_chain')}:{intent.get('to_token')}"
+    route = ROUTES.get(route_key)
+    if route is None:
+        c.fail("intent_route_unknown", f"no route {route_key}")
+        return c.findings
+    c.expect(bundle.get("route") == route.key, "route_mismatch", "bundle.route differs from the intent")
+    idx = bundle.get("step_index")
+    if not is_int(idx) or not 0 <= idx < len(route.steps):
+        c.fail("step_index_invalid", "bundle.step_index is not a step of the route")
+        return c.findings
+    step = route.steps[idx]
+    c.expect(
+        strict_eq(action.get("step_index"), idx), "step_index_mismatch", "unsigned_action.step_index differs"
+    )
+    c.expect(
+        action.get("provider") == step.provider.value,
+        "provider_mismatch",
+        f"step {idx} must use {step.provider.value}",
+    )
+    c.expect(
+        (action.get("source"), action.get("destination")) == (step.source.key, step.target.key),
+        "step_endpoints_mismatch",
+        "unsigned action endpoints differ from the route step",
+    )
+    if set(wallets) != set(route.required_wallet_chains):
+        c.fail(
+            "wallet_chains_mismatch",
+            f"the route needs wallets on exactly {list(route.required_wallet_chains)}",
+        )
+        return c.findings
+    if is_receive(action, receipt):
+        verify_receive(c, bundle, action, receipt, route, step, wallets, now_unix, approval_v3, deps)
+        return c.findings
+    caller, recipient = wallets[step.source.chain.value], wallets[step.target.chain.value]
+    c.expect(
+        same_address(action.get("sender"), caller),
+        "sender_mismatch",
+        "unsigned_action.sender is not your wallet",
+    )
+    c.expect(
+        same_address(action.get("recipient"), recipient),
+        "recipient_mismatch",
+        "unsigned_action.recipient is not your wallet on the step's target chain",
+    )
+    wf = bundle.get("workflow", {})
+    c.expect(
+        isinstance(wf, dict) and same_wallets(wf.get("wallets"), wallets),
+        "workflow_wallets_mismatch",
+        "workflow.wallets differs from your wallets",
+    )
+    # ---- amounts and bounds -------------------------------------------------------------------------
+    try:
+        input_base = int(action["inputAmount"])
+        fee = int(action["routeFee"])
+        net = int(action["netInputAmount"])
+        min_out = int(action["minimumOutput"])
+    except (KeyError, TypeError, ValueError):
+        c.fail(
+            "amounts_malformed",
+            "inputAmount / routeFee / netInputAmount / minimumOutput must be decimal strings",
+        )
+        return c.findings
+    want_fee = input_base // 10_000 if step.fee_step else 0
+    c.expect(
+        fee == want_fee,
+        "service_fee_mismatch",
+        f"the fee must be floor(input/10000) = {want_fee} on the fee step and 0 elsewhere, not {fee}",
+    )
+    c.expect(net == input_base - fee, "net_input_mismatch", "netInputAmount must be inputAmount - routeFee")
+    min_bound = 1
+    if direct_route_summary is not None:
+        if approval_v3 is not None:
+            c.expect(
+                canonical_sha256(direct_route_summary) == approval_v3.get("direct_route_summary_sha256"),
+                "summary_hash_mismatch",
+                "direct_route_summary does not hash to approval_v3's summary hash",
+            )
+        c.expect(
+            direct_route_summary.get("route") == route.key,
+            "summary_route_mismatch",
+            "summary is for another route",
+        )
+        s_steps = direct_route_summary.get("steps") or []
+        if idx < len(s_steps):
+            ss = s_steps[idx]
+            c.expect(
+                ss.get("provider") == step.provider.value,
+                "summary_provider_mismatch",
+                "summary provider differs",
+            )
+            if session_actual_input_base is not None and idx > 0:
+                # a session step spends what the previous step verifiably delivered, not the quoted estimate
+                c.expect(
+                    input_base == session_actual_input_base,
+                    "input_amount_mismatch",
+                    f"inputAmount {input_base} differs from the verified actual input {session_actual_input_base}",
+                )
+            else:
+                c.expect(
+                    str(input_base) == ss.get("expected_input_base"),
+                    "input_amount_mismatch",
+                    f"inputAmount {input_base} differs from the quoted {ss.get('expected_input_base')}",
+                )
+            min_bound = max(min_bound, int(ss.get("minimum_output_base", "1")))
+    if approval_v3 is not None:
+        if idx == 0:
+            c.expect(
+                input_base <= int(approval_v3["maximum_input_base"]),
+                "input_above_approved_maximum",
+                "inputAmount exceeds approval_v3.maximum_input_base",
+            )
+        last_of_session = session_actual_input_base is not None and idx == len(route.steps) - 1
+        if len(route.steps) == 1 or last_of_session:
+            min_bound = max(min_bound, int(approval_v3["minimum_output_base"]))
+        qb = bundle.get("quote_binding", {})
+        c.expect(
+            isinstance(qb, dict)
+            and qb.get("quote_id") == approval_v3.get("quote_id")
+            and qb.get("quote_fingerprint") == approval_v3.get("quote_fingerprint"),
+            "quote_binding_mismatch",
+            "the bundle is not bound to your approved quote",
+        )
+    else:
+        c.warn(
+            "no_approval_v3",
+            "no approval_v3 given: the bundle is legacy_advisory and not bound to your quote",
+        )
+    c.expect(
+        min_out >= min_bound,
+        "minimum_output_below_bound",
+        f"minimumOutput {min_out} is below the bound {min_bound}",
+    )
+    # ---- timing -------------------------------------------------------------------------------------
+    deadline = check_timing(c, bundle, action, now_unix)
+    if deadline is None:
+        return c.findings
+    # ---- fee recipient ------------------------------------------------------------------------------
+    family = CHAINS[step.source.chain].family
+    fee_recipient = action.get("feeRecipient")
+    if fee_recipients is not None:
+        pinned = fee_recipients.get(family.value)
+        if fee and not same_address(fee_recipient, pinned):
+            c.fail("fee_recipient_mismatch", "the fee goes to another recipient than the one you pinned")
+        fee_recipient = pinned if fee else None
+    elif fee:
+        c.warn(
+            "fee_recipient_not_pinned", "no fee recipient pinned by the caller; checked for consistency only"
+        )
+    if receipt.get("service_fee", {}).get("exact_amount_base") != str(fee):
+        c.fail("receipt_fee_mismatch", "the receipt's fee differs from the action's")
+    _check_receipt(c, bundle, action, receipt, step, input_base, fee, net, min_out, deadline, family, deps)
+    # ---- payloads -----------------------------------------------------------------------------------
+    ctx = StepContext(
+        c,
+        route,
+        step,
+        caller,
+        recipient,
+        input_base,
+        fee,
+        net,
+        min_out,
+        deadline,
+        now_unix,
+        fee_recipient,
+        event_signer_public,
+    )
+    if family is ChainFamily.EVM:
+        check_evm(ctx, action, deps)
+    else:
+        check_solana(ctx, action)
+    return c.findings
+
+
+def _check_receipt(
+    c: Checker,
+    bundle: dict[str, Any],
+    action: dict[str, Any],
+    receipt: dict[str, Any],
+    step: Step,
+    input_base: int,
+    fee: int,
+    net: int,
+    min_out: int,
+    deadline: int,
+    family: ChainFamily,
+    deps: dict[Chain, EvmDeployment],
+) -> None:
+    """The receipt is what an agent reads: every safety statement in it must match the payloads."""
+    is_evm = family is ChainFamily.EVM
+    c.expect(bundle.get("version") == BUNDLE_VERSION, "bundle_version_unsupported", "unknown bundle version")
+    want_action_version = EVM_ACTION_VERSION if is_evm else SOLANA_ACTION_VERSION
+    c.expect(
+        action.get("version") == want_action_version and action.get("family") == family.value,
+        "action_version_unsupported",
+        "unknown unsigned action version or family",
+    )
+    want_chain_id: Any = deps[step.source.chain].chain_id if is_evm else "mainnet-beta"
+    c.expect(
+        strict_eq(action.get("chainId"), want_chain_id),
+        "chain_id_mismatch",
+        "unsigned_action.chainId differs",
+    )
+    c.expect(
+        receipt.get("schema") == RECEIPT_SCHEMA and strict_eq(receipt.get("schema_version"), 1),
+        "receipt_schema_unsupported",
+        "unknown safety receipt schema",
+    )
+    net_block = receipt.get("network", {})
+    c.expect(
+        net_block.get("source_chain") == step.source.chain.value
+        and net_block.get("destination_chain") == step.target.chain.value
+        and strict_eq(net_block.get("source_chain_id"), want_chain_id),
+        "receipt_network_mismatch",
+        "the receipt names other chains",
+    )
+    spend = receipt.get("spend", {})
+    c.expect(
+        spend.get("exact_amount_base") == str(input_base) == spend.get("maximum_amount_base"),
+        "receipt_spend_mismatch",
+        "the receipt's spend differs from inputAmount",
+    )
+    txs = action.get("transactions") or []
+    values = [str(tx.get("value")) for tx in txs]
+    cap = receipt.get("native_value_cap", {})
+    c.expect(
+        cap.get("per_transaction_base") == values
+        and cap.get("maximum_base") == str(max((int(v) for v in values), default=0)),
+        "receipt_native_value_mismatch",
+        "the receipt's native value cap differs from the transactions",
+    )
+    approval = receipt.get("approval", {})
+    if is_evm and not step.source.is_native:
+        dep = deps[step.source.chain]
+        idx = next((i for i, tx in enumerate(txs) if str(tx.get("data", ""))[:10] == "0x095ea7b3"), None)
+        c.expect(
+            approval.get("required") is True
+            and same_address(approval.get("token"), dep.token(step.source))
+            and same_address(approval.get("target"), dep.contract(step.provider))
+            and approval.get("exact_allowance_base") == str(net)
+            and strict_eq(approval.get("transaction_index"), idx),
+            "receipt_approval_mismatch",
+            "the receipt's approval statement differs from the approve call",
+        )
+    else:
+        c.expect(approval.get("required") is False, "receipt_approval_mismatch", "no approval is due")
+    fee_block = receipt.get("service_fee", {})
+    c.expect(
+        fee_block.get("formula") == FEE_FORMULA
+        and fee_block.get("bps") == (1 if step.fee_step else 0)
+        and fee_block.get("basis", {}).get("amount_base") == str(input_base)
+        and fee_block.get("recipient") == action.get("feeRecipient"),
+        "receipt_fee_mismatch",
+        "the receipt's fee statement differs from the action",
+    )
+    receive = receipt.get("receive", {})
+    c.expect(
+        receive.get("minimum_amount_base") == str(min_out) and receive.get("token") == step.target.key,
+        "receipt_receive_mismatch",
+        "the receipt's receive bound differs from minimumOutput",
+    )
+    timing = receipt.get("timing", {})
+    c.expect(
+        strict_eq(timing.get("action_deadline_unix"), deadline)
+        and timing.get("bundle_expires_at") == bundle.get("expires_at")
+        and timing.get("recent_blockhash") is None,
+        "receipt_timing_mismatch",
+        "the receipt's timing differs from the action",
+    )
+    c.expect(
+        fee + net == input_base and strict_eq(bundle.get("step_index"), step.index),
+        "receipt_internal",
+        "inconsistent",
+    )
+
+
+def assert_bundle_ok(bundle: Any, **kwargs: Any) -> list[Finding]:
+    """verify_bundle, raising BundleRejected if any finding is an error. Returns the warnings."""
+    findings = verify_bundle(bundle, **kwargs)
+    if any(f.severity == "error" for f in findings):
+        raise BundleRejected(findings)
+    return findings
