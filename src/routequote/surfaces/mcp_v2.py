@@ -20,6 +20,13 @@ from pydantic import Field
 from starlette.routing import Route
 
 from routequote.contract.v2 import ChainName, TokenName
+from routequote.core.field_rules import (
+    EVM_ADDRESS_PATTERN,
+    MAX_TRANSACTION_IDS,
+    SESSION_TOKEN_PATTERN,
+    SOLANA_ADDRESS_PATTERN,
+    TRANSACTION_ID_PATTERN,
+)
 from routequote.core.intent import MAX_AMOUNT_USD, MIN_AMOUNT_USD
 from routequote.fee_recipient_check import A2A_ACCEPT_FIELD
 from routequote.ratelimit import RateLimiter
@@ -52,14 +59,19 @@ MCP_V2_ALIAS = "/v2/mcp"
 SessionToken = Annotated[
     str,
     Field(
-        pattern=r"^[A-Za-z0-9_-]{43}$",
+        pattern=SESSION_TOKEN_PATTERN,
         description="SENSITIVE capability you generate: 32 random bytes, base64url without padding (43 "
         "characters). Only its SHA-256 is stored; it is never returned or logged.",
     ),
 ]
 SessionId = Annotated[str, Field(pattern=UUID_PATTERN, json_schema_extra={"format": "uuid"})]
 PublicAddress = Annotated[
-    str, Field(min_length=32, max_length=44, pattern=r"^(0x[0-9a-fA-F]{40}|[1-9A-HJ-NP-Za-km-z]{32,44})$")
+    str,
+    Field(
+        min_length=32,
+        max_length=44,
+        pattern=f"^({EVM_ADDRESS_PATTERN[1:-1]}|{SOLANA_ADDRESS_PATTERN[1:-1]})$",
+    ),
 ]
 
 
@@ -110,8 +122,8 @@ class SessionGetArguments(SessionCallArguments):
 
 class SessionObserveArguments(SessionCallArguments):
     idempotency_key: IdempotencyKey
-    transaction_hashes: list[Annotated[str, Field(min_length=16, max_length=128)]] = Field(
-        min_length=1, max_length=8
+    transaction_hashes: list[Annotated[str, Field(pattern=TRANSACTION_ID_PATTERN)]] = Field(
+        min_length=1, max_length=MAX_TRANSACTION_IDS
     )
 
 
