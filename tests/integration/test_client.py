@@ -577,3 +577,25 @@ def test_cli_matrix_waits_out_the_rate_limit_and_fails_when_cells_are_missing() 
     out = json.loads(cut.output)
     assert out["missing"] > 0
     assert sum(c.get("error") == "rate_limit_exceeded" for c in out["cells"].values()) == out["missing"]
+
+
+def test_cli_session_on_placeholder_fee_recipients_needs_the_explicit_flag(
+    base_url: str, tmp_path: Path
+) -> None:
+    runner = CliRunner()
+    qfile = tmp_path / "q.json"
+    r = runner.invoke(
+        cli_app, ["quote", "base:ETH", "base:USDC", "100", "--url", base_url, "--save", str(qfile)]
+    )
+    assert r.exit_code == 0, r.output
+    files = ["--token-file", str(tmp_path / "s.token"), "--session-file", str(tmp_path / "s.json")]
+    wallets = [x for chain, addr in wallets_for(ONE_STEP).items() for x in ("--wallet", f"{chain}={addr}")]
+    create = ["session", "create", "--quote", str(qfile), "--url", base_url, *wallets, *files]
+    r = runner.invoke(cli_app, create)
+    assert r.exit_code == 1 and "fee_recipient_not_configured" in r.output, r.output
+    assert not (tmp_path / "s.json").exists()
+    r = runner.invoke(cli_app, [*create, "--accept-unconfigured-fee-recipient"])
+    assert r.exit_code == 0, r.output
+    assert json.loads((tmp_path / "s.json").read_text())["accept_unconfigured_fee_recipient"] is True
+    r = runner.invoke(cli_app, ["session", "next", *files])  # the acceptance is kept for the session
+    assert r.exit_code == 0 and "your wallet would be asked to sign" in r.output, r.output

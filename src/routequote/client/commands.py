@@ -87,7 +87,8 @@ def _token(path: Path, *, create: bool) -> Any:
     return token
 
 
-def _load(session_file: Path, token_file: Path, url: str | None) -> tuple[Any, str]:
+def _load(session_file: Path, token_file: Path, url: str | None) -> tuple[Any, str, bool]:
+    """(session handle, server URL, whether the session was created accepting a placeholder fee recipient)."""
     from routequote.client.token import SessionHandle
 
     try:
@@ -101,7 +102,8 @@ def _load(session_file: Path, token_file: Path, url: str | None) -> tuple[Any, s
     base = url or doc.get("base_url")
     if not base:
         _fail("[red]no server[/red]: pass --url")
-    return SessionHandle(doc["session_id"], _token(token_file, create=False), doc["context"]), base
+    handle = SessionHandle(doc["session_id"], _token(token_file, create=False), doc["context"])
+    return handle, base, doc.get("accept_unconfigured_fee_recipient") is True
 
 
 _TERMINAL_STEP = ("complete", "failed", "cancelled")
@@ -229,6 +231,10 @@ def create_cmd(
     token_file: Path = TOKEN_OPT,
     session_file: Path = SESSION_OPT,
     json_out: bool = typer.Option(False, "--json", help="Print the session JSON"),
+    accept_unconfigured_fee_recipient: bool = typer.Option(
+        False,
+        help="Accept fees going to the server's development placeholder (local tests; kept for the session)",
+    ),
 ) -> None:
     """Create a session from a saved quote; prints its first action, verified."""
     from routequote.client import ClientError, RouteQuoteClient, approval_for
@@ -250,7 +256,7 @@ def create_cmd(
         approval = approval_for(
             quote, "session", minimum_output_base=min_output_base, idempotency_key=idempotency_key
         )
-        with RouteQuoteClient(url) as rq:
+        with RouteQuoteClient(url, accept_unconfigured_fee_recipient=accept_unconfigured_fee_recipient) as rq:
             s = rq.create_session(
                 quote, _wallets(wallet), approval=approval, event_signer_public=event_signer, token=token
             )
@@ -261,6 +267,7 @@ def create_cmd(
         "base_url": url,
         "session_id": s.session_id,
         "context": s.handle.context,
+        **({"accept_unconfigured_fee_recipient": True} if accept_unconfigured_fee_recipient else {}),
     }
     session_file.write_text(json.dumps(doc, indent=1) + "\n")
     if json_out:
@@ -281,9 +288,9 @@ def show_cmd(
     """Show the session (status, funds, steps), its workflow or its receipt."""
     from routequote.client import ClientError, RouteQuoteClient
 
-    handle, base = _load(session_file, token_file, url)
+    handle, base, accept = _load(session_file, token_file, url)
     try:
-        with RouteQuoteClient(base) as rq:
+        with RouteQuoteClient(base, accept_unconfigured_fee_recipient=accept) as rq:
             answer = rq.read_session(handle) if view == "session" else rq.session_view(handle, view)
     except ClientError as exc:
         show_client_error(exc)
@@ -310,9 +317,9 @@ def next_cmd(
     """The next action, verified, and what your wallet would be asked to sign. Exit 3 when none is ready."""
     from routequote.client import ClientError, RouteQuoteClient
 
-    handle, base = _load(session_file, token_file, url)
+    handle, base, accept = _load(session_file, token_file, url)
     try:
-        with RouteQuoteClient(base) as rq:
+        with RouteQuoteClient(base, accept_unconfigured_fee_recipient=accept) as rq:
             s = rq.read_session(handle)
     except ClientError as exc:
         show_client_error(exc)
@@ -341,9 +348,9 @@ def observe_cmd(
     """Name what you submitted; the server reads the chain and advances only on verified output."""
     from routequote.client import ClientError, RouteQuoteClient
 
-    handle, base = _load(session_file, token_file, url)
+    handle, base, accept = _load(session_file, token_file, url)
     try:
-        with RouteQuoteClient(base) as rq:
+        with RouteQuoteClient(base, accept_unconfigured_fee_recipient=accept) as rq:
             s = rq.observe(handle, tx or None, idempotency_key=idempotency_key)
     except ClientError as exc:
         show_client_error(exc)
@@ -355,9 +362,9 @@ def _key_only(
 ) -> None:
     from routequote.client import ClientError, RouteQuoteClient
 
-    handle, base = _load(session_file, token_file, url)
+    handle, base, accept = _load(session_file, token_file, url)
     try:
-        with RouteQuoteClient(base) as rq:
+        with RouteQuoteClient(base, accept_unconfigured_fee_recipient=accept) as rq:
             s = getattr(rq, op)(handle, idempotency_key=idempotency_key)
     except ClientError as exc:
         show_client_error(exc)
