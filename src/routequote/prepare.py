@@ -31,10 +31,14 @@ from routequote.core.actions.plan import (
 from routequote.core.actions.solana import build_solana, solana_step_supported
 from routequote.core.actions.solana_swaps import (
     ORCA_POOLS,
+    POOL_STATE_LIVE,
+    POOL_STATE_SNAPSHOT,
+    RAYDIUM_MAX_TICK_ARRAYS,
     RAYDIUM_POOLS,
-    SOLANA_SWAP_NEEDS_LIVE,
+    SOLANA_POOL_STATE_UNAVAILABLE,
     RaydiumLiveAccounts,
-    raydium_swap_tick_arrays,
+    SolanaPoolRead,
+    raydium_sdk_tick_arrays,
 )
 from routequote.core.assets import CHAINS, Chain, ChainFamily
 from routequote.core.field_rules import EVM_ADDRESS_RE, SOLANA_ADDRESS_RE, require_object
@@ -110,22 +114,6 @@ PINNED_SOLANA_POOLS = {
 }
 
 
-def live_pinned_solana_pools(market: Any) -> frozenset[str]:
-    """Pinned Solana pools that `market` reads live: a LiveMarket with a Solana RPC whose account for the pool
-    (ROUTEQUOTE_LIVE_SOLANA_POOLS, else the pinned default) is the pinned one. Swaps on them can be prepared."""
-    from routequote.market.live import LiveMarket
-    from routequote.market.synthetic import POOLS
-
-    if not isinstance(market, LiveMarket) or Chain.SOLANA not in market.config.rpc_urls:
-        return frozenset()
-    defaults = {p.pool_id: p.address for p in POOLS}
-    return frozenset(
-        pid
-        for pid, pinned in PINNED_SOLANA_POOLS.items()
-        if (market.config.solana_pools.get(pid) or defaults.get(pid)) == pinned
-    )
-
-
 class PrepareService:
     def __init__(
         self,
@@ -148,7 +136,6 @@ class PrepareService:
         }
         self.known_addresses = known_addresses(self.deployments, self.fee_recipients)
         self.idempotency: IdempotencyStore = idempotency or MemoryIdempotencyStore(IDEMPOTENCY_RECORDS)
-        self._live_solana_pools = live_pinned_solana_pools(service.market)
         self._reasons = {key: self._unsupported_reason(r) for key, r in ROUTES.items()}
 
     # ---- readiness ----------------------------------------------------------------------------------
@@ -161,31 +148,38 @@ class PrepareService:
         chain = step.source.chain
         if CHAINS[chain].family is ChainFamily.EVM:
             return evm_step_supported(step.provider, chain, self.deployments)
-        return solana_step_supported(step.provider, live_market=step.pool_id in self._live_solana_pools)
+        return solana_step_supported(step.provider)
 
     async def _solana_pool_tick(
         self, route: Route, step: Step | None = None
-    ) -> tuple[int | None, RaydiumLiveAccounts | None]:
-        """The live current tick of a Solana swap step's pinned pool (its tick arrays follow it), and for Raydium
-        the observation / bitmap extension / tick arrays read live from that pool; else (None, None).
+    ) -> tuple[int | None, SolanaPoolRead | None]:
+        """One read of a Solana swap step's pinned pool from a fresh market view (live chain state, or the
+        embedded snapshot's modelled state): its current tick and what the swap's accounts follow; else
+        (None, None) for a step that is not a Solana swap.
 
-        Read from a fresh market view at prepare time; a view that is not live (embedded snapshot, or a live
-        view with any component substituted from the snapshot) or a pool at another account is refused."""
+        The pool must be at its pinned account and, for Raydium, name the pinned amm_config / vaults / tick
+        spacing and an observation account; else 400 `route_not_prepare_ready` and nothing is created."""
         step = step or route.steps[0]
         if step.provider not in (Provider.ORCA_WHIRLPOOL, Provider.RAYDIUM_CLMM):
             return None, None
         view = await self.service.market.view()
-        pool = view.pools.get(step.pool_id or "")
-        if not view.live or pool is None or pool.address != PINNED_SOLANA_POOLS.get(step.pool_id or ""):
+        pool_id = step.pool_id or ""
+        pool = view.pools.get(pool_id)
+        if (
+            pool is None
+            or pool.address != PINNED_SOLANA_POOLS.get(pool_id)
+            or pool.state_source not in (POOL_STATE_LIVE, POOL_STATE_SNAPSHOT)
+        ):
             raise InvalidRequest(
                 "route_not_prepare_ready",
-                f"step {step.index} of {route.key} cannot be prepared now: {SOLANA_SWAP_NEEDS_LIVE}",
-                details={"route": route.key, "unavailable_reason": "solana_swap_needs_live_pool_state"},
+                f"step {step.index} of {route.key} cannot be prepared now: {SOLANA_POOL_STATE_UNAVAILABLE}",
+                details={"route": route.key, "unavailable_reason": "solana_pool_state_unavailable"},
             )
+        source = pool.state_source
         tick = pool.clmm.tick_current
         if step.provider is not Provider.RAYDIUM_CLMM:
-            return tick, None
-        rp = RAYDIUM_POOLS[step.pool_id or ""]
+            return tick, SolanaPoolRead(source, tick, pool.clmm)
+        rp = RAYDIUM_POOLS[pool_id]
         acc = pool.accounts
         pinned = {"amm_config": rp.amm_config, "vault_0": rp.vault_0, "vault_1": rp.vault_1}
         ext = acc.get("tick_array_bitmap_extension")
@@ -197,23 +191,47 @@ class PrepareService:
         ):
             raise InvalidRequest(
                 "route_not_prepare_ready",
-                f"the first step of {route.key} cannot be prepared now: the live Raydium pool state does not carry "
+                f"step {step.index} of {route.key} cannot be prepared now: the Raydium pool state does not carry "
                 "the pinned amm_config / vaults / tick spacing and an observation account",
                 details={"route": route.key, "unavailable_reason": "solana_live_pool_accounts_mismatch"},
             )
+        span = rp.tick_spacing * 60
+        current = (tick // span) * span
         zero_for_one = step.source.key == rp.token_0
-        starts = raydium_swap_tick_arrays(tick, rp.tick_spacing, zero_for_one, pool.initialized_tick_arrays)
-        if not starts:
-            raise InvalidRequest(
+        if not any((s <= current) if zero_for_one else (s >= current) for s in pool.initialized_tick_arrays):
+            raise InvalidRequest(  # refused before a quote is issued; the amount-specific check is at build
                 "route_not_prepare_ready",
-                f"the first step of {route.key} cannot be prepared now: no initialized Raydium tick array was read "
-                f"at or past the current tick ({tick}) in the swap direction, so the program would refuse the swap",
+                f"step {step.index} of {route.key} cannot be prepared now: no initialized Raydium tick array was "
+                f"read at or past the current tick ({tick}) in the swap direction, so the program would refuse it",
                 details={
                     "route": route.key,
                     "unavailable_reason": "solana_no_initialized_tick_array_in_swap_direction",
                 },
             )
-        return tick, RaydiumLiveAccounts(acc["observation"], starts, ext)
+        read = SolanaPoolRead(source, tick, pool.clmm, pool.initialized_tick_arrays, acc["observation"], ext)
+        return tick, read
+
+    def _raydium_accounts(self, step: Step, read: SolanaPoolRead, net_input: int) -> RaydiumLiveAccounts:
+        """The Raydium swap's accounts for this exact input, chosen as the Raydium SDK chooses them."""
+        rp = RAYDIUM_POOLS[step.pool_id or ""]
+        zero_for_one = step.source.key == rp.token_0
+        starts = raydium_sdk_tick_arrays(read.clmm, read.initialized_tick_arrays, zero_for_one, net_input)
+        if not starts or read.observation is None:
+            raise InvalidRequest(
+                "route_not_prepare_ready",
+                f"step {step.index} cannot be prepared now: the pool state read ({read.source}) has no initialized "
+                f"Raydium tick array at or past the current tick ({read.tick_current}) in the swap direction that "
+                "fills this input, so the program would refuse the swap",
+                details={"unavailable_reason": "solana_no_initialized_tick_array_in_swap_direction"},
+            )
+        if len(starts) > RAYDIUM_MAX_TICK_ARRAYS:
+            raise InvalidRequest(
+                "route_not_prepare_ready",
+                f"step {step.index} cannot be prepared now: this input walks {len(starts)} Raydium tick arrays, "
+                f"more than the {RAYDIUM_MAX_TICK_ARRAYS} a verifier accepts; try a smaller amount",
+                details={"unavailable_reason": "solana_swap_crosses_too_many_tick_arrays"},
+            )
+        return RaydiumLiveAccounts(read.observation, starts, read.bitmap_extension)
 
     def supported_routes(self) -> frozenset[str]:
         return frozenset(k for k, reason in self._reasons.items() if reason is None)
@@ -343,7 +361,7 @@ class PrepareService:
         signer: str | None,
         approval: dict[str, Any] | None,
         pool_tick: int | None = None,
-        raydium_live: RaydiumLiveAccounts | None = None,
+        raydium_live: SolanaPoolRead | None = None,
     ) -> dict[str, Any]:
         quote = issued.payload
         ps = issued.body.pricing.steps[0]
@@ -421,14 +439,23 @@ class PrepareService:
         signer: str | None,
         pool_fee_pips: int | None,
         pool_tick: int | None,
-        raydium_live: RaydiumLiveAccounts | None,
+        raydium_live: SolanaPoolRead | RaydiumLiveAccounts | None,
         binding: dict[str, Any],
         summary_steps: list[dict[str, Any]],
         workflow_id: str,
         quote_expiry_unix: int | None,
     ) -> dict[str, Any]:
-        """The bundle for one priced step of `route` (the first step on prepare; any step in a session)."""
+        """The bundle for one priced step of `route` (the first step on prepare; any step in a session).
+        `raydium_live` is the `SolanaPoolRead` of a Solana swap step (`_solana_pool_tick`), whatever the venue."""
         step = ps.step
+        source: str | None = None
+        if isinstance(raydium_live, SolanaPoolRead):
+            source = raydium_live.source
+            raydium_live = (
+                self._raydium_accounts(step, raydium_live, ps.expected_input_base - ps.service_fee_base)
+                if step.provider is Provider.RAYDIUM_CLMM
+                else None
+            )
         now = self.service.clock.now()
         prepared = unix(now)
         plan = StepPlan(
@@ -449,6 +476,7 @@ class PrepareService:
             pool_fee_pips=pool_fee_pips,
             pool_tick_current=pool_tick,
             raydium_live=raydium_live,
+            pool_state_source=source,
         )
         try:
             build = (

@@ -21,12 +21,10 @@ import secrets
 import shutil
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlparse
@@ -39,6 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _evm import CACHE, MAX_UINT256, AnvilChain, ToolchainUnavailable, calldata  # noqa: E402
 from eth_abi import decode, encode  # noqa: E402
 from eth_utils import keccak, to_checksum_address  # noqa: E402
+from tests.support.loopback import json_server  # noqa: E402
 
 SOLC_PKG = "solc@0.8.26"
 STANDINS = Path(__file__).resolve().parent / "standins"
@@ -256,43 +255,22 @@ class FakeIris:
     def publish(self, domain: int, tx_hash: str, items: list[dict[str, Any]]) -> None:
         self.messages[(domain, tx_hash.lower())] = items
 
+    def answer(self, method: str, path: str, body: bytes) -> tuple[int, Any]:
+        self.requests.append(path)
+        u = urlparse(path)
+        parts = u.path.strip("/").split("/")
+        tx = (parse_qs(u.query).get("transactionHash") or [""])[0].lower()
+        items = None
+        if method == "GET" and len(parts) == 3 and parts[:2] == ["v2", "messages"] and parts[2].isdigit():
+            items = self.messages.get((int(parts[2]), tx))
+        if items is None:
+            return 404, {"error": "Message hash not found"}
+        return 200, {"messages": items}
+
     @contextmanager
     def running(self) -> Iterator[FakeIris]:
-        iris = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802 - http.server's name
-                iris.requests.append(self.path)
-                u = urlparse(self.path)
-                parts = u.path.strip("/").split("/")
-                tx = (parse_qs(u.query).get("transactionHash") or [""])[0].lower()
-                items = None
-                if len(parts) == 3 and parts[:2] == ["v2", "messages"] and parts[2].isdigit():
-                    items = iris.messages.get((int(parts[2]), tx))
-                if items is None:
-                    payload, code = {"error": "Message hash not found"}, 404
-                else:
-                    payload, code = {"messages": items}, 200
-                raw = json.dumps(payload).encode()
-                self.send_response(code)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(raw)))
-                self.end_headers()
-                self.wfile.write(raw)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        thread = threading.Thread(target=server.serve_forever, daemon=True)
-        thread.start()
-        self.url = f"http://127.0.0.1:{server.server_address[1]}"
-        try:
+        with json_server(self.answer) as self.url:
             yield self
-        finally:
-            server.shutdown()
-            server.server_close()
-            thread.join(timeout=5)
 
 
 # ---- Across, the relayer played by the test ----------------------------------------------------------------------

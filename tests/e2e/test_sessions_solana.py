@@ -30,12 +30,10 @@ import hashlib
 import json
 import os
 import struct
-import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from fractions import Fraction
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +62,7 @@ from solders.pubkey import Pubkey
 from solders.token.associated import get_associated_token_address
 from solders.token.state import Mint, TokenAccount, TokenAccountState
 from solders.transaction import Transaction
+from tests.support.loopback import json_server
 from tests.support.server import free_port, running_server
 
 from routequote.app import create_app
@@ -116,40 +115,21 @@ class FakeSolanaRpc:
         self.transactions[sig] = result
         return sig
 
+    def answer(self, method: str, path: str, body: bytes) -> tuple[int, Any]:
+        req = json.loads(body)
+        name, params = req.get("method"), req.get("params") or []
+        self.calls.append((name, params))
+        out: dict[str, Any] = {"jsonrpc": "2.0", "id": req.get("id")}
+        if name == "getTransaction":
+            out["result"] = self.transactions.get(params[0]) if params else None
+        else:
+            out["error"] = {"code": -32601, "message": "Method not found"}
+        return 200, out
+
     @contextmanager
     def running(self) -> Iterator[FakeSolanaRpc]:
-        rpc = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 - http.server's name
-                req = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
-                method, params = req.get("method"), req.get("params") or []
-                rpc.calls.append((method, params))
-                out: dict[str, Any] = {"jsonrpc": "2.0", "id": req.get("id")}
-                if method == "getTransaction":
-                    out["result"] = rpc.transactions.get(params[0]) if params else None
-                else:
-                    out["error"] = {"code": -32601, "message": "Method not found"}
-                raw = json.dumps(out).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(raw)))
-                self.end_headers()
-                self.wfile.write(raw)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        thread = threading.Thread(target=server.serve_forever, daemon=True)
-        thread.start()
-        self.url = f"http://127.0.0.1:{server.server_address[1]}"
-        try:
+        with json_server(self.answer) as self.url:
             yield self
-        finally:
-            server.shutdown()
-            server.server_close()
-            thread.join(timeout=5)
 
 
 # ---- the Solana side: sign, execute in LiteSVM what can run, produce the getTransaction answer -------------

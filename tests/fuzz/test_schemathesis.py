@@ -11,8 +11,9 @@ What must hold: no 5xx, no response that breaks its documented schema, status, c
 schema-invalid request refused, and every schema-valid request accepted except:
 
 * DOCUMENTED_BEYOND_SCHEMA: rules the operation's document states in words because JSON Schema cannot
-  express them (a base58 address that does not decode to 32 bytes, an event signer equal to a wallet, a
-  route whose first step is not prepare-ready now). Every rule JSON Schema can express is in the documents:
+  express them (a base58 address that does not decode to 32 bytes, a wallet that cannot sign, a session
+  token that is plainly not random, an event signer equal to a wallet, a route whose first step is not
+  prepare-ready now). Every rule JSON Schema can express is in the documents:
   endpoint pairs, no identity route, per-route wallet chains and event signer, address formats.
 * STATE_DEPENDENT: bodies that are schema-valid but wrong for the server's state (an observe naming Solana
   signatures for an EVM step, or nothing yet; a login finish for a challenge never issued to that wallet).
@@ -65,9 +66,11 @@ DOCUMENTED_BEYOND_SCHEMA = {
             "route_not_prepare_ready",
             "route_not_session_ready",
             "idempotency_key_mismatch",
+            "session_token_invalid",  # the header's description: a plainly non-random token is refused
         }
     ),
     "POST /v1/auth/challenge": frozenset({"invalid_source_wallet"}),
+    "POST /v1/session": frozenset({"invalid_destination_wallet"}),
     "POST /v1/auth/verify": frozenset({"invalid_source_wallet", "invalid_signature_format"}),
 }
 STATE_DEPENDENT = {

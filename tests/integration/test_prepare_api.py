@@ -283,20 +283,19 @@ async def test_400_event_signer_required_and_route_not_ready(api: Api) -> None:
     body = api.body(key, q)
     body["event_signer_public"] = EVENT_SIGNER
     assert (await api.prepare(body)).status_code == 200
-    for not_ready in ("solana:SOL->solana:USDC", "solana:USDG->solana:USDC"):
-        q = await api.quote(not_ready)
-        assert q["execution"]["first_unsigned_action_supported"] is False
-        await assert_400(api, api.body(not_ready, q), "route_not_prepare_ready")
+    for swap_first in ("solana:SOL->solana:USDC", "solana:USDG->solana:USDC"):  # built from the snapshot
+        q = await api.quote(swap_first)
+        assert q["execution"]["first_unsigned_action_supported"] is True
+        r = await api.prepare(api.body(swap_first, q))
+        assert r.status_code == 200 and r.json()["unsigned_action"]["pool_state_source"] == "snapshot", r.text
 
 
 async def test_capabilities_and_quotes_tell_the_truth(api: Api) -> None:
     caps = (await api.client.get("/v2/capabilities")).json()
     ready = api.app.state.prepare.supported_routes()
-    assert caps["currently_prepare_ready_routes"] == len(ready) == 54
+    assert caps["currently_prepare_ready_routes"] == len(ready) == 72
     reasons = {u["route"]: u["reason"] for u in caps["temporarily_unavailable_routes"]}
-    assert (
-        reasons["solana:SOL->solana:USDC"] == "solana_swap_needs_live_pool_state"
-    )  # embedded snapshot: no live pool state
+    assert "solana:SOL->solana:USDC" not in reasons  # embedded snapshot: built from its pool state
     assert (
         "robinhood:ETH->base:ETH" in ready and "robinhood:ETH->base:ETH" not in reasons
     )  # SwapRouter02 pinned

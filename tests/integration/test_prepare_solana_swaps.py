@@ -3,7 +3,7 @@
 With a live market whose Orca USDG/USDC pool is the pinned account (recorded Solana RPC responses, the
 rig of test_live_market.py), the Orca routes are prepare-ready in /v2/capabilities and /v2/prepare returns
 a bundle the caller-side verifier accepts; the quote says `first_unsigned_action_supported: true`. With the
-embedded snapshot the same route is refused with `solana_swap_needs_live_pool_state`, nothing created.
+embedded snapshot the same routes are built from the snapshot's pool state, labelled `pool_state_source: snapshot`.
 Raydium routes are prepare-ready only when the live market reads the pinned Raydium pool account (its
 observation and initialized tick arrays come from that read): then each of the 9 prepares over HTTP and
 verifies; a live market reading another account, or the embedded snapshot, refuses them."""
@@ -109,9 +109,7 @@ def _unavailable(caps: dict[str, Any]) -> dict[str, str]:
 async def test_live_pinned_pool_prepares_a_verified_swap(live: Api, route_key: str) -> None:
     unavailable = _unavailable(await live.capabilities())
     assert route_key not in unavailable
-    assert (
-        unavailable[RAYDIUM] == "solana_swap_needs_live_pool_state"
-    )  # this market reads another Raydium account
+    assert RAYDIUM not in unavailable  # readiness does not depend on the market; prepare-time reads decide
     quote = await live.quote(route_key, 500)
     assert quote["market"]["live"] is True and quote["market"]["source"] == "live"
     assert quote["execution"]["first_unsigned_action_supported"] is True
@@ -147,24 +145,43 @@ async def test_live_pinned_pool_prepares_a_verified_swap(live: Api, route_key: s
     assert bundle["server_signing"] is False and bundle["server_submission"] is False
 
 
-async def test_embedded_snapshot_refuses_the_swap_route(embedded: Api) -> None:
-    unavailable = _unavailable(await embedded.capabilities())
-    assert unavailable[ROUTE] == "solana_swap_needs_live_pool_state"
-    quote = await embedded.quote(ROUTE)
-    assert quote["execution"]["first_unsigned_action_supported"] is False
-    body = {
+async def _prepare_verified(api: Api, route_key: str, usd: float = 100) -> dict[str, Any]:
+    quote = await api.quote(route_key, usd)
+    assert quote["execution"]["first_unsigned_action_supported"] is True
+    approval = approval_for(quote)
+    wallets = wallets_for(route_key)
+    body: dict[str, Any] = {
         "caller_approved": True,
-        **intent_for(ROUTE),
-        "wallets": wallets_for(ROUTE),
-        "approval_v3": approval_for(quote),
+        **intent_for(route_key, usd),
+        "wallets": wallets,
+        "approval_v3": approval,
     }
-    before = embedded.ids._n
-    r = await embedded.client.post("/v2/prepare", json=body)
-    assert r.status_code == 400, r.text
-    err = r.json()
-    assert err["reason_class"] == "route_not_prepare_ready"
-    assert "solana_swap_needs_live_pool_state" in str(err)
-    assert embedded.ids._n == before  # nothing created
+    signer = EVENT_SIGNER if ROUTES[route_key].event_signer_required else None
+    if signer:
+        body["event_signer_public"] = signer
+    r = await api.client.post("/v2/prepare", json=body)
+    assert r.status_code == 200, r.text
+    bundle: dict[str, Any] = r.json()
+    findings = verify_bundle(
+        bundle,
+        intent=intent_for(route_key, usd),
+        wallets=wallets,
+        now_unix=int(api.clock.now().timestamp()),
+        approval_v3=approval,
+        direct_route_summary=quote["direct_route_summary"],
+        fee_recipients=FEE_RECIPIENTS,
+        event_signer_public=signer,
+    )
+    assert not [f for f in findings if f.severity == "error"], findings
+    return bundle
+
+
+async def test_embedded_snapshot_prepares_the_swap_route_and_labels_it(embedded: Api) -> None:
+    assert ROUTE not in _unavailable(await embedded.capabilities())
+    bundle = await _prepare_verified(embedded, ROUTE)
+    action = bundle["unsigned_action"]
+    assert action["pool_state_source"] == "snapshot" and "modelled" in action["pool_state_note"]
+    assert action["instructions"][-1]["programId"] == str(sw.ORCA_WHIRLPOOL_PROGRAM)
 
 
 async def test_raydium_route_refused_when_the_live_market_reads_another_pool_account(live: Api) -> None:
@@ -173,29 +190,21 @@ async def test_raydium_route_refused_when_the_live_market_reads_another_pool_acc
     r = await live.client.post("/v2/prepare", json=body)
     assert r.status_code == 400, r.text
     assert r.json()["reason_class"] == "route_not_prepare_ready"
-    assert "solana_swap_needs_live_pool_state" in r.text
+    assert "solana_pool_state_unavailable" in r.text
     assert live.ids._n == before
 
 
-async def test_embedded_snapshot_refuses_every_raydium_route(embedded: Api) -> None:
-    unavailable = _unavailable(await embedded.capabilities())
-    assert all(unavailable[k] == "solana_swap_needs_live_pool_state" for k in RAYDIUM_ROUTES)
-    quote = await embedded.quote(RAYDIUM)
-    assert quote["execution"]["first_unsigned_action_supported"] is False
-    before = embedded.ids._n
-    body = {
-        "caller_approved": True,
-        **intent_for(RAYDIUM),
-        "wallets": wallets_for(RAYDIUM),
-        "approval_v3": approval_for(quote),
-    }
-    r = await embedded.client.post("/v2/prepare", json=body)
-    assert r.status_code == 400, r.text
-    assert (
-        r.json()["reason_class"] == "route_not_prepare_ready"
-        and "solana_swap_needs_live_pool_state" in r.text
-    )
-    assert embedded.ids._n == before
+@pytest.mark.parametrize("route_key", RAYDIUM_ROUTES)
+async def test_embedded_snapshot_prepares_every_raydium_route(embedded: Api, route_key: str) -> None:
+    assert not set(RAYDIUM_ROUTES) & set(_unavailable(await embedded.capabilities()))
+    bundle = await _prepare_verified(embedded, route_key, 300)
+    action = bundle["unsigned_action"]
+    stated = action["poolAccountsFromSnapshotState"]
+    assert action["pool_state_source"] == "snapshot" and "poolAccountsFromLiveChainState" not in action
+    assert stated["observationState"] == sw.RAYDIUM_SNAPSHOT_OBSERVATION
+    assert stated["tickArrayBitmapExtension"] == sw.RAYDIUM_SOL_USDC.bitmap_extension
+    swap = next(i for i in action["instructions"] if i["programId"] == str(sw.RAYDIUM_CLMM_PROGRAM))
+    assert [k["pubkey"] for k in swap["keys"]][14:] == stated["tickArrays"]
 
 
 @pytest.mark.parametrize("route_key", RAYDIUM_ROUTES)
@@ -257,5 +266,5 @@ async def test_live_market_whose_solana_read_fails_refuses_at_prepare_and_create
     r = await live.client.post("/v2/prepare", json=body)
     assert r.status_code == 400, r.text
     assert r.json()["reason_class"] == "route_not_prepare_ready"
-    assert "solana_swap_needs_live_pool_state" in r.text
+    assert "solana_pool_state_unavailable" in r.text
     assert live.ids._n == before  # refused before a fresh quote is issued

@@ -81,10 +81,10 @@ async def test_login_session_binding_and_idempotency(client: httpx.AsyncClient) 
     # a token of another wallet cannot open a session for this wallet
     r = await c.post("/v1/session", json=body, headers=bearer(stranger))
     assert r.status_code == 400 and r.json()["reason_class"] == "source_wallet_not_logged_in"
-    # the embedded market cannot build the Raydium swap: a corridor session is refused, nothing created
-    r = await c.post("/v1/session", json=body, headers=bearer(token))
-    assert r.status_code == 400 and r.json()["reason_class"] == "route_not_session_ready", r.text
-    assert "solana_swap_needs_live_pool_state" in r.text
+    # the embedded market builds the Raydium swap from the snapshot: the corridor session opens
+    r = await c.post("/v1/session", json={**body, "idempotency_key": "create-open-01"}, headers=bearer(token))
+    assert r.status_code == 201, r.text
+    assert r.json()["status"] == "action_required"
     # an unknown or expired quote
     r = await c.post(
         "/v1/session",

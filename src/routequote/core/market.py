@@ -13,7 +13,7 @@ from fractions import Fraction
 from typing import Any
 
 from routequote.core.assets import Chain, Token
-from routequote.core.clmm import ClmmPool
+from routequote.core.clmm import ClmmPool, tick_array_start
 
 USD_E8 = 10**8
 
@@ -31,6 +31,9 @@ class PoolState:
     # initialized (Raydium: the pool's tick-array bitmap bit; the account must exist).
     accounts: dict[str, str] = field(default_factory=dict)
     initialized_tick_arrays: tuple[int, ...] = ()
+    # Where this pool's state came from: "live_chain_read" (the Solana reader) or the snapshot's source label
+    # ("embedded_snapshot": modelled). None where nobody said (EVM pools: their actions never need it).
+    state_source: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +81,12 @@ class MarketView:
         return Fraction(self.prices_usd_e8[token], USD_E8)
 
 
+def _initialized_arrays(clmm: ClmmPool) -> tuple[int, ...]:
+    if clmm.venue not in ("orca_whirlpool", "raydium_clmm"):
+        return ()
+    return tuple(sorted({tick_array_start(clmm.venue, t, clmm.tick_spacing) for t, _ in clmm.ticks}))
+
+
 def market_view_from_dict(doc: dict[str, Any], *, source: str, live: bool) -> MarketView:
     """Parse the snapshot document format (see data/market_snapshot.json)."""
     pools = {}
@@ -91,7 +100,18 @@ def market_view_from_dict(doc: dict[str, Any], *, source: str, live: bool) -> Ma
             liquidity=int(p["liquidity"]),
             ticks=tuple((int(t), int(n)) for t, n in p["ticks"]),
         )
-        pools[p["pool_id"]] = PoolState(p["pool_id"], p.get("address"), p["token0"], p["token1"], clmm)
+        accounts = {str(k): str(v) for k, v in (p.get("accounts") or {}).items()}
+        pools[p["pool_id"]] = PoolState(
+            p["pool_id"],
+            p.get("address"),
+            p["token0"],
+            p["token1"],
+            clmm,
+            accounts=accounts,
+            # the arrays a Solana swap may name: those holding a (modelled) initialized tick
+            initialized_tick_arrays=_initialized_arrays(clmm) if accounts else (),
+            state_source=source,
+        )
     c, a, o = doc["cctp"], doc["across"], doc["oft"]
     return MarketView(
         source=source,

@@ -76,9 +76,13 @@ REFERENCE: tuple[Contract, ...] = (
     ),
 )
 
-# Solana swap venues: programs and pool accounts pinned in the swap builder. Their swaps are prepared only
-# from a live read of the pinned pool (tick arrays and, on Raydium, the observation come from that read).
-_LIVE_ONLY = "swap_v2 built only from a live read of this pool (ROUTEQUOTE_MARKET=live)"
+# Solana swap venues: programs and pool accounts pinned in the swap builder. Their swaps are prepared from one
+# read of the pinned pool (tick arrays and, on Raydium, the observation follow it): live, or the embedded
+# snapshot's modelled state (then the action says `pool_state_source: snapshot`).
+_LIVE_ONLY = (
+    "swap_v2 built from the pool state the market holds: a live read, or the embedded snapshot's modelled state "
+    "(labelled in the action; may fail on mainnet, never pays below its minimum)"
+)
 SOLANA_SWAPS: tuple[Contract, ...] = (
     Contract(
         Provider.RAYDIUM_CLMM,

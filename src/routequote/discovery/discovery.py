@@ -368,6 +368,19 @@ class Discovery:
                     "text": f"quotes are priced from the embedded market snapshot of {view.as_of}, not live data",
                 }
             )
+        modelled = sorted(
+            pid for pid, p in view.pools.items() if p.state_source == "embedded_snapshot" and p.accounts
+        )
+        if modelled:
+            out.append(
+                {
+                    "id": "solana_swaps_from_modelled_pool_state",
+                    "text": "Solana swaps on "
+                    + ", ".join(modelled)
+                    + " are built from the embedded snapshot's modelled pool state: their tick arrays may not "
+                    "match mainnet, so the swap may fail; it never pays below its minimum output",
+                }
+            )
         unpinned = sorted(pid for pid, p in view.pools.items() if not p.address)
         if unpinned:
             out.append(

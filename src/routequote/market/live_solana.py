@@ -498,6 +498,7 @@ class SolanaClmmSource:
                     clmm,
                     accounts=accounts,
                     initialized_tick_arrays=tuple(sorted(initialized)),
+                    state_source="live_chain_read",
                 )
             if not moved:
                 self.last_slot = slot

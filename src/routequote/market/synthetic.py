@@ -33,6 +33,8 @@ class PoolSpec:
     in_range_value_usd: int  # modelled value of all positions at the reference price
     width_percent: float  # widest position, +-% around the price
     tolerance_bps: int  # minimum-output tolerance the quote applies to this venue
+    # Solana pools: the static accounts a swap_v2 names (pinned in core.actions.solana_swaps; see its sources)
+    accounts: tuple[tuple[str, str], ...] = ()
 
 
 PRICES_USD_E8 = {
@@ -93,6 +95,18 @@ POOLS = (
         12_000_000,
         25.0,
         50,
+        (
+            ("amm_config", "HfERMT5DRA6C1TAqecrJQFpmkf3wsWTMncqnj3RDg5aw"),
+            ("vault_0", "E2BcoCeJLTa27mAXDA4xwEq3pBUcyH6XXEHYk4KvKYTv"),
+            ("vault_1", "4d35yC7C8zhCDec7JbPptL9SEb4NUddKHxURgmvD8hfo"),
+            # not a PDA and not published by Raydium: inferred (see solana_swaps.RAYDIUM_SNAPSHOT_OBSERVATION)
+            ("observation", "4fEjbMXTet3w8qhScPmT6X79ypagRydKLHPqcGsrhcmP"),
+            ("tick_array_bitmap_extension", "9z9VTNvaTpJuwjn4LSnjHwZgUR9iGuy59BwXTNbxRF6s"),
+            ("mint_0", "So11111111111111111111111111111111111111112"),
+            ("mint_1", "EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v"),
+            ("token_program_0", "TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA"),
+            ("token_program_1", "TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA"),
+        ),
     ),
     # Orca Whirlpool USDG/USDC, tick spacing 1 (PDA ["whirlpool", 2Lecsh…, USDG, USDC, 1u16]); see
     # routequote.core.actions.solana_swaps.ORCA_USDG_USDC for the sources.
@@ -107,6 +121,16 @@ POOLS = (
         3_000_000,
         0.6,
         10,
+        (
+            ("whirlpools_config", "2LecshUwdy9xi7meFgHtFJQNSKk4KdTrcpvaB56dP2NQ"),
+            ("vault_a", "6j9UtMmzmWuLu45XXmdUXN3NJBdiicxxoBEex8jUs3j6"),
+            ("vault_b", "5Sokmb48nt8aH8TnnkrAcVea4SdRqGU3qTxhRFvTHJyn"),
+            ("oracle", "4FQqY5C4fjReyc3MkMRqbR7bk9KRzXdCTbAXb5wbycVh"),
+            ("mint_a", "2u1tszSeqZ3qBWF3uNGPFc8TzMk2tdiwknnRMWGWjGWH"),
+            ("mint_b", "EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v"),
+            ("token_program_a", "TokenzQdBNbLqP5VEhdkAS6EPFLC1PHnBqCXEpPxuEb"),
+            ("token_program_b", "TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA"),
+        ),
     ),
 )
 
@@ -120,8 +144,9 @@ NOTES = (
     "CCTP v2 fast-transfer fees by source domain from Circle's fee table (Solana 1 bp, Base/Arbitrum 1.3 bp); "
     "fast attestation ~8 s.",
     "Across relayer fee model (LP + capital + destination gas) and ~4 s fills; LayerZero OFT native fee modelled.",
-    "Solana pool accounts are pinned (Raydium CLMM SOL/USDC 0.05 %, Orca Whirlpool USDG/USDC); their ticks here are "
-    "modelled, so Solana swap instructions are only prepared from a live market view.",
+    "Solana pool accounts are pinned (Raydium CLMM SOL/USDC 0.05 %, Orca Whirlpool USDG/USDC) and carried here "
+    "with each pool; their ticks are modelled, so a Solana swap prepared from this snapshot names tick arrays "
+    "derived from modelled state: it may fail on mainnet, but never delivers less than its minimum output.",
 )
 
 
@@ -190,6 +215,7 @@ def build_pool(spec: PoolSpec, seed: int) -> dict[str, Any]:
         "liquidity": str(active),
         "modelled_in_range_value_usd": spec.in_range_value_usd,
         "ticks": [[t, str(n)] for t, n in ticks],
+        **({"accounts": dict(spec.accounts)} if spec.accounts else {}),
     }
 
 

@@ -9,12 +9,14 @@ is let through (another failure opens it again at once; a success closes it).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from routequote.market.jsonrpc import RpcError
 from routequote.ports import ObservationUnavailable
+
+T = TypeVar("T")
 
 
 class WireError(ValueError):
@@ -46,6 +48,20 @@ class Breaker:
         self.failures += 1
         if self.failures >= self.failure_threshold:
             self.open_until = self.clock() + self.cooldown_seconds
+
+    async def guard(self, work: Awaitable[T]) -> T:
+        """One upstream call through the breaker (after `check`): an RPC, wire or observation failure counts
+        against it and is raised as ObservationUnavailable; a result closes it."""
+        try:
+            out = await work
+        except (RpcError, WireError) as exc:
+            self.failure()
+            raise unavailable(exc, self.name) from exc
+        except ObservationUnavailable:
+            self.failure()
+            raise
+        self.success()
+        return out
 
     @property
     def state(self) -> str:

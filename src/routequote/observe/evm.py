@@ -23,8 +23,8 @@ from eth_utils.address import to_checksum_address
 from routequote.core.assets import CHAINS, Chain
 from routequote.core.field_rules import EVM_ADDRESS_PATTERN, EVM_TX_HASH_PATTERN
 from routequote.errors import InvalidRequest
-from routequote.market.jsonrpc import JsonRpcClient, RpcError
-from routequote.observe._common import Breaker, WireError, data_bytes, hash32, quantity, unavailable
+from routequote.market.jsonrpc import JsonRpcClient
+from routequote.observe._common import Breaker, WireError, data_bytes, hash32, quantity
 from routequote.ports import EvmLog, EvmTransaction, ObservationUnavailable
 
 TX_HASH = re.compile(EVM_TX_HASH_PATTERN)
@@ -137,18 +137,6 @@ class JsonRpcEvmReader:
         breaker.check()
         return self.rpcs[chain], breaker
 
-    async def _guard(self, chain: str, breaker: Breaker, work: Any) -> Any:
-        try:
-            out = await work
-        except (RpcError, WireError) as exc:
-            breaker.failure()
-            raise unavailable(exc, chain) from exc
-        except ObservationUnavailable:
-            breaker.failure()
-            raise
-        breaker.success()
-        return out
-
     def _check_chain_id(self, chain: str, raw: Any) -> int:
         got = quantity(raw, "eth_chainId")
         want = self.chain_ids.get(chain)
@@ -183,8 +171,7 @@ class JsonRpcEvmReader:
                 tx_hash, tx, receipt, block, quantity(latest_raw, "eth_blockNumber"), chain_id
             )
 
-        result: EvmTransaction | None = await self._guard(chain, breaker, read())
-        return result
+        return await breaker.guard(read())
 
     async def logs(
         self, chain: str, address: str, topics: list[str | None], from_block: int, to_block: int | None = None
@@ -207,8 +194,7 @@ class JsonRpcEvmReader:
                 if not (isinstance(item, dict) and item.get("removed") is True)
             ]
 
-        result: list[EvmLog] = await self._guard(chain, breaker, read())
-        return result
+        return await breaker.guard(read())
 
     async def block_number(self, chain: str) -> int:
         rpc, breaker = self._rpc(chain)
@@ -216,8 +202,7 @@ class JsonRpcEvmReader:
         async def read() -> int:
             return quantity(await rpc.call("eth_blockNumber", []), "eth_blockNumber")
 
-        result: int = await self._guard(chain, breaker, read())
-        return result
+        return await breaker.guard(read())
 
     def health(self) -> dict[str, dict[str, Any]]:
         return {c: {"breaker": b.state, "consecutive_failures": b.failures} for c, b in self.breakers.items()}

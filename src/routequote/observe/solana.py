@@ -17,8 +17,8 @@ from solders.pubkey import Pubkey
 from solders.signature import Signature
 
 from routequote.errors import InvalidRequest
-from routequote.market.jsonrpc import JsonRpcClient, RpcError
-from routequote.observe._common import Breaker, WireError, integer, unavailable
+from routequote.market.jsonrpc import JsonRpcClient
+from routequote.observe._common import Breaker, WireError, integer
 from routequote.ports import (
     ObservationUnavailable,
     SolanaInstruction,
@@ -183,11 +183,11 @@ class JsonRpcSolanaReader:
                 "no RPC URL is configured for solana: its transactions cannot be observed",
             )
         self.breaker.check()
-        try:
-            result = await self.rpc.call("getTransaction", [signature, GET_TRANSACTION_CONFIG])
-            out = parse_get_transaction(signature, result)
-        except (RpcError, WireError) as exc:
-            self.breaker.failure()
-            raise unavailable(exc, self.name) from exc
-        self.breaker.success()
-        return out
+        rpc = self.rpc
+
+        async def read() -> SolanaTransaction | None:
+            return parse_get_transaction(
+                signature, await rpc.call("getTransaction", [signature, GET_TRANSACTION_CONFIG])
+            )
+
+        return await self.breaker.guard(read())

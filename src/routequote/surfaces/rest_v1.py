@@ -106,7 +106,8 @@ class WalletAuthStartRequest(_Strict):
         min_length=32,
         max_length=44,
         pattern=SOLANA_ADDRESS_PATTERN,
-        description="Solana public key: base58 that must decode to 32 bytes (else 400 invalid_source_wallet)",
+        description="Solana public key: base58 that must decode to 32 bytes, on the Ed25519 curve, and no "
+        "program, mint or fee recipient (else 400 invalid_source_wallet)",
     )
 
 
@@ -159,7 +160,11 @@ class V1SessionCreateRequest(_Strict):
         pattern=SOLANA_ADDRESS_PATTERN,
         description="Must be the logged-in wallet",
     )
-    destination_wallet: str = Field(pattern=EVM_ADDRESS_PATTERN)
+    destination_wallet: str = Field(
+        pattern=EVM_ADDRESS_PATTERN,
+        description="An EVM wallet that can sign: not zero, not a token or protocol contract, a valid EIP-55 "
+        "checksum if mixed case, not the fee recipient (else 400 invalid_destination_wallet)",
+    )
 
 
 class V1PrepareSourceRequest(_Strict):

@@ -121,7 +121,8 @@ async def test_every_raydium_route_prepares_a_bundle_that_verifies(live: Env, ro
     assert action["poolTickCurrent"] == RECORDED_TICK
     stated = action["poolAccountsFromLiveChainState"]
     zero_for_one = ROUTES[route_key].steps[0].source.key == RP.token_0
-    starts = [-19200, -20400] if zero_for_one else [-19200, -18600, -18000]
+    # as the Raydium SDK picks them: one initialized array behind the current one, then the swap's arrays + 1
+    starts = [-18600, -19200, -20400] if zero_for_one else [-20400, -19200, -18600]
     assert stated["tickArrayStartIndexes"] == starts and stated["observationState"] == RECORDED_OBSERVATION
     assert stated["source"].startswith("server_live_read")
     swap = _swap(bundle)
@@ -133,11 +134,13 @@ async def test_every_raydium_route_prepares_a_bundle_that_verifies(live: Env, ro
     )
     assert keys[5:7] == ([RP.vault_0, RP.vault_1] if zero_for_one else [RP.vault_1, RP.vault_0])
     assert keys[14:] == [sw.raydium_tick_array_address(RP.pool, s) for s in starts]
+    assert swap["keys"][13]["isWritable"] is True  # the bitmap extension, writable as the SDK passes it
     data = base64.b64decode(swap["data"])
     assert struct.unpack_from("<QQ", data, 8) == (int(action["netInputAmount"]), int(action["minimumOutput"]))
     assert action["kinds"][-1] == ("raydium_clmm_swap_v2" if zero_for_one else "close_wsol_token_account")
     risks = action["safety_receipt"]["risks"]["provider"]
-    assert any(r.startswith("observation_and_tick_arrays_from_the_servers_live_read") for r in risks)
+    assert any(r.startswith("observation_and_tick_arrays_from_the_servers_read") for r in risks)
+    assert action["pool_state_source"] == "live" and "pool_state_note" not in action
     assert bundle["server_signing"] is False and bundle["server_submission"] is False
 
 
@@ -147,12 +150,10 @@ def _other_pool_tick_array(b: dict[str, Any]) -> None:
     _swap(b)["keys"][14]["pubkey"] = sw.raydium_tick_array_address(other, start)
 
 
-def _arrays_out_of_order(b: dict[str, Any]) -> None:  # stated starts and keys reordered consistently
+def _arrays_out_of_order(b: dict[str, Any]) -> None:  # the swap's arrays reordered, stated and keys alike
     stated = b["unsigned_action"]["poolAccountsFromLiveChainState"]
-    stated["tickArrayStartIndexes"].reverse()
-    stated["tickArrays"].reverse()
-    keys = _swap(b)["keys"]
-    keys[14:] = list(reversed(keys[14:]))
+    for seq in (stated["tickArrayStartIndexes"], stated["tickArrays"], _swap(b)["keys"]):
+        seq[-2], seq[-1] = seq[-1], seq[-2]
 
 
 def _other_observation(b: dict[str, Any]) -> None:

@@ -26,6 +26,7 @@ from routequote.core.actions import common as ak
 from routequote.core.actions import solana as sol
 from routequote.core.actions import solana_swaps as sw
 from routequote.core.assets import ASSETS
+from routequote.core.clmm import ClmmPool, sqrt_price_at_tick
 from routequote.market.live import LiveMarket
 from routequote.market.live_solana import tick_array_address
 
@@ -214,7 +215,7 @@ def test_raydium_swap_v2_data_follows_the_idl() -> None:
     keys = [str(a.pubkey) for a in ix.accounts]
     assert keys[5:7] == [sw.RAYDIUM_SOL_USDC.vault_0, sw.RAYDIUM_SOL_USDC.vault_1]  # SOL in, USDC out
     assert keys[11:13] == [str(ak.mint(ASSETS["solana:SOL"])), str(ak.mint(ASSETS["solana:USDC"]))]
-    assert not ix.accounts[13].is_writable and all(a.is_writable for a in ix.accounts[14:])
+    assert all(a.is_writable for a in ix.accounts[13:])  # extension and tick arrays: writable, as the SDK
     assert keys[7] == TEST_OBSERVATION and keys[13] == sw.RAYDIUM_SOL_USDC.bitmap_extension
     # no extension account read live: none is passed (the program would try to load it)
     no_ext = sw.raydium_swap_v2(
@@ -243,20 +244,41 @@ def test_raydium_tick_arrays_walk_in_swap_direction() -> None:
     assert sw.raydium_tick_array_starts(-18813, 10, False) == [-19200, -18600, -18000]
 
 
-def test_raydium_swap_tick_arrays_are_the_initialized_ones_in_swap_direction() -> None:
+def _ray_pool(ticks: tuple[tuple[int, int], ...], liquidity: int) -> ClmmPool:
+    return ClmmPool(
+        venue="raydium_clmm",
+        fee_pips=500,
+        tick_spacing=10,
+        sqrt_price=sqrt_price_at_tick("raydium_clmm", -18813),
+        tick_current=-18813,
+        liquidity=liquidity,
+        ticks=ticks,
+    )
+
+
+def test_raydium_sdk_tick_arrays_follow_the_swaps_direction_and_size() -> None:
+    """One position per array (-21000 .. -16800); a small swap stays in the current array, a large one walks on."""
+    liq = 10**12
+    ticks = ((-21000, liq), (-20390, liq), (-19190, liq), (-18590, -liq), (-17990, -liq), (-16790, -liq))
+    pool = _ray_pool(ticks, 3 * liq)
     init = (-21000, -20400, -19200, -18600, -18000, -16800)
-    assert sw.raydium_swap_tick_arrays(-18813, 10, True, init) == (-19200, -20400, -21000)
-    assert sw.raydium_swap_tick_arrays(-18813, 10, False, init) == (-19200, -18600, -18000, -16800)
-    # the current tick's own array is not initialized: start from the next initialized one in swap direction
-    assert sw.raydium_swap_tick_arrays(-18813, 10, True, (-20400, -18600)) == (-20400,)
-    assert sw.raydium_swap_tick_arrays(-18813, 10, False, (-20400, -18600)) == (-18600,)
-    assert sw.raydium_swap_tick_arrays(-18813, 10, False, (-20400,)) == ()
-    many = tuple(range(-19200, 0, 600))
-    assert len(sw.raydium_swap_tick_arrays(-18813, 10, False, many)) == sw.RAYDIUM_MAX_TICK_ARRAYS
+    pick = sw.raydium_sdk_tick_arrays
+    # price down, small: behind = the first two initialized at/above the current array minus the first swap array
+    assert pick(pool, init, True, 1000) == (-18600, -19200, -20400)
+    # price up, small: target -18590 is in -18600 (k = 1): -19200, -18600 and one more
+    assert pick(pool, init, False, 1000) == (-20400, -19200, -18600, -18000)
+    # a large price-down swap crosses -19190 and heads for -20390 (array -20400): k = 1, plus one more
+    assert pick(pool, init, True, 2 * 10**11) == (-18600, -19200, -20400, -21000)
+    # no array in swap direction, or an input the known arrays cannot fill: nothing
+    assert pick(pool, (-18600,), True, 1000) == ()
+    assert pick(pool, init, True, 10**19) == ()
     ok = sw.raydium_tick_arrays_in_swap_direction
+    assert ok([-18600, -19200, -20400], -18813, 10, True) and ok([-20400, -19200, -18600], -18813, 10, False)
     assert ok([-19200, -20400], -18813, 10, True) and ok([-18600], -18813, 10, False)
     assert not ok([-20400, -19200], -18813, 10, True)  # out of order
-    assert not ok([-18600], -18813, 10, True)  # behind the current tick for a price-down swap
+    assert not ok([-18600], -18813, 10, True)  # nothing in swap direction for a price-down swap
+    assert not ok([-18000, -17400, -16800, -19200], -18813, 10, True)  # three behind
+    assert not ok([-17400, -18000, -19200], -18813, 10, True)  # behind, walking back toward the current tick
     assert not ok([-19200, -18610], -18813, 10, False)  # not an array start
     assert not ok([], -18813, 10, False)
 

@@ -89,9 +89,8 @@ def _errors(bundle: dict[str, Any], kwargs: dict[str, Any]) -> set[str]:
 def test_readiness_follows_the_market(live: LiveEnv) -> None:
     ready = live.prepare.supported_routes()
     assert set(ORCA_ROUTES) <= ready and len(ORCA_ROUTES) == 9
-    reasons = live.prepare.unsupported_reasons()
-    # this market reads the Raydium pool at another (recorded) account: not the pinned one, so not ready
-    assert all(reasons[k].startswith("solana_swap_needs_live_pool_state") for k in RAYDIUM_ROUTES)
+    # readiness no longer depends on the market: a pool that cannot be read is refused at prepare time
+    assert set(RAYDIUM_ROUTES) <= ready and live.prepare.unsupported_reasons() == {}
 
 
 @pytest.mark.parametrize("route_key", ORCA_ROUTES)
@@ -184,13 +183,19 @@ async def test_swap_tampering_is_refused(live: LiveEnv, name: str, rehashed: boo
     assert ("payload_sha256_mismatch" in errors) is not rehashed
 
 
-async def test_embedded_market_refuses_orca_with_the_live_reason() -> None:
-    from tests.unit.actions.support import make_env
+async def test_embedded_market_prepares_orca_from_the_snapshot_and_says_so() -> None:
+    from tests.unit.actions.support import make_env, prepare_route
 
     env = make_env()
-    reasons = env.prepare.unsupported_reasons()
-    assert all(reasons[k].startswith("solana_swap_needs_live_pool_state") for k in ORCA_ROUTES)
-    assert not set(ORCA_ROUTES) & env.prepare.supported_routes()
+    assert set(ORCA_ROUTES) <= env.prepare.supported_routes()
+    p = await prepare_route(env, "solana:USDG->solana:USDC", 250)
+    action = p.bundle["unsigned_action"]
+    assert (
+        action["pool_state_source"] == "snapshot" and "may be refused on mainnet" in action["pool_state_note"]
+    )
+    assert action["poolTickCurrent"] == 0  # the snapshot's modelled tick
+    risks = action["safety_receipt"]["risks"]["provider"]
+    assert any(r.startswith("pool_state_from_the_embedded_snapshot") for r in risks)
 
 
 async def test_prepared_orca_bundle_runs_in_litesvm_up_to_the_swap(live: LiveEnv) -> None:

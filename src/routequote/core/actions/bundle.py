@@ -58,7 +58,7 @@ _PROVIDER_RISKS = {
     Provider.RAYDIUM_CLMM: [
         "pool_price_may_move_before_inclusion_minimum_output_enforced_onchain",
         "tick_arrays_chosen_from_the_live_tick_at_prepare_time_a_large_move_fails_the_swap",
-        "observation_and_tick_arrays_from_the_servers_live_read_a_wrong_one_fails_the_swap_never_pays_below_minimum",
+        "observation_and_tick_arrays_from_the_servers_read_a_wrong_one_fails_the_swap_never_pays_below_minimum",
         "no_onchain_deadline_the_caller_blockhash_bounds_inclusion",
     ],
     Provider.CIRCLE_CCTP: [
@@ -246,22 +246,29 @@ def unsigned_action(plan: StepPlan, build: EvmBuild | SolanaBuild) -> dict[str, 
         "signed": False,
         "submitted": False,
     }
-    if plan.pool_tick_current is not None:  # Solana swaps: the live tick their tick arrays were chosen from
+    if plan.pool_tick_current is not None:  # Solana swaps: the tick their tick arrays were chosen from
         head["poolTickCurrent"] = plan.pool_tick_current
-    if (
-        plan.raydium_live is not None
-    ):  # Raydium swaps: accounts the server took from its live read of the pool
+        snapshot = plan.pool_state_source == sw.POOL_STATE_SNAPSHOT
+        head["pool_state_source"] = "snapshot" if snapshot else "live"
+        if snapshot:
+            head["pool_state_note"] = sw.SNAPSHOT_SWAP_NOTE
+    if plan.raydium_live is not None:  # Raydium swaps: accounts taken from the same read of the pool
         live = plan.raydium_live
         pool = sw.RAYDIUM_POOLS[plan.step.pool_id or ""].pool
-        head["poolAccountsFromLiveChainState"] = {
-            "source": "server_live_read_of_the_pinned_pool_account_at_prepare_time_not_independently_pinned",
+        from_snapshot = plan.pool_state_source == sw.POOL_STATE_SNAPSHOT
+        key = "poolAccountsFromSnapshotState" if from_snapshot else "poolAccountsFromLiveChainState"
+        head[key] = {
+            "source": "embedded_snapshot_modelled_state_not_live"
+            if from_snapshot
+            else "server_live_read_of_the_pinned_pool_account_at_prepare_time_not_independently_pinned",
             "pool": pool,
             "observationState": live.observation,
             "tickArrayBitmapExtension": live.bitmap_extension,
             "tickArrayStartIndexes": list(live.tick_array_starts),
             "tickArrays": [sw.raydium_tick_array_address(pool, s) for s in live.tick_array_starts],
-            "note": "observation = the pool account's observation_key; tick arrays = the existing initialized arrays "
-            "in swap direction from the current tick; a wrong one makes the swap fail, the minimum output still holds",
+            "note": "observation = the pool account's observation_key; tick arrays = chosen as the Raydium SDK "
+            "chooses them for this swap's direction and size; a wrong one makes the swap fail, the minimum output "
+            "still holds",
         }
     if isinstance(build, EvmBuild):
         head.update(
@@ -383,6 +390,13 @@ def safety_receipt(
                 ["solana_recipient_usdc_token_account_must_exist_before_the_mint"]
                 if step.provider is Provider.CIRCLE_CCTP and dst.chain is Chain.SOLANA
                 else []
+            )
+            + (
+                [
+                    "pool_state_from_the_embedded_snapshot_modelled_tick_arrays_may_fail_on_mainnet_never_below_minimum"
+                ]
+                if plan.pool_state_source == sw.POOL_STATE_SNAPSHOT
+                else []
             ),
             "caller_verification_required": True,
         },
@@ -425,22 +439,56 @@ def assemble_bundle(
         bundle_expires_at=iso_ms(expires),
         unpriced_costs=unpriced,
     )
+    return seal_bundle(
+        workflow_id=workflow_id,
+        action_id=action_id,
+        step_index=plan.step.index,
+        route_key=plan.route.key,
+        prepared_at=prepared_at,
+        expires=expires,
+        deadline_unix=plan.deadline_unix,
+        quote_binding=quote_binding,
+        workflow=workflow(plan, workflow_id, summary_steps),
+        action=action,
+        fee_recipient_configured=not is_placeholder(plan.fee_recipient),
+    )
+
+
+def seal_bundle(
+    *,
+    workflow_id: str,
+    action_id: str,
+    step_index: int,
+    route_key: str,
+    prepared_at: datetime,
+    expires: datetime,
+    deadline_unix: int,
+    quote_binding: dict[str, Any],
+    workflow: dict[str, Any],
+    action: dict[str, Any],
+    fee_recipient_configured: bool | None = None,
+) -> dict[str, Any]:
+    """The bundle around an unsigned action (its receipt already inside), sealed with its payload hash: the
+    one ending of every bundle builder (a route step, a CCTP destination mint). `fee_recipient_configured`
+    is given for every step that names a fee recipient (a destination mint pays no fee and names none)."""
     bundle: dict[str, Any] = {
         "version": BUNDLE_VERSION,
         "status": "pass",
         "workflow_id": workflow_id,
         "action_id": action_id,
-        "step_index": plan.step.index,
-        "route": plan.route.key,
+        "step_index": step_index,
+        "route": route_key,
         "prepared_at": iso_ms(prepared_at),
         "expires_at": iso_ms(expires),
         "expires_in_seconds": BUNDLE_TTL_SECONDS,
-        "deadline_unix": plan.deadline_unix,
+        "deadline_unix": deadline_unix,
         "quote_binding": quote_binding,
-        "workflow": workflow(plan, workflow_id, summary_steps),
+        "workflow": workflow,
         "unsigned_action": action,
         # false while the operator left the development placeholder in place: the fee would go nowhere
-        "fee_recipient_configured": not is_placeholder(plan.fee_recipient),
+        **(
+            {} if fee_recipient_configured is None else {"fee_recipient_configured": fee_recipient_configured}
+        ),
         "payload_sha256_spec": PAYLOAD_SHA256_SPEC,
         **SERVER_FLAGS,
         "signed": False,

@@ -18,17 +18,15 @@ from typing import Any
 from routequote.core.actions.bundle import (
     ACTION_SHA256_SPEC,
     BUILDER_VERSION,
-    BUNDLE_VERSION,
     EVM_ACTION_VERSION,
     FEE_FORMULA,
-    PAYLOAD_SHA256_SPEC,
     RECEIPT_SCHEMA,
     SERVER_FLAGS,
     action_sha256,
     allowlists,
     iso_ms,
-    payload_sha256,
     raw_payload_rows,
+    seal_bundle,
     unix,
     workflow_document,
 )
@@ -386,19 +384,16 @@ def assemble_receive_bundle(
             "caller_verification_required": True,
         },
     }
-    bundle: dict[str, Any] = {
-        "version": BUNDLE_VERSION,
-        "status": "pass",
-        "workflow_id": workflow_id,
-        "action_id": action_id,
-        "step_index": step.index,
-        "route": route.key,
-        "prepared_at": iso_ms(prepared_at),
-        "expires_at": iso_ms(expires),
-        "expires_in_seconds": BUNDLE_TTL_SECONDS,
-        "deadline_unix": deadline,
-        "quote_binding": quote_binding,
-        "workflow": {
+    return seal_bundle(
+        workflow_id=workflow_id,
+        action_id=action_id,
+        step_index=step.index,
+        route_key=route.key,
+        prepared_at=prepared_at,
+        expires=expires,
+        deadline_unix=deadline,
+        quote_binding=quote_binding,
+        workflow={
             **workflow_document(
                 route,
                 wallets,
@@ -410,11 +405,5 @@ def assemble_receive_bundle(
             ),
             "current_phase": RECEIVE_PHASE,
         },
-        "unsigned_action": action,
-        "payload_sha256_spec": PAYLOAD_SHA256_SPEC,
-        **SERVER_FLAGS,
-        "signed": False,
-        "submitted": False,
-    }
-    bundle["payload_sha256"] = payload_sha256(bundle)
-    return bundle
+        action=action,
+    )

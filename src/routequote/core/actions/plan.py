@@ -41,9 +41,11 @@ class StepPlan:
     deadline_unix: int
     fill_deadline_unix: int
     pool_fee_pips: int | None
-    pool_tick_current: int | None = None  # Solana swaps: the live pool's current tick (tick arrays follow it)
-    # Raydium swaps: observation / bitmap extension / tick arrays from the server's live read of the pinned pool
+    pool_tick_current: int | None = None  # Solana swaps: the pool's current tick (tick arrays follow it)
+    # Raydium swaps: observation / bitmap extension / tick arrays from the same read of the pinned pool
     raydium_live: RaydiumLiveAccounts | None = None
+    # Solana swaps: where that read came from ("live_chain_read" | "embedded_snapshot")
+    pool_state_source: str | None = None
 
     @property
     def net_input_base(self) -> int:

@@ -3,9 +3,9 @@
 and the Orca Whirlpool / Raydium CLMM `swap_v2` instructions of `solana_swaps`.
 
 No blockhash and no fee payer signature: the caller's wallet compiles a transaction with a fresh
-blockhash. Swaps are built only from a live pool tick (`StepPlan.pool_tick_current`) and only for pinned
-pools: Orca USDG/USDC is fully pinned; Raydium SOL/USDC is pinned but for its observation account, which (with the
-initialized tick arrays) comes from the live read of the pinned pool (`StepPlan.raydium_live`).
+blockhash. Swaps are built only for pinned pools, from one read of the pool (`StepPlan.pool_tick_current`;
+Raydium's observation account, bitmap extension and tick arrays in `StepPlan.raydium_live`), live or from the
+embedded snapshot (`StepPlan.pool_state_source` says which).
 """
 
 from __future__ import annotations
@@ -226,12 +226,13 @@ class SolanaBuild:
     fee_recipient_token_account: str | None
 
 
-def solana_step_supported(provider: Provider, *, live_market: bool = False) -> str | None:
-    """None when this build can prepare the step; else the reason. Swaps need a live market (tick arrays)."""
+def solana_step_supported(provider: Provider) -> str | None:
+    """None when this build can prepare the step; else the reason. Swaps are built from whichever pool state
+    the market holds (live, or the embedded snapshot's modelled state, labelled so in the action)."""
     if provider in SOLANA_UNPINNED:
         return SOLANA_UNPINNED[provider]
     if provider in (Provider.ORCA_WHIRLPOOL, Provider.RAYDIUM_CLMM):
-        return None if live_market else sw.SOLANA_SWAP_NEEDS_LIVE
+        return None
     if provider is Provider.CIRCLE_CCTP:
         return None
     return f"{provider.value}_not_buildable_on_solana"
@@ -255,7 +256,7 @@ def build_solana_swap(plan: StepPlan) -> SolanaBuild:
     step = plan.step
     src, dst = step.source, step.target
     if plan.pool_tick_current is None:
-        raise ActionUnavailable("solana_swap_needs_live_pool_state", sw.SOLANA_SWAP_NEEDS_LIVE)
+        raise ActionUnavailable("solana_pool_state_unavailable", sw.SOLANA_POOL_STATE_UNAVAILABLE)
     net = plan.net_input_base
     ixs: list[Instruction] = []
     kinds: list[str] = []
@@ -277,7 +278,7 @@ def build_solana_swap(plan: StepPlan) -> SolanaBuild:
     elif step.provider is Provider.RAYDIUM_CLMM and pool_id in sw.RAYDIUM_POOLS:
         rp = sw.RAYDIUM_POOLS[pool_id]
         if plan.raydium_live is None:
-            raise ActionUnavailable("solana_swap_needs_live_pool_state", sw.SOLANA_SWAP_NEEDS_LIVE)
+            raise ActionUnavailable("solana_pool_state_unavailable", sw.SOLANA_POOL_STATE_UNAVAILABLE)
         zero_for_one = src.key == rp.token_0
         ixs.append(
             sw.raydium_swap_v2(

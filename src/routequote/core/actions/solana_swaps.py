@@ -21,7 +21,8 @@ Layouts (Anchor; instruction data = sha256("global:swap_v2")[:8] + borsh args):
   `["tick_array", pool, start_index i32 big-endian]`, 60 ticks each. The account order is cross-checked with
   the public Rust client that builds `SwapSingleV2` through anchor-client and with sevenlabs-hq/carbon's
   `raydium_clmm_swap_v2` account arrangement; the b->a tick-array shift with Orca's legacy SDK
-  (`shift = aToB ? 0 : tickSpacing` in `getTickArrayPublicKeysForSwap`).
+  (`shift = aToB ? 0 : tickSpacing` in `getTickArrayPublicKeysForSwap`). Both instructions are compared with the
+  venues' SDKs over generated cases (`tests/integration/test_solana_swap_sdk_equality.py`).
 
   Raydium rules, from raydium-io/raydium-clmm `instructions/swap_v2.rs` (`exact_internal_v2`),
   `instructions/swap.rs` (`swap_internal`) and `states/pool.rs`: `observation_state` must be
@@ -33,9 +34,12 @@ Layouts (Anchor; instruction data = sha256("global:swap_v2")[:8] + borsh args):
   initialized, else the next initialized one in swap direction; leading accounts that do not match are popped,
   later ones must follow in swap direction (`NotEnoughTickArrayAccount` when they run out) and belong to the
   pool. The extension is needed ("must add account if need") when the search leaves the default bitmap range
-  (`MissingTickArrayBitmapExtensionAccount`). So the swap takes, from the live read (`PoolState.accounts`,
-  `initialized_tick_arrays`): the observation key, the extension only when that account exists, and the
-  existing initialized arrays from the current one in swap direction (at most `RAYDIUM_MAX_TICK_ARRAYS`).
+  (`MissingTickArrayBitmapExtensionAccount`). The remaining accounts are chosen exactly as
+  `@raydium-io/raydium-sdk-v2` does (`makeSwapBaseInInstructions` after `PoolUtils.computeAmountOut`): the
+  bitmap extension PDA (writable), then up to two initialized arrays on the other side of the current tick, then
+  the initialized arrays in swap direction up to the one holding the last tick the swap reaches, plus one more
+  (`raydium_sdk_tick_arrays`). The pool state they follow is one read (`SolanaPoolRead`): live chain state, or
+  the embedded snapshot's modelled state (then the swap may fail on mainnet, never pay less than its minimum).
 
 Pinned pools (every address below appears in the public sources named next to it; PDAs are re-derived
 in the tests and must match):
@@ -55,8 +59,11 @@ in the tests and must match):
   `api.raydium.io/v2/ammV3/ammPools` sample (`data[0]`), a public Rust client test deriving these keys
   (`PoolKeys::new(CAMM…, wSOL, USDC, 2)`), Raydium's UI fee-config table (index 2 = 500 pips / spacing 10),
   a mainnet increase_liquidity transaction's account list. **Not pinned:** the pool's `observation_state`
-  (an early pool: a keypair account, not a PDA, and no citable source was found): it is taken from the live
-  pool account at prepare time (offset 201), whose amm_config and vaults must equal the pinned ones.
+  (an early pool: a keypair account, not a PDA, and Raydium publishes no key list for it): a live read takes it
+  from the pool account (offset 201), whose amm_config and vaults must equal the pinned ones; the embedded
+  snapshot carries `RAYDIUM_SNAPSHOT_OBSERVATION`, inferred, not confirmed: it is the one writable account that
+  a public validator's dropped-transaction statistics list next to this pool and both its vaults, with the same
+  count, in three separate windows. If it is wrong the program refuses the swap (`address =` constraint).
 """
 
 from __future__ import annotations
@@ -69,6 +76,7 @@ from solders.instruction import AccountMeta, Instruction
 from solders.pubkey import Pubkey
 
 from routequote.core.assets import ASSETS, TOKEN_2022_PROGRAM, Asset
+from routequote.core.clmm import ClmmMathError, ClmmPool, sqrt_price_at_tick, swap_exact_input
 
 ORCA_WHIRLPOOL_PROGRAM = Pubkey.from_string("whirLbMiicVdio4qvUfM5KAg6Ct8VwpYzGff3uctyCc")
 RAYDIUM_CLMM_PROGRAM = Pubkey.from_string("CAMMCzo5YL8w4VFF8KVHrK22GGUsp5VTaW7grrKgrWqK")
@@ -83,7 +91,10 @@ ORCA_MIN_SQRT_PRICE_X64 = 4295048016
 ORCA_MAX_SQRT_PRICE_X64 = 79226673515401279992447579055
 ORCA_SWAP_V2_DATA_LEN = 43
 RAYDIUM_SWAP_V2_DATA_LEN = 41
-RAYDIUM_MAX_TICK_ARRAYS = 5  # a bound on the remaining accounts we pass (the live reader fetches 5 arrays)
+RAYDIUM_MAX_TICK_ARRAYS = 12  # a bound on the tick arrays a verifier accepts (2 behind + the swap's + 1)
+RAYDIUM_SNAPSHOT_OBSERVATION = "4fEjbMXTet3w8qhScPmT6X79ypagRydKLHPqcGsrhcmP"
+POOL_STATE_LIVE = "live_chain_read"
+POOL_STATE_SNAPSHOT = "embedded_snapshot"
 RAYDIUM_FIXED_ACCOUNTS = 13
 
 
@@ -114,11 +125,27 @@ class RaydiumPool:
 
 @dataclass(frozen=True, slots=True)
 class RaydiumLiveAccounts:
-    """What a Raydium swap takes from the server's live read of the pinned pool (see the module docstring)."""
+    """What a Raydium swap takes from the read of the pinned pool (see the module docstring)."""
 
     observation: str
-    tick_array_starts: tuple[int, ...]  # in swap direction
+    tick_array_starts: tuple[int, ...]  # in the SDK's order (`raydium_sdk_tick_arrays`)
     bitmap_extension: str | None  # the PDA when that account exists, else None (not passed)
+
+
+@dataclass(frozen=True, slots=True)
+class SolanaPoolRead:
+    """One read of a pinned Solana pool that both the price and the swap's accounts come from.
+
+    `source` is `POOL_STATE_LIVE` (read from the chain) or `POOL_STATE_SNAPSHOT` (the embedded, modelled
+    snapshot). Raydium: `observation` / `bitmap_extension` (None when that account does not exist) and the
+    arrays the program treats as initialized."""
+
+    source: str
+    tick_current: int
+    clmm: ClmmPool
+    initialized_tick_arrays: tuple[int, ...] = ()
+    observation: str | None = None
+    bitmap_extension: str | None = None
 
 
 ORCA_USDG_USDC = OrcaPool(
@@ -144,10 +171,13 @@ RAYDIUM_SOL_USDC = RaydiumPool(
 )
 ORCA_POOLS = {ORCA_USDG_USDC.pool_id: ORCA_USDG_USDC}
 RAYDIUM_POOLS = {RAYDIUM_SOL_USDC.pool_id: RAYDIUM_SOL_USDC}
-SOLANA_SWAP_NEEDS_LIVE = (
-    "solana_swap_needs_live_pool_state: the swap's tick arrays (and Raydium's observation account) follow the "
-    "pool's live state; the embedded snapshot's ticks are modelled, so Solana swaps are prepared only from a "
-    "live market (ROUTEQUOTE_MARKET=live with a Solana RPC)"
+SOLANA_POOL_STATE_UNAVAILABLE = (
+    "solana_pool_state_unavailable: the market view carries no state with the pinned accounts for this pool "
+    "(the embedded snapshot and the live Solana reader both do)"
+)
+SNAPSHOT_SWAP_NOTE = (
+    "Prepared from the embedded snapshot: the tick arrays (and, for Raydium, the observation account) follow "
+    "modelled pool state, so the swap may be refused on mainnet; it can never deliver less than its minimum output."
 )
 
 
@@ -211,34 +241,74 @@ def raydium_tick_array_starts(
     return [first + i * step for i in range(count)]
 
 
-def raydium_swap_tick_arrays(
-    tick_current: int, tick_spacing: int, zero_for_one: bool, initialized: tuple[int, ...] | list[int]
-) -> tuple[int, ...]:
-    """The initialized array starts a swap walks, in swap direction, from the array holding the current tick
-    (or, if that one is not initialized, from the next initialized one, as `get_first_initialized_tick_array`
-    does); at most `RAYDIUM_MAX_TICK_ARRAYS`. Empty when none is known in that direction."""
-    span = RAYDIUM_TICK_ARRAY_SIZE * tick_spacing
-    current = (tick_current // span) * span
+def _last_target_tick(clmm: ClmmPool, zero_for_one: bool, tick_after: int, sqrt_after: int) -> int | None:
+    """The initialized tick the swap was heading for when its input ran out: the tick it ended on when it ended
+    exactly by crossing one, else the next visible initialized tick in swap direction from where it stopped."""
+    ticks = clmm.cache.ticks
     if zero_for_one:
-        ahead = sorted((s for s in set(initialized) if s <= current), reverse=True)
+        crossed = tick_after + 1
+        if crossed in ticks and sqrt_after == sqrt_price_at_tick(clmm.venue, crossed):
+            return crossed
+        below = [t for t in ticks if t <= tick_after]
+        return below[-1] if below else None
+    if tick_after in ticks and sqrt_after == sqrt_price_at_tick(clmm.venue, tick_after):
+        return tick_after
+    above = [t for t in ticks if t > tick_after]
+    return above[0] if above else None
+
+
+def raydium_sdk_tick_arrays(
+    clmm: ClmmPool, initialized: tuple[int, ...] | list[int], zero_for_one: bool, amount_in: int
+) -> tuple[int, ...]:
+    """The tick-array starts `@raydium-io/raydium-sdk-v2` passes for an exact-input swap of `amount_in`
+    (`PoolUtils.getOutputAmountAndRemainAccounts` -> `swapInternal(includeExtraTickArrays)`): up to two
+    initialized arrays on the other side of the current tick (nearest first, the first swap array left out),
+    then the initialized arrays in swap direction from the current one up to the array holding the last tick the
+    swap heads for, plus the next one. Empty when the swap cannot be filled from the known arrays."""
+    span = RAYDIUM_TICK_ARRAY_SIZE * clmm.tick_spacing
+    current = (clmm.tick_current // span) * span
+    inits = sorted(set(initialized))
+    if zero_for_one:
+        ahead = sorted((x for x in inits if x <= current), reverse=True)
+        behind = [x for x in inits if x >= current][:2]
     else:
-        ahead = sorted(s for s in set(initialized) if s >= current)
-    return tuple(ahead[:RAYDIUM_MAX_TICK_ARRAYS])
+        ahead = [x for x in inits if x >= current]
+        behind = sorted((x for x in inits if x <= current), reverse=True)[:2]
+    if not ahead or amount_in <= 0:
+        return ()
+    try:
+        res = swap_exact_input(clmm, zero_for_one, amount_in)
+    except ClmmMathError:
+        return ()
+    if res.amount_in != amount_in:
+        return ()  # not fillable from these arrays: the program would refuse it too
+    target = _last_target_tick(clmm, zero_for_one, res.tick_after, res.sqrt_price_after)
+    if target is None or (target // span) * span not in ahead:
+        return ()
+    k = ahead.index((target // span) * span)
+    return tuple(x for x in behind if x != ahead[0]) + tuple(ahead[: k + 2])
 
 
 def raydium_tick_arrays_in_swap_direction(
     starts: tuple[int, ...] | list[int], tick_current: int, tick_spacing: int, zero_for_one: bool
 ) -> bool:
-    """True when `starts` are array starts for this spacing, strictly ordered in swap direction, all at or past
-    the array holding the current tick in that direction, and at most `RAYDIUM_MAX_TICK_ARRAYS` of them."""
+    """True when `starts` have the SDK's shape (`raydium_sdk_tick_arrays`): array starts for this spacing, at
+    most two strictly on the other side of the current tick's array (moving away from it), then at least one in
+    swap direction from the current array, strictly ordered; at most `RAYDIUM_MAX_TICK_ARRAYS` in all."""
     span = RAYDIUM_TICK_ARRAY_SIZE * tick_spacing
     current = (tick_current // span) * span
     if not 0 < len(starts) <= RAYDIUM_MAX_TICK_ARRAYS or any(s % span for s in starts):
         return False
-    pairs = zip(starts, starts[1:], strict=False)
-    if zero_for_one:
-        return starts[0] <= current and all(a > b for a, b in pairs)
-    return starts[0] >= current and all(a < b for a, b in pairs)
+    sign = -1 if zero_for_one else 1  # swap direction
+    k = 0
+    while k < len(starts) and (starts[k] - current) * sign < 0:
+        k += 1
+    behind, ahead = list(starts[:k]), list(starts[k:])
+    if k > 2 or not ahead:
+        return False
+    away = all((b - a) * sign < 0 for a, b in zip(behind, behind[1:], strict=False))
+    onward = all((b - a) * sign > 0 for a, b in zip(ahead, ahead[1:], strict=False))
+    return away and onward
 
 
 def orca_swap_v2_data(amount: int, minimum_out: int, a_to_b: bool) -> bytes:
@@ -299,7 +369,8 @@ def raydium_swap_v2(
     src, dst = (t0, t1) if zero_for_one else (t1, t0)
     v_in, v_out = (pool.vault_0, pool.vault_1) if zero_for_one else (pool.vault_1, pool.vault_0)
     o = _pk(owner)
-    ext = [AccountMeta(_pk(live.bitmap_extension), False, False)] if live.bitmap_extension else []
+    # writable, as the SDK passes it (`swapV2Instruction`)
+    ext = [AccountMeta(_pk(live.bitmap_extension), False, True)] if live.bitmap_extension else []
     metas = [
         AccountMeta(o, True, False),
         AccountMeta(_pk(pool.amm_config), False, False),

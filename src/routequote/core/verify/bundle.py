@@ -17,6 +17,7 @@ from routequote.core.actions.bundle import (
     payload_sha256,
     raw_payload_rows,
 )
+from routequote.core.actions.cctp_solana_receive_check import check_solana_receive_bundle, is_solana_receive
 from routequote.core.actions.evm import (
     DEFAULT_DEPLOYMENTS,
     EvmDeployment,
@@ -146,6 +147,18 @@ def _verify_bundle(
             "wallet_chains_mismatch",
             f"the route needs wallets on exactly {list(route.required_wallet_chains)}",
         )
+        return c.findings
+    if is_solana_receive(bundle):  # the CCTP mint on Solana: its own rule, re-deriving both instructions
+        for code, message in check_solana_receive_bundle(
+            bundle,
+            route=route,
+            step=step,
+            wallets=wallets,
+            now_unix=now_unix,
+            approval_v3=approval_v3,
+            deployments=deps,
+        ):
+            c.fail(code, message)
         return c.findings
     if is_receive(action, receipt):
         verify_receive(c, bundle, action, receipt, route, step, wallets, now_unix, approval_v3, deps)

@@ -204,7 +204,7 @@ def _check_raydium_swap(
     c.expect(base_input, "direction_mismatch", "the swap must be exact input (is_base_input)")
     c.expect(limit == 0, "price_limit_mismatch", "the sqrt price limit must be 0 (none: no partial fill)")
     keys = [k.get("pubkey") for k in swap_ix.get("keys", []) if isinstance(k, dict)]
-    live = action.get("poolAccountsFromLiveChainState")
+    live = action.get("poolAccountsFromLiveChainState", action.get("poolAccountsFromSnapshotState"))
     if not c.expect(
         isinstance(live, dict),
         "live_pool_accounts_missing",
