@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 RUNTIME_STAMP := $(VENV)/.runtime-installed
 DEV_STAMP := $(VENV)/.dev-installed
 
-.PHONY: serve test install dev lint typecheck bench fuzz clean
+.PHONY: serve test install dev lint typecheck bench fuzz routes-doc clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -46,6 +46,11 @@ bench: $(DEV_STAMP)
 # the short one. RQ_FUZZ_SEED=<n> explores another seed.
 fuzz: $(DEV_STAMP)
 	RQ_FUZZ_EXAMPLES=$${RQ_FUZZ_EXAMPLES:-600} $(BIN)/pytest tests/fuzz -q -rA
+
+# The route proof table: run the whole-route suite (SQLite), write its results, render docs/routes.md from them.
+routes-doc: $(DEV_STAMP)
+	RQ_UPDATE_ROUTES=1 $(BIN)/pytest tests/e2e/test_routes.py -q -m "not postgres"
+	$(BIN)/python tests/e2e/routes_doc.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

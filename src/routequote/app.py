@@ -93,30 +93,38 @@ def build_sessions(
     settings: Settings, prepare: PrepareService, store: SessionStore | None = None
 ) -> SessionService:
     """The session engine: its store (SQLite by default, PostgreSQL by URL) and the chain readers, each
-    configured only where an RPC URL is set (an unconfigured chain answers 503 when observed)."""
+    configured only where an RPC URL is set (an unconfigured chain answers 503 when observed). The adapters
+    are imported here, when the engine is built, not when `app` is imported (start-up cost)."""
     import httpx
 
     from routequote.observe.evm import JsonRpcEvmReader
+    from routequote.observe.evm_state import JsonRpcEvmState
     from routequote.observe.iris import IrisAttestationReader
     from routequote.observe.solana import JsonRpcSolanaReader
 
     if store is None:
+        from routequote.storage.retention import CappedSessionStore
         from routequote.storage.sessions_sql import SqlSessionStore
 
-        store = SqlSessionStore(settings.database_url, pool_size=settings.database_pool_size)
+        sql = SqlSessionStore(settings.database_url, pool_size=settings.database_pool_size)
+        store = CappedSessionStore(sql, settings.max_open_sessions_per_client)
     client = httpx.AsyncClient(limits=httpx.Limits(max_connections=32))
-    timeout = settings.market_timeout_seconds
+    timeout, limit = settings.market_timeout_seconds, settings.upstream_max_bytes
     evm_urls = {
         "base": settings.rpc_url_base,
         "arbitrum": settings.rpc_url_arbitrum,
         "robinhood": settings.rpc_url_robinhood,
     }
+    evm = JsonRpcEvmReader({k: v for k, v in evm_urls.items() if v}, client, timeout=timeout, max_bytes=limit)
     sessions = SessionService(
         prepare,
         store,
-        evm=JsonRpcEvmReader({k: v for k, v in evm_urls.items() if v}, client, timeout=timeout),
-        solana=JsonRpcSolanaReader(settings.rpc_url_solana or None, client, timeout=timeout),
-        attestations=IrisAttestationReader(settings.iris_url or None, client, timeout=timeout),
+        evm=evm,
+        evm_state=JsonRpcEvmState(evm),
+        solana=JsonRpcSolanaReader(settings.rpc_url_solana or None, client, timeout=timeout, max_bytes=limit),
+        attestations=IrisAttestationReader(
+            settings.iris_url or None, client, timeout=timeout, max_bytes=limit
+        ),
         config=SessionConfig(
             confirmations=settings.confirmations(),
             across_fill_search_blocks=settings.across_fill_search_blocks,
@@ -124,6 +132,21 @@ def build_sessions(
     )
     sessions.http_client = client  # closed with the app
     return sessions
+
+
+def retention_purger(settings: Settings, store: Any, clock: Clock) -> Any:
+    """The background purge of the SQL session store (storage/retention.py); None for other stores."""
+    from routequote.storage.retention import CappedSessionStore, Purger, RetentionPolicy
+
+    if not isinstance(store, CappedSessionStore):
+        return None
+    policy = RetentionPolicy(
+        session_days=settings.session_retention_days,
+        receipt_days=settings.receipt_retention_days,
+        interval_seconds=settings.retention_interval_seconds,
+        max_open_sessions_per_client=settings.max_open_sessions_per_client,
+    )
+    return Purger(store.inner, policy, clock.now)
 
 
 def _async(close: Callable[[], Any]) -> Callable[[], Any]:
@@ -184,11 +207,14 @@ def create_app(
         if close is not None:  # shared stores hold a connection pool: release it on shutdown
             hooks.append(functools.partial(_closing, close))
 
+    purger = retention_purger(settings, sessions.store, service.clock)
+
     @contextlib.asynccontextmanager
     async def session_lifespan() -> AsyncIterator[None]:
         await sessions.store.start()  # migrations run here, before the first request
         try:
-            yield
+            async with purger.running() if purger is not None else contextlib.nullcontext():
+                yield
         finally:
             await sessions.store.aclose()
             await sessions.http_client.aclose()
@@ -224,6 +250,7 @@ def create_app(
         hooks.append(market_lifespan)
     app.state.prepare = prepare
     app.state.sessions = sessions
+    app.state.retention = purger  # the background purge (None for a store it does not manage)
     fee_configured = recipients_configured(settings.fee_recipient_evm, settings.fee_recipient_solana)
     probes = Probes(
         service.market, sessions.store, settings.redis_url, settings.market_fallback, fee_configured

@@ -38,6 +38,7 @@ def serve(
 
     from routequote.config_check import load_settings
     from routequote.logging import configure_logging
+    from routequote.surfaces.forwarded import proxy_options
     from routequote.surfaces.input_guard import uvicorn_options
 
     given = {k: v for k, v in (("host", host), ("port", port), ("workers", workers)) if v is not None}
@@ -73,6 +74,7 @@ def serve(
         log_config=None,  # uvicorn's loggers propagate to the one redacting JSON handler
         timeout_graceful_shutdown=settings.graceful_shutdown_seconds,  # SIGTERM: in-flight requests finish
         **uvicorn_options(settings),  # header bytes / count / time limits, keep-alive (docs/operations.md)
+        **proxy_options(settings.trusted_proxies),  # forwarded headers only from the proxies named
     )
 
 
@@ -309,6 +311,17 @@ def routes() -> None:
             "yes" if r.event_signer_required else "",
         )
     console.print(table)
+    from routequote.route_proof import route_proof
+
+    proof = route_proof()
+    if proof is not None:  # what the whole-route suite carried to `complete` (docs/routes.md: per step)
+        live = proof["of_which_on_a_live_market_from_recorded_upstreams"]
+        amounts = " and $".join(str(a) for a in proof["amounts_usd"])
+        console.print(
+            f"tests: {proof['routes_complete_at_every_amount']} of {proof['routes']} routes complete at ${amounts}"
+            + (f" ({live} on a live market from recorded upstreams)" if live else "")
+            + f"; how each step ran: {proof['document']}"
+        )
 
 
 @market_app.command("build-snapshot")

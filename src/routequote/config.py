@@ -17,6 +17,11 @@ class Settings(BaseSettings):
     base_url: str = Field(
         "", description="Public base URL used in links (default: derived from host and port)"
     )
+    trusted_proxies: str = Field(
+        "",
+        description="Reverse proxies (IPs or CIDR networks, comma-separated) whose X-Forwarded-For / "
+        "X-Forwarded-Proto name the client; empty (default): none, the client is the TCP peer",
+    )
     allowed_hosts: str = Field(
         "", description="Comma-separated Host header values the MCP endpoint accepts (besides localhost)"
     )
@@ -80,9 +85,32 @@ class Settings(BaseSettings):
         description="Session database connections kept open per process (as many again may open under bursts); "
         "size it to the concurrent session requests a process serves, so connections are not opened per request",
     )
+    session_retention_days: float = Field(
+        7.0,
+        gt=0,
+        le=3650,
+        description="Days after its last change that a finished session (or one that never had funds in flight) "
+        "is deleted, its receipt archived; expired login challenges and access tokens go at once",
+    )
+    receipt_retention_days: float = Field(
+        365.0, ge=0, le=36500, description="Days an archived session receipt is kept (0: forever)"
+    )
+    retention_interval_seconds: float = Field(
+        60.0, ge=1, le=86400, description="How often the background purge runs (bounded batches)"
+    )
+    max_open_sessions_per_client: int = Field(
+        100, ge=0, description="Unfinished sessions one client may hold at once (0: no cap); past it, 429"
+    )
     finality_confirmations: str = Field(
         "base=10,arbitrum=10,robinhood=10",
         description="Confirmations an EVM transaction needs before a session treats it as final: `chain=N,...`",
+    )
+    upstream_max_bytes: int = Field(
+        8 * 1024 * 1024,
+        ge=65536,
+        le=256 * 1024 * 1024,
+        description="Largest answer read from a chain RPC or Circle Iris when observing, in bytes; reading "
+        "stops past it and the observation is unavailable (market sources use the same 8 MiB bound)",
     )
     across_fill_search_blocks: int = Field(
         20_000, ge=1, description="How many recent destination blocks a session searches for an Across fill"

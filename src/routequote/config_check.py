@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 from pydantic import ValidationError
 
 from routequote.config import Settings
+from routequote.surfaces.forwarded import trusted_proxies
 
 LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
 MAX_WORKERS = 64
@@ -73,6 +74,10 @@ def problems(settings: Settings) -> list[str]:  # noqa: C901 - one flat list of 
         value = getattr(s, name)
         if value and not _url(value, ("http", "https", "ws", "wss")):
             out.append(f"{_env(name)}: not an http(s) or ws(s) URL")
+    try:
+        trusted_proxies(s.trusted_proxies)
+    except ValueError as exc:
+        out.append(str(exc))
     for name in ("iris_url", "across_url", "hermes_url"):
         value = getattr(s, name)
         if value and not _url(value, ("http", "https")):

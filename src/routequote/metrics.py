@@ -118,6 +118,12 @@ class Metrics:
             "Prepare idempotency records held (in-memory store only)",
             registry=self.registry,
         )
+        self.store_rows = Gauge(
+            "routequote_session_store_rows",
+            "Rows per table of the session database (what retention bounds)",
+            ["table"],
+            registry=self.registry,
+        )
         self.dependency_up = Gauge(
             "routequote_dependency_up",
             "1 when a dependency answers its health check (database, redis)",
@@ -193,6 +199,11 @@ class Metrics:
                     counts = await self.sessions.count_by_status()
                 for status in {*counts, *(s.value for s in SessionStatus)}:  # every status, 0 when none
                     self.sessions_by_status.labels(status).set(counts.get(status, 0))
+                sizes = getattr(self.sessions, "table_sizes", None)
+                if sizes is not None:
+                    async with asyncio.timeout(2.0):
+                        for table, rows in (await sizes()).items():
+                            self.store_rows.labels(table).set(rows)
 
     def exposition(self) -> bytes:
         for h in self.market.health():

@@ -6,6 +6,14 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
 
+from routequote.core.chain import (
+    CctpMessage,
+    EvmLog,
+    EvmTransaction,
+    SolanaInstruction,
+    SolanaTokenBalance,
+    SolanaTransaction,
+)
 from routequote.core.intent import QuoteIntent
 from routequote.core.market import MarketView
 from routequote.core.quote import QuoteBody
@@ -97,6 +105,11 @@ class IdempotencyConflict(Exception):
     """An idempotency key already holds an answer to a different request (REST 409, nothing changed)."""
 
 
+class TransactionAlreadyUsed(Exception):
+    """A transaction id already advanced a step (of this or another session): one transaction, one step
+    (REST 409, nothing changed)."""
+
+
 @dataclass(frozen=True, slots=True)
 class SessionRecord:
     """One session as stored. `state` is the whole JSON document of the session (steps, current action,
@@ -168,10 +181,15 @@ class SessionStore(Protocol):
         state: dict[str, Any],
         event: SessionEvent,
         idempotency: tuple[str, str, str, dict[str, Any]] | None = None,
+        claims: tuple[tuple[str, int], ...] = (),
     ) -> bool:
         """Commit a new status/state iff the stored version is still `expected_version` (then version+1),
         with its event and, when given, the idempotency record (scope, key, request_sha256, response).
-        Returns False, changing nothing, when another transition won the race."""
+        Returns False, changing nothing, when another transition won the race.
+
+        `claims` are the (transaction id, step index) pairs this transition proves advanced a step; a
+        transaction id is unique across every session (a unique key in the store): when one is already
+        claimed, nothing is written and `TransactionAlreadyUsed` is raised."""
         ...
 
     async def idempotent(self, scope: str, key: str) -> IdempotentAnswer | None: ...
@@ -193,36 +211,9 @@ class ObservationUnavailable(Exception):
         self.message = message
 
 
-@dataclass(frozen=True, slots=True)
-class EvmLog:
-    address: str  # checksummed
-    topics: tuple[str, ...]  # 0x + 64 hex, lower-case
-    data: bytes
-    log_index: int
-    tx_hash: str
-    block_number: int
-
-
-@dataclass(frozen=True, slots=True)
-class EvmTransaction:
-    """A mined EVM transaction and its receipt, as the chain shows it."""
-
-    chain_id: int
-    tx_hash: str
-    sender: str  # checksummed
-    to: str | None  # checksummed; None for a contract creation
-    value: int
-    input: bytes
-    status: int  # 1 success, 0 reverted
-    block_number: int
-    block_timestamp: int
-    confirmations: int  # latest block - block_number + 1
-    gas_used: int
-    effective_gas_price: int
-    logs: tuple[EvmLog, ...]
-
-
 class EvmChainReader(Protocol):
+    """Reads mined EVM transactions and logs (chain data types: `routequote.core.chain`)."""
+
     async def transaction(self, chain: str, tx_hash: str) -> EvmTransaction | None:
         """None when the chain does not know the hash (or it is still pending)."""
         ...
@@ -234,63 +225,53 @@ class EvmChainReader(Protocol):
     async def block_number(self, chain: str) -> int: ...
 
 
-@dataclass(frozen=True, slots=True)
-class SolanaTokenBalance:
-    account_index: int
-    mint: str
-    owner: str | None
-    amount: int  # base units
-
-
-@dataclass(frozen=True, slots=True)
-class SolanaInstruction:
-    program_id: str
-    accounts: tuple[str, ...]
-    data: bytes
-
-
-@dataclass(frozen=True, slots=True)
-class SolanaTransaction:
-    """A finalized Solana transaction (getTransaction at `finalized`), decoded."""
-
-    signature: str
-    slot: int
-    block_time: int | None
-    err: Any  # None on success
-    fee: int
-    account_keys: tuple[str, ...]  # static keys then loaded addresses (writable, readonly)
-    signers: tuple[str, ...]
-    instructions: tuple[SolanaInstruction, ...]  # top-level, in order
-    pre_balances: tuple[int, ...]
-    post_balances: tuple[int, ...]
-    pre_token_balances: tuple[SolanaTokenBalance, ...]
-    post_token_balances: tuple[SolanaTokenBalance, ...]
-    log_messages: tuple[str, ...]
-
-
 class SolanaChainReader(Protocol):
     async def transaction(self, signature: str) -> SolanaTransaction | None:
         """None when the signature is unknown or not yet finalized."""
         ...
 
 
-@dataclass(frozen=True, slots=True)
-class CctpMessage:
-    """One CCTP v2 message as Circle Iris `/v2/messages/{sourceDomain}?transactionHash=` reports it."""
-
-    status: str  # "complete" | "pending_confirmations" | ...
-    message: bytes | None
-    attestation: bytes | None
-    source_domain: int
-    destination_domain: int
-    nonce: str | None
-    amount: int | None  # decodedMessageBody.amount
-    mint_recipient: str | None  # 0x + 64 hex (bytes32)
-    max_fee: int | None
-    fee_executed: int | None
-    min_finality_threshold: int | None
-    finality_threshold_executed: int | None
-
-
 class AttestationReader(Protocol):
     async def messages(self, source_domain: int, tx_hash: str) -> list[CctpMessage]: ...
+
+
+class EvmStateReader(Protocol):
+    """Contract state at the latest block (`eth_call`, `eth_getCode`, the block time): what the v1 corridor's
+    ERC-4337 settlement is built from. `configured(chain)` is False where no RPC URL is set."""
+
+    def configured(self, chain: str) -> bool: ...
+
+    async def call(self, chain: str, to: str, data: str) -> bytes: ...
+
+    async def code(self, chain: str, address: str) -> bytes: ...
+
+    async def timestamp(self, chain: str) -> int: ...
+
+
+__all__ = [
+    "AttestationReader",
+    "CctpMessage",
+    "Clock",
+    "EvmChainReader",
+    "EvmLog",
+    "EvmStateReader",
+    "EvmTransaction",
+    "IdFactory",
+    "IdempotencyConflict",
+    "IdempotencyStore",
+    "IdempotentAnswer",
+    "IssuedQuote",
+    "MarketData",
+    "ObservationUnavailable",
+    "QuoteStore",
+    "SessionEvent",
+    "SessionRecord",
+    "SessionStore",
+    "SolanaChainReader",
+    "SolanaInstruction",
+    "SolanaTokenBalance",
+    "SolanaTransaction",
+    "SourceHealth",
+    "StoreUnavailable",
+    "TransactionAlreadyUsed",
+]

@@ -20,6 +20,7 @@ from routequote.core.quote import RELEASE_STATUS, SERVER_FLAGS, SESSION_HEADER, 
 from routequote.core.routes import ROUTES
 from routequote.errors import CapacityBusy, RouteQuoteError, UpstreamUnavailable
 from routequote.ports import Clock, IdFactory, IssuedQuote, MarketData, QuoteStore
+from routequote.route_proof import route_proof
 
 API_VERSION = "routequote-multichain-api-v2"
 # per-route detail (step tables, readiness per route and why), linked from capabilities so that capabilities
@@ -237,6 +238,7 @@ class RouteQuoteService:
                 "views": ["session", "workflow", "receipt", "next_action"],
                 "session_ready_routes": len(ROUTES) - len(self.config.session_unavailable_reasons),
                 "unavailable_route_count": len(self.config.session_unavailable_reasons),
+                "route_proof": route_proof(),
                 "only_verified_actual_output_advances": True,
                 "fresh_quote_each_step_within_approved_bounds": True,
                 "automatic_chaining": False,

@@ -20,12 +20,15 @@ from a2a.client import A2ACardResolver, Client, ClientConfig, ClientFactory
 from tests.support.a2a import Caller, new_session_token, send
 from tests.support.server import free_port, running_server
 from tests.unit.actions.support import START
+from tests.unit.sessions.corpus import FakeEvm, swap_receipts
 
 import routequote.verify as verify_module
 from routequote.app import create_app
 from routequote.clock import FixedClock
 from routequote.config import Settings
 from routequote.core.hashing import canonical_sha256
+from routequote.core.sessions.document import SessionDocument
+from routequote.core.sessions.state import step_done
 from routequote.surfaces.a2a_agent import verify_handoff
 from routequote.verify import verify_bundle
 
@@ -196,6 +199,83 @@ async def test_refresh_only_after_expiry(client: Client, served_sessions: Served
     assert handoff != first["caller_wallet_handoff"]
 
 
+async def test_a_key_replays_only_its_own_operation(client: Client, served_sessions: Served) -> None:
+    """Issue 22 item 1 over A2A: refresh and cancel under one key never answer each other's stored result."""
+    caller = Caller(client, ONE_STEP)
+    await caller.create()
+    served_sessions.clock.advance(181)  # the bundle lives 180 s
+    key = "shared-" + uuid.uuid4().hex[:8]
+    fresh = await send(client, caller.call("refresh_action", idempotencyKey=key))
+    assert fresh["session"]["status"] == "action_ready", fresh
+    crossed = await send(client, caller.call("session_cancel", idempotencyKey=key))
+    assert set(crossed) == {"error"}, crossed
+    assert crossed["error"]["reason_class"] == "idempotency_key_reused_with_different_request"
+    still = await caller.get()
+    assert still["session"]["status"] == "action_ready"
+    assert still["session"]["session_version"] == fresh["session"]["session_version"]
+    other = "shared-" + uuid.uuid4().hex[:8]
+    cancelled = await send(client, caller.call("session_cancel", idempotencyKey=other))
+    assert cancelled["session"]["status"] == "cancelled", cancelled
+    back = await send(client, caller.call("refresh_action", idempotencyKey=other))
+    assert back["error"]["reason_class"] == "idempotency_key_reused_with_different_request", back
+    assert (await caller.get())["session"]["status"] == "cancelled"
+
+
+async def test_one_approved_quote_opens_one_session(client: Client, served_sessions: Served) -> None:
+    """Issue 22 item 2 over A2A: another token or another key for the same approved quote is refused."""
+    caller = Caller(client, ONE_STEP)
+    first = await caller.create()
+    before = served_sessions.rows()
+    other_token = new_session_token()
+    other_key = "a2a-s-" + uuid.uuid4().hex[:16]
+    for over in (
+        {"sessionToken": other_token},
+        {
+            "idempotencyKey": other_key,
+            "approvalV3": {**caller.approval, "idempotency_key": other_key},
+            "verificationContext": caller.context({**caller.approval, "idempotency_key": other_key}),
+        },
+    ):
+        reply = await send(client, caller.create_message(**over))
+        assert set(reply) == {"error"}, reply
+        assert reply["error"]["reason_class"] == "session_exists_for_approval", reply
+        assert caller.token not in str(reply) and other_token not in str(reply)
+    assert served_sessions.rows() == before
+    again = await caller.get()
+    assert again["session"]["session_id"] == first["session"]["session_id"]
+    assert again["session"]["session_version"] == 1
+
+
+async def test_one_transaction_advances_one_step(client: Client, served_sessions: Served) -> None:
+    """Issue 18 part 3 over A2A: the transactions that advanced one session cannot advance another whose
+    prepared action is identical (a stand-in chain at the EVM reader port; receipts fabricated)."""
+    sessions = served_sessions.app.state.sessions
+    fake, saved = FakeEvm(), sessions.evm
+    sessions.evm = fake
+    try:
+        one, two = Caller(client, ONE_STEP), Caller(client, ONE_STEP)
+        first, second = await one.create(), await two.create()
+        action = first["session"]["current_action"]["unsigned_action"]
+        assert (
+            action["transactions"] == second["session"]["current_action"]["unsigned_action"]["transactions"]
+        )
+        hashes = swap_receipts(fake, action, 10**18, seed=int(uuid.uuid4().hex[:8], 16))
+        done = await send(
+            client, one.call("observe_source", idempotencyKey="obs-a-0001", transactionHashes=hashes)
+        )
+        assert done["session"]["status"] == "complete", done
+        before = served_sessions.rows()
+        refused = await send(
+            client, two.call("observe_source", idempotencyKey="obs-b-0001", transactionHashes=hashes)
+        )
+        assert set(refused) == {"error"}, refused
+        assert refused["error"]["reason_class"] == "transaction_already_advanced_a_step"
+        assert served_sessions.rows() == before
+        assert (await two.get())["session"]["status"] == "action_ready"
+    finally:
+        sessions.evm = saved
+
+
 async def test_observe_on_an_unconfigured_chain_changes_nothing(
     client: Client, served_sessions: Served
 ) -> None:
@@ -222,15 +302,24 @@ async def test_observe_on_an_unconfigured_chain_changes_nothing(
 # ---- later steps: the engine's own re-quote, with only the chain evidence stood in ------------------------
 
 
+class _StepZeroFacts:
+    """Stand-in for the chain facts of step 0 only, injected at the engine's observation port
+    (`SessionService.facts`): step 0 "delivered" `output(quoted step 0)`; the core's own `step_done` rule and
+    the engine's re-quote build step 1 (or park the funds with 409). Every other read goes to the real port."""
+
+    def __init__(self, real: Any, output: Callable[[dict[str, Any]], int]) -> None:
+        self.real = real
+        self.output = output
+
+    async def source(self, state: SessionDocument, route: Any, hashes: list[str]) -> Any:
+        return step_done(state, route, 0, self.output(state.summary_steps[0]))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.real, name)
+
+
 def _advance_step_zero(app: Any, output: Callable[[dict[str, Any]], int]) -> Any:
-    """Stand-in for the chain evidence of step 0 only: the engine's own `_step_done` re-quotes and builds step 1
-    (or parks the funds with 409) from `output(quoted step 0)`."""
-    sessions = app.state.sessions
-
-    async def observed(record: Any, state: dict[str, Any], route: Any, hashes: list[str]) -> Any:
-        return await sessions._step_done(record, state, route, 0, output(state["summary_steps"][0]))
-
-    return observed
+    return _StepZeroFacts(app.state.sessions.facts, output)
 
 
 async def test_second_step_action_is_verified_from_the_actual_input(
@@ -240,7 +329,7 @@ async def test_second_step_action_is_verified_from_the_actual_input(
     await caller.create()
     mid = lambda q: (int(q["expected_output_base"]) + int(q["minimum_output_base"])) // 2  # noqa: E731
     monkeypatch.setattr(
-        served_sessions.app.state.sessions, "_observe_source", _advance_step_zero(served_sessions.app, mid)
+        served_sessions.app.state.sessions, "facts", _advance_step_zero(served_sessions.app, mid)
     )
     reply = await send(
         client,
@@ -296,7 +385,7 @@ async def test_a_verifier_without_the_actual_input_keyword_withholds_later_steps
     await caller.create()  # step 0 still verifies and is handed off
     mid = lambda q: (int(q["expected_output_base"]) + int(q["minimum_output_base"])) // 2  # noqa: E731
     monkeypatch.setattr(
-        served_sessions.app.state.sessions, "_observe_source", _advance_step_zero(served_sessions.app, mid)
+        served_sessions.app.state.sessions, "facts", _advance_step_zero(served_sessions.app, mid)
     )
     reply = await send(
         client,
@@ -338,7 +427,7 @@ async def test_second_step_wiring_with_a_stand_in_verifier(
     await caller.create()
     mid = lambda q: (int(q["expected_output_base"]) + int(q["minimum_output_base"])) // 2  # noqa: E731
     monkeypatch.setattr(
-        served_sessions.app.state.sessions, "_observe_source", _advance_step_zero(served_sessions.app, mid)
+        served_sessions.app.state.sessions, "facts", _advance_step_zero(served_sessions.app, mid)
     )
     reply = await send(
         client,
@@ -383,7 +472,7 @@ async def test_requote_below_approval_is_reapproval_required_with_the_funds(
     await caller.create()
     low = lambda q: int(q["minimum_output_base"]) // 2  # noqa: E731
     monkeypatch.setattr(
-        served_sessions.app.state.sessions, "_observe_source", _advance_step_zero(served_sessions.app, low)
+        served_sessions.app.state.sessions, "facts", _advance_step_zero(served_sessions.app, low)
     )
     reply = await send(
         client,

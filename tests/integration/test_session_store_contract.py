@@ -35,6 +35,7 @@ from routequote.ports import (
     SessionRecord,
     SessionStore,
     StoreUnavailable,
+    TransactionAlreadyUsed,
 )
 from routequote.storage.sessions_common import create_scope, session_scope
 from routequote.storage.sessions_memory import MemorySessionStore
@@ -632,3 +633,50 @@ async def test_the_store_answers_unavailable_while_postgres_is_down_and_recovers
         assert await store.transition(record.session_id, 3, "s4", {"step": 3}, step(record, 3, "s3", "s4"))
     finally:
         await store.aclose()
+
+
+async def test_one_transaction_advances_one_step_across_sessions(store: SessionStore) -> None:
+    """Issue 18 part 3: a transaction id that advanced a step (claims) cannot advance another step of this or
+    any other session; the refused transition writes nothing (state, version, events, idempotency)."""
+    tx = "0x" + secrets.token_hex(32)
+    sig = base64.b32encode(secrets.token_bytes(20)).decode()
+    first, second = await create(store, {"step": 0}), await create(store, {"step": 0})
+    assert await store.transition(
+        first.session_id,
+        1,
+        "s2",
+        {"step": 1},
+        step(first, 1, "action_ready", "s2"),
+        (session_scope(first.session_id), "k1", "1" * 64, {}),
+        ((tx, 0), (sig, 0)),
+    )
+    for record, version, claims in (
+        (second, 1, ((tx, 0),)),  # another session
+        (first, 2, ((tx, 1),)),  # another step of the same session
+        (second, 1, (("0x" + secrets.token_hex(32), 0), (sig, 0))),  # one of several already used
+    ):
+        before = await store.get(record.session_id)
+        events = await store.events(record.session_id)
+        with pytest.raises(TransactionAlreadyUsed):
+            await store.transition(
+                record.session_id,
+                version,
+                "s3",
+                {"step": 9},
+                step(record, version, before.status if before else None, "s3"),
+                (session_scope(record.session_id), "k2", "2" * 64, {}),
+                claims,
+            )
+        assert await store.get(record.session_id) == before
+        assert await store.events(record.session_id) == events
+        assert await store.idempotent(session_scope(record.session_id), "k2") is None
+    # a fresh transaction still advances the second session
+    assert await store.transition(
+        second.session_id,
+        1,
+        "s2",
+        {"step": 1},
+        step(second, 1, "action_ready", "s2"),
+        None,
+        (("0x" + secrets.token_hex(32), 0),),
+    )

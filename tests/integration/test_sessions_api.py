@@ -9,6 +9,7 @@ import base64
 import contextlib
 import hashlib
 import secrets
+import sqlite3
 from collections.abc import Iterator
 from typing import Any
 
@@ -17,6 +18,7 @@ import pytest
 from tests.support.postgres import require_postgres, temporary_database
 from tests.support.server import free_port, running_server
 from tests.unit.actions.support import START, approval_for, intent_for, wallets_for
+from tests.unit.sessions.corpus import FakeEvm, swap_receipts
 
 from routequote.app import create_app
 from routequote.clock import FixedClock
@@ -84,6 +86,7 @@ def api(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
             a = Api(base, clock)
             a.db_path = db if request.param == "sqlite" else None  # type: ignore[attr-defined]
             a.db_url = url  # type: ignore[attr-defined]
+            a.app = app  # type: ignore[attr-defined]
             yield a
 
 
@@ -107,6 +110,15 @@ def database_bytes(api: Api) -> bytes:
             await conn.close()
 
     return asyncio.run(dump())
+
+
+def database_rows(api: Api) -> bytes:
+    """Every row of the session tables (a refused write may still touch SQLite's files, never its rows)."""
+    if api.db_path is None:  # type: ignore[attr-defined]
+        return database_bytes(api)
+    with contextlib.closing(sqlite3.connect(api.db_path)) as conn:  # type: ignore[attr-defined]
+        tables = ("sessions", "session_events", "session_idempotency")
+        return repr([sorted(conn.execute(f"SELECT * FROM {t}").fetchall()) for t in tables]).encode()
 
 
 def created(api: Api, route: str = ONE_STEP) -> tuple[str, str, dict[str, Any], dict[str, Any]]:
@@ -323,3 +335,90 @@ def test_logs_carry_session_events_but_never_the_token(
     assert "session_created" in logged and "session_transition" in logged and sid in logged
     assert token not in logged and "A" * 43 not in logged
     assert body["idempotency_key"] not in logged
+
+
+def test_a_key_replays_only_its_own_operation(api: Api) -> None:
+    """Issue 22 item 1: an idempotency key replays only the same operation with the same body; refresh,
+    cancel and observe under one key never answer each other's stored result (409, nothing changes)."""
+    sid, token, _, _ = created(api)
+    api.clock.advance(181)  # the bundle lives 180 s: refresh applies
+    fresh = api.op(sid, "refresh", token, {"idempotency_key": "shared-key-01"})
+    assert fresh.status_code == 200 and fresh.json()["status"] == "action_ready", fresh.text
+    version = fresh.json()["session_version"]
+    crossed = api.op(sid, "cancel", token, {"idempotency_key": "shared-key-01"})
+    assert crossed.status_code == 409, crossed.text
+    assert crossed.json()["reason_class"] == "idempotency_key_reused_with_different_request"
+    still = api.read(sid, token).json()
+    assert still["status"] == "action_ready" and still["session_version"] == version
+    cancelled = api.op(sid, "cancel", token, {"idempotency_key": "shared-key-02"})
+    assert cancelled.status_code == 200 and cancelled.json()["status"] == "cancelled"
+    for op in ("refresh", "observe"):
+        r = api.op(sid, op, token, {"idempotency_key": "shared-key-02"})
+        assert (
+            r.status_code == 409
+            and r.json()["reason_class"] == "idempotency_key_reused_with_different_request"
+        ), (
+            op,
+            r.text,
+        )
+    replay = api.op(sid, "cancel", token, {"idempotency_key": "shared-key-02"})
+    assert replay.status_code == 200 and replay.json()["idempotent_replay"] is True
+    assert api.read(sid, token).json()["status"] == "cancelled"
+
+
+def test_one_approved_quote_opens_one_session(api: Api) -> None:
+    """Issue 22 item 2: a second create for the same approved quote, with another token or another key, is
+    409 session_exists_for_approval, names no token, and opens nothing; the first session is unchanged."""
+    token = new_token()
+    q = api.quote(ONE_STEP)
+    body = api.body(ONE_STEP, q)
+    first = api.create(body, token)
+    assert first.status_code == 201, first.text
+    sid = first.json()["session_id"]
+    before = database_rows(api)
+    other_token = new_token()
+    for label, (again_body, again_token) in {
+        "another token": (body, other_token),
+        "another key": (api.body(ONE_STEP, q), token),
+        "another key and token": (api.body(ONE_STEP, q), other_token),
+    }.items():
+        r = api.create(again_body, again_token)
+        assert r.status_code == 409, (label, r.text)
+        answer = r.json()
+        assert answer["reason_class"] == "session_exists_for_approval", (label, answer)
+        assert token not in r.text and other_token not in r.text and "session_id" not in answer
+    assert database_rows(api) == before  # nothing opened, nothing changed
+    replay = api.create(body, token)
+    assert replay.status_code == 201 and replay.json()["idempotent_replay"] is True
+    assert replay.json()["session_id"] == sid and replay.json()["session_version"] == 1
+
+
+def test_one_transaction_advances_one_step(api: Api) -> None:
+    """Issue 18 part 3 over REST: two sessions whose prepared actions are identical (same intent, same clock);
+    the transactions that advanced the first cannot advance the second (409, nothing changes), on SQLite and
+    PostgreSQL. The chain is a stand-in at the EVM reader port (receipts fabricated from the prepared action)."""
+    sessions = api.app.state.sessions  # type: ignore[attr-defined]
+    fake = FakeEvm()
+    saved = sessions.evm
+    sessions.evm = fake
+    try:
+        (sid_a, token_a, _, _), (sid_b, token_b, _, _) = created(api), created(api)
+        a = api.read(sid_a, token_a).json()["current_action"]["unsigned_action"]
+        b = api.read(sid_b, token_b).json()["current_action"]["unsigned_action"]
+        assert a["transactions"] == b["transactions"]  # the precondition: one transaction proves either
+        hashes = swap_receipts(fake, a, 10**18, seed=int(secrets.token_hex(4), 16))
+        first = api.op(
+            sid_a, "observe", token_a, {"idempotency_key": "obs-a-0001", "transaction_hashes": hashes}
+        )
+        assert first.status_code == 200 and first.json()["status"] == "complete", first.text
+        before = database_rows(api)
+        second = api.op(
+            sid_b, "observe", token_b, {"idempotency_key": "obs-b-0001", "transaction_hashes": hashes}
+        )
+        assert second.status_code == 409, second.text
+        assert second.json()["reason_class"] == "transaction_already_advanced_a_step"
+        assert database_rows(api) == before
+        still = api.read(sid_b, token_b).json()
+        assert still["status"] == "action_ready" and still["session_version"] == 1
+    finally:
+        sessions.evm = saved

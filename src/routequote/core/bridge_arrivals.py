@@ -29,8 +29,8 @@ from routequote.core.actions.cctp_message import CctpMessageError, parse_cctp_me
 from routequote.core.actions.cctp_solana_receive import MT, decode_receive_message_data
 from routequote.core.actions.common import associated_token_address
 from routequote.core.assets import ASSETS
+from routequote.core.chain import SolanaTransaction
 from routequote.core.sessions.evidence import ObservationRejected
-from routequote.ports import SolanaTransaction
 
 LZ_RECEIVE_DISCRIMINATOR = hashlib.sha256(b"global:lz_receive").digest()[:8]
 RECIPIENT_ACCOUNT_INDEX = 15  # the mint recipient's token account in receive_message's accounts

@@ -49,7 +49,7 @@ from routequote.core.market import (
     market_view_from_dict,
 )
 from routequote.core.routes import ROUTES, Provider
-from routequote.market.jsonrpc import JsonRpcClient, RpcError, StaleSourceData
+from routequote.market.jsonrpc import JsonRpcClient, StaleSourceData
 from routequote.market.live_bridges import (
     AcrossFees,
     AcrossFeesSource,
@@ -71,6 +71,7 @@ from routequote.market.live_solana import (
 )
 from routequote.market.snapshot import load_snapshot_document
 from routequote.market.synthetic import POOLS
+from routequote.market.upstream import classified, failure_kind, log_failure
 from routequote.ports import Clock, SourceHealth
 
 MAX_TIMEOUT_SECONDS = 1.5
@@ -378,12 +379,10 @@ class LiveMarket:
                     reading = await asyncio.wait_for(src.fetch(), self.config.timeout_seconds)
                 except TimeoutError as exc:
                     raise _Failure("timeout", f"no answer within {self.config.timeout_seconds:g} s") from exc
-                except RpcError as exc:
-                    raise _Failure(exc.kind, str(exc)) from exc
-                except (ValueError, KeyError, TypeError, AssertionError) as exc:
-                    raise _Failure("invalid_data", f"{type(exc).__name__}: {exc}") from exc
                 except Exception as exc:  # a reader bug must cost its routes, never the whole service
-                    raise _Failure("source_error", f"{type(exc).__name__}: {exc}") from exc
+                    kind = failure_kind(exc)
+                    log_failure(src.name, getattr(exc, "method", None), kind, exc)  # upstream text: log only
+                    raise _Failure(kind, classified(kind, getattr(exc, "method", None))) from None
                 wall = self.clock.now().timestamp()
                 key, as_of = self._data_time(reading, wall)
                 age = wall - as_of

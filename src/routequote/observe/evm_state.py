@@ -8,27 +8,24 @@ as the observers (`JsonRpcEvmReader`), at the `latest` block; failures raise `Ob
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any
 
 from eth_utils.address import to_checksum_address
 
 from routequote.observe._common import WireError, data_bytes, quantity
-from routequote.ports import ObservationUnavailable
-
-
-class EvmStateReader(Protocol):
-    async def call(self, chain: str, to: str, data: str) -> bytes: ...
-
-    async def code(self, chain: str, address: str) -> bytes: ...
-
-    async def timestamp(self, chain: str) -> int: ...
+from routequote.observe.evm import JsonRpcEvmReader
+from routequote.ports import EvmStateReader, ObservationUnavailable
 
 
 class JsonRpcEvmState:
-    """EvmStateReader over a `JsonRpcEvmReader` (its clients, chain-id pin and breakers)."""
+    """The `ports.EvmStateReader` over a `JsonRpcEvmReader` (its clients, chain-id pin and breakers), built
+    by the composition root (`app.build_sessions`)."""
 
-    def __init__(self, reader: Any) -> None:
+    def __init__(self, reader: JsonRpcEvmReader) -> None:
         self.reader = reader
+
+    def configured(self, chain: str) -> bool:
+        return self.reader.configured(chain)
 
     async def _read(self, chain: str, method: str, params: list[Any]) -> bytes:
         rpc, breaker = self.reader._rpc(chain)
@@ -38,7 +35,7 @@ class JsonRpcEvmState:
             self.reader._check_chain_id(chain, chain_raw)
             return data_bytes(result, method)
 
-        out: bytes = await self.reader._guard(chain, breaker, read())
+        out: bytes = await breaker.guard(read(), method)
         return out
 
     async def call(self, chain: str, to: str, data: str) -> bytes:
@@ -59,19 +56,8 @@ class JsonRpcEvmState:
                 raise WireError("eth_getBlockByNumber: not an object")
             return quantity(block.get("timestamp"), "block.timestamp")
 
-        out: int = await self.reader._guard(chain, breaker, read())
+        out: int = await breaker.guard(read(), "eth_getBlockByNumber")
         return out
 
 
-def evm_state_for(reader: Any) -> EvmStateReader | None:
-    """The state reader over the engine's EVM reader, when it is the JSON-RPC one."""
-    if reader is None:
-        return None
-    if all(hasattr(reader, name) for name in ("call", "code", "timestamp")):
-        return reader  # type: ignore[no-any-return]
-    if all(hasattr(reader, name) for name in ("_rpc", "_guard", "_check_chain_id")):
-        return JsonRpcEvmState(reader)
-    return None
-
-
-__all__ = ["EvmStateReader", "JsonRpcEvmState", "ObservationUnavailable", "WireError", "evm_state_for"]
+__all__ = ["EvmStateReader", "JsonRpcEvmState", "ObservationUnavailable", "WireError"]

@@ -13,7 +13,13 @@ from datetime import datetime
 from typing import Any
 
 from routequote.core.auth import AccessGrant, LoginChallenge
-from routequote.ports import IdempotencyConflict, IdempotentAnswer, SessionEvent, SessionRecord
+from routequote.ports import (
+    IdempotencyConflict,
+    IdempotentAnswer,
+    SessionEvent,
+    SessionRecord,
+    TransactionAlreadyUsed,
+)
 from routequote.storage.sessions_common import check_create, check_transition, json_dumps, json_loads, utc
 
 
@@ -33,6 +39,7 @@ class MemorySessionStore:
         self._idempotency: dict[tuple[str, str], tuple[str, str, datetime]] = {}
         self._challenges: dict[str, LoginChallenge] = {}
         self._grants: dict[str, AccessGrant] = {}
+        self._claims: dict[str, tuple[str, int]] = {}  # transaction id -> (session id, step index)
 
     async def start(self) -> None:
         return None
@@ -87,6 +94,7 @@ class MemorySessionStore:
         state: dict[str, Any],
         event: SessionEvent,
         idempotency: tuple[str, str, str, dict[str, Any]] | None = None,
+        claims: tuple[tuple[str, int], ...] = (),
     ) -> bool:
         check_transition(session_id, expected_version, status, event)
         state_json = json_dumps(state)
@@ -97,7 +105,13 @@ class MemorySessionStore:
                 return False
             if idempotency is not None and (idempotency[0], idempotency[1]) in self._idempotency:
                 raise IdempotencyConflict("idempotency key already used in this scope")
+            if any(tx_id in self._claims for tx_id, _step in claims) or len({t for t, _ in claims}) < len(
+                claims
+            ):
+                raise TransactionAlreadyUsed("a named transaction already advanced a step")
             at = utc(event.at)
+            for tx_id, step in claims:
+                self._claims[tx_id] = (session_id, step)
             row.record = replace(row.record, version=expected_version + 1, status=status, updated_at=at)
             row.state_json = state_json
             self._events[session_id].append(replace(event, at=at))

@@ -43,6 +43,7 @@ from sqlalchemy import (
     bindparam,
     event,
     func,
+    insert,
     select,
     text,
     update,
@@ -61,6 +62,7 @@ from routequote.ports import (
     SessionEvent,
     SessionRecord,
     StoreUnavailable,
+    TransactionAlreadyUsed,
 )
 from routequote.storage.sessions_common import check_create, check_transition, json_dumps, json_loads, utc
 
@@ -125,6 +127,19 @@ session_idempotency = Table(
     Column("request_sha256", String(64), nullable=False),
     Column("response", _Json, nullable=False),
     Column("created_at", UtcDateTime, nullable=False, index=True),
+)
+
+
+# one transaction, one step (migration 0003): a transaction id that advanced a step of any session is kept
+# here with a unique key, so it can never advance another step, on every replica. No foreign key: a claim
+# outlives its session (a purged session's transaction still cannot advance another)
+session_transactions = Table(
+    "session_transactions",
+    metadata,
+    Column("tx_id", String(128), primary_key=True),
+    Column("session_id", String(64), nullable=False, index=True),
+    Column("step_index", Integer, nullable=False),
+    Column("claimed_at", UtcDateTime, nullable=False),
 )
 
 
@@ -452,6 +467,7 @@ class SqlSessionStore:
         state: dict[str, Any],
         event: SessionEvent,
         idempotency: tuple[str, str, str, dict[str, Any]] | None = None,
+        claims: tuple[tuple[str, int], ...] = (),
     ) -> bool:
         check_transition(session_id, expected_version, status, event)
         state_json = _Encoded(json_dumps(state))
@@ -487,6 +503,16 @@ class SqlSessionStore:
                 if inserted.rowcount == 0:
                     conn.rollback()
                     raise IdempotencyConflict("idempotency key already used in this scope")
+            if claims:
+                rows = [
+                    {"tx_id": tx_id, "session_id": session_id, "step_index": step, "claimed_at": event.at}
+                    for tx_id, step in claims
+                ]
+                try:
+                    conn.execute(insert(session_transactions), rows)
+                except IntegrityError:
+                    conn.rollback()
+                    raise TransactionAlreadyUsed("a named transaction already advanced a step") from None
             conn.commit()
             return True
 

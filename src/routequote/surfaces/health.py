@@ -4,8 +4,8 @@
   restarted).
 - /readyz: can this replica serve? The market source (at least one healthy source, or the embedded
   fallback configured), the session database (a `SELECT 1`), and Redis when ROUTEQUOTE_REDIS_URL is set
-  (PING). 200 when all are, else 503 naming the failing components. Reasons are driver error classes only:
-  never a URL, a host name or a password. One check serves every probe for a second (a probe flood never
+  (PING). 200 when all are, else 503 naming the failing components. A reason says what is unavailable,
+  never a driver class, SQLSTATE, URL, host name or password: those go to the log. One check serves every probe for a second (a probe flood never
   becomes a database flood).
 """
 
@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+import structlog
 from fastapi import APIRouter
 from starlette.requests import Request
 from starlette.responses import Response
@@ -25,6 +26,14 @@ from routequote.surfaces.errors import json_response
 
 CHECK_TIMEOUT_SECONDS = 2.0
 CACHE_SECONDS = 1.0
+log = structlog.get_logger("routequote.health")
+
+
+def _detail(exc: BaseException) -> str:
+    """For the log: the store's own secret-free account, else the class only (a message may carry a DSN)."""
+    if isinstance(exc, StoreUnavailable):
+        return str(exc)[:200]
+    return "timed out" if isinstance(exc, TimeoutError) else type(exc).__name__
 
 
 @dataclass(frozen=True)
@@ -111,12 +120,9 @@ class Probes:
             async with asyncio.timeout(CHECK_TIMEOUT_SECONDS):
                 await self.sessions.ping()
             return Component(True)
-        except StoreUnavailable as exc:
-            return Component(False, str(exc)[:120])  # the store's own secret-free account (driver class)
-        except TimeoutError:
-            return Component(False, "session database timed out")
-        except Exception as exc:  # never the message: it may carry a DSN
-            return Component(False, f"session database unavailable ({type(exc).__name__})")
+        except Exception as exc:  # the answer names no internals
+            log.warning("readiness_database_unavailable", detail=_detail(exc))
+            return Component(False, "session database unavailable")
 
     async def _redis_component(self) -> Component:
         try:
@@ -131,10 +137,9 @@ class Probes:
             async with asyncio.timeout(CHECK_TIMEOUT_SECONDS):
                 await self._redis.ping()
             return Component(True)
-        except TimeoutError:
-            return Component(False, "redis timed out")
-        except Exception as exc:
-            return Component(False, f"redis unavailable ({type(exc).__name__})")
+        except Exception as exc:  # the answer names no internals (driver class, host)
+            log.warning("readiness_redis_unavailable", detail=_detail(exc))
+            return Component(False, "redis unavailable")
 
     async def check(self, *, fresh: bool = False) -> Readiness:
         now = time.monotonic()

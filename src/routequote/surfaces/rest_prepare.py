@@ -118,7 +118,8 @@ PREPARE_REQUEST_SCHEMA: dict[str, Any] = {
                 **{k: {"type": "string"} for k in APPROVAL_FIELDS},
                 "version": {"type": "string", "const": APPROVAL_VERSION},
                 "selection_status": {"type": "string", "const": "selected"},
-                "selected_mode": {"type": "string", "enum": ["one_shot", "session"]},
+                # prepare is the one_shot mode; a session approval belongs to POST /v2/session
+                "selected_mode": {"type": "string", "const": "one_shot"},
                 "quote_fingerprint": {"type": "string", "pattern": "^[0-9a-f]{64}$"},
                 "direct_route_summary_sha256": {"type": "string", "pattern": "^[0-9a-f]{64}$"},
                 "maximum_input_base": {"type": "string", "pattern": "^[1-9][0-9]*$"},

@@ -98,7 +98,9 @@ def router(sessions: SessionService, limiter: RateLimiter) -> APIRouter:
         description=(
             "Binds approval_v3 (selected_mode session) to the issued quote (409 reapproval_required on drift, "
             "nothing created). Idempotent per (token, idempotency_key): a replay answers the stored session with "
-            "idempotent_replay true; the same key with another body is 409."
+            "idempotent_replay true; the same key with another body is 409. One approved quote opens at most one "
+            "session: a create for it with another token or another key is 409 session_exists_for_approval "
+            "(no token is returned, nothing is opened)."
         ),
         openapi_extra={**_body(CREATE_SCHEMA), "parameters": [_TOKEN_PARAM]},
     )

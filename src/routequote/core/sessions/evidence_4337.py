@@ -23,8 +23,8 @@ from eth_abi.abi import decode
 from eth_utils.crypto import keccak
 
 from routequote.core.actions.erc4337 import SELECTORS, PlanView, decode_args
-from routequote.core.sessions.evidence import TOPIC0, ObservationRejected, StepEvidence
-from routequote.ports import EvmLog, EvmTransaction
+from routequote.core.chain import EvmLog, EvmTransaction
+from routequote.core.sessions.evidence_common import TOPIC0, ObservationRejected, StepEvidence
 
 EVENTS_4337: dict[str, str] = {
     "UserOperationEvent": "UserOperationEvent(bytes32,address,address,uint256,bool,uint256,uint256)",

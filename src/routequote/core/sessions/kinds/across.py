@@ -1,0 +1,220 @@
+"""Across: the deposit is proven on the source (`evidence._across_deposit`); the relayer's `FilledRelay` on
+the destination SpokePool delivers it (`evidence.verify_across_fill`). Unfilled after the fill deadline, the
+deposit is refunded on origin and the session fails with the funds there."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from eth_abi.abi import decode
+from eth_utils.address import to_checksum_address
+from eth_utils.crypto import keccak
+
+from routequote.core.chain import EvmLog, EvmTransaction
+from routequote.core.routes import Route
+from routequote.core.sessions.evidence_common import (
+    TOPIC0,
+    ObservationRejected,
+    _logs,
+    _lower,
+    _topic_int,
+    bytes32_to_address,
+    uint_topic,
+)
+from routequote.core.sessions.machine import Event
+from routequote.core.sessions.state import Decision, State, delivered, destination_pending, funds
+
+
+def decide(
+    state: State, route: Route, found: tuple[int, str] | None, now_unix: int, search_from: int
+) -> Decision:
+    k = state.current_step
+    if found is None:
+        step = route.steps[k]
+        entry = state.step(k)
+        bridge = entry["bridge"]
+        bridge["search_from_block"] = search_from
+        deadline = int(bridge.get("fill_deadline") or 0)
+        if deadline and now_unix > deadline:
+            entry["status"] = "refunded_on_origin"
+            refund = funds(
+                step.source.key,
+                bridge.get("input_amount"),
+                state.wallet(step.source.chain.value),
+                "refund_expected",
+                "unfilled after the fill deadline: Across refunds the deposit on origin",
+            )
+            return Decision(Event.BRIDGE_FAILED, state.with_step(k, entry, funds=refund))
+        return destination_pending(
+            state, "no relayer fill seen yet", "awaiting_fill", search_from_block=search_from
+        )
+    amount, fill_tx = found
+    entry = state.step(k)
+    entry["bridge"]["search_from_block"] = search_from
+    state = state.with_step(k, entry)
+    return delivered(
+        state,
+        route,
+        k,
+        amount,
+        {"tx_ids": [fill_tx], "actual_output_base": str(amount), "kind": "across_fill"},
+    )
+
+
+# ---- evidence: the deposit on the source, the fill on the destination ----------------------------
+
+
+def deposit_evidence(call: Any, tx: EvmTransaction, recipient: str, minimum: int) -> dict[str, Any]:
+    if call is None or call.name != "deposit":
+        raise ValueError("a prepared Across step is SpokePool.deposit")
+    (_depositor, p_recipient, p_in, p_out, p_in_amount, p_out_amount, p_dest, *_rest) = call.args
+    if bytes32_to_address(p_recipient) is None or _lower(bytes32_to_address(p_recipient)) != _lower(
+        recipient
+    ):
+        raise ObservationRejected("observation_wrong_recipient", "the deposit pays another recipient")
+    found = []
+    for lg in _logs(tx, "FundsDeposited", tx.to):
+        if len(lg.topics) != 4:
+            continue
+        t_in, t_out, in_amount, out_amount, _qt, fill_deadline, _ex, l_recipient, _relayer, _msg = decode(
+            [
+                "bytes32",
+                "bytes32",
+                "uint256",
+                "uint256",
+                "uint32",
+                "uint32",
+                "uint32",
+                "bytes32",
+                "bytes32",
+                "bytes",
+            ],
+            lg.data,
+        )
+        if (t_in, t_out, in_amount, l_recipient, _topic_int(lg.topics[1])) == (
+            p_in,
+            p_out,
+            p_in_amount,
+            p_recipient,
+            p_dest,
+        ):
+            found.append((lg, out_amount, fill_deadline, bytes(_relayer), bytes(_msg)))
+    if len(found) != 1:
+        raise ObservationRejected(
+            "observation_bridge_mismatch",
+            "the deposit did not emit exactly one FundsDeposited matching the action",
+        )
+    lg, out_amount, fill_deadline, exclusive_relayer, message = found[0]
+    if out_amount < minimum or out_amount != p_out_amount:
+        raise ObservationRejected(
+            "observation_below_step_minimum",
+            f"the deposit promises {out_amount}, below the step minimum {minimum}",
+        )
+    return {
+        "kind": "across",
+        "origin_chain_id": tx.chain_id,
+        "destination_chain_id": p_dest,
+        "deposit_id": _topic_int(lg.topics[2]),
+        "input_amount": p_in_amount,
+        "input_token": "0x" + bytes(p_in).hex(),
+        "depositor": lg.topics[3],
+        "exclusive_relayer": "0x" + exclusive_relayer.hex(),
+        "message_hash": "0x" + (bytes(32) if not message else keccak(message)).hex(),
+        "output_amount": out_amount,
+        "output_token": bytes32_to_address(p_out) or "0x" + bytes(p_out).hex(),
+        "recipient": str(to_checksum_address(recipient)),
+        "fill_deadline": fill_deadline,
+        "spoke_pool": tx.to,
+        "source_tx": tx.tx_hash,
+        "source_block": tx.block_number,
+    }
+
+
+def across_fill_topics(bridge: dict[str, Any]) -> list[str | None]:
+    """eth_getLogs topics for the destination SpokePool's `FilledRelay` of this deposit."""
+    return [
+        TOPIC0["FilledRelay"],
+        uint_topic(int(bridge["origin_chain_id"])),
+        uint_topic(int(bridge["deposit_id"])),
+    ]
+
+
+_FILLED_RELAY_DATA = [
+    "bytes32",
+    "bytes32",
+    "uint256",
+    "uint256",
+    "uint256",
+    "uint32",
+    "uint32",
+    "bytes32",
+    "bytes32",
+    "bytes32",
+    "bytes32",
+    "(bytes32,bytes32,uint256,uint8)",
+]
+
+
+def _is_the_deposits_fill(fields: tuple[Any, ...], bridge: dict[str, Any]) -> bool:
+    """Whether a FilledRelay's relay data is exactly this deposit's (the fields its relay hash covers). Anyone
+    can fill other relay data under the same (originChainId, depositId): such a fill is not this deposit's."""
+    (
+        t_in,
+        t_out,
+        in_amount,
+        out_amount,
+        _repay,
+        fill_deadline,
+        _ed,
+        x_relayer,
+        depositor,
+        recipient,
+        msg_hash,
+        _info,
+    ) = fields
+    checks = [
+        _lower(bytes32_to_address(t_out)) == _lower(str(bridge["output_token"])),
+        int(in_amount) == int(bridge["input_amount"]),
+        int(out_amount) == int(bridge["output_amount"]),
+        int(fill_deadline) == int(bridge["fill_deadline"]),
+        _lower(bytes32_to_address(recipient)) == _lower(str(bridge["recipient"])),
+    ]
+    optional = {
+        "input_token": t_in,
+        "depositor": depositor,
+        "exclusive_relayer": x_relayer,
+        "message_hash": msg_hash,
+    }
+    for key, raw in optional.items():  # present for deposits observed by this version
+        if bridge.get(key) is not None:
+            checks.append(("0x" + bytes(raw).hex()).lower() == str(bridge[key]).lower())
+    return all(checks)
+
+
+def verify_across_fill(
+    logs: Sequence[EvmLog], bridge: dict[str, Any], *, spoke_pool: str
+) -> tuple[int, str] | None:
+    """(amount delivered, fill tx hash) of the relayer's `FilledRelay` for this deposit, or None before the fill.
+
+    Only a fill of exactly the deposit's relay data counts; fills of other relay data under the same ids are
+    skipped. The delivered amount and recipient are the relay-execution ones (a depositor speed-up may update
+    them; the session then holds the amount to the step minimum)."""
+    want_origin, want_id = int(bridge["origin_chain_id"]), int(bridge["deposit_id"])
+    for lg in logs:
+        if (
+            _lower(lg.address) != _lower(spoke_pool)
+            or len(lg.topics) != 4
+            or lg.topics[0] != TOPIC0["FilledRelay"]
+        ):
+            continue
+        if (_topic_int(lg.topics[1]), _topic_int(lg.topics[2])) != (want_origin, want_id):
+            continue
+        fields = tuple(decode(_FILLED_RELAY_DATA, lg.data))
+        if not _is_the_deposits_fill(fields, bridge):
+            continue
+        updated_recipient, _umh, updated_amount, _fill_type = fields[-1]
+        if _lower(bytes32_to_address(updated_recipient)) != _lower(str(bridge["recipient"])):
+            raise ObservationRejected("observation_wrong_recipient", "the fill paid another recipient")
+        return int(updated_amount), lg.tx_hash
+    return None

@@ -1,0 +1,101 @@
+"""LayerZero OFT (USDG to Solana): the send is proven on the source (`evidence._oft_sent`); the delivery is
+the Solana transaction the caller names, held to the wallet's token balance change
+(`evidence.verify_solana_delivery`). The same delivery rule serves a CCTP mint the caller relayed on Solana."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from eth_abi.abi import decode
+
+from routequote.core.chain import EvmLog, EvmTransaction, SolanaTransaction
+from routequote.core.routes import Route
+from routequote.core.sessions.evidence_common import (
+    LZ_EID_SOLANA,
+    SOLANA_SIG_RE,
+    TOPIC0,
+    ObservationRejected,
+    _logs,
+    _lower,
+    _topic_address,
+    bytes32_to_recipient,
+)
+from routequote.core.sessions.evidence_solana import verify_solana_delivery
+from routequote.core.sessions.machine import Event
+from routequote.core.sessions.state import Decision, State, delivered, destination_pending
+
+
+def needs_signature(hashes: list[str]) -> bool:
+    return len(hashes) != 1 or not SOLANA_SIG_RE.fullmatch(hashes[0])
+
+
+def ask_for_signature(state: State) -> Decision:
+    return destination_pending(
+        state,
+        "name the Solana signature that delivered the tokens to your wallet",
+        "awaiting_delivery_signature",
+    )
+
+
+def decide_delivery(
+    state: State, route: Route, signature: str, tx: SolanaTransaction | None, token: str, mint: str
+) -> Decision:
+    if tx is None:
+        return Decision(Event.DESTINATION_PENDING, state, note="the delivery signature is not finalized yet")
+    amount = verify_solana_delivery(tx, owner=state.wallet("solana"), mint=mint)
+    destination = {"tx_ids": [signature], "actual_output_base": str(amount), "kind": f"{token}_delivery"}
+    return delivered(state, route, state.current_step, amount, destination)
+
+
+# ---- evidence: the send on the source ------------------------------------------------------------
+
+
+def sent_evidence(call: Any, tx: EvmTransaction, recipient: str, minimum: int, sender: str) -> dict[str, Any]:
+    if call is None or call.name != "send":
+        raise ValueError("a prepared OFT step is send(SendParam, MessagingFee, refund)")
+    dst_eid, to, amount_ld, min_amount_ld = call.args[0][:4]
+    to_text = bytes32_to_recipient(bytes(to), dst_eid == LZ_EID_SOLANA)
+    if to_text != recipient and _lower(to_text) != _lower(recipient):
+        raise ObservationRejected("observation_wrong_recipient", "the OFT send pays another recipient")
+    found = []
+    for lg in _logs(tx, "OFTSent", tx.to):
+        if len(lg.topics) != 3 or _lower(_topic_address(lg.topics[2])) != _lower(sender):
+            continue
+        eid, sent, received = decode(["uint32", "uint256", "uint256"], lg.data)
+        if eid == dst_eid and sent <= amount_ld:
+            found.append((lg.topics[1], sent, received))
+    if len(found) != 1:
+        raise ObservationRejected(
+            "observation_bridge_mismatch", "the send did not emit exactly one matching OFTSent"
+        )
+    guid, sent, received = found[0]
+    if received < max(minimum, min_amount_ld):
+        raise ObservationRejected(
+            "observation_below_step_minimum", f"the OFT delivers {received}, below the step minimum {minimum}"
+        )
+    return {
+        "kind": "oft",
+        "guid": guid,
+        "dst_eid": dst_eid,
+        "amount_sent": sent,
+        "amount_received": received,
+        "to": to_text,
+        "oft": tx.to,
+        "source_tx": tx.tx_hash,
+        "source_block": tx.block_number,
+    }
+
+
+def parse_oft_received(logs: Sequence[EvmLog], guid: str, *, oft: str) -> tuple[int, str, str] | None:
+    """(amount received, recipient, tx hash) of an EVM `OFTReceived` for this guid, or None before delivery."""
+    for lg in logs:
+        if (
+            _lower(lg.address) == _lower(oft)
+            and len(lg.topics) == 3
+            and lg.topics[0] == TOPIC0["OFTReceived"]
+            and lg.topics[1] == guid.lower()
+        ):
+            _src_eid, amount = decode(["uint32", "uint256"], lg.data)
+            return int(amount), _topic_address(lg.topics[2]), lg.tx_hash
+    return None

@@ -1,0 +1,151 @@
+"""EVM source actions: Uniswap v3 swap, service fee transfer, CCTP burn, Across deposit, OFT send.
+
+One prepared EVM action may carry several of these (approve, fee transfer, then the swap or the bridge send);
+`evidence.verify_evm_action` holds each kind's evidence rule (`_uniswap_output`, `_fee_paid`, `_cctp_burn`,
+`_across_deposit`, `_oft_sent`). Next step: a swap is done (its output re-quotes the next step), a bridge
+send goes in flight (its destination rule follows it: `cctp_mint_evm`, `cctp_mint_solana`, `across`, `oft`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from routequote.core.actions.evm import decode_call
+from routequote.core.chain import EvmTransaction
+from routequote.core.routes import Route
+from routequote.core.sessions.evidence_common import (
+    EVM_TX_RE,
+    ObservationRejected,
+    StepEvidence,
+    _amount,
+    _lower,
+    _network_fee,
+    _prepared_matches,
+    erc20_transfers,
+)
+from routequote.core.sessions.kinds.across import deposit_evidence
+from routequote.core.sessions.kinds.cctp_burn import burn_evidence
+from routequote.core.sessions.kinds.evm_swap import swap_output
+from routequote.core.sessions.kinds.fee_transfer import fee_paid
+from routequote.core.sessions.kinds.oft import sent_evidence
+from routequote.core.sessions.state import Decision, State, pending_source, source_verified
+
+
+def check_names(state: State, route: Route, named: list[str]) -> None:
+    k = state.current_step
+    if not all(EVM_TX_RE.fullmatch(h) for h in named):
+        raise ObservationRejected(
+            "observation_wrong_chain",
+            f"step {k} runs on {route.steps[k].source.chain.value}: name its EVM transaction hashes",
+        )
+
+
+def decide(
+    state: State, route: Route, named: list[str], txs: Sequence[EvmTransaction | None], confirmations: int
+) -> Decision:
+    if any(t is None for t in txs):
+        return pending_source(state, named, "not every named transaction is mined yet")
+    action = state.action()["unsigned_action"]
+    evidence = verify_evm_action(
+        action, [t for t in txs if t is not None], required_confirmations=confirmations
+    )
+    return source_verified(state, route, named, evidence)
+
+
+def verify_evm_action(
+    action: dict[str, Any], txs: Sequence[EvmTransaction], *, required_confirmations: int
+) -> StepEvidence:
+    """Evidence for one prepared EVM action from the mined transactions the caller named (see module doc)."""
+    prepared: list[dict[str, Any]] = list(action.get("transactions") or [])
+    kinds: list[str] = list(action.get("kinds") or [])
+    if not prepared or len(kinds) != len(prepared):
+        raise ValueError("not a prepared EVM action (transactions and kinds)")
+    chain_id = action.get("chainId")
+    unique: dict[str, EvmTransaction] = {}
+    for tx in txs:
+        unique.setdefault(tx.tx_hash.lower(), tx)
+    for tx in unique.values():
+        if tx.chain_id != chain_id:
+            raise ObservationRejected(
+                "observation_wrong_chain",
+                f"{tx.tx_hash} is on chain {tx.chain_id}, the action is on {chain_id}",
+                tx=tx.tx_hash,
+            )
+    matched: list[EvmTransaction | None] = [None] * len(prepared)
+    for tx in unique.values():
+        slot = next(
+            (i for i, p in enumerate(prepared) if matched[i] is None and _prepared_matches(p, tx)), None
+        )
+        if slot is None:
+            raise ObservationRejected(
+                "observation_not_prepared_action",
+                f"{tx.tx_hash} is not one of the prepared transactions (sender, target, value and calldata must be"
+                " exactly as prepared)",
+                tx=tx.tx_hash,
+            )
+        matched[slot] = tx
+    missing = [i for i, m in enumerate(matched) if m is None]
+    if missing:
+        raise ObservationRejected(
+            "observation_incomplete",
+            f"prepared transaction(s) {missing} ({', '.join(kinds[i] for i in missing)}) not named",
+            missing_transaction_indexes=missing,
+        )
+    done = [m for m in matched if m is not None]
+    for tx in done:
+        if tx.status != 1:
+            raise ObservationRejected(
+                "observation_reverted", f"{tx.tx_hash} reverted on chain", tx=tx.tx_hash
+            )
+    tx_ids = tuple(t.tx_hash for t in done)
+    if any(t.confirmations < required_confirmations for t in done):
+        return StepEvidence.pending(tx_ids)
+    sender = str(prepared[0]["from"])
+    paid = fee_paid(action, prepared, kinds, done, sender)
+    actual_input = _evm_input(prepared, kinds, done, sender)
+    last, last_p, kind = done[-1], prepared[-1], kinds[-1]
+    call = decode_call(bytes.fromhex(str(last_p["data"])[2:]))
+    minimum = _amount(action.get("minimumOutput"), "minimumOutput")
+    recipient = str(action.get("recipient"))
+    output: int | None = None
+    bridge: dict[str, Any] | None = None
+    network_fee = _network_fee(done)
+    if kind == "uniswap_v3_swap":
+        output = swap_output(call, last, recipient)
+    elif kind == "cctp_deposit_for_burn":
+        bridge = burn_evidence(action, call, last, sender)
+    elif kind == "across_deposit":
+        bridge = deposit_evidence(call, last, recipient, minimum)
+    elif kind == "oft_send":
+        bridge = sent_evidence(call, last, recipient, minimum, sender)
+        network_fee["layerzero_native_fee_sent_wei"] = last.value
+    else:
+        raise ValueError(f"no evidence rule for an EVM step of kind {kind}")
+    if output is not None and output < minimum:
+        raise ObservationRejected(
+            "observation_below_step_minimum",
+            f"the step delivered {output}, below its minimum {minimum}",
+            actual_output_base=str(output),
+            minimum_output_base=str(minimum),
+        )
+    return StepEvidence(
+        status="final",
+        tx_ids=tx_ids,
+        actual_input_base=actual_input,
+        actual_output_base=output,
+        service_fee_paid_base=paid,
+        network_fee=network_fee,
+        block_times=tuple(t.block_timestamp for t in done),
+        bridge=bridge,
+    )
+
+
+def _evm_input(
+    prepared: list[dict[str, Any]], kinds: list[str], done: list[EvmTransaction], sender: str
+) -> int:
+    """What the wallet spent on the step, fee included: ERC-20 moved out of it, or native value for ETH in."""
+    if "erc20_approve" in kinds:
+        token = str(prepared[kinds.index("erc20_approve")]["to"])
+        return sum(v for tx in done for f, _t, v in erc20_transfers(tx, token) if _lower(f) == _lower(sender))
+    return sum(tx.value for tx in done)

@@ -1,0 +1,170 @@
+"""The views of a session and its receipt: pure functions of the stored document (no I/O, no clock)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from fractions import Fraction
+from typing import Any
+
+from routequote.core.sessions.document import MODE_V2, SESSION_VERSION, SessionDocument
+from routequote.core.sessions.machine import NEXT_OPERATION, Status, operations_allowed
+from routequote.core.sessions.state import SERVER_FLAGS, iso
+
+VIEWS = ("session", "workflow", "receipt", "next_action")
+
+
+def render(
+    view: str,
+    *,
+    session_id: str,
+    status: str,
+    version: int,
+    route: str,
+    updated_at: datetime,
+    document: SessionDocument,
+    note: str | None = None,
+) -> dict[str, Any]:
+    """One view of a session (`session`, `workflow`, `receipt`, `next_action`): what every surface answers."""
+    state = document.to_json()
+    status_ = Status(status)
+    head: dict[str, Any] = {
+        "version": SESSION_VERSION,
+        "view": view,
+        "session_id": session_id,
+        "status": status_.value,
+        "next_operation": NEXT_OPERATION[status_].value,
+        "operations_allowed": operations_allowed(status_),
+        "route": route,
+        "step_count": len(state["steps"]),
+        "current_step": state["current_step"],
+        "phase": state["phase"],
+        "mode": state.get("mode", MODE_V2),
+        "session_version": version,
+        "created_at": state["created_at"],
+        "updated_at": iso(updated_at),
+    }
+    action = state.get("current_action")
+    if view == "session":
+        head.update(
+            action_available=status_ is Status.ACTION_READY and action is not None,
+            current_action=action if status_ is Status.ACTION_READY else None,
+            quote_binding=state["binding"],
+            funds=state["funds"],
+            steps=state["steps"],
+            reapproval=state.get("reapproval"),
+            cancelled=state.get("cancelled"),
+            note=note,
+        )
+    elif view == "workflow":
+        head.update(
+            wallets=state["wallets"],
+            steps=[
+                {
+                    **s,
+                    "quoted": {
+                        k: state["summary_steps"][s["index"]][k]
+                        for k in (
+                            "expected_input_base",
+                            "minimum_input_base",
+                            "expected_output_base",
+                            "minimum_output_base",
+                        )
+                    },
+                }
+                for s in state["steps"]
+            ],
+            actions=state["actions"],
+        )
+    elif view == "receipt":
+        head.update(receipt=receipt(state))
+    else:
+        head.update(
+            action_available=status_ is Status.ACTION_READY and action is not None,
+            next_action=action if status_ is Status.ACTION_READY else None,
+            instructions=INSTRUCTIONS[status_],
+        )
+    head.update(idempotent_replay=False, signed=False, submitted=False, **SERVER_FLAGS)
+    return head
+
+
+def receipt(state: dict[str, Any]) -> dict[str, Any]:
+    """What each step was quoted, re-quoted and actually did, and how the route realised against its quote."""
+    steps = []
+    for s in state["steps"]:
+        q = state["summary_steps"][s["index"]]
+        src = s.get("source") or {}
+        dst = s.get("destination") or {}
+        steps.append(
+            {
+                "index": s["index"],
+                "provider": s["provider"],
+                "from": s["from"],
+                "to": s["to"],
+                "status": s["status"],
+                "quoted": {
+                    "expected_input_base": q["expected_input_base"],
+                    "minimum_input_base": q["minimum_input_base"],
+                    "expected_output_base": q["expected_output_base"],
+                    "minimum_output_base": q["minimum_output_base"],
+                },
+                "requoted": s.get("requote"),
+                "action_minimum_output_base": s.get("minimum_output_base"),
+                "actual": {
+                    "input_base": src.get("actual_input_base"),
+                    "output_base": s.get("actual_output_base"),
+                    "service_fee_paid_base": src.get("service_fee_paid_base"),
+                    "network_fee": src.get("network_fee"),
+                    "source_tx_ids": src.get("tx_ids"),
+                    "destination_tx_ids": dst.get("tx_ids"),
+                    "block_times": src.get("block_times"),
+                    "bridge": s.get("bridge"),
+                },
+            }
+        )
+    quote = state["quote"]
+    final = state["steps"][-1].get("actual_output_base")
+    realized: dict[str, Any] = {"complete": final is not None}
+    if final is not None:
+        exp, mn = int(quote["expected_output_base"]), int(quote["minimum_output_base"])
+        got = int(final)
+        vs_exp = Fraction(got - exp, exp) * 10_000
+        exp_cost_bps = Fraction(str(quote["expected_total_cost_percent"])) * 100
+        cost = 10_000 - (10_000 - exp_cost_bps) * Fraction(got, exp)
+        realized.update(
+            actual_output_base=final,
+            quoted_expected_output_base=quote["expected_output_base"],
+            quoted_minimum_output_base=quote["minimum_output_base"],
+            approved_minimum_output_base=state["approval"]["minimum_output_base"],
+            at_or_above_minimum=got >= mn,
+            realized_vs_quoted_expected_bps=round(float(vs_exp), 2),
+            quoted_expected_cost_bps=round(float(exp_cost_bps), 2),
+            realized_cost_bps=round(float(cost), 2),
+            cost_basis="token path and provider fees in bps of the quoted input value at the quote's prices; "
+            "network gas listed per step, unpriced",
+        )
+    return {
+        "quote": quote,
+        "steps": steps,
+        "route": realized,
+        "funds": state["funds"],
+        "market_note": "re-quotes are priced from the market named in each step's `requoted` block",
+    }
+
+
+INSTRUCTIONS = {
+    Status.ACTION_REQUIRED: "v1 corridor: ask for the next action (prepare_action: the tool of the current step); "
+    "nothing is built before you ask",
+    Status.ACTION_READY: "verify the action (routequote verify-action), sign and submit it yourself, then observe "
+    "with its transaction hashes",
+    Status.AWAITING_SOURCE_RECEIPT: "observe again once the named transactions are final",
+    Status.AWAITING_DESTINATION: "the bridge is in flight: observe again to follow it (name the destination "
+    "transaction where you relayed it)",
+    Status.ACTION_EXPIRED: "the action expired unsubmitted: refresh it (never re-submit an expired action)",
+    Status.REAPPROVAL_REQUIRED: "nothing further in this session: quote from where the funds are and approve anew",
+    Status.COMPLETE: "done: read the receipt",
+    Status.CANCELLED: "cancelled: see where the funds are",
+    Status.FAILED: "failed: see where the funds are",
+}
+
+
+__all__ = ["INSTRUCTIONS", "VIEWS", "receipt", "render"]

@@ -1,0 +1,254 @@
+"""SessionService: carry an approved quote through every step of its route, one verified step at a time.
+
+The one entry for REST `/v2/session…`, the A2A `session-lifecycle` skill, the MCP session tools and v1
+(`v1.V1CorridorMode`). It never signs and never submits. An observation runs in three phases:
+
+1. gather the chain facts through the ports (`gather.ChainFacts`: EVM / Solana readers, Circle Iris);
+2. decide purely in the core (`core.sessions.kinds`, one module per step kind): (state, facts) ->
+   (event, new state, next action request); only verified actual output on chain advances a session;
+3. fulfil the next action request (`advance.ActionBuilder`: re-quote fresh from the verified output, hold it
+   to the approved step minimums and `approval_v3.minimum_output_base`, else 409 `reapproval_required`
+   before anything is built) and commit once (`base.SessionBase._finish`).
+
+Capability token: caller-generated, >= 256 bits, base64url, header only; only its SHA-256 is stored and
+compared in constant time; a wrong or missing token is 404 `session_not_found` (no existence oracle).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from routequote.core.actions.approval import check_approval
+from routequote.core.hashing import canonical_sha256
+from routequote.core.routes import ROUTES, Provider, Route, Step
+from routequote.core.sessions.kinds.cctp_mint_evm import install_receive
+from routequote.core.sessions.machine import Event
+from routequote.core.sessions.state import (
+    MODE_V2,
+    SESSION_BINDING_VERSION,
+    Decision,
+    NextAction,
+    cancelled,
+    new_state,
+    parse_ts,
+    session_id_for,
+)
+from routequote.core.sessions.views import VIEWS
+from routequote.errors import Conflict, DependencyUnavailable, InvalidRequest, RouteQuoteError
+from routequote.ports import ObservationUnavailable
+from routequote.sessions.base import SessionAnswer
+from routequote.sessions.inputs import (
+    body_object,
+    creation_token,
+    idempotency_key,
+    key_only_body,
+    observe_body,
+    operation_sha256,
+)
+from routequote.sessions.v1 import V1CorridorMode
+from routequote.storage.sessions_common import stored
+
+
+class SessionService(V1CorridorMode):
+    # ---- create -----------------------------------------------------------------------------------------
+
+    async def create(self, body: Any, token: str | None) -> SessionAnswer:
+        sha = creation_token(token)
+        body = body_object(body)
+        key = idempotency_key(body)
+        intent, route, wallets, signer, approval = self.prepare._parse(
+            {k: v for k, v in body.items() if k != "idempotency_key"}
+        )
+        if approval is None:
+            raise InvalidRequest(
+                "approval_v3_required",
+                "a session binds an approval_v3 with selected_mode session; none was sent",
+            )
+        if approval["selected_mode"] != "session":
+            raise InvalidRequest(
+                "approval_v3_mode_not_session", "POST /v2/session takes approval_v3.selected_mode session"
+            )
+        if approval["idempotency_key"] != key:
+            raise InvalidRequest(
+                "idempotency_key_mismatch", "idempotency_key must equal approval_v3.idempotency_key"
+            )
+        request_sha = canonical_sha256(body)
+        scope = f"create:{sha}"
+        try:
+            answer = await self._create(
+                route, intent, wallets, signer, approval, sha, scope, key, request_sha
+            )
+        except RouteQuoteError:
+            # a replay is answered from its record even when the quote has expired since; the record is only
+            # looked for here, because the store's insert already returns it on the normal path (one round trip)
+            prior = await stored(self.store.idempotent(scope, key))
+            if prior is not None:
+                return await self._create_replay(prior, request_sha, route)
+            raise
+        return answer
+
+    async def _create(
+        self,
+        route: Route,
+        intent: Any,
+        wallets: dict[str, str],
+        signer: str | None,
+        approval: dict[str, Any],
+        sha: str,
+        scope: str,
+        key: str,
+        request_sha: str,
+    ) -> SessionAnswer:
+        reasons = self._reasons
+        if route.key in reasons:
+            raise InvalidRequest(
+                "route_not_session_ready",
+                f"a session cannot carry {route.key} through every step in this build: {reasons[route.key]}",
+                details={"route": route.key, "unavailable_reason": reasons[route.key]},
+            )
+        clock = self.service.clock
+        issued = await self.service.issued_quote(approval["quote_id"])
+        check_approval(
+            approval, issued.payload if issued else None, route, intent.as_request(), now=clock.now()
+        )
+        assert issued is not None
+        quote = issued.payload
+        pool_tick, raydium_live = await self.prepare._solana_pool_tick(route)
+        session_id = session_id_for(approval["quote_id"])  # one approved quote, one session
+        binding = self._binding(quote, approval, session_id)
+        ps0 = issued.body.pricing.steps[0]
+        min0 = ps0.minimum_output_base
+        if len(route.steps) == 1:
+            min0 = max(min0, int(approval["minimum_output_base"]))
+        bundle = self.prepare.build_step(
+            route,
+            ps0,
+            minimum_output_base=min0,
+            wallets=wallets,
+            signer=signer,
+            pool_fee_pips=self._pool_fee(ps0.step, quote),
+            pool_tick=pool_tick,
+            raydium_live=raydium_live,
+            binding=binding,
+            summary_steps=quote["direct_route_summary"]["steps"],
+            workflow_id=session_id,
+            quote_expiry_unix=int(parse_ts(quote["expires_at"]).timestamp()),
+        )
+        now = clock.now()
+        state = new_state(
+            MODE_V2,
+            route,
+            intent.as_request(),
+            wallets,
+            signer,
+            dict(approval),
+            binding,
+            quote,
+            bundle,
+            now,
+            "spent only when the current action is signed and submitted",
+        )
+        try:
+            return await self._insert_new(state, sha, Event.CREATE, now, scope, key, request_sha, route)
+        except ValueError:  # the store already holds this quote's session (another token or another key)
+            raise Conflict(
+                "session_exists_for_approval",
+                "a session already exists for this approval; no second session is opened: continue the "
+                "existing one with the token that created it, or quote again",
+            ) from None
+
+    def _binding(self, quote: dict[str, Any], approval: dict[str, Any], session_id: str) -> dict[str, Any]:
+        return {
+            **self.prepare.quote_binding(quote, approval),
+            "session_version": SESSION_BINDING_VERSION,
+            "session_id": session_id,
+            "future_actions_requote_and_enforce_original_step_minimums": True,
+            "only_verified_actual_output_advances": True,
+        }
+
+    @staticmethod
+    def _pool_fee(step: Step, quote: dict[str, Any]) -> int | None:
+        """The Uniswap pool fee tier the quote priced the step on (None for other venues)."""
+        if step.provider is not Provider.UNISWAP_V3:
+            return None
+        for f in quote["cost_summary"]["provider_fee_components"]:
+            if f["step_index"] == step.index and "fee_pips" in f:
+                return int(f["fee_pips"])
+        return None
+
+    # ---- read -------------------------------------------------------------------------------------------
+
+    async def read(self, session_id: Any, token: str | None, view: Any = "session") -> dict[str, Any]:
+        view = "session" if view is None else view  # an empty view= is not a view
+        if view not in VIEWS:
+            raise InvalidRequest("invalid_view", f"view must be one of {', '.join(VIEWS)}")
+        record = await self._load(session_id, token)
+        record = await self._expire_if_due(record)
+        return self._view(record, view)
+
+    # ---- observe: gather, decide, commit ----------------------------------------------------------------
+
+    async def observe(self, session_id: Any, token: str | None, body: Any) -> SessionAnswer:
+        record = await self._load(session_id, token)
+        key, hashes = observe_body(body)
+        request_sha = operation_sha256("observe", body)
+        route = ROUTES[record.route]
+        if (replayed := await self._replayed(record, key, request_sha)) is not None:
+            return replayed
+        record = await self._expire_if_due(record)
+        self._check_operation(record, "observe")
+        try:
+            state = self._document(record)
+            if state.phase == "source":
+                decision = await self.facts.source(state, route, hashes)
+            else:
+                decision = await self.facts.destination(state, route, hashes)
+            outcome = await self._advance(record, route, decision)
+        except ObservationUnavailable as exc:
+            raise DependencyUnavailable(exc.reason, exc.message, retry_after_seconds=5) from None
+        return await self._finish(record, outcome, key, request_sha)
+
+    # ---- refresh and cancel -----------------------------------------------------------------------------
+
+    async def refresh(self, session_id: Any, token: str | None, body: Any) -> SessionAnswer:
+        record = await self._load(session_id, token)
+        key = key_only_body(body)
+        request_sha = operation_sha256("refresh", body)
+        route = ROUTES[record.route]
+        if (replayed := await self._replayed(record, key, request_sha)) is not None:
+            return replayed
+        record = await self._expire_if_due(record)
+        self._check_operation(record, "refresh")
+        state = self._document(record)
+        k = state.current_step
+        entry = state.steps[k]
+        if entry.get("claimed_tx_ids") or entry.get("destination_claimed_tx_ids") or entry.get("source"):
+            raise Conflict(
+                "refresh_not_allowed_after_observation",
+                f"step {k} already has observed transactions; observe them instead of refreshing",
+            )
+        if state.phase == "destination":
+            bundle = self.builder.receive(state, route)
+            outcome = Decision(Event.REFRESH, install_receive(state, route, bundle, refreshed=True))
+        else:
+            input_base = int(state.action()["unsigned_action"]["inputAmount"])
+            outcome = await self.builder.next_step(
+                record.session_id, state, route, NextAction(k, input_base, Event.REFRESH)
+            )
+            if outcome.event is Event.REFRESH:
+                outcome = replace(outcome, state=outcome.state.last_action_refreshed())
+        return await self._finish(record, outcome, key, request_sha)
+
+    async def cancel(self, session_id: Any, token: str | None, body: Any) -> SessionAnswer:
+        record = await self._load(session_id, token)
+        key = key_only_body(body)
+        request_sha = operation_sha256("cancel", body)
+        if (replayed := await self._replayed(record, key, request_sha)) is not None:
+            return replayed
+        self._check_operation(record, "cancel")
+        decision = cancelled(self._document(record), record.status, self.service.clock.now())
+        return await self._finish(record, decision, key, request_sha)
+
+
+__all__ = ["SessionAnswer", "SessionService"]
