@@ -594,6 +594,11 @@ def test_cli_session_on_placeholder_fee_recipients_needs_the_explicit_flag(
     r = runner.invoke(cli_app, create)
     assert r.exit_code == 1 and "fee_recipient_not_configured" in r.output, r.output
     assert not (tmp_path / "s.json").exists()
+    # the refused action's session exists on the server (one per approved quote): approve a fresh quote
+    r = runner.invoke(
+        cli_app, ["quote", "base:ETH", "base:USDC", "100", "--url", base_url, "--save", str(qfile)]
+    )
+    assert r.exit_code == 0, r.output
     r = runner.invoke(cli_app, [*create, "--accept-unconfigured-fee-recipient"])
     assert r.exit_code == 0, r.output
     assert json.loads((tmp_path / "s.json").read_text())["accept_unconfigured_fee_recipient"] is True
