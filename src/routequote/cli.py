@@ -57,14 +57,8 @@ def serve(
         raise SystemExit(0)
 
     signal.signal(signal.SIGTERM, stopped)
-    if workers > 1 and settings.quote_store == "memory":
-        # issued quotes and prepare idempotency records live in each worker's memory (fail-closed by design)
-        console.print(
-            f"[yellow]{workers} workers: a prepare that lands on another worker than its quote answers 409 "
-            "reapproval_required. Set ROUTEQUOTE_QUOTE_STORE=redis to share them.[/yellow]"
-        )
     uvicorn.run(
-        "routequote.app:create_app",
+        "routequote.app:create_served_app",
         factory=True,
         host=host,
         port=port,

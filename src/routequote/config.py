@@ -69,9 +69,15 @@ class Settings(BaseSettings):
     rate_limit: str = Field("120/minute", description="Per-client limit on the quote operations, or `off`")
     redis_url: str = Field("", description="Redis URL for shared rate limits (default: in-process)")
     quote_store: str = Field(
-        "memory",
-        description="Issued quotes and prepare idempotency records: `memory` (per process) or `redis` (shared by "
-        "all workers and instances; needs ROUTEQUOTE_REDIS_URL)",
+        "auto",
+        description="Issued quotes and prepare idempotency records: `auto` (default: `memory` with one worker, "
+        "`sqlite` with more), `memory` (per process; one worker only), `sqlite` (a file every worker on this "
+        "machine shares) or `redis` (shared by all workers and instances; needs ROUTEQUOTE_REDIS_URL)",
+    )
+    quote_store_path: str = Field(
+        "",
+        description="The `sqlite` quote store's file (default: beside an SQLite session database, else "
+        "var/routequote-quotes.sqlite3)",
     )
     database_url: str = Field(
         "sqlite+aiosqlite:///var/routequote.sqlite3",
@@ -195,6 +201,20 @@ class Settings(BaseSettings):
                 raise ValueError(f"ROUTEQUOTE_FINALITY_CONFIRMATIONS: bad entry {part[:40]!r} (want chain=N)")
             out[chain.strip()] = max(1, int(value))
         return out
+
+    def resolved_quote_store(self) -> str:
+        """`auto` made concrete: one worker keeps quotes in memory; several share a file on this machine."""
+        if self.quote_store == "auto":
+            return "memory" if self.workers <= 1 else "sqlite"
+        return self.quote_store
+
+    def resolved_quote_store_path(self) -> str:
+        if self.quote_store_path:
+            return self.quote_store_path
+        prefix = "sqlite+aiosqlite:///"
+        if self.database_url.startswith(prefix) and ":memory:" not in self.database_url:
+            return self.database_url[len(prefix) :].split("?", 1)[0] + "-quotes"
+        return "var/routequote-quotes.sqlite3"
 
     def resolved_base_url(self) -> str:
         return self.base_url.rstrip("/") or f"http://{self.host}:{self.port}"

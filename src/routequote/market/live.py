@@ -1,6 +1,7 @@
 """LiveMarket: the MarketData port priced from live chain state and provider APIs.
 
-Sources (each one upstream round trip in the steady state, all fetched at once):
+Sources (all fetched at once, each in one upstream round trip in the steady state and on a cold start, where
+the snapshot's pool ticks and the pinned Solana accounts tell the first read what to ask for):
 
 | source                 | feeds (components)                        | read with                              |
 |------------------------|-------------------------------------------|----------------------------------------|
@@ -216,6 +217,11 @@ class LiveMarket:
         p = self._snapshot.pools.get(pool_id)
         return (p.clmm.tick_current, p.clmm.tick_spacing) if p is not None else None
 
+    def _hint_ticks(self, pool_id: str) -> tuple[int, ...]:
+        """The initialized ticks the snapshot saw: read with the first batch (verified, never priced)."""
+        p = self._snapshot.pools.get(pool_id)
+        return tuple(t for t, _ in p.clmm.ticks) if p is not None else ()
+
     def _build_sources(self) -> None:
         cfg, out = self.config, self.sources
         rpcs = {c: self._rpc(c) for c in Chain}
@@ -228,6 +234,7 @@ class LiveMarket:
                     p.token1,
                     ASSETS[p.token0].wrapped_address or ASSETS[p.token0].address,
                     self._hint(p.pool_id),
+                    self._hint_ticks(p.pool_id),
                 )
                 for p in POOLS
                 if p.venue == "uniswap_v3" and p.pool_id.startswith(f"{chain.value}:")

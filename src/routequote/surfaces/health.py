@@ -22,6 +22,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from routequote.ports import MarketData, SessionStore, StoreUnavailable
+from routequote.surfaces.direct_route import DirectRoute
 from routequote.surfaces.errors import json_response
 
 CHECK_TIMEOUT_SECONDS = 2.0
@@ -166,7 +167,7 @@ class Probes:
 
 
 def router(probes: Probes) -> APIRouter:
-    api = APIRouter(include_in_schema=False)
+    api = APIRouter(include_in_schema=False, route_class=DirectRoute)  # every endpoint: (request) -> Response
 
     @api.get("/livez")
     async def livez(_: Request) -> Response:

@@ -14,6 +14,7 @@ from routequote.core.quote import APPROVAL_FIELDS, APPROVAL_VERSION
 from routequote.core.routes import ROUTES
 from routequote.prepare import PrepareService
 from routequote.ratelimit import RateLimiter
+from routequote.surfaces.direct_route import DirectRoute
 from routequote.surfaces.http import answer, read_json_body
 
 _ERR = {"model": ErrorResponse}
@@ -133,7 +134,7 @@ PREPARE_REQUEST_SCHEMA: dict[str, Any] = {
 
 
 def router(prepare: PrepareService, limiter: RateLimiter) -> APIRouter:
-    api = APIRouter(prefix="/v2")
+    api = APIRouter(prefix="/v2", route_class=DirectRoute)  # every endpoint: (request) -> Response
 
     @api.post(
         "/prepare",
