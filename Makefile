@@ -39,8 +39,10 @@ lint: $(DEV_STAMP)
 typecheck: $(DEV_STAMP)
 	$(BIN)/mypy
 
+# needs wrk on PATH (Debian package `wrk`); nothing is installed here
 bench: $(DEV_STAMP)
 	$(BIN)/python bench/quote_bench.py
+	$(BIN)/python bench/http_bench.py
 
 # The long schemathesis run (>= 10,000 generated cases over both OpenAPI documents; ~10 min). `make test` runs
 # the short one. RQ_FUZZ_SEED=<n> explores another seed.

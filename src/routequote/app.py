@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import gc
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -22,8 +23,8 @@ from routequote.contract.v2 import QuoteRequest
 from routequote.discovery import Discovery, load_signing_key
 from routequote.logging import configure_logging
 from routequote.market.snapshot import EmbeddedSnapshot
-from routequote.metrics import Metrics, MetricsMiddleware
-from routequote.observability import RequestContextMiddleware, setup_tracing
+from routequote.metrics import Metrics
+from routequote.observability import setup_tracing
 from routequote.ports import Clock, IdempotencyStore, IdFactory, MarketData, QuoteStore, SessionStore
 from routequote.prepare import PrepareService
 from routequote.ratelimit import RateLimiter
@@ -35,8 +36,9 @@ from routequote.surfaces.a2a_agent import mount_a2a
 from routequote.surfaces.errors import json_response
 from routequote.surfaces.health import Probes
 from routequote.surfaces.health import router as health_router
-from routequote.surfaces.input_guard import InputGuard, TransportLimits
+from routequote.surfaces.input_guard import TransportLimits
 from routequote.surfaces.mcp_tools import mount_mcp
+from routequote.surfaces.request_stack import RequestStack
 
 OPENAPI_VERSION = "2.0.0-quote-only"
 SERVICE_SAFETY = {
@@ -76,15 +78,23 @@ class Stores:
 
 
 def build_stores(settings: Settings) -> Stores:
-    if settings.quote_store == "memory":
+    kind = settings.resolved_quote_store()
+    if kind == "memory":
         return Stores(MemoryQuoteStore(), MemoryIdempotencyStore())
-    if settings.quote_store == "redis":
+    if kind == "sqlite":
+        from routequote.storage.sqlite_quotes import SqliteIdempotencyStore, SqliteQuoteStore
+
+        quotes = SqliteQuoteStore(settings.resolved_quote_store_path())
+        return Stores(quotes, SqliteIdempotencyStore(quotes))
+    if kind == "redis":
         if not settings.redis_url:
             raise ValueError("ROUTEQUOTE_QUOTE_STORE=redis needs ROUTEQUOTE_REDIS_URL")
         from routequote.storage.redis_store import RedisIdempotencyStore, RedisQuoteStore
 
         return Stores(RedisQuoteStore(settings.redis_url), RedisIdempotencyStore(settings.redis_url))
-    raise ValueError(f"unknown ROUTEQUOTE_QUOTE_STORE {settings.quote_store!r} (memory or redis)")
+    raise ValueError(
+        f"unknown ROUTEQUOTE_QUOTE_STORE {settings.quote_store!r} (auto, memory, sqlite or redis)"
+    )
 
 
 def build_sessions(
@@ -102,25 +112,31 @@ def build_sessions(
     from routequote.observe.solana import JsonRpcSolanaReader
 
     if store is None:
+        from routequote.storage.retention import CappedSessionStore
         from routequote.storage.sessions_sql import SqlSessionStore
 
-        store = SqlSessionStore(settings.database_url, pool_size=settings.database_pool_size)
+        sql = SqlSessionStore(settings.database_url, pool_size=settings.database_pool_size)
+        store = CappedSessionStore(sql, settings.max_open_sessions_per_client)
     client = httpx.AsyncClient(limits=httpx.Limits(max_connections=32))
-    timeout = settings.market_timeout_seconds
+    timeout, limit = settings.market_timeout_seconds, settings.upstream_max_bytes
     evm_urls = {
         "base": settings.rpc_url_base,
         "arbitrum": settings.rpc_url_arbitrum,
         "robinhood": settings.rpc_url_robinhood,
     }
-    evm = JsonRpcEvmReader({k: v for k, v in evm_urls.items() if v}, client, timeout=timeout)
+    evm = JsonRpcEvmReader({k: v for k, v in evm_urls.items() if v}, client, timeout=timeout, max_bytes=limit)
     sessions = SessionService(
         prepare,
         store,
         evm=evm,
         evm_state=JsonRpcEvmState(evm),
-        solana=JsonRpcSolanaReader(settings.rpc_url_solana or None, client, timeout=timeout),
-        attestations=IrisAttestationReader(settings.iris_url or None, client, timeout=timeout),
-        layerzero=LayerZeroScanReader(settings.layerzero_scan_url or None, client, timeout=timeout),
+        solana=JsonRpcSolanaReader(settings.rpc_url_solana or None, client, timeout=timeout, max_bytes=limit),
+        attestations=IrisAttestationReader(
+            settings.iris_url or None, client, timeout=timeout, max_bytes=limit
+        ),
+        layerzero=LayerZeroScanReader(
+            settings.layerzero_scan_url or None, client, timeout=timeout, max_bytes=limit
+        ),
         config=SessionConfig(
             confirmations=settings.confirmations(),
             across_fill_search_blocks=settings.across_fill_search_blocks,
@@ -151,6 +167,21 @@ def solana_arrivals(settings: Settings) -> dict[str, Any]:
         },
         "balance_increase_alone_counts": False,
     }
+
+
+def retention_purger(settings: Settings, store: Any, clock: Clock) -> Any:
+    """The background purge of the SQL session store (storage/retention.py); None for other stores."""
+    from routequote.storage.retention import CappedSessionStore, Purger, RetentionPolicy
+
+    if not isinstance(store, CappedSessionStore):
+        return None
+    policy = RetentionPolicy(
+        session_days=settings.session_retention_days,
+        receipt_days=settings.receipt_retention_days,
+        interval_seconds=settings.retention_interval_seconds,
+        max_open_sessions_per_client=settings.max_open_sessions_per_client,
+    )
+    return Purger(store.inner, policy, clock.now)
 
 
 def _async(close: Callable[[], Any]) -> Callable[[], Any]:
@@ -212,11 +243,14 @@ def create_app(
         if close is not None:  # shared stores hold a connection pool: release it on shutdown
             hooks.append(functools.partial(_closing, close))
 
+    purger = retention_purger(settings, sessions.store, service.clock)
+
     @contextlib.asynccontextmanager
     async def session_lifespan() -> AsyncIterator[None]:
         await sessions.store.start()  # migrations run here, before the first request
         try:
-            yield
+            async with purger.running() if purger is not None else contextlib.nullcontext():
+                yield
         finally:
             await sessions.store.aclose()
             await sessions.http_client.aclose()
@@ -252,6 +286,7 @@ def create_app(
         hooks.append(market_lifespan)
     app.state.prepare = prepare
     app.state.sessions = sessions
+    app.state.retention = purger  # the background purge (None for a store it does not manage)
     probes = Probes(service.market, sessions.store, settings.redis_url, settings.market_fallback)
     metrics = Metrics(
         service.market,
@@ -259,9 +294,10 @@ def create_app(
         idempotency=stores.idempotency,
         sessions=sessions.store,
         probes=probes,
+        tracing=tracing,
     )
     metrics.count_rate_limits(limiter)
-    metrics.time_quotes(service, tracing)
+    service.quote_hooks.append(metrics.observe_quote)
     sessions.on_transition = metrics.on_transition
     hooks.append(lambda: _closing(probes.aclose))
     if tracing is not None:
@@ -269,13 +305,10 @@ def create_app(
     app.state.metrics = metrics
     app.state.probes = probes
     app.state.tracing = tracing
+    # one ASGI layer: request id, transport guard and metrics in one pass, with one send wrapper
     app.add_middleware(
-        InputGuard, limits=TransportLimits.from_settings(settings)
-    )  # inside metrics: 499s counted
-    app.add_middleware(MetricsMiddleware, metrics=metrics)
-    app.add_middleware(
-        RequestContextMiddleware, tracing=tracing
-    )  # outermost: every line and answer has the id
+        RequestStack, metrics=metrics, limits=TransportLimits.from_settings(settings), tracing=tracing
+    )
     app.add_route("/metrics", metrics.endpoint, methods=["GET"], include_in_schema=False)
     app.include_router(health_router(probes))  # /livez, /readyz: not rate limited, not in the OpenAPI
     app.include_router(rest_v2.router(service, limiter))
@@ -298,6 +331,23 @@ def create_app(
     # agent surfaces last: they read the capabilities mounted on app.state above
     mount_mcp(app)  # /mcp (Streamable HTTP, stateless JSON)
     mount_a2a(app)  # /a2a + /.well-known/agent-card.json (+ /.well-known/agent.json)
+    return app
+
+
+def create_served_app() -> FastAPI:
+    """What `routequote serve` runs in each worker: `create_app()` from the environment, and once every start-up
+    hook has run, the objects start-up built (routes, schemas, the snapshot, ...) are frozen out of the garbage
+    collector: they live as long as the process, and a full collection under load would otherwise walk them
+    again and again (stalls of hundreds of milliseconds were measured)."""
+    app = create_app()
+
+    @contextlib.asynccontextmanager
+    async def freeze_start_up() -> AsyncIterator[None]:
+        gc.collect()
+        gc.freeze()
+        yield
+
+    app.state.lifespan_hooks.append(freeze_start_up)  # the last hook: after every other start-up step
     return app
 
 

@@ -38,6 +38,7 @@ def serve(
 
     from routequote.config_check import load_settings
     from routequote.logging import configure_logging
+    from routequote.surfaces.forwarded import proxy_options
     from routequote.surfaces.input_guard import uvicorn_options
 
     given = {k: v for k, v in (("host", host), ("port", port), ("workers", workers)) if v is not None}
@@ -56,14 +57,8 @@ def serve(
         raise SystemExit(0)
 
     signal.signal(signal.SIGTERM, stopped)
-    if workers > 1 and settings.quote_store == "memory":
-        # issued quotes and prepare idempotency records live in each worker's memory (fail-closed by design)
-        console.print(
-            f"[yellow]{workers} workers: a prepare that lands on another worker than its quote answers 409 "
-            "reapproval_required. Set ROUTEQUOTE_QUOTE_STORE=redis to share them.[/yellow]"
-        )
     uvicorn.run(
-        "routequote.app:create_app",
+        "routequote.app:create_served_app",
         factory=True,
         host=host,
         port=port,
@@ -73,6 +68,7 @@ def serve(
         log_config=None,  # uvicorn's loggers propagate to the one redacting JSON handler
         timeout_graceful_shutdown=settings.graceful_shutdown_seconds,  # SIGTERM: in-flight requests finish
         **uvicorn_options(settings),  # header bytes / count / time limits, keep-alive (docs/operations.md)
+        **proxy_options(settings.trusted_proxies),  # forwarded headers only from the proxies named
     )
 
 

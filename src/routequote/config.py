@@ -15,6 +15,11 @@ class Settings(BaseSettings):
     base_url: str = Field(
         "", description="Public base URL used in links (default: derived from host and port)"
     )
+    trusted_proxies: str = Field(
+        "",
+        description="Reverse proxies (IPs or CIDR networks, comma-separated) whose X-Forwarded-For / "
+        "X-Forwarded-Proto name the client; empty (default): none, the client is the TCP peer",
+    )
     allowed_hosts: str = Field(
         "", description="Comma-separated Host header values the MCP endpoint accepts (besides localhost)"
     )
@@ -72,9 +77,15 @@ class Settings(BaseSettings):
     rate_limit: str = Field("120/minute", description="Per-client limit on the quote operations, or `off`")
     redis_url: str = Field("", description="Redis URL for shared rate limits (default: in-process)")
     quote_store: str = Field(
-        "memory",
-        description="Issued quotes and prepare idempotency records: `memory` (per process) or `redis` (shared by "
-        "all workers and instances; needs ROUTEQUOTE_REDIS_URL)",
+        "auto",
+        description="Issued quotes and prepare idempotency records: `auto` (default: `memory` with one worker, "
+        "`sqlite` with more), `memory` (per process; one worker only), `sqlite` (a file every worker on this "
+        "machine shares) or `redis` (shared by all workers and instances; needs ROUTEQUOTE_REDIS_URL)",
+    )
+    quote_store_path: str = Field(
+        "",
+        description="The `sqlite` quote store's file (default: beside an SQLite session database, else "
+        "var/routequote-quotes.sqlite3)",
     )
     database_url: str = Field(
         "sqlite+aiosqlite:///var/routequote.sqlite3",
@@ -88,9 +99,32 @@ class Settings(BaseSettings):
         description="Session database connections kept open per process (as many again may open under bursts); "
         "size it to the concurrent session requests a process serves, so connections are not opened per request",
     )
+    session_retention_days: float = Field(
+        7.0,
+        gt=0,
+        le=3650,
+        description="Days after its last change that a finished session (or one that never had funds in flight) "
+        "is deleted, its receipt archived; expired login challenges and access tokens go at once",
+    )
+    receipt_retention_days: float = Field(
+        365.0, ge=0, le=36500, description="Days an archived session receipt is kept (0: forever)"
+    )
+    retention_interval_seconds: float = Field(
+        60.0, ge=1, le=86400, description="How often the background purge runs (bounded batches)"
+    )
+    max_open_sessions_per_client: int = Field(
+        100, ge=0, description="Unfinished sessions one client may hold at once (0: no cap); past it, 429"
+    )
     finality_confirmations: str = Field(
         "base=10,arbitrum=10,robinhood=10",
         description="Confirmations an EVM transaction needs before a session treats it as final: `chain=N,...`",
+    )
+    upstream_max_bytes: int = Field(
+        8 * 1024 * 1024,
+        ge=65536,
+        le=256 * 1024 * 1024,
+        description="Largest answer read from a chain RPC or Circle Iris when observing, in bytes; reading "
+        "stops past it and the observation is unavailable (market sources use the same 8 MiB bound)",
     )
     across_fill_search_blocks: int = Field(
         20_000, ge=1, description="How many recent destination blocks a session searches for an Across fill"
@@ -175,6 +209,20 @@ class Settings(BaseSettings):
                 raise ValueError(f"ROUTEQUOTE_FINALITY_CONFIRMATIONS: bad entry {part[:40]!r} (want chain=N)")
             out[chain.strip()] = max(1, int(value))
         return out
+
+    def resolved_quote_store(self) -> str:
+        """`auto` made concrete: one worker keeps quotes in memory; several share a file on this machine."""
+        if self.quote_store == "auto":
+            return "memory" if self.workers <= 1 else "sqlite"
+        return self.quote_store
+
+    def resolved_quote_store_path(self) -> str:
+        if self.quote_store_path:
+            return self.quote_store_path
+        prefix = "sqlite+aiosqlite:///"
+        if self.database_url.startswith(prefix) and ":memory:" not in self.database_url:
+            return self.database_url[len(prefix) :].split("?", 1)[0] + "-quotes"
+        return "var/routequote-quotes.sqlite3"
 
     def resolved_base_url(self) -> str:
         return self.base_url.rstrip("/") or f"http://{self.host}:{self.port}"

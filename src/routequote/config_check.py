@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 from pydantic import ValidationError
 
 from routequote.config import Settings
+from routequote.surfaces.forwarded import trusted_proxies
 
 LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
 MAX_WORKERS = 64
@@ -73,12 +74,23 @@ def problems(settings: Settings) -> list[str]:  # noqa: C901 - one flat list of 
         value = getattr(s, name)
         if value and not _url(value, ("http", "https", "ws", "wss")):
             out.append(f"{_env(name)}: not an http(s) or ws(s) URL")
+    try:
+        trusted_proxies(s.trusted_proxies)
+    except ValueError as exc:
+        out.append(str(exc))
     for name in ("iris_url", "across_url", "hermes_url", "layerzero_scan_url"):
         value = getattr(s, name)
         if value and not _url(value, ("http", "https")):
             out.append(f"{_env(name)}: not an http(s) URL")
-    if s.quote_store not in ("memory", "redis"):
-        out.append(f"ROUTEQUOTE_QUOTE_STORE: unknown store {s.quote_store[:20]!r} (memory or redis)")
+    if s.quote_store not in ("auto", "memory", "sqlite", "redis"):
+        out.append(
+            f"ROUTEQUOTE_QUOTE_STORE: unknown store {s.quote_store[:20]!r} (auto, memory, sqlite or redis)"
+        )
+    if s.quote_store == "memory" and s.workers > 1:
+        out.append(
+            f"ROUTEQUOTE_QUOTE_STORE=memory cannot serve ROUTEQUOTE_WORKERS={s.workers}: a quote issued by one "
+            "worker would be unknown to the others (unset it, or use sqlite or redis)"
+        )
     if s.quote_store == "redis" and not s.redis_url:
         out.append("ROUTEQUOTE_QUOTE_STORE=redis needs ROUTEQUOTE_REDIS_URL")
     if s.redis_url and not _url(s.redis_url, ("redis", "rediss", "unix")):

@@ -10,8 +10,7 @@ import asyncio
 import contextlib
 import functools
 import time
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -23,17 +22,15 @@ from prometheus_client import (
 )
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from routequote.core.routes import Mode
 from routequote.core.sessions.machine import Status as SessionStatus
 from routequote.errors import RateLimited
-from routequote.ports import IdempotencyStore, MarketData, QuoteStore, SessionStore
+from routequote.ports import IdempotencyStore, IssuedQuote, MarketData, QuoteStore, SessionStore
 
 if TYPE_CHECKING:
     from routequote.observability import Tracing
     from routequote.ratelimit import RateLimiter
-    from routequote.service import RouteQuoteService
     from routequote.surfaces.health import Probes
 
 ROUTE_CLASS = {
@@ -55,8 +52,10 @@ class Metrics:
         idempotency: IdempotencyStore | None = None,
         sessions: SessionStore | None = None,
         probes: Probes | None = None,
+        tracing: Tracing | None = None,
     ) -> None:
         self.market = market
+        self.tracing = tracing
         self.quotes = quotes
         self.idempotency = idempotency
         self.sessions = sessions
@@ -118,6 +117,12 @@ class Metrics:
             "Prepare idempotency records held (in-memory store only)",
             registry=self.registry,
         )
+        self.store_rows = Gauge(
+            "routequote_session_store_rows",
+            "Rows per table of the session database (what retention bounds)",
+            ["table"],
+            registry=self.registry,
+        )
         self.dependency_up = Gauge(
             "routequote_dependency_up",
             "1 when a dependency answers its health check (database, redis)",
@@ -145,25 +150,22 @@ class Metrics:
 
         limiter.check = counted  # type: ignore[method-assign]
 
-    def time_quotes(self, service: RouteQuoteService, tracing: Tracing | None = None) -> None:
-        """Observe every issued quote's latency by route class (REST, MCP, A2A, v1 and session re-quotes all
-        go through `service.quote`), inside a span when tracing is on."""
-        quote: Callable[[Any], Awaitable[Any]] = service.quote
+    def observe_quote(self, issued: IssuedQuote, seconds: float) -> None:
+        """RouteQuoteService's quote hook: every issued quote's latency by route class (REST, MCP, A2A, v1 and
+        session re-quotes all issue through `service.quote`), and a span when tracing is on."""
+        route_class = ROUTE_CLASS.get(issued.route.mode, "other")
+        self.quote_latency.labels(route_class).observe(seconds)
+        if self.tracing is not None:
+            self.tracing.record_span(
+                "routequote.quote",
+                seconds,
+                {"routequote.route_class": route_class, "routequote.route": issued.route.key},
+            )
 
-        @functools.wraps(quote)
-        async def timed(intent: Any) -> Any:
-            started = time.perf_counter()
-            span = tracing.span("routequote.quote") if tracing is not None else contextlib.nullcontext()
-            with span as current:
-                issued = await quote(intent)
-                route_class = ROUTE_CLASS.get(issued.route.mode, "other")
-                if current is not None:
-                    current.set_attribute("routequote.route_class", route_class)
-                    current.set_attribute("routequote.route", issued.route.key)
-            self.quote_latency.labels(route_class).observe(time.perf_counter() - started)
-            return issued
-
-        service.quote = timed  # type: ignore[method-assign]
+    def observe_request(self, method: str, template: str, status: int, seconds: float) -> None:
+        """The request stack's hook: one HTTP answer, by route template and status."""
+        self.requests.labels(method, template, str(status)).inc()
+        self.latency.labels(method, template).observe(seconds)
 
     # ---- scrape --------------------------------------------------------------------------------------
 
@@ -193,6 +195,11 @@ class Metrics:
                     counts = await self.sessions.count_by_status()
                 for status in {*counts, *(s.value for s in SessionStatus)}:  # every status, 0 when none
                     self.sessions_by_status.labels(status).set(counts.get(status, 0))
+                sizes = getattr(self.sessions, "table_sizes", None)
+                if sizes is not None:
+                    async with asyncio.timeout(2.0):
+                        for table, rows in (await sizes()).items():
+                            self.store_rows.labels(table).set(rows)
 
     def exposition(self) -> bytes:
         for h in self.market.health():
@@ -202,36 +209,3 @@ class Metrics:
     async def endpoint(self, _: Request) -> Response:
         await self.refresh()
         return Response(self.exposition(), media_type=CONTENT_TYPE_LATEST)
-
-
-class MetricsMiddleware:
-    """Pure ASGI (no per-request task): counts after routing, so the label is the route template
-    (`/v2/quote`), never a raw path a caller chose."""
-
-    def __init__(self, app: ASGIApp, metrics: Metrics) -> None:
-        self.app = app
-        self.metrics = metrics
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        started = time.perf_counter()
-        status = [500]
-
-        async def capture(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                status[0] = message["status"]
-            await send(message)
-
-        try:
-            await self.app(scope, receive, capture)
-        finally:
-            route: Any = scope.get("route")
-            # FastAPI routes name their template; plain Starlette routes (MCP, A2A) have fixed paths
-            template = getattr(route, "path", None) or (
-                scope["path"] if scope.get("endpoint") else "unmatched"
-            )
-            method = scope.get("method", "GET")
-            self.metrics.requests.labels(method, template, str(status[0])).inc()
-            self.metrics.latency.labels(method, template).observe(time.perf_counter() - started)

@@ -1,8 +1,9 @@
 """Request ids, log redaction and optional OpenTelemetry traces.
 
-- Request ids: `RequestContextMiddleware` (the outermost ASGI layer) keeps a caller's `x-request-id` when it is
-  sane (1..128 characters of `[A-Za-z0-9._:-]`), else makes one; binds it for every log line written while the
-  request runs (structlog contextvars) and echoes it as `x-request-id` on every answer.
+- Request ids: the request stack (`routequote.surfaces.request_stack`, the one ASGI layer) keeps a caller's
+  `x-request-id` when it is sane (1..128 characters of `[A-Za-z0-9._:-]`), else makes one (`new_request_id`: a
+  random per-process prefix and a counter, no system call per request); binds it for every log line written
+  while the request runs (structlog contextvars) and echoes it as `x-request-id` on every answer.
 - Redaction: ONE set of rules (`redact_text`, `redact_event`) applied to every log line: as a structlog
   processor, as a stdlib `logging.Filter` on the root handler, and in the stdlib record factory (so even a
   handler someone else attached, or an SDK's own, sees redacted records). What goes: values of credential-like
@@ -16,16 +17,18 @@
 from __future__ import annotations
 
 import contextlib
+import itertools
 import logging
+import os
 import re
+import secrets
 import sys
-import uuid
+import time
 from collections.abc import Iterator, Mapping, MutableMapping
 from contextvars import ContextVar
 from typing import Any
 
-import structlog
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import Scope
 
 from routequote.input_rules import looks_secret_name, looks_secret_value
 
@@ -41,8 +44,24 @@ def sane_request_id(value: str | None) -> str | None:
     return value if value is not None and REQUEST_ID_RE.fullmatch(value) else None
 
 
+_request_ids: Iterator[int] = itertools.count(1)
+_request_id_prefix = ""
+
+
+def _new_request_id_prefix() -> None:
+    """20 random hex characters per process (a forked worker draws its own); with the 12-hex-digit counter an
+    id is 32 hex characters, as a uuid4's hex was."""
+    global _request_id_prefix, _request_ids
+    _request_id_prefix = secrets.token_hex(10)
+    _request_ids = itertools.count(1)
+
+
+_new_request_id_prefix()
+os.register_at_fork(after_in_child=_new_request_id_prefix)
+
+
 def new_request_id() -> str:
-    return uuid.uuid4().hex
+    return f"{_request_id_prefix}{next(_request_ids) & 0xFFFFFFFFFFFF:012x}"
 
 
 def current_request_id() -> str | None:
@@ -230,47 +249,6 @@ def install_record_factory() -> None:
 # ---- request ids (and the request span) ----------------------------------------------------------------
 
 
-class RequestContextMiddleware:
-    """The outermost ASGI layer: request id in, request id out, one server span when tracing is on."""
-
-    def __init__(self, app: ASGIApp, tracing: Tracing | None = None) -> None:
-        self.app = app
-        self.tracing = tracing
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        supplied = None
-        for name, value in scope.get("headers", ()):
-            if name == b"x-request-id":
-                supplied = value.decode("latin-1")
-                break
-        rid = sane_request_id(supplied) or new_request_id()
-        header = (b"x-request-id", rid.encode("ascii"))
-        status = [500]
-
-        async def send_with_id(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                status[0] = message["status"]
-                message["headers"] = [
-                    *(h for h in message.get("headers", ()) if h[0].lower() != b"x-request-id"),
-                    header,
-                ]
-            await send(message)
-
-        token = request_id_var.set(rid)
-        try:
-            with structlog.contextvars.bound_contextvars(request_id=rid):
-                if self.tracing is None:
-                    await self.app(scope, receive, send_with_id)
-                else:
-                    with self.tracing.server_span(scope, rid, status):
-                        await self.app(scope, receive, send_with_id)
-        finally:
-            request_id_var.reset(token)
-
-
 # ---- OpenTelemetry (optional) ----------------------------------------------------------------------------
 
 
@@ -315,6 +293,12 @@ class Tracing:
     def span(self, name: str, **attributes: Any) -> Iterator[Any]:
         with self.tracer.start_as_current_span(name, attributes=attributes) as span:
             yield span
+
+    def record_span(self, name: str, seconds: float, attributes: dict[str, Any]) -> None:
+        """A child of the current span for work that just ended and took `seconds`."""
+        end = time.time_ns()
+        span = self.tracer.start_span(name, start_time=end - int(seconds * 1e9), attributes=attributes)
+        span.end(end_time=end)
 
     def shutdown(self) -> None:
         self.provider.shutdown()

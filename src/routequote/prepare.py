@@ -250,7 +250,9 @@ class PrepareService:
 
     # ---- request parsing ----------------------------------------------------------------------------
 
-    def _parse(self, body: Any) -> tuple[Any, Route, dict[str, str], str | None, dict[str, Any] | None]:
+    def _parse(
+        self, body: Any, mode: str | None = None
+    ) -> tuple[Any, Route, dict[str, str], str | None, dict[str, Any] | None]:
         body = require_object(body)
         secret = _secret_path(body, "body", False)
         if secret:
@@ -309,7 +311,7 @@ class PrepareService:
             U64_MAX if CHAINS[route.steps[0].source.chain].family is ChainFamily.SOLANA else UINT256_MAX
         )
         approval = (
-            parse_approval(body["approval_v3"], max_base=max_base)
+            parse_approval(body["approval_v3"], max_base=max_base, mode=mode)
             if body.get("approval_v3") is not None
             else None
         )
@@ -317,8 +319,10 @@ class PrepareService:
 
     # ---- the operation ------------------------------------------------------------------------------
 
-    async def prepare(self, body: Any) -> dict[str, Any]:
-        intent, route, wallets, signer, approval = self._parse(body)
+    async def prepare(self, body: Any, *, mode: str = "one_shot") -> dict[str, Any]:
+        """POST /v2/prepare: a one_shot approval or none (legacy advisory); a session approval belongs to
+        /v2/session. (`mode="session"` is the session engine's view of step 0, for tests of the builders.)"""
+        intent, route, wallets, signer, approval = self._parse(body, mode)
         clock = self.service.clock
         now_mono = clock.monotonic()
         body_sha = canonical_sha256(body)

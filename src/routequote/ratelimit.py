@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextvars
 import math
 import time
 
@@ -13,6 +14,10 @@ from limits.storage import storage_from_string
 from redis.exceptions import RedisError
 
 from routequote.errors import DependencyUnavailable, RateLimited
+
+# The client the current request was counted against: every surface names it here (through `check`) before it
+# runs an operation, so per-client rules further in (the cap on open sessions) key on the same address.
+current_client: contextvars.ContextVar[str | None] = contextvars.ContextVar("routequote_client", default=None)
 
 
 class RateLimiter:
@@ -39,6 +44,7 @@ class RateLimiter:
 
     async def check(self, client: str, group: str = "quote_api") -> dict[str, str]:
         """Count one request; raise RateLimited when over. Returns RateLimit-* headers."""
+        current_client.set(client)
         if not self.enabled:
             return {}
         try:

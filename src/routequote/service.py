@@ -8,6 +8,7 @@ depend on nothing else; the per-quote identity, times and hashes are computed fo
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -56,6 +57,8 @@ class RouteQuoteService:
         self.started_at = clock.now()
         self._availability_cache: tuple[Any, dict[str, Any]] | None = None
         self._static_capabilities: dict[str, Any] | None = None
+        # called with every issued quote and the seconds it took (metrics and tracing hang here)
+        self.quote_hooks: list[Callable[[IssuedQuote, float], None]] = []
 
     # ---- quotes -------------------------------------------------------------------------------------
 
@@ -85,6 +88,8 @@ class RouteQuoteService:
             )
             issued = IssuedQuote(payload, intent, body.route, body, self.clock.monotonic() + ttl)
             await self.quotes.put(issued)
+            for hook in self.quote_hooks:
+                hook(issued, self.clock.monotonic() - started)
             return issued
         finally:
             self._inflight -= 1

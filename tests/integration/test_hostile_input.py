@@ -267,6 +267,7 @@ def test_a_500_is_json_and_closes_the_connection(
         raise RuntimeError("secret internals " + HEX64)
 
     monkeypatch.setattr(app.state.service, "quote_request", boom)
+    monkeypatch.setattr(app.state.service, "quote", boom)  # REST v2 issues through `quote` directly
     monkeypatch.setattr(app.state.prepare, "prepare", boom)
     monkeypatch.setattr(input_guard, "log", _Recorder())
     with httpx.Client(base_url=url, timeout=10) as client:

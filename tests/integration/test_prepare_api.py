@@ -212,8 +212,8 @@ async def test_409_mode_conflict_on_multistep_route(api: Api) -> None:
         api, api.body(MULTI_STEP, q, selected_mode="one_shot"), "approval_v3_mode_not_allowed"
     )
     assert err["required_wallet_chains"] == ["arbitrum", "base"]
-    ok = await api.prepare(api.body(MULTI_STEP, q, selected_mode="session"))
-    assert ok.status_code == 200, ok.text
+    # a session approval belongs to /v2/session: prepare refuses it (issue 22 item 3)
+    await assert_400(api, api.body(MULTI_STEP, q, selected_mode="session"), "approval_v3_mode_mismatch")
 
 
 async def test_409_intent_differs_from_approved_quote(api: Api) -> None:

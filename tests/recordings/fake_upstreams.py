@@ -247,3 +247,51 @@ class FakeUpstreams:
 
 class _Revert(Exception):
     pass
+
+
+def pin_solana_pools(fake: FakeUpstreams, raydium: bool = True) -> dict[str, str]:
+    """Move the recorded Orca pool (and its tick arrays) to the pinned Whirlpool address and, with `raydium`,
+    add the recorded pinned Raydium SOL/USDC pool (`pinned_raydium`: pool, AmmConfig, tick arrays and bitmap
+    extension at their pinned PDAs). Returns the pool accounts a live config then names."""
+    from routequote.core.actions import solana_swaps as sw
+    from routequote.market.live_solana import tick_array_address
+
+    old = fake.solana["pool_accounts"][sw.ORCA_USDG_USDC.pool_id]
+    accounts = dict(fake.solana["accounts"])
+    accounts[sw.ORCA_USDG_USDC.whirlpool] = accounts.pop(old)
+    for start in range(-88 * 20, 88 * 20, 88):
+        src = tick_array_address("orca_whirlpool", old, start)
+        if src in accounts:
+            accounts[tick_array_address("orca_whirlpool", sw.ORCA_USDG_USDC.whirlpool, start)] = accounts.pop(
+                src
+            )
+    pools = dict(fake.solana["pool_accounts"])
+    pools[sw.ORCA_USDG_USDC.pool_id] = sw.ORCA_USDG_USDC.whirlpool
+    if raydium:
+        accounts.update(fake.solana["pinned_raydium"]["accounts"])
+        pools[sw.RAYDIUM_SOL_USDC.pool_id] = sw.RAYDIUM_SOL_USDC.pool
+    fake.solana = {**fake.solana, "accounts": accounts}
+    return pools
+
+
+class WaveCountingUpstreams(FakeUpstreams):
+    """The same upstreams, each answer held `delay_seconds`, and every request numbered by its wave: a request
+    is in wave n+1 when the latest wave that had finished (some answer of it was back) before it was sent is n.
+    Requests sent together are one wave; a request that needed an earlier answer is a later one."""
+
+    def __init__(self, clock: Any, delay_seconds: float = 0.05) -> None:
+        super().__init__(clock)
+        self.delay_seconds = delay_seconds
+        self.waves = 0
+        self.requests_by_wave: Counter[int] = Counter()
+        self._finished = 0
+
+    async def handler(self, request: httpx.Request) -> httpx.Response:
+        wave = self._finished + 1
+        self.waves = max(self.waves, wave)
+        self.requests_by_wave[wave] += 1
+        try:
+            await asyncio.sleep(self.delay_seconds)
+            return await super().handler(request)
+        finally:
+            self._finished = max(self._finished, wave)

@@ -11,6 +11,8 @@ from typing import Any
 
 import uvicorn
 
+from routequote.surfaces.forwarded import proxy_options
+
 
 def free_port() -> int:
     with socket.socket() as s:
@@ -22,8 +24,11 @@ def free_port() -> int:
 def running_server(app: Any, port: int | None = None) -> Iterator[str]:
     """Yields the base URL of `app` served by uvicorn (real HTTP over loopback)."""
     port = port or free_port()
+    # forwarded headers as `routequote serve` treats them: only from the proxies the app's settings name
+    settings = getattr(getattr(app, "state", None), "settings", None)
+    proxies = proxy_options(getattr(settings, "trusted_proxies", ""))
     config = uvicorn.Config(
-        app, host="127.0.0.1", port=port, log_level="warning", access_log=False, lifespan="on"
+        app, host="127.0.0.1", port=port, log_level="warning", access_log=False, lifespan="on", **proxies
     )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)

@@ -53,7 +53,9 @@ class ServerProcess:
                 self.kill()
 
 
-def start_server(log_dir: Path, name: str, settings: dict[str, str], timeout: float = 40.0) -> ServerProcess:
+def start_server(
+    log_dir: Path, name: str, settings: dict[str, str], timeout: float = 40.0, workers: int = 1
+) -> ServerProcess:
     """Start `routequote serve` with ROUTEQUOTE_<NAME> settings (rate limits off) and wait until /v2/status answers."""
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("ROUTEQUOTE_")}
@@ -70,7 +72,9 @@ def start_server(log_dir: Path, name: str, settings: dict[str, str], timeout: fl
     exe = Path(sys.executable).with_name("routequote")
     log = log_dir / f"{name}.log"
     with log.open("ab") as out:
-        process = subprocess.Popen([str(exe), "serve", "--workers", "1"], env=env, stdout=out, stderr=out)
+        process = subprocess.Popen(
+            [str(exe), "serve", "--workers", str(workers)], env=env, stdout=out, stderr=out
+        )
     server = ServerProcess(f"http://127.0.0.1:{port}", process, log)
     deadline = time.monotonic() + timeout
     while True:

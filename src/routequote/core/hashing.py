@@ -55,7 +55,19 @@ class Encoded:
         self.raw = raw
 
 
-def _encode(value: Any, out: list[bytes]) -> None:
+class Hole:
+    """A named gap in a value encoded as a `CanonicalTemplate`: filled with a value's encoding on each use."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"Hole({self.name!r})"
+
+
+def _encode(value: Any, out: list[Any]) -> None:
     # dispatch on the exact type, most frequent first: this runs for every issued quote
     t = type(value)
     if t is str:
@@ -87,6 +99,8 @@ def _encode(value: Any, out: list[bytes]) -> None:
         for item in value:
             _encode(item, out)
         out.append(b"]")
+    elif t is Hole:
+        out.append(value)  # only CanonicalTemplate.of accepts a hole; typed_canonical's join refuses it
     elif isinstance(value, bool | int | str | float | dict | list | tuple):  # subclasses, e.g. StrEnum
         base: Any = next(b for b in (bool, int, str, float, dict, list, tuple) if isinstance(value, b))
         _encode(base(value), out)
@@ -102,3 +116,68 @@ def typed_canonical(value: Any) -> bytes:
 
 def typed_canonical_sha256(value: Any) -> str:
     return sha256_hex(typed_canonical(value))
+
+
+class CanonicalTemplate:
+    """The typed-canonical bytes of a value holding `Hole`s: its constant runs, encoded once, and the holes
+    between them. `fill(values)` is byte-equal to `typed_canonical` of the value with every hole replaced by
+    `values[hole.name]` (a hole's position depends only on its key, never on the value filled in)."""
+
+    __slots__ = ("_runs", "_holes")
+
+    def __init__(self, runs: list[bytes], holes: list[str]) -> None:
+        self._runs = runs  # len(holes) + 1 constant runs: run, hole, run, hole, ..., run
+        self._holes = holes
+
+    @classmethod
+    def of(cls, value: Any) -> CanonicalTemplate:
+        out: list[Any] = []
+        _encode(value, out)
+        runs: list[bytes] = []
+        holes: list[str] = []
+        current: list[bytes] = []
+        for piece in out:
+            if type(piece) is Hole:
+                runs.append(b"".join(current))
+                holes.append(piece.name)
+                current = []
+            else:
+                current.append(piece)
+        runs.append(b"".join(current))
+        return cls(runs, holes)
+
+    def fill(self, values: dict[str, Any]) -> bytes:
+        runs = self._runs
+        out = [runs[0]]
+        for i, name in enumerate(self._holes, 1):
+            _encode(values[name], out)
+            out.append(runs[i])
+        return b"".join(out)
+
+    def sha256(self, values: dict[str, Any]) -> str:
+        return sha256_hex(self.fill(values))
+
+
+def strictly_equal(a: Any, b: Any) -> bool:
+    """Equal for typed_canonical: the same types all the way down (1, 1.0 and True differ; so do 0.0 and -0.0).
+    Shared subtrees are recognised by identity, so comparing two values built from the same parts is cheap."""
+    if a is b:
+        return True
+    t = type(a)
+    if t is not type(b):
+        return False
+    if t is dict:
+        if a.keys() != b.keys():
+            return False
+        for k, v in a.items():
+            w = b[k]
+            if v is not w and not strictly_equal(v, w):
+                return False
+        return True
+    if t is list or t is tuple:
+        return len(a) == len(b) and all(v is w or strictly_equal(v, w) for v, w in zip(a, b, strict=True))
+    if t is float:
+        return bool(a == b and math.copysign(1.0, a) == math.copysign(1.0, b))
+    if t is Hole:
+        return bool(a.name == b.name)
+    return bool(a == b)

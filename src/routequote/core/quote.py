@@ -7,21 +7,25 @@ quote (everything that depends only on route, amount and market version) is buil
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from fractions import Fraction
 from typing import Any
+
+import orjson
 
 from routequote.core.assets import CHAINS, Asset, Chain, Token
 from routequote.core.field_rules import IDEMPOTENCY_KEY_PATTERN
 from routequote.core.hashing import (
     CANONICAL_JSON_SPEC,
     TYPED_CANONICAL_SPEC,
-    Encoded,
+    CanonicalTemplate,
+    Hole,
     canonical_json_numberless,
     canonical_sha256,
     sha256_hex,
-    typed_canonical,
+    strictly_equal,
 )
 from routequote.core.intent import QuoteIntent, amount_fraction
 from routequote.core.market import MarketView
@@ -295,25 +299,14 @@ class QuoteBody:
     price_recommended: bool
     route: Route
     pricing: RoutePricing
-    # typed-canonical encodings of the parts above, made on first use: identity of the source object -> bytes
-    _encoded: dict[int, Encoded] = field(default_factory=dict, compare=False, repr=False)
-    _substituted: dict[str, Encoded] = field(default_factory=dict, compare=False, repr=False)
-
-    def encoded(self, value: Any) -> Encoded:
-        cached = self._encoded.get(id(value))
-        if cached is None:
-            cached = self._encoded[id(value)] = Encoded(typed_canonical(value))
-        return cached
-
-    def encoded_substituted(self, name: str, source: Any) -> Encoded:
-        """Encoding of a substituted member (the same for every quote of this body), cached by name.
-        `source()` returns the substituted intent, or the substituted route whose member `name` is wanted."""
-        cached = self._substituted.get(name)
-        if cached is None:
-            value = source()
-            value = value if name == "intent" else value[name]
-            cached = self._substituted[name] = Encoded(typed_canonical(value))
-        return cached
+    # the payload hash's template for this body: (skeleton it was made from, template), made on first use
+    _payload_template: list[tuple[dict[str, Any], CanonicalTemplate]] = field(
+        default_factory=list, compare=False, repr=False
+    )
+    # JSON of the dict parts above, made on first use: identity -> (the part, its orjson bytes)
+    _json_parts: dict[int, tuple[Any, orjson.Fragment]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
 
 
 def quote_body(intent: QuoteIntent, pricing: RoutePricing, view: MarketView) -> QuoteBody:
@@ -465,37 +458,59 @@ def substituted_payload(quote: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-_SUBSTITUTED_ROUTE_KEYS = frozenset({"input_base", "expected_output_base", "minimum_output_base", "steps"})
+# what differs between two quotes of one QuoteBody: holes in the payload hash's cached template
+_PER_QUOTE_PATHS = (("quote_id",), ("as_of",), ("expires_at",), ("route", "quote_latency_ms"))
+_HOLES = {path: Hole("/".join(path)) for path in _PER_QUOTE_PATHS}
+
+
+def _with_holes(quote: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The quote with a hole at each per-quote path (copying only the dicts on those paths), and the values."""
+    skeleton = {k: v for k, v in quote.items() if k != "continuation_v3"}
+    values: dict[str, Any] = {}
+    for path, hole in _HOLES.items():
+        node = skeleton
+        for key in path[:-1]:
+            node[key] = node = dict(node[key])
+        values[hole.name] = node[path[-1]]
+        node[path[-1]] = hole
+    return skeleton, values
 
 
 def _payload_sha256(body: QuoteBody, quote: dict[str, Any]) -> str:
-    """quote_payload_sha256 of `quote`, reusing cached encodings of the parts that come from `body`.
+    """quote_payload_sha256 of `quote`, from a template of `substituted_payload` cached on `body`.
 
-    Equal to typed_canonical_sha256(substituted_payload(quote)); a unit test holds the two together.
-    """
-    static = {id(v) for v in (body.offer, body.risk, body.cost_summary, body.eta, body.market, body.summary)}
-    parts: dict[str, Any] = {}
-    for key, value in quote.items():
-        if key == "continuation_v3":
-            continue
-        if id(value) in static:
-            parts[key] = body.encoded(value)
-        elif key == "intent":
-            parts[key] = body.encoded_substituted("intent", lambda: substituted_payload(quote)["intent"])
-        elif key == "route":
-            parts[key] = {
-                k: (
-                    body.encoded_substituted(k, lambda: substituted_payload(quote)["route"])
-                    if k in _SUBSTITUTED_ROUTE_KEYS
-                    else body.encoded(v)
-                    if k in body.route_fields and v is body.route_fields[k]
-                    else v
-                )
-                for k, v in value.items()
-            }
-        else:
-            parts[key] = value
-    return sha256_hex(typed_canonical(parts))
+    Equal to typed_canonical_sha256(substituted_payload(quote)) (a unit test holds the two together). The
+    template is reused only while everything but the holes is strictly equal to what it was made from, so a
+    field that starts to vary per quote costs speed, never correctness."""
+    skeleton, values = _with_holes(quote)
+    cached = body._payload_template
+    if not cached or not strictly_equal(cached[0][0], skeleton):
+        # kept as a private copy (a caller may change its payload later), sharing the body's own parts
+        shared: dict[int, Any] = {}
+        for name in QuoteBody.__dataclass_fields__:
+            part = getattr(body, name)
+            if type(part) is dict and not name.startswith("_"):
+                shared[id(part)] = part
+                shared.update((id(v), v) for v in part.values() if type(v) in (dict, list))
+        kept = copy.deepcopy(skeleton, shared)
+        cached[:] = [(kept, CanonicalTemplate.of(substituted_payload(kept)))]
+    return cached[0][1].sha256(values)
+
+
+def payload_json(body: QuoteBody, payload: dict[str, Any]) -> bytes:
+    """The JSON of an issued payload (as `orjson.dumps(payload)`), with the parts every quote of `body` shares
+    serialised once."""
+    parts = body._json_parts
+    if not parts:
+        for name in QuoteBody.__dataclass_fields__:
+            part = getattr(body, name)
+            if type(part) is dict and not name.startswith("_"):
+                parts[id(part)] = (part, orjson.Fragment(orjson.dumps(part)))
+    out: dict[str, Any] = {}
+    for key, value in payload.items():
+        known = parts.get(id(value))
+        out[key] = known[1] if known is not None and known[0] is value else value
+    return orjson.dumps(out)
 
 
 def fingerprint_claim(quote: dict[str, Any], continuation: dict[str, Any]) -> dict[str, Any]:

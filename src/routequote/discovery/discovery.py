@@ -47,6 +47,8 @@ from routequote.prepare import IDEMPOTENCY_TTL_SECONDS
 from routequote.service import RouteQuoteService
 from routequote.storage.quotes import MAX_RECORDS
 
+STORE_PLACES = {"memory": "process memory", "sqlite": "a file its workers share"}
+
 SERVICE_NAME = "routequote"
 ECONOMICS_PATH = "/v2/route-economics.json"
 INDEX_PATH = "/.well-known/api-index.json"
@@ -788,12 +790,15 @@ class Discovery:
             f"# Privacy: {SERVICE_NAME} at {self.base_url}",
             "",
             "- No accounts, no cookies, no API keys.",
-            (
-                f"- Issued quotes (route, amounts, quote id; no wallet data) are kept in process memory for "
-                f"{s.quote_ttl_seconds} s (their TTL), at most {MAX_RECORDS} at a time, and are gone on restart."
-                if s.quote_store == "memory"
-                else f"- Issued quotes (route, amounts, quote id; no wallet data) are kept in the operator's Redis "
-                f"for {s.quote_ttl_seconds} s (their TTL), then expire."
+            {
+                "memory": f"- Issued quotes (route, amounts, quote id; no wallet data) are kept in process memory "
+                f"for {s.quote_ttl_seconds} s (their TTL), at most {MAX_RECORDS} at a time, and are gone on restart.",
+                "sqlite": "- Issued quotes (route, amounts, quote id; no wallet data) are kept in a file on the "
+                f"server's machine that its workers share, for {s.quote_ttl_seconds} s (their TTL), then deleted.",
+            }.get(
+                s.resolved_quote_store(),
+                "- Issued quotes (route, amounts, quote id; no wallet data) are kept in the operator's Redis "
+                f"for {s.quote_ttl_seconds} s (their TTL), then expire.",
             ),
             "- Rate limiting keeps a counter keyed by the client IP address for the limit's window "
             f"({s.rate_limit}) in {'Redis' if s.redis_url else 'process memory'}.",
@@ -804,7 +809,7 @@ class Discovery:
         if self._has("/v2/prepare"):
             lines.append(
                 "- Prepare keeps, per idempotency key, a hash of the request and the bundle it returned (public "
-                f"wallet addresses, amounts, quote id) in {'process memory' if s.quote_store == 'memory' else 'Redis'} "
+                f"wallet addresses, amounts, quote id) in {STORE_PLACES.get(s.resolved_quote_store(), 'Redis')} "
                 f"for {IDEMPOTENCY_TTL_SECONDS} s, so a replay gets the same answer; nothing else keeps it."
             )
         lines.append("")

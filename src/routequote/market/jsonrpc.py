@@ -11,6 +11,10 @@ Errors are typed so the live market can say *why* a source is down:
 * `RpcRateLimited`    HTTP 429 or JSON-RPC error -32005 / "rate limit" (capacity, not breakage)
 * `RpcProtocolError`  the body is not a valid JSON-RPC response (garbage, wrong ids, missing result)
 * `RpcCallError`      the node answered with a JSON-RPC error object for one call (e.g. a revert)
+* `RpcTooLarge`       the body passed the size limit (reading stopped there: market.upstream)
+
+An error's text is ours (the method and what went wrong); what the node wrote is kept apart in `upstream`
+for the log, and answers use `market.upstream.public_reason`, never either text.
 """
 
 from __future__ import annotations
@@ -23,11 +27,16 @@ from typing import Any
 
 import httpx
 
+from routequote.market.upstream import DEFAULT_MAX_BYTES, ResponseTooLarge, fetch_bounded, loads
+
 
 class RpcError(Exception):
-    """Base of every JSON-RPC client failure; `kind` is a short machine-readable class."""
+    """Base of every JSON-RPC client failure; `kind` is a short machine-readable class, `method` the call
+    (when known), `upstream` what the node itself wrote (log only)."""
 
     kind = "rpc_error"
+    method: str | None = None
+    upstream: str = ""
 
 
 class RpcTimeout(RpcError):
@@ -46,14 +55,20 @@ class RpcProtocolError(RpcError):
     kind = "invalid_response"
 
 
+class RpcTooLarge(RpcError):
+    kind = "too_large"
+
+
 class RpcCallError(RpcError):
     kind = "call_error"
 
-    def __init__(self, method: str, code: int | None, message: str, data: Any = None) -> None:
-        super().__init__(f"{method}: JSON-RPC error {code}: {message}")
+    def __init__(self, method: str, code: Any, message: str, data: Any = None) -> None:
+        code = code if isinstance(code, int) and not isinstance(code, bool) else None
+        super().__init__(f"{method}: JSON-RPC error {code}")
         self.method = method
         self.code = code
         self.rpc_message = message
+        self.upstream = message
         self.data = data
 
 
@@ -69,11 +84,18 @@ class JsonRpcClient:
     """JSON-RPC over HTTP POST. `client` is shared (connection pooling); `timeout` bounds each POST."""
 
     def __init__(
-        self, url: str, client: httpx.AsyncClient, *, timeout: float = 1.5, max_batch: int = 1000
+        self,
+        url: str,
+        client: httpx.AsyncClient,
+        *,
+        timeout: float = 1.5,
+        max_batch: int = 1000,
+        max_bytes: int = DEFAULT_MAX_BYTES,
     ) -> None:
         self.url = url
         self.client = client
         self.timeout = timeout
+        self.max_bytes = max_bytes
         self.max_batch = max_batch
         self.batching = True  # turned off when the node refuses batches
         self.round_trips = 0  # HTTP requests sent (for tests and timings)
@@ -82,12 +104,17 @@ class JsonRpcClient:
     async def _post(self, payload: Any) -> Any:
         self.round_trips += 1
         try:
-            resp = await self.client.post(
+            resp = await fetch_bounded(
+                self.client,
+                "POST",
                 self.url,
+                max_bytes=self.max_bytes,
                 content=json.dumps(payload, separators=(",", ":")),
                 headers={"content-type": "application/json"},
                 timeout=self.timeout,
             )
+        except ResponseTooLarge as exc:
+            raise RpcTooLarge(f"RPC answer too large: {exc}") from exc
         except httpx.TimeoutException as exc:
             raise RpcTimeout(f"no answer from the RPC node within {self.timeout:g} s") from exc
         except httpx.HTTPError as exc:
@@ -97,9 +124,17 @@ class JsonRpcClient:
         if resp.status_code != 200:
             raise RpcTransportError(f"RPC node answered HTTP {resp.status_code}")
         try:
-            return json.loads(resp.content)
+            return await loads(resp.body)
         except ValueError as exc:
             raise RpcProtocolError("RPC node answered with a body that is not JSON") from exc
+
+    async def _named(self, method: str, payload: Any) -> Any:
+        """`_post`, its failure labelled with the (first) method it carried."""
+        try:
+            return await self._post(payload)
+        except RpcError as exc:
+            exc.method = exc.method or method
+            raise
 
     @staticmethod
     def _result(method: str, item: Any) -> Any:
@@ -110,7 +145,9 @@ class JsonRpcClient:
             if not isinstance(err, dict):
                 raise RpcProtocolError(f"{method}: malformed error object")
             if _is_rate_limit(err):
-                raise RpcRateLimited(f"{method}: {err.get('message', 'rate limited')}")
+                limited = RpcRateLimited(f"{method}: rate limited")
+                limited.upstream = str(err.get("message", ""))
+                raise limited
             raise RpcCallError(method, err.get("code"), str(err.get("message", "")), err.get("data"))
         if "result" not in item:
             raise RpcProtocolError(f"{method}: response has neither result nor error")
@@ -118,18 +155,17 @@ class JsonRpcClient:
 
     async def call(self, method: str, params: Sequence[Any] | dict[str, Any] = ()) -> Any:
         rid = next(self._ids)
-        body = await self._post(
+        body = await self._named(
+            method,
             {
                 "jsonrpc": "2.0",
                 "id": rid,
                 "method": method,
                 "params": list(params) if not isinstance(params, dict) else params,
-            }
+            },
         )
         if isinstance(body, dict) and body.get("id") not in (rid, None):
-            raise RpcProtocolError(
-                f"{method}: response id {body.get('id')!r} does not match request id {rid}"
-            )
+            raise RpcProtocolError(f"{method}: response id does not match request id {rid}")
         return self._result(method, body)
 
     async def batch(
@@ -172,7 +208,7 @@ class JsonRpcClient:
             for rid, (m, p) in zip(ids, calls, strict=True)
         ]
         try:
-            body = await self._post(payload)
+            body = await self._named(calls[0][0], payload)
         except RpcTransportError:
             # some gateways answer a batch with HTTP 4xx: fall back to single calls for this node
             self.batching = False
@@ -180,7 +216,7 @@ class JsonRpcClient:
         if isinstance(body, dict) and "error" in body:
             err = body.get("error") or {}
             if isinstance(err, dict) and _is_rate_limit(err):
-                raise RpcRateLimited(str(err.get("message", "rate limited")))
+                raise RpcRateLimited("batch: rate limited")
             if len(calls) > 1:  # a batch answered by one error object: the node does not take batches
                 self.batching = False
                 return await self._singles(calls, return_exceptions)

@@ -1,6 +1,7 @@
 """LiveMarket: the MarketData port priced from live chain state and provider APIs.
 
-Sources (each one upstream round trip in the steady state, all fetched at once):
+Sources (all fetched at once, each in one upstream round trip in the steady state and on a cold start, where
+the snapshot's pool ticks and the pinned Solana accounts tell the first read what to ask for):
 
 | source                 | feeds (components)                        | read with                              |
 |------------------------|-------------------------------------------|----------------------------------------|
@@ -49,7 +50,7 @@ from routequote.core.market import (
     market_view_from_dict,
 )
 from routequote.core.routes import ROUTES, Provider
-from routequote.market.jsonrpc import JsonRpcClient, RpcError, StaleSourceData
+from routequote.market.jsonrpc import JsonRpcClient, StaleSourceData
 from routequote.market.live_bridges import (
     AcrossFees,
     AcrossFeesSource,
@@ -71,6 +72,7 @@ from routequote.market.live_solana import (
 )
 from routequote.market.snapshot import load_snapshot_document
 from routequote.market.synthetic import POOLS
+from routequote.market.upstream import classified, failure_kind, log_failure
 from routequote.ports import Clock, SourceHealth
 
 MAX_TIMEOUT_SECONDS = 1.5
@@ -215,6 +217,11 @@ class LiveMarket:
         p = self._snapshot.pools.get(pool_id)
         return (p.clmm.tick_current, p.clmm.tick_spacing) if p is not None else None
 
+    def _hint_ticks(self, pool_id: str) -> tuple[int, ...]:
+        """The initialized ticks the snapshot saw: read with the first batch (verified, never priced)."""
+        p = self._snapshot.pools.get(pool_id)
+        return tuple(t for t, _ in p.clmm.ticks) if p is not None else ()
+
     def _build_sources(self) -> None:
         cfg, out = self.config, self.sources
         rpcs = {c: self._rpc(c) for c in Chain}
@@ -227,6 +234,7 @@ class LiveMarket:
                     p.token1,
                     ASSETS[p.token0].wrapped_address or ASSETS[p.token0].address,
                     self._hint(p.pool_id),
+                    self._hint_ticks(p.pool_id),
                 )
                 for p in POOLS
                 if p.venue == "uniswap_v3" and p.pool_id.startswith(f"{chain.value}:")
@@ -378,12 +386,10 @@ class LiveMarket:
                     reading = await asyncio.wait_for(src.fetch(), self.config.timeout_seconds)
                 except TimeoutError as exc:
                     raise _Failure("timeout", f"no answer within {self.config.timeout_seconds:g} s") from exc
-                except RpcError as exc:
-                    raise _Failure(exc.kind, str(exc)) from exc
-                except (ValueError, KeyError, TypeError, AssertionError) as exc:
-                    raise _Failure("invalid_data", f"{type(exc).__name__}: {exc}") from exc
                 except Exception as exc:  # a reader bug must cost its routes, never the whole service
-                    raise _Failure("source_error", f"{type(exc).__name__}: {exc}") from exc
+                    kind = failure_kind(exc)
+                    log_failure(src.name, getattr(exc, "method", None), kind, exc)  # upstream text: log only
+                    raise _Failure(kind, classified(kind, getattr(exc, "method", None))) from None
                 wall = self.clock.now().timestamp()
                 key, as_of = self._data_time(reading, wall)
                 age = wall - as_of

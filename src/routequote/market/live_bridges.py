@@ -20,7 +20,6 @@ Every reader returns integers (USD with 8 decimals, base units, wei, ppm) and th
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
@@ -36,43 +35,42 @@ from routequote.market.jsonrpc import (
     RpcCallError,
     RpcRateLimited,
     RpcTimeout,
+    RpcTooLarge,
     RpcTransportError,
     SourceDataError,
 )
 from routequote.market.live_evm import abi_decode, eth_call, parse_block, selector
+from routequote.market.upstream import ResponseTooLarge, fetch_bounded, loads
 
 USD_E8_DECIMALS = 8
 
 
 async def get_json(client: httpx.AsyncClient, url: str, params: Any, timeout: float) -> Any:
-    """GET a JSON document; typed errors as the JSON-RPC client. Floats parse as Decimal (no binary rounding)."""
+    """GET a JSON document (body bounded, `market.upstream`); typed errors as the JSON-RPC client, the
+    upstream's own words kept apart for the log. Floats parse as Decimal (no binary rounding)."""
+    host = httpx.URL(url).host
     try:
-        resp = await client.get(url, params=params, timeout=timeout, headers={"accept": "application/json"})
-    except httpx.TimeoutException as exc:
-        raise RpcTimeout(f"no answer from {httpx.URL(url).host} within {timeout:g} s") from exc
-    except httpx.HTTPError as exc:
-        raise RpcTransportError(
-            f"transport error talking to {httpx.URL(url).host}: {type(exc).__name__}"
-        ) from exc
-    if resp.status_code == 429:
-        raise RpcRateLimited(f"{httpx.URL(url).host} rate-limited the request (HTTP 429)")
-    if resp.status_code >= 500:
-        raise RpcTransportError(f"{httpx.URL(url).host} answered HTTP {resp.status_code}")
-    if resp.status_code != 200:
-        detail = ""
-        try:
-            body = resp.json()
-            if isinstance(body, dict):
-                detail = str(body.get("message") or body.get("error") or "")[:160]
-        except ValueError:
-            pass
-        raise SourceDataError(
-            f"{httpx.URL(url).host} answered HTTP {resp.status_code}{': ' + detail if detail else ''}"
+        resp = await fetch_bounded(
+            client, "GET", url, params=params, timeout=timeout, headers={"accept": "application/json"}
         )
+    except ResponseTooLarge as exc:
+        raise RpcTooLarge(f"{host}: {exc}") from exc
+    except httpx.TimeoutException as exc:
+        raise RpcTimeout(f"no answer from {host} within {timeout:g} s") from exc
+    except httpx.HTTPError as exc:
+        raise RpcTransportError(f"transport error talking to {host}: {type(exc).__name__}") from exc
+    if resp.status_code == 429:
+        raise RpcRateLimited(f"{host} rate-limited the request (HTTP 429)")
+    if resp.status_code >= 500:
+        raise RpcTransportError(f"{host} answered HTTP {resp.status_code}")
+    if resp.status_code != 200:
+        refused = SourceDataError(f"{host} answered HTTP {resp.status_code}")
+        refused.upstream = resp.body[:400].decode("utf-8", "replace")
+        raise refused
     try:
-        return json.loads(resp.content, parse_float=Decimal)
+        return await loads(resp.body, parse_float=Decimal)
     except ValueError as exc:
-        raise SourceDataError(f"{httpx.URL(url).host} answered with a body that is not JSON") from exc
+        raise SourceDataError(f"{host} answered with a body that is not JSON") from exc
 
 
 def _int(value: Any, what: str) -> int:

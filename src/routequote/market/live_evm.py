@@ -15,14 +15,16 @@ What is read, per pool (UniswapV3Pool, `@uniswap/v3-core` `contracts/UniswapV3Po
 
 Round trips per refresh, one chain:
 
-1. One batch: `eth_getBlockByNumber("latest")`, the per-pool calls at `latest` (plus, after the first refresh,
-   the bitmap words and initialized ticks of the previous window), and `eth_getBlockByNumber("latest")`
+1. One batch: `eth_getBlockByNumber("latest")`, the per-pool calls at `latest` (plus the bitmap words and
+   initialized ticks of the previous window; on a cold start, those of the snapshot's hint), and
+   `eth_getBlockByNumber("latest")`
    again. When both brackets name the same block hash, every call in between read that block (the batch is
    pinned). If the head moved, the calls are repeated pinned to the first bracket's block number.
 2. Only when the window moved (or on a cold start): the missing bitmap words, pinned to that block.
 3. Only when new initialized ticks appeared: their `ticks(i)`, pinned to that block.
 
-In the steady state a refresh therefore costs one HTTP round trip per chain.
+In the steady state, and on a cold start while the pools still hold the snapshot's ticks, a refresh therefore
+costs one HTTP round trip per chain.
 
 The tick window is `words_each_side` bitmap words either side of the current word (with spacing 10 and
 2 words: +-5,120 ticks, a price move of about +-67 %). Liquidity beyond the window is not visible: a swap that
@@ -139,6 +141,9 @@ class EvmPoolSpec:
     hint: tuple[int, int] | None = (
         None  # (tick, tick spacing) expected on a cold start, e.g. from the snapshot
     )
+    # initialized ticks expected near the hinted tick (the snapshot's): a cold read asks for them in its first
+    # batch, so it needs no second round trip while the pool still has them
+    hint_ticks: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,11 +199,18 @@ class UniswapV3PoolsSource:
         return tuple(range(lo, hi + 1))
 
     def _first_memory(self, spec: EvmPoolSpec) -> _Memory:
-        """Before the first read: the bitmap words around the hinted tick (a cold refresh then needs only the
-        ticks round trip when the price is still within the hinted window)."""
+        """Before the first read: the bitmap words around the hinted tick and the hinted initialized ticks in
+        them (a cold refresh is then one round trip while the pool still has those ticks; a tick the bitmap
+        shows that was not hinted costs the ticks round trip, never a wrong price)."""
         mem = self._memory.get(spec.pool_id)
         if mem is None:
-            mem = _Memory(self._window(*spec.hint) if spec.hint else ())
+            if spec.hint:
+                words = self._window(*spec.hint)
+                spacing = spec.hint[1]
+                ticks = tuple(sorted({t for t in spec.hint_ticks if word_of(t, spacing) in words}))
+                mem = _Memory(words, ticks)
+            else:
+                mem = _Memory()
             self._memory[spec.pool_id] = mem
         return mem
 

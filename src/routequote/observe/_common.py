@@ -13,14 +13,18 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+import httpx
+
 from routequote.market.jsonrpc import RpcError
+from routequote.market.upstream import ResponseTooLarge, fetch_bounded, loads, log_failure, public_reason
 from routequote.ports import ObservationUnavailable
 
 T = TypeVar("T")
 
 
 class WireError(ValueError):
-    """An upstream answered with a value that does not have the documented shape."""
+    """An upstream answered with a value that does not have the documented shape (its text, which may quote
+    the value, is for the log only: `unavailable` never relays it)."""
 
 
 @dataclass
@@ -49,14 +53,14 @@ class Breaker:
         if self.failures >= self.failure_threshold:
             self.open_until = self.clock() + self.cooldown_seconds
 
-    async def guard(self, work: Awaitable[T]) -> T:
+    async def guard(self, work: Awaitable[T], method: str | None = None) -> T:
         """One upstream call through the breaker (after `check`): an RPC, wire or observation failure counts
-        against it and is raised as ObservationUnavailable; a result closes it."""
+        against it and is raised as ObservationUnavailable (classified, naming `method`); a result closes it."""
         try:
             out = await work
         except (RpcError, WireError) as exc:
             self.failure()
-            raise unavailable(exc, self.name) from exc
+            raise unavailable(exc, self.name, method) from None
         except ObservationUnavailable:
             self.failure()
             raise
@@ -70,13 +74,66 @@ class Breaker:
         )
 
 
-def unavailable(exc: Exception, name: str) -> ObservationUnavailable:
-    """The ObservationUnavailable for an upstream failure: reason like `rpc_timeout:base`."""
-    if isinstance(exc, RpcError):
-        return ObservationUnavailable(f"rpc_{exc.kind}:{name}", f"{name}: {exc}")
-    if isinstance(exc, WireError):
-        return ObservationUnavailable(f"rpc_invalid_response:{name}", f"{name}: {exc}")
-    return ObservationUnavailable(f"rpc_error:{name}", f"{name}: {type(exc).__name__}")
+def unavailable(exc: Exception, name: str, method: str | None = None) -> ObservationUnavailable:
+    """The ObservationUnavailable for an upstream failure: reason like `rpc_timeout:base`, a message naming
+    the chain's RPC, the method and the classified reason. What the node wrote (an error message, a value
+    that failed a check) goes to the log, redacted and bounded, never into the answer."""
+    kind = (
+        exc.kind
+        if isinstance(exc, RpcError)
+        else "invalid_response"
+        if isinstance(exc, WireError)
+        else "error"
+    )
+    method = (exc.method if isinstance(exc, RpcError) else None) or method
+    log_failure(f"{name} RPC", method, kind, exc)
+    return ObservationUnavailable(f"rpc_{kind}:{name}", public_reason(f"{name} RPC", method, kind))
+
+
+@dataclass
+class RestUpstream:
+    """A REST lookup an observer makes (Circle Iris, LayerZero Scan): one bounded GET behind the breaker, every
+    failure an ObservationUnavailable `<prefix>_<kind>` whose message names the dependency, the method and a
+    classified reason; what the upstream wrote goes to the log only."""
+
+    dependency: str  # as answers name it, e.g. "Circle Iris"
+    method: str  # our name for the call, e.g. "GET /v2/messages"
+    prefix: str  # of the reason, e.g. "iris"
+    breaker: Breaker
+    max_bytes: int
+
+    def fail(self, reason: str, kind: str, exc: BaseException) -> ObservationUnavailable:
+        self.breaker.failure()
+        log_failure(self.dependency, self.method, kind, exc)
+        return ObservationUnavailable(reason, public_reason(self.dependency, self.method, kind))
+
+    async def get_json(self, client: httpx.AsyncClient, url: str, timeout: float, **kwargs: Any) -> Any:
+        """The parsed answer; None for 404 (not indexed yet). The caller parses it, and on a WireError raises
+        `self.fail(f"{prefix}_invalid_response", "invalid_response", exc)`."""
+        p = self.prefix
+        self.breaker.check()
+        try:
+            resp = await fetch_bounded(
+                client, "GET", url, max_bytes=self.max_bytes, timeout=timeout, **kwargs
+            )
+        except ResponseTooLarge as exc:
+            raise self.fail(f"{p}_too_large", "too_large", exc) from None
+        except httpx.TimeoutException as exc:
+            raise self.fail(f"{p}_timeout", "timeout", exc) from None
+        except httpx.HTTPError as exc:
+            raise self.fail(f"{p}_transport_error", "transport_error", exc) from None
+        if resp.status_code == 404:
+            self.breaker.success()
+            return None
+        if resp.status_code == 429:
+            raise self.fail(f"{p}_rate_limited", "rate_limited", RuntimeError("HTTP 429"))
+        if resp.status_code != 200:
+            status = resp.status_code
+            raise self.fail(f"{p}_http_{status}", "transport_error", RuntimeError(f"HTTP {status}"))
+        try:
+            return await loads(resp.body)
+        except ValueError as exc:
+            raise self.fail(f"{p}_invalid_response", "invalid_response", exc) from None
 
 
 HEX_DIGITS = frozenset("0123456789abcdefABCDEF")

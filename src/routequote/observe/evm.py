@@ -6,8 +6,10 @@
 
 A chain with no RPC URL raises `ObservationUnavailable("chain_rpc_not_configured", ...)`; a node that
 answers for another chain id than the pinned one raises `rpc_wrong_chain:<chain>`; timeouts, transport and
-protocol failures raise `rpc_<kind>:<chain>` (e.g. `rpc_timeout:base`). Nothing is retried here: the caller
-observes again.
+protocol failures raise `rpc_<kind>:<chain>` (e.g. `rpc_timeout:base`), whose message names the method and a
+classified reason, never what the node wrote. Nothing is retried here: the caller observes again. Bodies are
+bounded (`max_bytes`), and a receipt or log list past `HEAVY_LOGS` entries is decoded in a worker thread so
+one huge receipt cannot stall every other request.
 """
 
 from __future__ import annotations
@@ -24,11 +26,13 @@ from routequote.core.assets import CHAINS, Chain
 from routequote.core.field_rules import EVM_ADDRESS_PATTERN, EVM_TX_HASH_PATTERN
 from routequote.errors import InvalidRequest
 from routequote.market.jsonrpc import JsonRpcClient
+from routequote.market.upstream import DEFAULT_MAX_BYTES, off_loop
 from routequote.observe._common import Breaker, WireError, data_bytes, hash32, quantity
 from routequote.ports import EvmLog, EvmTransaction, ObservationUnavailable
 
 TX_HASH = re.compile(EVM_TX_HASH_PATTERN)
 ADDRESS = re.compile(EVM_ADDRESS_PATTERN)
+HEAVY_LOGS = 500  # from this many logs on, decoding runs off the event loop
 
 
 def default_chain_ids() -> dict[str, int]:
@@ -59,6 +63,10 @@ def parse_log(item: Any) -> EvmLog:
         tx_hash=hash32(item.get("transactionHash"), "log.transactionHash"),
         block_number=quantity(item.get("blockNumber"), "log.blockNumber"),
     )
+
+
+def _parse_logs(raw: list[Any]) -> list[EvmLog]:
+    return [parse_log(item) for item in raw if not (isinstance(item, dict) and item.get("removed") is True)]
 
 
 def parse_transaction(
@@ -115,10 +123,13 @@ class JsonRpcEvmReader:
         cooldown_seconds: float = 15.0,
         chain_ids: Mapping[str, int] | None = None,
         clock: Callable[[], float] = time.monotonic,
+        max_bytes: int = DEFAULT_MAX_BYTES,
     ) -> None:
         self.chain_ids = dict(chain_ids) if chain_ids is not None else default_chain_ids()
         self.rpcs = {
-            chain: JsonRpcClient(url, client, timeout=timeout) for chain, url in rpc_urls.items() if url
+            chain: JsonRpcClient(url, client, timeout=timeout, max_bytes=max_bytes)
+            for chain, url in rpc_urls.items()
+            if url
         }
         self.breakers = {
             chain: Breaker(chain, failure_threshold, cooldown_seconds, clock) for chain in self.rpcs
@@ -140,10 +151,9 @@ class JsonRpcEvmReader:
     def _check_chain_id(self, chain: str, raw: Any) -> int:
         got = quantity(raw, "eth_chainId")
         want = self.chain_ids.get(chain)
-        if want is not None and got != want:
+        if want is not None and got != want:  # the node's value is not repeated to the caller
             raise ObservationUnavailable(
-                f"rpc_wrong_chain:{chain}",
-                f"the RPC configured for {chain} serves chain id {got}, not {want}",
+                f"rpc_wrong_chain:{chain}", f"the RPC configured for {chain} does not serve chain id {want}"
             )
         return got
 
@@ -167,11 +177,19 @@ class JsonRpcEvmReader:
             if not isinstance(receipt, dict):
                 raise WireError("receipt: not an object")
             block = await rpc.call("eth_getBlockByNumber", [receipt.get("blockNumber"), False])
-            return parse_transaction(
-                tx_hash, tx, receipt, block, quantity(latest_raw, "eth_blockNumber"), chain_id
+            logs = receipt.get("logs")
+            return await off_loop(
+                parse_transaction,
+                tx_hash,
+                tx,
+                receipt,
+                block,
+                quantity(latest_raw, "eth_blockNumber"),
+                chain_id,
+                heavy=isinstance(logs, list) and len(logs) >= HEAVY_LOGS,
             )
 
-        return await breaker.guard(read())
+        return await breaker.guard(read(), "eth_getTransactionReceipt")
 
     async def logs(
         self, chain: str, address: str, topics: list[str | None], from_block: int, to_block: int | None = None
@@ -188,13 +206,9 @@ class JsonRpcEvmReader:
             raw = await rpc.call("eth_getLogs", [flt])
             if not isinstance(raw, list):
                 raise WireError("eth_getLogs: not a list")
-            return [
-                parse_log(item)
-                for item in raw
-                if not (isinstance(item, dict) and item.get("removed") is True)
-            ]
+            return await off_loop(_parse_logs, raw, heavy=len(raw) >= HEAVY_LOGS)
 
-        return await breaker.guard(read())
+        return await breaker.guard(read(), "eth_getLogs")
 
     async def block_number(self, chain: str) -> int:
         rpc, breaker = self._rpc(chain)
@@ -202,7 +216,7 @@ class JsonRpcEvmReader:
         async def read() -> int:
             return quantity(await rpc.call("eth_blockNumber", []), "eth_blockNumber")
 
-        return await breaker.guard(read())
+        return await breaker.guard(read(), "eth_blockNumber")
 
     def health(self) -> dict[str, dict[str, Any]]:
         return {c: {"breaker": b.state, "consecutive_failures": b.failures} for c, b in self.breakers.items()}

@@ -35,7 +35,7 @@ class JsonRpcEvmState:
             self.reader._check_chain_id(chain, chain_raw)
             return data_bytes(result, method)
 
-        out: bytes = await breaker.guard(read())
+        out: bytes = await breaker.guard(read(), method)
         return out
 
     async def call(self, chain: str, to: str, data: str) -> bytes:
@@ -56,7 +56,7 @@ class JsonRpcEvmState:
                 raise WireError("eth_getBlockByNumber: not an object")
             return quantity(block.get("timestamp"), "block.timestamp")
 
-        out: int = await breaker.guard(read())
+        out: int = await breaker.guard(read(), "eth_getBlockByNumber")
         return out
 
 

@@ -18,7 +18,8 @@ import httpx
 from routequote.core.field_rules import TRANSACTION_ID_PATTERN
 from routequote.core.sessions.evidence import parse_cctp_message
 from routequote.errors import InvalidRequest
-from routequote.observe._common import Breaker, WireError, data_bytes, integer
+from routequote.market.upstream import DEFAULT_MAX_BYTES
+from routequote.observe._common import Breaker, RestUpstream, WireError, data_bytes, integer
 from routequote.ports import CctpMessage, ObservationUnavailable
 
 TX_ID = re.compile(TRANSACTION_ID_PATTERN)  # EVM hash or Solana signature
@@ -111,15 +112,13 @@ class IrisAttestationReader:
         failure_threshold: int = 3,
         cooldown_seconds: float = 15.0,
         clock: Callable[[], float] = time.monotonic,
+        max_bytes: int = DEFAULT_MAX_BYTES,
     ) -> None:
         self.base_url = base_url.rstrip("/") if base_url else None
         self.client = client
         self.timeout = timeout
         self.breaker = Breaker(self.name, failure_threshold, cooldown_seconds, clock)
-
-    def _fail(self, reason: str, message: str) -> ObservationUnavailable:
-        self.breaker.failure()
-        return ObservationUnavailable(reason, message)
+        self.upstream = RestUpstream("Circle Iris", "GET /v2/messages", "iris", self.breaker, max_bytes)
 
     async def messages(self, source_domain: int, tx_hash: str) -> list[CctpMessage]:
         if not isinstance(tx_hash, str) or not TX_ID.match(tx_hash):
@@ -130,24 +129,15 @@ class IrisAttestationReader:
             raise ObservationUnavailable(
                 "attestation_service_not_configured", "no Circle Iris URL is configured"
             )
-        self.breaker.check()
         url = f"{self.base_url}/v2/messages/{source_domain}"
-        try:
-            resp = await self.client.get(url, params={"transactionHash": tx_hash}, timeout=self.timeout)
-        except httpx.TimeoutException as exc:
-            raise self._fail("iris_timeout", f"no answer from Circle Iris within {self.timeout:g} s") from exc
-        except httpx.HTTPError as exc:
-            raise self._fail("iris_transport_error", f"Circle Iris: {type(exc).__name__}") from exc
-        if resp.status_code == 404:
-            self.breaker.success()
+        body = await self.upstream.get_json(
+            self.client, url, self.timeout, params={"transactionHash": tx_hash}
+        )
+        if body is None:
             return []  # not indexed yet: normal for a while after the burn
-        if resp.status_code == 429:
-            raise self._fail("iris_rate_limited", "Circle Iris rate-limited the request (HTTP 429)")
-        if resp.status_code != 200:
-            raise self._fail(f"iris_http_{resp.status_code}", f"Circle Iris answered HTTP {resp.status_code}")
         try:
-            out = parse_messages(resp.json())
+            out = parse_messages(body)
         except (ValueError, WireError) as exc:
-            raise self._fail("iris_invalid_response", f"Circle Iris answer: {exc}") from exc
+            raise self.upstream.fail("iris_invalid_response", "invalid_response", exc) from None
         self.breaker.success()
         return out

@@ -23,7 +23,8 @@ import httpx
 
 from routequote.core.field_rules import EVM_TX_HASH_RE
 from routequote.errors import InvalidRequest
-from routequote.observe._common import Breaker, WireError, integer
+from routequote.market.upstream import DEFAULT_MAX_BYTES
+from routequote.observe._common import Breaker, RestUpstream, WireError, integer
 from routequote.ports import ObservationUnavailable
 
 GUID_RE = EVM_TX_HASH_RE  # a GUID is bytes32 as 0x + 64 hex: the same shape as an EVM transaction hash
@@ -121,15 +122,15 @@ class LayerZeroScanReader:
         failure_threshold: int = 3,
         cooldown_seconds: float = 15.0,
         clock: Callable[[], float] = time.monotonic,
+        max_bytes: int = DEFAULT_MAX_BYTES,
     ) -> None:
         self.base_url = base_url.rstrip("/") if base_url else None
         self.client = client
         self.timeout = timeout
         self.breaker = Breaker(self.name, failure_threshold, cooldown_seconds, clock)
-
-    def _fail(self, reason: str, message: str) -> ObservationUnavailable:
-        self.breaker.failure()
-        return ObservationUnavailable(reason, message)
+        self.upstream = RestUpstream(
+            "LayerZero Scan", "GET /v1/messages/tx", "layerzero_scan", self.breaker, max_bytes
+        )
 
     async def messages_by_source_tx(self, tx_hash: str) -> list[LayerZeroMessage]:
         """The messages the source transaction sent; [] until LayerZero Scan has indexed it."""
@@ -139,33 +140,15 @@ class LayerZeroScanReader:
             raise ObservationUnavailable(
                 "layerzero_scan_not_configured", "no LayerZero Scan URL is configured"
             )
-        self.breaker.check()
-        url = f"{self.base_url}/v1/messages/tx/{tx_hash}"
-        try:
-            resp = await self.client.get(url, timeout=self.timeout)
-        except httpx.TimeoutException as exc:
-            raise self._fail(
-                "layerzero_scan_timeout", f"no answer from LayerZero Scan within {self.timeout:g} s"
-            ) from exc
-        except httpx.HTTPError as exc:
-            raise self._fail(
-                "layerzero_scan_transport_error", f"LayerZero Scan: {type(exc).__name__}"
-            ) from exc
-        if resp.status_code == 404:
-            self.breaker.success()
+        body = await self.upstream.get_json(
+            self.client, f"{self.base_url}/v1/messages/tx/{tx_hash}", self.timeout
+        )
+        if body is None:
             return []
-        if resp.status_code == 429:
-            raise self._fail(
-                "layerzero_scan_rate_limited", "LayerZero Scan rate-limited the request (HTTP 429)"
-            )
-        if resp.status_code != 200:
-            raise self._fail(
-                f"layerzero_scan_http_{resp.status_code}", f"LayerZero Scan answered HTTP {resp.status_code}"
-            )
         try:
-            out = parse_scan_messages(resp.json())
+            out = parse_scan_messages(body)
         except (ValueError, WireError) as exc:
-            raise self._fail("layerzero_scan_invalid_response", f"LayerZero Scan answer: {exc}") from exc
+            raise self.upstream.fail("layerzero_scan_invalid_response", "invalid_response", exc) from None
         self.breaker.success()
         return out
 

@@ -19,6 +19,7 @@ from solders.signature import Signature
 
 from routequote.errors import InvalidRequest
 from routequote.market.jsonrpc import JsonRpcClient
+from routequote.market.upstream import DEFAULT_MAX_BYTES, off_loop
 from routequote.observe._common import Breaker, WireError, integer
 from routequote.ports import (
     ObservationUnavailable,
@@ -150,6 +151,13 @@ def parse_get_transaction(signature: str, result: Any) -> SolanaTransaction | No
     )
 
 
+def _heavy(result: Any) -> bool:
+    """A transaction big enough that decoding it belongs off the event loop (many logs or instructions)."""
+    meta = result.get("meta") if isinstance(result, dict) else None
+    logs = meta.get("logMessages") if isinstance(meta, dict) else None
+    return isinstance(logs, list) and len(logs) >= 500
+
+
 class JsonRpcSolanaReader:
     """SolanaChainReader on one Solana RPC URL (None: not configured, every read is unavailable)."""
 
@@ -164,8 +172,9 @@ class JsonRpcSolanaReader:
         failure_threshold: int = 3,
         cooldown_seconds: float = 15.0,
         clock: Callable[[], float] = time.monotonic,
+        max_bytes: int = DEFAULT_MAX_BYTES,
     ) -> None:
-        self.rpc = JsonRpcClient(url, client, timeout=timeout) if url else None
+        self.rpc = JsonRpcClient(url, client, timeout=timeout, max_bytes=max_bytes) if url else None
         self.breaker = Breaker(self.name, failure_threshold, cooldown_seconds, clock)
 
     def configured(self) -> bool:
@@ -187,11 +196,10 @@ class JsonRpcSolanaReader:
         rpc = self.rpc
 
         async def read() -> SolanaTransaction | None:
-            return parse_get_transaction(
-                signature, await rpc.call("getTransaction", [signature, GET_TRANSACTION_CONFIG])
-            )
+            result = await rpc.call("getTransaction", [signature, GET_TRANSACTION_CONFIG])
+            return await off_loop(parse_get_transaction, signature, result, heavy=_heavy(result))
 
-        return await self.breaker.guard(read())
+        return await self.breaker.guard(read(), "getTransaction")
 
     async def account_data(self, address: str) -> bytes | None:
         """SolanaAccountReader: a finalized account's data."""
@@ -212,7 +220,7 @@ class JsonRpcSolanaReader:
                 await rpc.call("getAccountInfo", [address, {"commitment": "finalized", "encoding": "base64"}])
             )
 
-        return await self.breaker.guard(read())
+        return await self.breaker.guard(read(), "getAccountInfo")
 
 
 def parse_account_data(result: Any) -> bytes | None:

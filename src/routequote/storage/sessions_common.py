@@ -13,19 +13,29 @@ from collections.abc import Awaitable
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
+import structlog
+
 from routequote.errors import DependencyUnavailable
 from routequote.ports import SessionEvent, SessionRecord, StoreUnavailable
 
 T = TypeVar("T")
+STORE_RETRY_SECONDS = 2
+log = structlog.get_logger("routequote.storage")
 
 
 async def stored(awaitable: Awaitable[T]) -> T:
-    """The store's answer; an unavailable database becomes the callers' 503 `session_store_unavailable`."""
+    """The store's answer; an unavailable database becomes the callers' 503 `session_store_unavailable`.
+
+    The answer says what is unavailable and when to retry, nothing more: the store's account (driver
+    class, SQLSTATE) names internals and goes to the log only."""
     try:
         return await awaitable
     except StoreUnavailable as exc:
+        log.warning("session_store_unavailable", detail=str(exc)[:200])
         raise DependencyUnavailable(
-            "session_store_unavailable", f"the session database is unavailable: {exc}", retry_after_seconds=2
+            "session_store_unavailable",
+            f"the session database is unavailable; nothing was changed; retry in {STORE_RETRY_SECONDS} s",
+            retry_after_seconds=STORE_RETRY_SECONDS,
         ) from None
 
 

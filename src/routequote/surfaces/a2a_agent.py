@@ -66,6 +66,7 @@ from routequote.service import RouteQuoteService
 from routequote.surfaces import guidance as g
 from routequote.surfaces.http import MAX_BODY_BYTES
 from routequote.surfaces.input_guard import a2a_jsonrpc_routes
+from routequote.surfaces.jsonrpc_guard import JsonRpcGuard
 
 CARD_VERSION = "1.7.0"
 PROTOCOL_VERSION = "1.0"
@@ -302,13 +303,7 @@ def check_prepare_request(data: dict[str, Any]) -> tuple[dict[str, Any], dict[st
     raw_approval = data.get("approvalV3")
     if raw_approval is None:
         raise InvalidRequest("approval_v3_required", "prepare needs approvalV3 (selected_mode one_shot)")
-    approval = parse_approval(raw_approval)
-    if approval["selected_mode"] != "one_shot":
-        raise InvalidRequest(
-            "approval_v3_mode_mismatch",
-            "prepare is the one_shot mode; this approval selects another mode",
-            details={"selected_mode": approval["selected_mode"], "required_mode": "one_shot"},
-        )
+    approval = parse_approval(raw_approval, mode="one_shot")
     intent = parse_quote_request(quote_body(data))
     route = ROUTES[intent.route_key]
     if len(route.steps) > 1:
@@ -487,13 +482,7 @@ def check_session_create(data: dict[str, Any]) -> tuple[dict[str, Any], dict[str
         raise InvalidRequest(
             "approval_v3_required", "session_create needs approvalV3 (selected_mode session)"
         )
-    approval = parse_approval(raw_approval)
-    if approval["selected_mode"] != "session":
-        raise InvalidRequest(
-            "approval_v3_mode_mismatch",
-            "session_create is the session mode; this approval selects another mode",
-            details={"selected_mode": approval["selected_mode"], "required_mode": "session"},
-        )
+    approval = parse_approval(raw_approval, mode="session")
     if approval["idempotency_key"] != key:
         raise InvalidRequest(
             "idempotency_key_mismatch", "idempotencyKey must equal approvalV3.idempotency_key"
@@ -956,8 +945,8 @@ def build_a2a(
     rpc = a2a_jsonrpc_routes(
         handler, A2A_PATH, _ContextBuilder()
     )  # errors: code + fixed message, no SDK text
-    for route in rpc:  # the same 1 MiB body limit as every REST POST
-        route.app = RequestBodyLimitMiddleware(route.app, MAX_BODY_BYTES)
+    for route in rpc:  # the same 1 MiB body limit as every REST POST; protocol errors bounded and limited
+        route.app = RequestBodyLimitMiddleware(JsonRpcGuard(route.app, limiter), MAX_BODY_BYTES)
     routes: list[Route] = [
         *create_agent_card_routes(card, card_url=CARD_PATH),
         *create_agent_card_routes(card, card_url=CARD_ALIAS_PATH),

@@ -4,8 +4,8 @@
   restarted).
 - /readyz: can this replica serve? The market source (at least one healthy source, or the embedded
   fallback configured), the session database (a `SELECT 1`), and Redis when ROUTEQUOTE_REDIS_URL is set
-  (PING). 200 when all are, else 503 naming the failing components. Reasons are driver error classes only:
-  never a URL, a host name or a password. One check serves every probe for a second (a probe flood never
+  (PING). 200 when all are, else 503 naming the failing components. A reason says what is unavailable,
+  never a driver class, SQLSTATE, URL, host name or password: those go to the log. One check serves every probe for a second (a probe flood never
   becomes a database flood).
 """
 
@@ -16,15 +16,25 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+import structlog
 from fastapi import APIRouter
 from starlette.requests import Request
 from starlette.responses import Response
 
 from routequote.ports import MarketData, SessionStore, StoreUnavailable
+from routequote.surfaces.direct_route import DirectRoute
 from routequote.surfaces.errors import json_response
 
 CHECK_TIMEOUT_SECONDS = 2.0
 CACHE_SECONDS = 1.0
+log = structlog.get_logger("routequote.health")
+
+
+def _detail(exc: BaseException) -> str:
+    """For the log: the store's own secret-free account, else the class only (a message may carry a DSN)."""
+    if isinstance(exc, StoreUnavailable):
+        return str(exc)[:200]
+    return "timed out" if isinstance(exc, TimeoutError) else type(exc).__name__
 
 
 @dataclass(frozen=True)
@@ -95,12 +105,9 @@ class Probes:
             async with asyncio.timeout(CHECK_TIMEOUT_SECONDS):
                 await self.sessions.ping()
             return Component(True)
-        except StoreUnavailable as exc:
-            return Component(False, str(exc)[:120])  # the store's own secret-free account (driver class)
-        except TimeoutError:
-            return Component(False, "session database timed out")
-        except Exception as exc:  # never the message: it may carry a DSN
-            return Component(False, f"session database unavailable ({type(exc).__name__})")
+        except Exception as exc:  # the answer names no internals
+            log.warning("readiness_database_unavailable", detail=_detail(exc))
+            return Component(False, "session database unavailable")
 
     async def _redis_component(self) -> Component:
         try:
@@ -115,10 +122,9 @@ class Probes:
             async with asyncio.timeout(CHECK_TIMEOUT_SECONDS):
                 await self._redis.ping()
             return Component(True)
-        except TimeoutError:
-            return Component(False, "redis timed out")
-        except Exception as exc:
-            return Component(False, f"redis unavailable ({type(exc).__name__})")
+        except Exception as exc:  # the answer names no internals (driver class, host)
+            log.warning("readiness_redis_unavailable", detail=_detail(exc))
+            return Component(False, "redis unavailable")
 
     async def check(self, *, fresh: bool = False) -> Readiness:
         now = time.monotonic()
@@ -145,7 +151,7 @@ class Probes:
 
 
 def router(probes: Probes) -> APIRouter:
-    api = APIRouter(include_in_schema=False)
+    api = APIRouter(include_in_schema=False, route_class=DirectRoute)  # every endpoint: (request) -> Response
 
     @api.get("/livez")
     async def livez(_: Request) -> Response:

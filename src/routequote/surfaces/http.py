@@ -16,6 +16,8 @@ from routequote.input_rules import loads_strict
 from routequote.ratelimit import RateLimiter
 from routequote.surfaces.errors import error_response, json_response
 
+BODY_READ = "routequote.body"  # scope key: the whole body, read (and bounded) by the request stack
+
 
 def client_key(request: Request) -> str:
     return request.client.host if request.client else "unknown"
@@ -33,6 +35,11 @@ async def read_json_body(request: Request, max_bytes: int = MAX_BODY_BYTES) -> A
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > max_bytes:
         raise InvalidRequest("body_too_large", f"body exceeds {max_bytes} bytes")
+    read: bytes | None = request.scope.get(BODY_READ)
+    if read is not None:
+        if len(read) > max_bytes:
+            raise InvalidRequest("body_too_large", f"body exceeds {max_bytes} bytes")
+        return loads_strict(read)
     chunks: list[bytes] = []
     size = 0
     async for chunk in request.stream():
@@ -41,6 +48,10 @@ async def read_json_body(request: Request, max_bytes: int = MAX_BODY_BYTES) -> A
             raise InvalidRequest("body_too_large", f"body exceeds {max_bytes} bytes")
         chunks.append(chunk)
     return loads_strict(b"".join(chunks))  # strict: duplicate keys, surrogates, NaN, inexact numbers, depth
+
+
+class JsonBytes(bytes):
+    """A body already serialised as JSON (answered as it is)."""
 
 
 async def answer(
@@ -54,6 +65,8 @@ async def answer(
     try:
         headers = await limiter.check(client_key(request), group)
         result = await produce()
+        if type(result) is JsonBytes:
+            return Response(result, media_type="application/json", headers=headers)
         status = getattr(result, "status_code", None)
         if status is not None:
             return json_response(result.body, status, headers=headers)

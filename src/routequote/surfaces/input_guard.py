@@ -1,6 +1,7 @@
 """The transport guard: every HTTP request passes it before any surface (REST, MCP, A2A) sees it.
 
-`InputGuard` (ASGI, inside the metrics middleware) is the one place that
+The request stack (`routequote.surfaces.request_stack`, the one ASGI layer) applies these rules; it is the one
+place that
 - bounds the request headers (count and total bytes: 431) for every server the app runs under;
 - reads the whole body before the app runs, bounded in size (REST 400 `body_too_large`, JSON-RPC 413) and in
   time (408): a surface sees a complete body or nothing. A client that hangs up mid-body is its own doing:
@@ -35,13 +36,10 @@ from typing import Any, ClassVar
 
 import orjson
 import structlog
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import Message, Receive, Send
 
 from routequote.config import Settings
-from routequote.errors import InvalidRequest
-from routequote.input_rules import loads_strict
 from routequote.surfaces.http import MAX_BODY_BYTES
-from routequote.surfaces.http import _is_json as is_json_media
 
 JSONRPC_PATHS = frozenset({"/mcp", "/a2a"})
 CLIENT_CLOSED_REQUEST = 499  # nginx's code: the client hung up before the answer; never sent to anyone
@@ -124,7 +122,7 @@ async def _answer(
     await send({"type": "http.response.body", "body": body, "more_body": False})
 
 
-# ---- the ASGI guard -----------------------------------------------------------------------------------
+# ---- what the request stack uses --------------------------------------------------------------------
 
 
 class _ClientGone(Exception):
@@ -133,75 +131,6 @@ class _ClientGone(Exception):
 
 class _TooLarge(Exception):
     pass
-
-
-class InputGuard:
-    def __init__(self, app: ASGIApp, limits: TransportLimits | None = None) -> None:
-        self.app = app
-        self.limits = limits or TransportLimits()
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        jsonrpc = scope["path"] in JSONRPC_PATHS
-        limits = self.limits
-        size = 0
-        length = content_type = chunked = None
-        headers: list[tuple[bytes, bytes]] = scope["headers"]
-        for name, value in headers:  # one pass: size, and the three headers the guard reads
-            size += len(name) + len(value)
-            if name == b"content-length":
-                length = value
-            elif name == b"content-type":
-                content_type = value
-            elif name == b"transfer-encoding":
-                chunked = value
-        if len(headers) > limits.max_header_count or size > limits.max_header_bytes:
-            await _refuse(send, jsonrpc, 431)
-            return
-        method = scope["method"]
-        if jsonrpc and method == "POST" and not is_json_media((content_type or b"").decode("latin-1")):
-            await _refuse(send, jsonrpc, 415)
-            return
-        if (length is not None and length != b"0") or chunked is not None:
-            if length is not None and length.isdigit() and int(length) > limits.max_body_bytes:
-                await _too_large(send, jsonrpc)
-                return
-            try:
-                if scope.get(TIMED_BY_TRANSPORT):  # the guarded protocol times the body: no timer per request
-                    body = await _read_body(receive, limits.max_body_bytes)
-                else:
-                    async with asyncio.timeout(limits.body_timeout_seconds):
-                        body = await _read_body(receive, limits.max_body_bytes)
-            except _ClientGone:
-                if scope.get(BODY_TIMED_OUT):  # the protocol answered 408 and closed; the metrics say so too
-                    log.info("request_body_timeout", method=method)
-                    await _refuse(send, jsonrpc, 408)
-                else:
-                    log.info("client_disconnected_mid_body", method=method)
-                    await _answer(send, CLIENT_CLOSED_REQUEST, rest_error(400, "client_closed_request"))
-                return
-            except _TooLarge:
-                await _too_large(send, jsonrpc)
-                return
-            except TimeoutError:
-                await _refuse(send, jsonrpc, 408)
-                return
-            if jsonrpc and method == "POST":
-                try:
-                    loads_strict(body)
-                except InvalidRequest as exc:
-                    await _refuse(send, jsonrpc, 400, exc.reason_class, exc.message)
-                    return
-            receive = _replay(body, receive)
-        guarded = _GuardedSend(send, jsonrpc)
-        try:
-            await self.app(scope, receive, guarded)
-        except Exception as exc:  # never a traceback or exception text in a body; the log has the type
-            log.error("unhandled_error", error_type=type(exc).__name__)
-            if not guarded.started:
-                await _refuse(send, jsonrpc, 500)
 
 
 async def _refuse(
@@ -249,37 +178,6 @@ def _replay(body: bytes, receive: Receive) -> Receive:
         return await receive()  # later reads see the real connection (a disconnect, typically)
 
     return replay
-
-
-class _GuardedSend:
-    """Marks every 5xx `Connection: close`; on /mcp and /a2a replaces any error answer (status >= 400) with
-    a JSON-RPC error object chosen by status alone."""
-
-    __slots__ = ("send", "jsonrpc", "started", "held")
-
-    def __init__(self, send: Send, jsonrpc: bool) -> None:
-        self.send = send
-        self.jsonrpc = jsonrpc
-        self.started = False
-        self.held: Message | None = None
-
-    async def __call__(self, message: Message) -> None:
-        if message["type"] == "http.response.start":
-            self.started = True
-            status = message["status"]
-            if self.jsonrpc and status >= 400:
-                self.held = message
-                return
-            if status >= 500:
-                message = {**message, "headers": [*message.get("headers", []), (b"connection", b"close")]}
-        elif self.held is not None:
-            if message.get("more_body", False):
-                return  # the SDK's own text is dropped
-            held, self.held = self.held, None
-            kept = [(k, v) for k, v in held.get("headers", []) if k.lower() in _KEPT_HEADERS]
-            await _answer(self.send, held["status"], jsonrpc_error(held["status"]), kept)
-            return
-        await self.send(message)
 
 
 # ---- uvicorn: header bytes, header count, header time --------------------------------------------------

@@ -42,6 +42,7 @@ from routequote.ratelimit import RateLimiter
 from routequote.service import RouteQuoteService
 from routequote.surfaces import guidance as g
 from routequote.surfaces.http import MAX_BODY_BYTES
+from routequote.surfaces.jsonrpc_guard import JsonRpcGuard
 from routequote.surfaces.legacy import DEFAULT_DESTINATION, legacy_quote, legacy_status, v1_session_operation
 
 assert DEFAULT_DESTINATION == "base"  # the schema's default below is the legacy module's
@@ -566,7 +567,7 @@ def build_mcp(
     routes: list[Route] = []
     for r in sub.routes:
         if isinstance(r, Route) and r.path == MCP_PATH:
-            routes.append(Route(MCP_PATH, endpoint=_PostOnly(r.endpoint), name="mcp"))
+            routes.append(Route(MCP_PATH, endpoint=_PostOnly(JsonRpcGuard(r.endpoint, limiter)), name="mcp"))
     if len(routes) != 1:
         raise RuntimeError("the MCP SDK did not produce exactly one /mcp route")
     return McpSurface(server=server, routes=routes, tools=tools)

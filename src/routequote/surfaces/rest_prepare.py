@@ -14,6 +14,7 @@ from routequote.core.quote import APPROVAL_FIELDS, APPROVAL_VERSION
 from routequote.core.routes import ROUTES
 from routequote.prepare import PrepareService
 from routequote.ratelimit import RateLimiter
+from routequote.surfaces.direct_route import DirectRoute
 from routequote.surfaces.http import answer, read_json_body
 
 _ERR = {"model": ErrorResponse}
@@ -118,7 +119,8 @@ PREPARE_REQUEST_SCHEMA: dict[str, Any] = {
                 **{k: {"type": "string"} for k in APPROVAL_FIELDS},
                 "version": {"type": "string", "const": APPROVAL_VERSION},
                 "selection_status": {"type": "string", "const": "selected"},
-                "selected_mode": {"type": "string", "enum": ["one_shot", "session"]},
+                # prepare is the one_shot mode; a session approval belongs to POST /v2/session
+                "selected_mode": {"type": "string", "const": "one_shot"},
                 "quote_fingerprint": {"type": "string", "pattern": "^[0-9a-f]{64}$"},
                 "direct_route_summary_sha256": {"type": "string", "pattern": "^[0-9a-f]{64}$"},
                 "maximum_input_base": {"type": "string", "pattern": "^[1-9][0-9]*$"},
@@ -132,7 +134,7 @@ PREPARE_REQUEST_SCHEMA: dict[str, Any] = {
 
 
 def router(prepare: PrepareService, limiter: RateLimiter) -> APIRouter:
-    api = APIRouter(prefix="/v2")
+    api = APIRouter(prefix="/v2", route_class=DirectRoute)  # every endpoint: (request) -> Response
 
     @api.post(
         "/prepare",

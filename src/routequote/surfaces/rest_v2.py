@@ -8,15 +8,18 @@ from fastapi import APIRouter, Request
 from starlette.responses import Response
 
 from routequote.contract.v2 import CapabilitiesResponse, ErrorResponse, QuoteResponse, StatusResponse
+from routequote.core.intent import parse_quote_request
+from routequote.core.quote import payload_json
 from routequote.ratelimit import RateLimiter
 from routequote.service import RouteQuoteService
-from routequote.surfaces.http import answer, read_json_body
+from routequote.surfaces.direct_route import DirectRoute
+from routequote.surfaces.http import JsonBytes, answer, read_json_body
 
 _ERR = {"model": ErrorResponse}
 
 
 def router(service: RouteQuoteService, limiter: RateLimiter) -> APIRouter:
-    api = APIRouter(prefix="/v2")
+    api = APIRouter(prefix="/v2", route_class=DirectRoute)  # every endpoint: (request) -> Response
 
     @api.get(
         "/capabilities",
@@ -58,8 +61,9 @@ def router(service: RouteQuoteService, limiter: RateLimiter) -> APIRouter:
         },
     )
     async def quote(request: Request) -> Response:
-        async def produce() -> dict[str, Any]:
-            return await service.quote_request(await read_json_body(request))
+        async def produce() -> JsonBytes:
+            issued = await service.quote(parse_quote_request(await read_json_body(request)))
+            return JsonBytes(payload_json(issued.body, issued.payload))
 
         return await answer(limiter, request, produce)
 

@@ -115,7 +115,7 @@ async def prepare_route(
     signer = EVENT_SIGNER if ROUTES[route_key].event_signer_required else None
     if signer:
         body["event_signer_public"] = signer
-    bundle = await env.prepare.prepare(body)
+    bundle = await env.prepare.prepare(body, mode=approval["selected_mode"])  # multi-step: session's step 0
     assert bundle["idempotent_replay"] is False  # response-only flag, outside payload_sha256
     return Prepared(bundle, intent, wallets, approval, quote, signer, int(env.clock.now().timestamp()))
 

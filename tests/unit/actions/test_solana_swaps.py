@@ -20,7 +20,7 @@ from solders.message import Message
 from solders.pubkey import Pubkey
 from solders.token.state import Mint, TokenAccount
 from solders.transaction import Transaction
-from tests.recordings.fake_upstreams import FakeUpstreams, live_config
+from tests.recordings.fake_upstreams import FakeUpstreams, live_config, pin_solana_pools
 
 from routequote.core.actions import common as ak
 from routequote.core.actions import solana as sol
@@ -352,27 +352,15 @@ def test_wsol_wrap_fee_and_output_account_execute_then_close_unwraps() -> None:
 def pinned_orca_upstreams(clock: Any) -> FakeUpstreams:
     """The recorded Solana accounts, with the Orca pool (and its tick arrays) moved to the pinned address."""
     fake = FakeUpstreams(clock)
-    old = fake.solana["pool_accounts"][sw.ORCA_USDG_USDC.pool_id]
-    accounts = dict(fake.solana["accounts"])
-    accounts[sw.ORCA_USDG_USDC.whirlpool] = accounts.pop(old)
-    for start in range(-88 * 20, 88 * 20, 88):
-        src = tick_array_address("orca_whirlpool", old, start)
-        if src in accounts:
-            accounts[tick_array_address("orca_whirlpool", sw.ORCA_USDG_USDC.whirlpool, start)] = accounts.pop(
-                src
-            )
-    fake.solana = {**fake.solana, "accounts": accounts}
+    pin_solana_pools(fake, raydium=False)
     return fake
 
 
 def pinned_raydium_upstreams(clock: Any) -> FakeUpstreams:
     """`pinned_orca_upstreams` plus the recorded pinned Raydium SOL/USDC pool state (`pinned_raydium` in
     solana_getMultipleAccounts.json: pool, AmmConfig, tick arrays and bitmap extension at their pinned PDAs)."""
-    fake = pinned_orca_upstreams(clock)
-    fake.solana = {
-        **fake.solana,
-        "accounts": {**fake.solana["accounts"], **fake.solana["pinned_raydium"]["accounts"]},
-    }
+    fake = FakeUpstreams(clock)
+    pin_solana_pools(fake, raydium=True)
     return fake
 
 

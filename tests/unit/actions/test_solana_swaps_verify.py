@@ -69,7 +69,7 @@ async def _prepared(env: LiveEnv, route_key: str, usd: float = 100) -> tuple[dic
     signer = EVENT_SIGNER if ROUTES[route_key].event_signer_required else None  # a later step burns on Solana
     if signer:
         body["event_signer_public"] = signer
-    bundle = await env.prepare.prepare(body)
+    bundle = await env.prepare.prepare(body, mode=body["approval_v3"]["selected_mode"])
     kwargs = {
         "intent": intent,
         "wallets": wallets_for(route_key),

@@ -48,8 +48,10 @@ async def test_per_call_error_returned_in_place_or_raised() -> None:
         rpc = JsonRpcClient("http://node.test", http)
         out = await rpc.batch([("ok", []), ("fail", [])], return_exceptions=True)
         assert out[0] == ["ok", []] and isinstance(out[1], RpcCallError) and out[1].code == 3
-        with pytest.raises(RpcCallError, match="execution reverted"):
+        with pytest.raises(RpcCallError, match="JSON-RPC error 3") as raised:
             await rpc.batch([("ok", []), ("fail", [])])
+        # the node's words are kept apart (for the log), never in the error's own text
+        assert raised.value.upstream == "execution reverted" and "reverted" not in str(raised.value)
 
 
 async def test_node_refusing_batches_is_served_by_single_calls() -> None:

@@ -31,7 +31,7 @@ async def test_refresh_rebuilds_the_snapshot_and_reports_what_moved(tmp_path: Pa
         with Progress(console=Console(file=open("/dev/null", "w"))) as progress:  # noqa: SIM115
             result = await refresh_snapshot(market, old, progress)
             assert progress.tasks[0].completed == len(market.sources)
-    assert set(result.failed) == {"across"} and "not JSON" in result.failed["across"]
+    assert set(result.failed) == {"across"} and "failed validation" in result.failed["across"]  # detail: log
     doc = result.document
     assert doc["prices_usd_e8"]["SOL"] == "15243217000" and doc["prices_usd_e8"]["ETH"] == "312055000000"
     assert doc["across"] == old["across"]  # failed source: unchanged

@@ -30,11 +30,13 @@ SERVER_FLAGS = {"server_signing": False, "server_submission": False}
 QUOTE_NOT_FOUND = "approval_v3_quote_not_found_or_process_restarted"
 
 
-def parse_approval(value: Any, *, max_base: int = UINT256_MAX) -> dict[str, Any]:
+def parse_approval(value: Any, *, max_base: int = UINT256_MAX, mode: str | None = None) -> dict[str, Any]:
     """Strict shape of approval_v3 (exactly the nine fields). Returns a normalized copy.
 
     `max_base`: the widest amount the bounds may end up in (UINT256_MAX on EVM; U64_MAX where a Solana
-    instruction takes them): a bound that does not fit is refused here, never met by an encoder."""
+    instruction takes them): a bound that does not fit is refused here, never met by an encoder.
+    `mode`: the mode of the operation that consumes the approval (prepare: one_shot, session create:
+    session); an approval for the other mode is refused, so one approval never serves both."""
     if not isinstance(value, dict):
         raise InvalidRequest("approval_v3_not_object", "approval_v3 must be an object")
     keys = set(value)
@@ -58,6 +60,12 @@ def parse_approval(value: Any, *, max_base: int = UINT256_MAX) -> dict[str, Any]
     if value["selected_mode"] not in MODES:
         raise InvalidRequest(
             "approval_v3_mode_invalid", "approval_v3.selected_mode must be one_shot or session"
+        )
+    if mode is not None and value["selected_mode"] != mode:
+        raise InvalidRequest(
+            "approval_v3_mode_mismatch",
+            f"this operation takes a {mode} approval; this approval selects {value['selected_mode']}",
+            details={"selected_mode": value["selected_mode"], "required_mode": mode},
         )
     for k in ("quote_fingerprint", "direct_route_summary_sha256"):
         if not HEX64_RE.fullmatch(value[k]):

@@ -1,0 +1,472 @@
+"""Every row of the performance table from one run (issue 21). Prints ratios; asserts no timing.
+
+Rows (wrk -t1 -c16, rate limits off, pairs interleaved A B / B A over --rounds rounds, median and range):
+
+1. POST /v2/quote / GET /v2/status req/s: one worker on the defaults, four rotating routes.
+2. GET /livez / a bare FastAPI hello app (bench/bare_app.py) under the same uvicorn (httptools), one worker each.
+3. quotes, two workers with ROUTEQUOTE_QUOTE_STORE=redis / two workers on the defaults (p99 of each shown).
+4. quotes prepared across two workers on the defaults: 8 concurrent clients, 40 quotes, every quote and every
+   prepare on a fresh connection (so the kernel spreads them over the workers); x of 40 answered 200.
+5. quotes, two workers / one worker, both on the defaults.
+6. session create / prepare (POST /v2/session vs POST /v2/prepare, each binding a fresh pre-issued quote), one
+   worker, on SQLite and on PostgreSQL (skipped, with the reason, when 127.0.0.1:5432 does not answer).
+7. live market, cold quote: upstream round trips, counted in process against the recorded fake upstreams
+   (tests/recordings/fake_upstreams.py) that delay each answer and number the waves of requests: a request
+   belongs to wave n+1 when the latest wave finished before it started is n.
+
+Needs `wrk` on PATH (Debian: `apt-get install -y wrk`; this script installs nothing) and Redis on
+127.0.0.1:6379 for row 3 (skipped otherwise). Every server is a real `routequote serve` subprocess with its
+own temporary SQLite session database.
+
+Next to each req/s ratio A/B: the server's CPU time per request of B over that of A (from /proc, every process
+of each server), i.e. the ratio A/B would have on a machine with CPU to spare. It varies far less than req/s
+when other work shares the machine.
+
+Run: .venv/bin/python bench/http_bench.py [--seconds 4] [--rounds 3] [--connections 16]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import contextlib
+import json
+import os
+import platform
+import re
+import secrets
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(ROOT))
+
+from session_bench import Client, Phase, approval, intent, wallets  # noqa: E402
+
+QUOTE_ROUTES = (  # four rotating routes: same chain, CCTP, Solana, Robinhood
+    ("base", "ETH", "base", "USDC"),
+    ("base", "USDC", "solana", "USDC"),
+    ("solana", "SOL", "solana", "USDC"),
+    ("arbitrum", "USDC", "robinhood", "USDG"),
+)
+REDIS_URL = "redis://127.0.0.1:6379/0"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class Served:
+    name: str
+    url: str
+    process: subprocess.Popen[bytes]
+
+
+@contextlib.contextmanager
+def routequote(name: str, workers: int, tmp: str, **settings: str) -> Iterator[Served]:
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ROUTEQUOTE_")}
+    env.update(
+        {
+            "ROUTEQUOTE_RATE_LIMIT": "off",
+            "ROUTEQUOTE_PORT": str(port),
+            "ROUTEQUOTE_LOG_LEVEL": "warning",
+            "ROUTEQUOTE_DATABASE_URL": f"sqlite+aiosqlite:///{tmp}/{name}.sqlite3",
+            "ROUTEQUOTE_DEV_SIGNING_KEY_PATH": "",
+            "ROUTEQUOTE_SIGNING_KEY": base64.b64encode(secrets.token_bytes(32)).decode(),
+        }
+    )
+    env.update({f"ROUTEQUOTE_{k.upper()}": v for k, v in settings.items()})
+    exe = Path(sys.executable).with_name("routequote")
+    proc = subprocess.Popen(
+        [str(exe), "serve", "--workers", str(workers)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    served = Served(name, f"http://127.0.0.1:{port}", proc)
+    try:
+        wait_ready(served, "/v2/status", workers)
+        yield served
+    finally:
+        proc.terminate()
+        proc.wait(30)
+
+
+@contextlib.contextmanager
+def bare_app() -> Iterator[Served]:
+    port = free_port()
+    proc = subprocess.Popen(
+        [
+            *(sys.executable, "-m", "uvicorn", "bare_app:app", "--app-dir", str(Path(__file__).parent)),
+            *("--port", str(port), "--http", "httptools", "--no-access-log", "--log-level", "warning"),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    served = Served("bare", f"http://127.0.0.1:{port}", proc)
+    try:
+        wait_ready(served, "/", 1)
+        yield served
+    finally:
+        proc.terminate()
+        proc.wait(30)
+
+
+def wait_ready(served: Served, path: str, workers: int) -> None:
+    deadline = time.time() + 60
+    while True:
+        with contextlib.suppress(httpx.HTTPError):
+            if httpx.get(served.url + path, timeout=2).status_code == 200:
+                break
+        if time.time() > deadline or served.process.poll() is not None:
+            raise SystemExit(f"{served.name}: server did not start")
+        time.sleep(0.2)
+    if workers > 1:
+        time.sleep(3)  # the other workers finish their start-up (uvicorn starts them together)
+
+
+# ---- wrk --------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Sample:
+    rps: float
+    p99_ms: float
+    cpu_us: float  # the server's CPU time (user + system, all its processes) per request
+
+
+def tree(pid: int) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            with contextlib.suppress(OSError):
+                stat = Path(f"/proc/{entry}/stat").read_text()
+                children.setdefault(int(stat.rsplit(")", 1)[1].split()[1]), []).append(int(entry))
+    out, todo = [pid], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            out.append(child)
+            todo.append(child)
+    return out
+
+
+def cpu_seconds(pid: int) -> float:
+    ticks = 0
+    for p in tree(pid):
+        with contextlib.suppress(OSError):
+            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+            ticks += int(fields[11]) + int(fields[12])  # utime, stime
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def wrk(served: Served, path: str, seconds: float, connections: int, script: str | None = None) -> Sample:
+    cmd = [
+        "wrk",
+        "-t1",
+        f"-c{connections}",
+        f"-d{seconds:g}s",
+        "--latency",
+        *(["-s", script] if script else []),
+    ]
+    url = served.url + path
+    cpu0 = cpu_seconds(served.process.pid)
+    out = subprocess.run([*cmd, url], capture_output=True, text=True, check=True).stdout
+    cpu = cpu_seconds(served.process.pid) - cpu0
+    non2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    if non2xx:
+        raise SystemExit(f"wrk saw {non2xx.group(1)} non-2xx answers from {url}")
+    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))  # type: ignore[union-attr]
+    m = re.search(r"^\s+99%\s+([\d.]+)(us|ms|s)\b", out, re.M)
+    scale = {"us": 1e-3, "ms": 1.0, "s": 1e3}
+    n = re.search(r"(\d+) requests in", out)
+    per = cpu / int(n.group(1)) * 1e6 if n and int(n.group(1)) else float("nan")
+    return Sample(rps, float(m.group(1)) * scale[m.group(2)] if m else float("nan"), per)
+
+
+@contextlib.contextmanager
+def quote_script() -> Iterator[str]:
+    names = ("from_chain", "from_token", "to_chain", "to_token")
+    bodies = [json.dumps({**dict(zip(names, r, strict=True)), "amount_usd": 100}) for r in QUOTE_ROUTES]
+    lua = (
+        "local bodies = {" + ",".join(f"[[{b}]]" for b in bodies) + "}\nlocal i = 0\n"
+        "wrk.method = 'POST'\nwrk.headers['Content-Type'] = 'application/json'\n"
+        "request = function()\n  i = i % #bodies + 1\n  return wrk.format(nil, '/v2/quote', nil, bodies[i])\nend\n"
+    )
+    with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as f:
+        f.write(lua)
+    try:
+        yield f.name
+    finally:
+        os.unlink(f.name)
+
+
+@dataclass
+class Row:
+    measure: str
+    ratios: list[float]
+    detail: str
+    target: str
+    cpu: str = "-"  # per-request server CPU of B / of A: what A's req/s ratio would be with the CPU to itself
+
+    def line(self) -> str:
+        if not self.ratios:
+            return f"| {self.measure} | - | - | {self.cpu} | {self.detail} | {self.target} |"
+        med = statistics.median(self.ratios)
+        return (
+            f"| {self.measure} | {med:.3f} | {min(self.ratios):.3f}..{max(self.ratios):.3f} | {self.cpu} "
+            f"| {self.detail} | {self.target} |"
+        )
+
+
+def cpu_ratio(a: list[Sample], b: list[Sample]) -> str:
+    return f"{statistics.median(y.cpu_us / x.cpu_us for x, y in zip(a, b, strict=True)):.3f}"
+
+
+def paired(
+    a: Callable[[], Sample], b: Callable[[], Sample], rounds: int
+) -> tuple[list[float], list[Sample], list[Sample]]:
+    """Interleaved A B, B A, ...: the ratio A/B of each round, and every sample."""
+    ratios, sa, sb = [], [], []
+    for i in range(rounds):
+        if i % 2 == 0:
+            x, y = a(), b()
+        else:
+            y, x = b(), a()
+        sa.append(x)
+        sb.append(y)
+        ratios.append(x.rps / y.rps)
+    return ratios, sa, sb
+
+
+def med(samples: list[Sample]) -> str:
+    return (
+        f"{statistics.median(s.rps for s in samples):,.0f} req/s p99 "
+        f"{statistics.median(s.p99_ms for s in samples):.1f} ms, "
+        f"{statistics.median(s.cpu_us for s in samples):.0f} us CPU/req"
+    )
+
+
+# ---- rows 4 and 6 --------------------------------------------------------------------------------------------
+
+
+async def prepared_across_workers(url: str, quotes: int = 40, clients: int = 8) -> tuple[int, dict[int, int]]:
+    """quotes prepared (200) of `quotes`, each quote and each prepare on a fresh connection."""
+    statuses: dict[int, int] = {}
+    fresh = httpx.Limits(max_keepalive_connections=0)
+
+    async def one(client: httpx.AsyncClient, n: int) -> None:
+        q = (await client.post(f"{url}/v2/quote", json=intent())).json()
+        body = {
+            "caller_approved": True,
+            **intent(),
+            "wallets": wallets(),
+            "approval_v3": approval(q, f"probe-{n}-{secrets.token_hex(6)}", "one_shot"),
+        }
+        r = await client.post(f"{url}/v2/prepare", json=body)
+        statuses[r.status_code] = statuses.get(r.status_code, 0) + 1
+
+    async def worker(w: int) -> None:
+        async with httpx.AsyncClient(limits=fresh, timeout=30) as client:
+            for n in range(w, quotes, clients):
+                await one(client, n)
+
+    await asyncio.gather(*(worker(w) for w in range(clients)))
+    return statuses.get(200, 0), statuses
+
+
+async def create_vs_prepare(url: str, backend: str, rounds: int, requests: int) -> tuple[list[float], str]:
+    ph = Phase(Client(url), backend, 16, requests, 3.0)
+    warm = Phase(ph.client, backend, 16, 100, 3.0)
+    await warm.prepare()
+    await warm.create()
+    ratios, prepares, creates = [], [], []
+    for i in range(rounds):
+        if i % 2 == 0:
+            p = await ph.prepare()
+            c, _ = await ph.create()
+        else:
+            c, _ = await ph.create()
+            p = await ph.prepare()
+        prepares.append(p.rps)
+        creates.append(c.rps)
+        ratios.append(c.rps / p.rps)
+    return ratios, (
+        f"create {statistics.median(creates):,.0f} req/s vs prepare {statistics.median(prepares):,.0f} req/s"
+    )
+
+
+# ---- row 7 ---------------------------------------------------------------------------------------------------
+
+
+async def cold_quote_waves(pinned: bool = True) -> tuple[int, int, dict[int, int]]:
+    """Waves of upstream requests for one cold quote. `pinned`: the default pool accounts (the pinned Solana
+    pools); else the recording's stand-in Raydium pool, whose AmmConfig the service does not know in advance."""
+    from datetime import UTC, datetime
+
+    from tests.recordings.fake_upstreams import WaveCountingUpstreams, live_config, pin_solana_pools
+
+    from routequote.clock import FixedClock, SequentialIds
+    from routequote.core.intent import parse_quote_request
+    from routequote.market.live import LiveMarket
+    from routequote.service import RouteQuoteService, ServiceConfig
+    from routequote.storage.quotes import MemoryQuoteStore
+
+    clock = FixedClock(datetime(2026, 11, 20, 12, 0, tzinfo=UTC))
+    fake = WaveCountingUpstreams(clock, delay_seconds=0.05)
+    pools = pin_solana_pools(fake) if pinned else fake.solana["pool_accounts"]
+    async with httpx.AsyncClient(transport=fake.transport()) as http:
+        market = LiveMarket(live_config(solana_pools=pools), clock, http=http)
+        service = RouteQuoteService(market, MemoryQuoteStore(), clock, SequentialIds(), ServiceConfig())
+        body = dict(zip(("from_chain", "from_token", "to_chain", "to_token"), QUOTE_ROUTES[1], strict=True))
+        await service.quote(parse_quote_request({**body, "amount_usd": 100}))
+    return fake.waves, sum(fake.requests.values()), dict(fake.requests_by_wave)
+
+
+# ---- main ----------------------------------------------------------------------------------------------------
+
+
+def redis_up() -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", 6379), timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
+def main() -> None:  # noqa: C901 - one flat script, row by row
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--seconds", type=float, default=4)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--connections", type=int, default=16)
+    ap.add_argument("--session-requests", type=int, default=600)
+    args = ap.parse_args()
+    if not shutil.which("wrk"):
+        raise SystemExit("wrk is not installed (Debian: apt-get install -y wrk)")
+    import uvicorn
+
+    started = time.time()
+    c, s, r = args.connections, args.seconds, args.rounds
+    rows: list[Row] = []
+    notes: list[str] = []
+    with tempfile.TemporaryDirectory(prefix="routequote-bench-") as tmp, quote_script() as lua:
+        with routequote("one", 1, tmp) as one, bare_app() as bare:
+            for srv, path in ((one, "/v2/status"), (one, "/livez"), (bare, "/")):
+                wrk(srv, path, 1, c)  # warm-up
+            wrk(one, "", 1, c, lua)
+            ratios, q, st = paired(lambda: wrk(one, "", s, c, lua), lambda: wrk(one, "/v2/status", s, c), r)
+            rows.append(
+                Row(
+                    "POST /v2/quote / GET /v2/status, 1 worker, 4 rotating routes",
+                    ratios,
+                    f"quote {med(q)}; status {med(st)}",
+                    ">= 0.8",
+                    cpu_ratio(q, st),
+                )
+            )
+            ratios, lz, ba = paired(lambda: wrk(one, "/livez", s, c), lambda: wrk(bare, "/", s, c), r)
+            rows.append(
+                Row(
+                    "GET /livez / bare FastAPI hello",
+                    ratios,
+                    f"livez {med(lz)}; bare {med(ba)}",
+                    ">= 0.85",
+                    cpu_ratio(lz, ba),
+                )
+            )
+        with routequote("one", 1, tmp) as one, routequote("two", 2, tmp) as two:
+            good, statuses = asyncio.run(prepared_across_workers(two.url))
+            rows.append(
+                Row(
+                    "quotes prepared across 2 workers, defaults",
+                    [],
+                    f"{good} of 40 (statuses {dict(sorted(statuses.items()))})",
+                    "40 of 40",
+                )
+            )
+            wrk(two, "", 1, c, lua)
+            wrk(one, "", 1, c, lua)
+            ratios, w2, w1 = paired(lambda: wrk(two, "", s, c, lua), lambda: wrk(one, "", s, c, lua), r)
+            rows.append(
+                Row("quotes, 2 workers / 1 worker, defaults", ratios, f"2w {med(w2)}; 1w {med(w1)}", ">= 1.7")
+            )
+            if redis_up():
+                with routequote("redis", 2, tmp, quote_store="redis", redis_url=REDIS_URL) as red:
+                    wrk(red, "", 1, c, lua)
+                    ratios, rd, df = paired(
+                        lambda: wrk(red, "", s, c, lua), lambda: wrk(two, "", s, c, lua), r
+                    )
+                    rows.append(
+                        Row(
+                            "quotes, 2 workers redis store / 2 workers defaults",
+                            ratios,
+                            f"redis {med(rd)}; defaults {med(df)}",
+                            ">= 0.9, same p99 class",
+                            cpu_ratio(rd, df),
+                        )
+                    )
+            else:
+                notes.append("redis row skipped: nothing answers on 127.0.0.1:6379")
+        with routequote("sessions", 1, tmp) as sq:
+            ratios, detail = asyncio.run(create_vs_prepare(sq.url, "sqlite", r, args.session_requests))
+            rows.append(Row("session create / prepare, SQLite", ratios, detail, ">= 0.5"))
+        try:
+            from tests.support.postgres import postgres_up, temporary_database
+        except ImportError as exc:  # pragma: no cover - depends on the checkout
+            notes.append(f"postgresql row skipped: {exc}")
+        else:
+            if postgres_up():
+                with (
+                    temporary_database("routequote_test_bench") as pg,
+                    routequote("pg", 1, tmp, database_url=pg) as srv,
+                ):
+                    ratios, detail = asyncio.run(
+                        create_vs_prepare(srv.url, "postgresql", r, args.session_requests)
+                    )
+                    rows.append(Row("session create / prepare, PostgreSQL", ratios, detail, ">= 0.5"))
+            else:
+                notes.append("postgresql row skipped: nothing answers on 127.0.0.1:5432")
+    for pinned, label in (
+        (True, "default pool accounts"),
+        (False, "stand-in Raydium pool, AmmConfig not pinned"),
+    ):
+        waves, requests, by_wave = asyncio.run(cold_quote_waves(pinned))
+        rows.append(
+            Row(
+                f"live market, cold quote: upstream round trips ({label})",
+                [],
+                f"{waves} wave(s), {requests} upstream requests (per wave {by_wave})",
+                "1",
+            )
+        )
+    print(
+        f"routequote http bench: {time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime(started))} UTC, "
+        f"{os.cpu_count()} cores, python {platform.python_version()}, uvicorn {uvicorn.__version__} (httptools), "
+        f"wrk -t1 -c{c} -d{s:g}s, {r} interleaved rounds per pair, rate limits off, log level warning"
+    )
+    print("| measure | median | range | CPU/req B/A | detail (medians) | target |")
+    print("|---|---|---|---|---|---|")
+    for row in rows:
+        print(row.line())
+    for note in notes:
+        print(note)
+    print(f"total {time.time() - started:.0f} s")
+
+
+if __name__ == "__main__":
+    main()

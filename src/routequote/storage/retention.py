@@ -1,0 +1,338 @@
+"""Retention of the session database: what is deleted when, in bounded batches off the serving path, and the
+per-client cap on open sessions (SQLite and PostgreSQL; the in-memory store is for tests and keeps nothing).
+
+* Login challenges and access tokens: deleted as soon as they expire (a used challenge at its expiry too).
+* Sessions: once `session_days` have passed since their last change, a session that is finished (complete,
+  cancelled, failed) or that never had funds in flight (its action expired or was never submitted) is deleted,
+  with its events and idempotency records. Its receipt (route, final status, the steps with quoted and actual
+  amounts, the transition history) is first copied to `session_receipts`, kept `receipt_days` (0: forever).
+  Sessions that may have funds in flight (awaiting a receipt or the destination, re-approval required) are
+  never deleted by age: they hold the evidence of where the funds are.
+* Create idempotency records (`create:` / `v1create:` scopes) older than `session_days`: deleted (their quote
+  expired long before).
+
+`Purger.run_once()` deletes at most `batch` rows per statement (`session_batch` sessions), each batch its own
+short transaction (on SQLite in a worker thread, not on the event loop), and yields to the event loop between
+batches, so a large backlog never holds a lock or the loop for long. `Purger.loop()`
+runs it every `interval_seconds` in a background task. `CappedSessionStore` wraps the store: a create from a
+client already holding `max_open` unfinished sessions answers 429 (a replay of an earlier create still
+replays); the client is the one the rate limiter saw for this request (`ratelimit.current_client`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+import structlog
+from sqlalchemy import Column, MetaData, String, Table, delete, func, insert, select
+from sqlalchemy.engine import Connection
+
+from routequote.errors import RateLimited
+from routequote.ports import IdempotentAnswer, SessionEvent, SessionRecord
+from routequote.ratelimit import current_client
+from routequote.storage.sessions_sql import (
+    UtcDateTime,
+    _Json,
+    access_tokens,
+    login_challenges,
+    session_events,
+    session_idempotency,
+    sessions,
+)
+
+FINISHED = ("complete", "cancelled", "failed")
+NO_FUNDS_IN_FLIGHT = ("action_ready", "action_expired", "action_required")  # nothing was submitted on chain
+OPEN_EXCLUDED = FINISHED
+log = structlog.get_logger("routequote.retention")
+
+_meta = MetaData()
+session_receipts = Table(
+    "session_receipts",
+    _meta,
+    Column("session_id", String(64), primary_key=True),
+    Column("route", String(128), nullable=False),
+    Column("status", String(64), nullable=False),
+    Column("created_at", UtcDateTime, nullable=False),
+    Column("finished_at", UtcDateTime, nullable=False),
+    Column("archived_at", UtcDateTime, nullable=False),
+    Column("receipt", _Json, nullable=False),
+)
+session_clients = Table(
+    "session_clients",
+    _meta,
+    Column(
+        "session_id", String(64), primary_key=True
+    ),  # no foreign key: the purge deletes it with its session
+    Column("client", String(64), nullable=False),
+    Column("created_at", UtcDateTime, nullable=False),
+)
+SIZED_TABLES = {
+    "sessions": sessions,
+    "session_events": session_events,
+    "session_idempotency": session_idempotency,
+    "login_challenges": login_challenges,
+    "access_tokens": access_tokens,
+    "session_receipts": session_receipts,
+    "session_clients": session_clients,
+}
+
+
+@dataclass(frozen=True)
+class RetentionPolicy:
+    session_days: float = 7.0
+    receipt_days: float = 365.0  # 0: receipts are kept forever
+    batch: int = 500
+    session_batch: int = 50  # a session is archived with its receipt (kilobytes of JSON): smaller batches
+    interval_seconds: float = 60.0
+    max_open_sessions_per_client: int = 20  # 0: no cap
+
+
+def _receipt(row: Any, events: list[Any]) -> dict[str, Any]:
+    """What the receipt view is computed from, and the history: kept after the session itself is deleted."""
+    state = row.state if isinstance(row.state, dict) else {}
+    return {
+        "session_id": row.session_id,
+        "route": row.route,
+        "status": row.status,
+        "quote": state.get("quote"),
+        "summary_steps": state.get("summary_steps"),
+        "steps": state.get("steps"),
+        "events": [{"event": e.event, "to_status": e.to_status, "at": e.at.isoformat()} for e in events],
+    }
+
+
+class Purger:
+    """Deletes what the policy no longer keeps from a `SqlSessionStore`, in bounded batches."""
+
+    def __init__(self, store: Any, policy: RetentionPolicy, now: Callable[[], datetime]) -> None:
+        self.store = store
+        self.policy = policy
+        self.now = now
+        self.deleted: dict[str, int] = {}
+
+    async def _batch(self, operation: Callable[[Connection], int]) -> int:
+        store = self.store
+        if getattr(store, "scope", None) != "sqlite":
+            n: int = await store._run(operation, write=True)
+        else:  # the store runs SQLite statements on the loop (they are tiny); a purge batch is not: a thread
+
+            def work() -> int:
+                with store._sync_writer.connect() as conn:
+                    return operation(conn)
+
+            async with store._guard(), store._write_slot():
+                n = await asyncio.to_thread(work)
+        await asyncio.sleep(0)  # between batches the loop serves requests
+        return n
+
+    async def _drain(self, name: str, operation: Callable[[Connection], int], size: int | None = None) -> int:
+        total = 0
+        while True:
+            n = await self._batch(operation)
+            total += n
+            if n < (size or self.policy.batch):
+                break
+        if total:
+            self.deleted[name] = self.deleted.get(name, 0) + total
+        return total
+
+    def _delete_ids(self, table: Table, key: Any, where: Any) -> Callable[[Connection], int]:
+        def operation(conn: Connection) -> int:
+            with conn.begin():
+                ids = [r[0] for r in conn.execute(select(key).where(where).limit(self.policy.batch))]
+                if ids:
+                    conn.execute(delete(table).where(key.in_(ids)))
+                return len(ids)
+
+        return operation
+
+    def _archive_sessions(self, cutoff: datetime) -> Callable[[Connection], int]:
+        at = self.now()
+
+        def operation(conn: Connection) -> int:
+            purgeable = sessions.c.status.in_(FINISHED + NO_FUNDS_IN_FLIGHT) & (
+                sessions.c.updated_at < cutoff
+            )
+            with conn.begin():
+                rows = conn.execute(select(sessions).where(purgeable).limit(self.policy.session_batch)).all()
+                ids = [r.session_id for r in rows]
+                if not ids:
+                    return 0
+                events: dict[str, list[Any]] = {}
+                for e in conn.execute(
+                    select(session_events)
+                    .where(session_events.c.session_id.in_(ids))
+                    .order_by(session_events.c.seq)
+                ):
+                    events.setdefault(e.session_id, []).append(e)
+                conn.execute(delete(session_receipts).where(session_receipts.c.session_id.in_(ids)))
+                conn.execute(
+                    insert(session_receipts),
+                    [
+                        {
+                            "session_id": r.session_id,
+                            "route": r.route,
+                            "status": r.status,
+                            "created_at": r.created_at,
+                            "finished_at": r.updated_at,
+                            "archived_at": at,
+                            "receipt": json.loads(
+                                json.dumps(_receipt(r, events.get(r.session_id, [])), default=str)
+                            ),
+                        }
+                        for r in rows
+                    ],
+                )
+                conn.execute(
+                    delete(session_idempotency).where(
+                        session_idempotency.c.scope.in_([f"session:{i}" for i in ids])
+                    )
+                )
+                conn.execute(delete(session_events).where(session_events.c.session_id.in_(ids)))
+                conn.execute(delete(session_clients).where(session_clients.c.session_id.in_(ids)))
+                conn.execute(delete(sessions).where(sessions.c.session_id.in_(ids)))
+                return len(ids)
+
+        return operation
+
+    async def run_once(self) -> dict[str, int]:
+        """One full pass; returns the rows deleted per table in this pass."""
+        before = dict(self.deleted)
+        now = self.now()
+        cutoff = now - timedelta(days=self.policy.session_days)
+        await self._drain(
+            "login_challenges",
+            self._delete_ids(
+                login_challenges, login_challenges.c.challenge_id, login_challenges.c.expires_at <= now
+            ),
+        )
+        await self._drain(
+            "access_tokens",
+            self._delete_ids(access_tokens, access_tokens.c.token_sha256, access_tokens.c.expires_at <= now),
+        )
+        await self._drain("sessions", self._archive_sessions(cutoff), self.policy.session_batch)
+        create_scope = session_idempotency.c.scope.like("create:%") | session_idempotency.c.scope.like(
+            "v1create:%"
+        )
+        await self._drain(
+            "session_idempotency",
+            self._delete_ids(
+                session_idempotency,
+                session_idempotency.c.scope,
+                create_scope & (session_idempotency.c.created_at < cutoff),
+            ),
+        )
+        if self.policy.receipt_days > 0:
+            kept = now - timedelta(days=self.policy.receipt_days)
+            await self._drain(
+                "session_receipts",
+                self._delete_ids(
+                    session_receipts, session_receipts.c.session_id, session_receipts.c.archived_at < kept
+                ),
+            )
+        return {k: v - before.get(k, 0) for k, v in self.deleted.items() if v - before.get(k, 0)}
+
+    async def loop(self) -> None:
+        while True:
+            try:
+                done = await self.run_once()
+                if done:
+                    log.info("retention_purged", **done)
+            except Exception as exc:  # an unavailable database: try again next interval, never crash serving
+                log.warning("retention_pass_failed", error_type=type(exc).__name__)
+            await asyncio.sleep(self.policy.interval_seconds)
+
+    @contextlib.asynccontextmanager
+    async def running(self) -> AsyncIterator[None]:
+        """For the app's lifespan: the purge loop in the background while the app serves."""
+        task = asyncio.create_task(self.loop(), name="routequote-retention")
+        try:
+            yield
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+
+async def store_sizes(store: Any) -> dict[str, int]:
+    """Rows per table of the session database (for /metrics)."""
+
+    def operation(conn: Connection) -> dict[str, int]:
+        return {
+            name: int(conn.execute(select(func.count()).select_from(t)).scalar_one())
+            for name, t in SIZED_TABLES.items()
+        }
+
+    out: dict[str, int] = await store._run(operation, write=False)
+    return out
+
+
+class CappedSessionStore:
+    """The session store, with at most `max_open` unfinished sessions per client (see the module docstring)."""
+
+    def __init__(self, inner: Any, max_open: int) -> None:
+        self.inner = inner
+        self.max_open = max_open
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    async def table_sizes(self) -> dict[str, int]:
+        return await store_sizes(self.inner)
+
+    def _open_count(self, client: str) -> Callable[[Connection], int]:
+        def operation(conn: Connection) -> int:
+            q = (
+                select(func.count())
+                .select_from(
+                    session_clients.join(sessions, session_clients.c.session_id == sessions.c.session_id)
+                )
+                .where(session_clients.c.client == client, sessions.c.status.not_in(OPEN_EXCLUDED))
+            )
+            return int(conn.execute(q).scalar_one())
+
+        return operation
+
+    async def create(
+        self,
+        record: SessionRecord,
+        event: SessionEvent,
+        idempotency_scope: str,
+        idempotency_key: str,
+        request_sha256: str,
+        response: dict[str, Any],
+    ) -> IdempotentAnswer | None:
+        client = current_client.get()
+        if self.max_open <= 0 or client is None:
+            direct: IdempotentAnswer | None = await self.inner.create(
+                record, event, idempotency_scope, idempotency_key, request_sha256, response
+            )
+            return direct
+        prior = await self.inner.idempotent(idempotency_scope, idempotency_key)
+        if prior is None and await self.inner._run(self._open_count(client), write=False) >= self.max_open:
+            raise RateLimited(
+                "open_sessions_limit_reached",
+                f"this client already has {self.max_open} unfinished sessions: finish or cancel one first",
+                retry_after_seconds=60,
+                details={"max_open_sessions": self.max_open},
+            )
+        answer: IdempotentAnswer | None = await self.inner.create(
+            record, event, idempotency_scope, idempotency_key, request_sha256, response
+        )
+        if answer is None:
+
+            def remember(conn: Connection) -> None:
+                with conn.begin():
+                    conn.execute(
+                        insert(session_clients),
+                        {"session_id": record.session_id, "client": client[:64], "created_at": event.at},
+                    )
+
+            await self.inner._run(remember, write=True)
+        return answer

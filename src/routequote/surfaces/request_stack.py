@@ -1,0 +1,221 @@
+"""The one ASGI layer in front of every surface: request id, transport guard and metrics in one pass.
+
+Per HTTP request, in this order:
+1. one pass over the headers: the caller's `x-request-id` (kept when sane, else a new one), the header count and
+   bytes (431), and the three headers the guard reads (content length, content type, transfer encoding);
+2. the request id is bound for every log line written while the request runs, and a server span opened when
+   tracing is on;
+3. the transport guard (`routequote.surfaces.input_guard`): 415 on the JSON-RPC endpoints, the whole body read
+   before the app runs (bounded in size and time, strict JSON on /mcp and /a2a), a client that hung up counted
+   as 499;
+4. the app, behind ONE send wrapper that sets `x-request-id` on every answer, marks every 5xx
+   `Connection: close`, replaces any /mcp or /a2a error answer with a JSON-RPC error object chosen by status,
+   and records the status;
+5. an exception that escaped a surface becomes a JSON 500 (the log has only its type);
+6. the answer is counted by route template (`/v2/quote`, never a raw path a caller chose) and status, with its
+   latency.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import TYPE_CHECKING, Any
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from structlog.contextvars import bind_contextvars, reset_contextvars
+
+from routequote.errors import InvalidRequest
+from routequote.input_rules import loads_strict
+from routequote.observability import new_request_id, request_id_var, sane_request_id
+from routequote.surfaces import input_guard
+from routequote.surfaces.http import BODY_READ
+from routequote.surfaces.http import _is_json as is_json_media
+from routequote.surfaces.input_guard import (
+    _KEPT_HEADERS,
+    BODY_TIMED_OUT,
+    CLIENT_CLOSED_REQUEST,
+    JSONRPC_PATHS,
+    TIMED_BY_TRANSPORT,
+    TransportLimits,
+    _answer,
+    _ClientGone,
+    _read_body,
+    _refuse,
+    _replay,
+    _too_large,
+    _TooLarge,
+    jsonrpc_error,
+    rest_error,
+)
+
+if TYPE_CHECKING:
+    from routequote.metrics import Metrics
+    from routequote.surfaces.http import BODY_READ
+from routequote.observability import Tracing
+
+
+class _Reply:
+    """The one send wrapper: request id on every answer, status recorded, 5xx closes the connection, and on the
+    JSON-RPC endpoints an error answer of the app replaced by a JSON-RPC error object chosen by status alone."""
+
+    __slots__ = ("send", "header", "jsonrpc", "status", "started", "held")
+
+    def __init__(self, send: Send, header: tuple[bytes, bytes], jsonrpc: bool) -> None:
+        self.send = send
+        self.header = header
+        self.jsonrpc = jsonrpc
+        self.status = [500]  # a list: the tracing span reads the final status through it
+        self.started = False
+        self.held: Message | None = None
+
+    async def start(self, message: Message) -> None:
+        status = message["status"]
+        self.status[0] = status
+        headers = [h for h in message.get("headers", ()) if h[0].lower() != b"x-request-id"]
+        headers.append(self.header)
+        if status >= 500 and (b"connection", b"close") not in headers:
+            headers.append((b"connection", b"close"))
+        await self.send({**message, "headers": headers})
+
+    async def __call__(self, message: Message) -> None:
+        kind = message["type"]
+        if kind == "http.response.start":
+            self.started = True
+            if self.jsonrpc and message["status"] >= 400:
+                self.held = message  # the SDK's own error text is never sent
+                return
+            await self.start(message)
+            return
+        if self.held is not None and kind == "http.response.body":
+            if message.get("more_body", False):
+                return
+            held, self.held = self.held, None
+            kept = [(k, v) for k, v in held.get("headers", ()) if k.lower() in _KEPT_HEADERS]
+            await _answer(self.start_and_send, held["status"], jsonrpc_error(held["status"]), kept)
+            return
+        await self.send(message)
+
+    async def start_and_send(self, message: Message) -> None:
+        """For answers the stack writes itself: they are final, never held or replaced."""
+        if message["type"] == "http.response.start":
+            self.started = True
+            await self.start(message)
+        else:
+            await self.send(message)
+
+
+class RequestStack:
+    def __init__(
+        self,
+        app: ASGIApp,
+        metrics: Metrics | None = None,
+        limits: TransportLimits | None = None,
+        tracing: Tracing | None = None,
+    ) -> None:
+        self.app = app
+        self.metrics = metrics
+        self.limits = limits or TransportLimits()
+        self.tracing = tracing
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        supplied = length = content_type = chunked = None
+        size = 0
+        headers: list[tuple[bytes, bytes]] = scope["headers"]
+        for name, value in headers:  # one pass: request id, size, and the three headers the guard reads
+            size += len(name) + len(value)
+            if name == b"content-length":
+                length = value
+            elif name == b"content-type":
+                content_type = value
+            elif name == b"transfer-encoding":
+                chunked = value
+            elif name == b"x-request-id" and supplied is None:
+                supplied = value.decode("latin-1")
+        rid = sane_request_id(supplied) or new_request_id()
+        jsonrpc = scope["path"] in JSONRPC_PATHS
+        reply = _Reply(send, (b"x-request-id", rid.encode("ascii")), jsonrpc)
+        token = request_id_var.set(rid)
+        bound = bind_contextvars(request_id=rid)
+        try:
+            if self.tracing is None:
+                await self._guarded(scope, receive, reply, headers, size, length, content_type, chunked)
+            else:
+                with self.tracing.server_span(scope, rid, reply.status):
+                    await self._guarded(scope, receive, reply, headers, size, length, content_type, chunked)
+        finally:
+            reset_contextvars(**bound)
+            request_id_var.reset(token)
+            if self.metrics is not None:
+                route: Any = scope.get("route")
+                # FastAPI routes name their template; plain Starlette routes (MCP, A2A) have fixed paths
+                template = getattr(route, "path", None) or (
+                    scope["path"] if scope.get("endpoint") else "unmatched"
+                )
+                self.metrics.observe_request(
+                    scope.get("method", "GET"), template, reply.status[0], time.perf_counter() - started
+                )
+
+    async def _guarded(
+        self,
+        scope: Scope,
+        receive: Receive,
+        reply: _Reply,
+        headers: list[tuple[bytes, bytes]],
+        size: int,
+        length: bytes | None,
+        content_type: bytes | None,
+        chunked: bytes | None,
+    ) -> None:
+        limits = self.limits
+        jsonrpc = reply.jsonrpc
+        out = reply.start_and_send
+        if len(headers) > limits.max_header_count or size > limits.max_header_bytes:
+            await _refuse(out, jsonrpc, 431)
+            return
+        method = scope["method"]
+        if jsonrpc and method == "POST" and not is_json_media((content_type or b"").decode("latin-1")):
+            await _refuse(out, jsonrpc, 415)
+            return
+        if (length is not None and length != b"0") or chunked is not None:
+            if length is not None and length.isdigit() and int(length) > limits.max_body_bytes:
+                await _too_large(out, jsonrpc)
+                return
+            try:
+                if scope.get(TIMED_BY_TRANSPORT):  # the guarded protocol times the body: no timer per request
+                    body = await _read_body(receive, limits.max_body_bytes)
+                else:
+                    async with asyncio.timeout(limits.body_timeout_seconds):
+                        body = await _read_body(receive, limits.max_body_bytes)
+            except _ClientGone:
+                if scope.get(BODY_TIMED_OUT):  # the protocol answered 408 and closed; the metrics say so too
+                    input_guard.log.info("request_body_timeout", method=method)
+                    await _refuse(out, jsonrpc, 408)
+                else:
+                    input_guard.log.info("client_disconnected_mid_body", method=method)
+                    await _answer(out, CLIENT_CLOSED_REQUEST, rest_error(400, "client_closed_request"))
+                return
+            except _TooLarge:
+                await _too_large(out, jsonrpc)
+                return
+            except TimeoutError:
+                await _refuse(out, jsonrpc, 408)
+                return
+            if jsonrpc and method == "POST":
+                try:
+                    loads_strict(body)
+                except InvalidRequest as exc:
+                    await _refuse(out, jsonrpc, 400, exc.reason_class, exc.message)
+                    return
+            scope[BODY_READ] = body  # the surfaces' JSON reader takes it from here
+            receive = _replay(body, receive)
+        try:
+            await self.app(scope, receive, reply)
+        except Exception as exc:  # never a traceback or exception text in a body; the log has the type
+            input_guard.log.error("unhandled_error", error_type=type(exc).__name__)
+            if not reply.started:
+                await _refuse(out, jsonrpc, 500)
