@@ -122,3 +122,31 @@ def test_an_oft_arrival_without_the_program_pinned_is_unverifiable() -> None:
     with pytest.raises(ObservationUnavailable) as e:
         asyncio.run(facts.oft_delivery(state, None, ["1" * 88]))  # type: ignore[arg-type]
     assert e.value.reason == "usdg_oft_solana_program_not_pinned"
+
+
+def test_routequote_verify_action_accepts_the_solana_mint_and_refuses_it_tampered(tmp_path: Path) -> None:
+    """The prepared Solana receive_message passes the offline `routequote verify-action` (what a caller runs
+    before signing the session's next action); a tampered recipient account fails it."""
+    import copy
+    import json
+
+    from tests.unit.actions.support import intent_for, rehash
+    from tests.unit.actions.test_cctp_solana_receive import NOW, ROUTE, TAMPERS, WALLETS, bundle_for, message
+    from typer.testing import CliRunner
+
+    from routequote.cli import app
+
+    good = bundle_for(message())
+    bad = copy.deepcopy(good)
+    TAMPERS["recipient_account"][0](bad)
+    rehash(bad)
+    (tmp_path / "intent.json").write_text(json.dumps(intent_for(ROUTE.key)))
+    (tmp_path / "wallets.json").write_text(json.dumps(WALLETS))
+    codes = []
+    for name, b in (("good", good), ("bad", bad)):
+        f = tmp_path / f"{name}.json"
+        f.write_text(json.dumps(b))
+        args = ["verify-action", str(f), "--intent", str(tmp_path / "intent.json")]
+        args += ["--wallets", str(tmp_path / "wallets.json"), "--now", str(NOW + 10)]
+        codes.append(CliRunner().invoke(app, args).exit_code)
+    assert codes == [0, 1]
