@@ -332,6 +332,7 @@ def simulate_delivery(
     instruction: Instruction | None = None,
     instructions: list[Instruction] | None = None,
     failed: bool = False,
+    cosigners: list[Keypair] | None = None,
 ) -> dict[str, Any]:
     """A SIMULATED Solana delivery of `amount` of `token` (USDC or USDG) into `owner`'s associated token account:
     one instruction (`instruction`, else one of `program` with `data`: receive_message / lz_receive / a plain
@@ -353,7 +354,7 @@ def simulate_delivery(
     )
     blockhash = Hash.new_unique()
     message = Message.new_with_blockhash(instructions or [ix], relayer.pubkey(), blockhash)
-    signed = Transaction([relayer], message, blockhash)
+    signed = Transaction([relayer, *(cosigners or [])], message, blockhash)
     keys = [str(k) for k in message.account_keys]
     i_ata = keys.index(str(ata))
     if failed:

@@ -27,7 +27,7 @@ from _routes import (
     fresh_chains,
 )
 from _sessions import b32
-from _solana_sim import CCTP_MTV2, simulate_delivery, to_instruction
+from _solana_sim import CCTP_MTV2, simulate_delivery, to_instruction, ui_amount
 from solders.instruction import AccountMeta, Instruction
 from solders.keypair import Keypair
 from solders.pubkey import Pubkey
@@ -179,7 +179,8 @@ def test_the_right_mint_named_twice_advances_once(world: World) -> None:
         sig = mint_of(world, run)
         run.observe([sig])
         assert run.session["status"] == "action_ready" and run.session["current_step"] == 1
-        refused(world, run, [sig], None)  # the same session: not the swap, and already used
+        # the same session: its next step (the swap) is not this transaction
+        refused(world, run, [sig], "observation_not_prepared_action")
         other = attested(world, CCTP)
         refused(world, other, [sig], "observation_bridge_mismatch")  # another session: not its message
 
@@ -309,3 +310,62 @@ def test_an_erc20_transfer_in_place_of_an_across_fill_is_refused(world: World) -
         run = in_flight(world, "base:USDC->robinhood:USDG")
         tx = erc20_transfer(world, Chain.ROBINHOOD, run.evm_wallet)
         refused(world, run, [tx], "observation_bridge_mismatch")
+
+
+def test_one_batched_mint_of_two_sessions_advances_only_one(world: World) -> None:
+    """One transaction relaying both sessions' attested messages (each receive_message crediting its own
+    wallet): the first session it is named to advances; for the second, though its own mint is in it, the
+    store's one-transaction-one-step claim refuses it (409) and nothing changes."""
+    with fresh_chains(world):
+        first, second = attested(world, CCTP), attested(world, CCTP)
+        ixs = []
+        for run in (first, second):
+            bridge = run.session["steps"][0]["bridge"]
+            ixs.append(
+                receive_message_ix(
+                    run.sol_wallet.pubkey(),
+                    str(run.sol_wallet.pubkey()),
+                    bytes.fromhex(bridge["message"][2:]),
+                    bytes.fromhex(bridge["attestation"][2:]),
+                    CIRCLE_FEE_ACCOUNT,
+                )
+            )
+        amounts = [
+            int(r.session["steps"][0]["bridge"]["burn_amount"])
+            - int(r.session["steps"][0]["bridge"]["fee_executed"] or 0)
+            for r in (first, second)
+        ]
+        result = simulate_delivery(
+            relayer=first.sol_wallet,
+            owner=str(first.sol_wallet.pubkey()),
+            token="USDC",
+            amount=amounts[0],
+            pre_amount=0,
+            program=CCTP_MTV2,
+            data=b"",
+            slot=world.next_slot(),
+            instructions=ixs,
+            cosigners=[second.sol_wallet],
+        )
+        usdc = ASSETS["solana:USDC"]
+        ata = str(
+            get_associated_token_address(
+                second.sol_wallet.pubkey(),
+                Pubkey.from_string(str(usdc.address)),
+                Pubkey.from_string(str(usdc.token_program)),
+            )
+        )
+        keys = result["transaction"]["message"]["accountKeys"]
+        template = result["meta"]["postTokenBalances"][0]
+        for side, amount in (("preTokenBalances", 0), ("postTokenBalances", amounts[1])):
+            entry = {
+                **template,
+                "accountIndex": keys.index(ata),
+                "owner": str(second.sol_wallet.pubkey()),
+                "uiTokenAmount": ui_amount(amount, usdc.decimals),
+            }
+            result["meta"][side].append(entry)
+        sig = world.solana.publish(result)
+        first.observe([sig])
+        assert first.session["status"] == "complete"
+        refused(world, second, [sig], "transaction_already_advanced_a_step", status=409)
