@@ -110,6 +110,7 @@ def build_sessions(
     from routequote.observe.evm import JsonRpcEvmReader
     from routequote.observe.evm_state import JsonRpcEvmState
     from routequote.observe.iris import IrisAttestationReader
+    from routequote.observe.layerzero_scan import LayerZeroScanReader
     from routequote.observe.solana import JsonRpcSolanaReader
 
     if store is None:
@@ -135,13 +136,39 @@ def build_sessions(
         attestations=IrisAttestationReader(
             settings.iris_url or None, client, timeout=timeout, max_bytes=limit
         ),
+        layerzero=LayerZeroScanReader(
+            settings.layerzero_scan_url or None, client, timeout=timeout, max_bytes=limit
+        ),
         config=SessionConfig(
             confirmations=settings.confirmations(),
             across_fill_search_blocks=settings.across_fill_search_blocks,
+            usdg_oft_solana_program=settings.usdg_oft_solana_program or None,
         ),
     )
     sessions.http_client = client  # closed with the app
     return sessions
+
+
+def solana_arrivals(settings: Settings) -> dict[str, Any]:
+    """What capabilities say about Solana bridge arrivals: how each is bound to its bridge message, and whether
+    the USDG OFT program (not pinned by this build) is configured."""
+    program = settings.usdg_oft_solana_program or None
+    return {
+        "cctp": "MessageTransmitterV2 receive_message of the Iris-attested message crediting the session's wallet "
+        "(prepared as the next action once attested; a relayed mint is verified the same way)",
+        "oft": {
+            "rule": "lz_receive of the GUID the session's OFTSent emitted, from Robinhood (eid 30416) and its OFT",
+            "usdg_oft_solana_program": program,
+            "program_source": "operator setting ROUTEQUOTE_USDG_OFT_SOLANA_PROGRAM" if program else None,
+            "verifiable": program is not None,
+            "note": None
+            if program
+            else "the USDG OFT program on Solana is not pinned by this build: an OFT arrival on Solana is "
+            "unverifiable and never accepted until ROUTEQUOTE_USDG_OFT_SOLANA_PROGRAM is set",
+            "finder": "LayerZero Scan by source transaction (a lead, verified on chain)",
+        },
+        "balance_increase_alone_counts": False,
+    }
 
 
 def retention_purger(settings: Settings, store: Any, clock: Clock) -> Any:
@@ -210,6 +237,7 @@ def create_app(
     service.config.prepare_unavailable_reasons = prepare.unsupported_reasons()
     sessions = build_sessions(settings, prepare, session_store)
     service.config.session_unavailable_reasons = sessions.session_reasons()
+    service.config.solana_arrivals = solana_arrivals(settings)
     limiter = RateLimiter(settings.rate_limit, settings.redis_url)
     hooks: list[LifespanHook] = []
     for store in (stores.quotes, stores.idempotency):

@@ -43,6 +43,16 @@ class Settings(BaseSettings):
     iris_url: str = Field(
         "https://iris-api.circle.com", description="Circle Iris API base (CCTP fast-transfer fees)"
     )
+    layerzero_scan_url: str = Field(
+        "https://scan.layerzero-api.com",
+        description="LayerZero Scan API base (finds the Solana delivery of a session's USDG OFT send; a lead, "
+        "verified on chain)",
+    )
+    usdg_oft_solana_program: str = Field(
+        "",
+        description="The USDG OFT program on Solana whose lz_receive delivers USDG from Robinhood; not pinned by "
+        "this build: unset, an OFT arrival on Solana cannot be verified and is never accepted",
+    )
     across_url: str = Field("https://app.across.to/api", description="Across API base (suggested-fees)")
     hermes_url: str = Field("https://hermes.pyth.network", description="Pyth Hermes base (SOL/USD price)")
     live_solana_pools: str = Field(

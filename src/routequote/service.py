@@ -42,6 +42,8 @@ class ServiceConfig:
     prepare_unavailable_reasons: dict[str, str] = field(default_factory=dict)
     # route key -> why a session cannot carry it through every step (set from SessionService.session_reasons())
     session_unavailable_reasons: dict[str, str] = field(default_factory=dict)
+    # how Solana bridge arrivals are verified by this instance (the USDG OFT program may be unpinned)
+    solana_arrivals: dict[str, Any] = field(default_factory=dict)
 
 
 class RouteQuoteService:
@@ -244,6 +246,7 @@ class RouteQuoteService:
                 "session_ready_routes": len(ROUTES) - len(self.config.session_unavailable_reasons),
                 "unavailable_route_count": len(self.config.session_unavailable_reasons),
                 "route_proof": route_proof(),
+                "solana_arrivals": self.config.solana_arrivals,
                 "only_verified_actual_output_advances": True,
                 "fresh_quote_each_step_within_approved_bounds": True,
                 "automatic_chaining": False,

@@ -410,6 +410,16 @@ class Discovery:
         )
         if missing:
             out.append({"id": "programs_not_pinned", "text": "no address pinned for: " + ", ".join(missing)})
+        oft = self.service.config.solana_arrivals.get("oft") or {}
+        if not oft.get("verifiable"):
+            out.append(
+                {
+                    "id": "usdg_oft_solana_program_not_pinned",
+                    "text": "the USDG OFT program on Solana is not pinned by this build: a session's USDG arrival "
+                    "on Solana (LayerZero lz_receive) cannot be verified and is never accepted until the "
+                    "operator sets ROUTEQUOTE_USDG_OFT_SOLANA_PROGRAM",
+                }
+            )
         if view.oft.delivery_seconds is None:
             out.append(
                 {
