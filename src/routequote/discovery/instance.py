@@ -15,6 +15,7 @@ from typing import Any
 
 from routequote.config import Settings
 from routequote.core.assets import ASSETS, CHAINS
+from routequote.core.fee_recipient import recipients_configured
 from routequote.core.intent import MAX_AMOUNT_USD, MIN_AMOUNT_USD
 from routequote.core.manifest import MANIFEST_PATH, PUBLIC_KEY_PATH, SAFETY_PATH
 from routequote.core.market import MarketView
@@ -241,6 +242,9 @@ class InstanceFacts:
 
     def fee_recipients(self) -> dict[str, str]:
         return {"evm": self.settings.fee_recipient_evm, "solana": self.settings.fee_recipient_solana}
+
+    def fee_recipients_configured(self) -> dict[str, bool]:
+        return recipients_configured(self.settings.fee_recipient_evm, self.settings.fee_recipient_solana)
 
     def limits(self) -> dict[str, Any]:
         return {

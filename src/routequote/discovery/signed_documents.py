@@ -96,6 +96,15 @@ class SignedDocuments(InstanceFacts):
 
     def _limitations(self, view: MarketView) -> list[dict[str, str]]:
         out: list[dict[str, str]] = []
+        unset = [k for k, ok in self.fee_recipients_configured().items() if not ok]
+        if unset:
+            out.append(
+                {
+                    "id": "fee_recipient_not_configured",
+                    "text": f"the {' and '.join(unset)} service fee recipient is a development placeholder: "
+                    "a signed action would send the fee nowhere; actions say fee_recipient_configured: false",
+                }
+            )
         if not view.live:
             out.append(
                 {
@@ -143,6 +152,16 @@ class SignedDocuments(InstanceFacts):
         )
         if missing:
             out.append({"id": "programs_not_pinned", "text": "no address pinned for: " + ", ".join(missing)})
+        oft = self.service.config.solana_arrivals.get("oft") or {}
+        if not oft.get("verifiable"):
+            out.append(
+                {
+                    "id": "usdg_oft_solana_program_not_pinned",
+                    "text": "the USDG OFT program on Solana is not pinned by this build: a session's USDG arrival "
+                    "on Solana (LayerZero lz_receive) cannot be verified and is never accepted until the "
+                    "operator sets ROUTEQUOTE_USDG_OFT_SOLANA_PROGRAM",
+                }
+            )
         if view.oft.delivery_seconds is None:
             out.append(
                 {
@@ -213,7 +232,11 @@ class SignedDocuments(InstanceFacts):
             },
             "claims": {
                 "scope": self._scope(view),
-                "fee_policy": {**self.fee_policy(), "fee_recipients": self.fee_recipients()},
+                "fee_policy": {
+                    **self.fee_policy(),
+                    "fee_recipients": self.fee_recipients(),
+                    "fee_recipients_configured": self.fee_recipients_configured(),
+                },
                 "amount_policy": {
                     "minimum_usd": MIN_AMOUNT_USD,
                     "maximum_usd": MAX_AMOUNT_USD,

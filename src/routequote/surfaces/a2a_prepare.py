@@ -12,6 +12,7 @@ from routequote.core.routes import ROUTES
 from routequote.core.verify import verify_bundle
 from routequote.core.verify.handoff import caller_wallet_handoff
 from routequote.errors import InvalidRequest, RouteQuoteError
+from routequote.fee_recipient_check import A2A_ACCEPT_FIELD, a2a_accepts_unconfigured, fee_recipient_findings
 from routequote.ports import Clock
 from routequote.surfaces import guidance as g
 from routequote.surfaces.a2a_operation import QUOTE_FIELDS, Operation, log, quote_body
@@ -94,6 +95,7 @@ def prepare_operation(prepare: PrepareCapability, clock: Clock) -> Operation:
 
     async def run(data: dict[str, Any]) -> dict[str, Any]:
         body, approval, ctx = check_prepare_request(data)
+        accept_unconfigured = a2a_accepts_unconfigured(data)  # checked before anything is prepared
         bundle = await prepare.prepare(body)
         findings = verify_bundle(
             bundle,
@@ -107,6 +109,7 @@ def prepare_operation(prepare: PrepareCapability, clock: Clock) -> Operation:
             deployments=prepare.deployments,
         )
         errors = [f.as_dict() for f in findings if f.severity == "error"]
+        errors += fee_recipient_findings(bundle, accept_unconfigured=accept_unconfigured)
         if errors:
             log.error(
                 "a2a_prepare_bundle_rejected", route=bundle.get("route"), codes=[e["code"] for e in errors]
@@ -137,4 +140,4 @@ def prepare_operation(prepare: PrepareCapability, clock: Clock) -> Operation:
             "caller_wallet_handoff": caller_wallet_handoff(bundle),
         }
 
-    return Operation("prepare", frozenset(PREPARE_FIELDS) | {"verificationContext"}, run)
+    return Operation("prepare", frozenset(PREPARE_FIELDS) | {"verificationContext", A2A_ACCEPT_FIELD}, run)
