@@ -1,6 +1,6 @@
 """ROUTEQUOTE_WORKERS=2 on the embedded defaults answers correctly: a quote issued by one worker is prepared by
-the other. A real `routequote serve --workers 2` (its default quote store is then the file its workers share);
-every quote and every prepare goes over a fresh connection, so the kernel spreads them over both workers
+the other. A real `routequote serve --workers 2` (its default quote store is then `peers`: a worker asks the
+issuing one over a private local socket); every quote and every prepare goes over a fresh connection, so the kernel spreads them over both workers
 (with per-worker memory about half the prepares landed on the other worker and answered 409)."""
 
 from __future__ import annotations
@@ -108,5 +108,5 @@ def test_a_memory_store_with_two_workers_is_refused_at_start(tmp_path: Path) -> 
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert lines == [
         "configuration error: ROUTEQUOTE_QUOTE_STORE=memory cannot serve ROUTEQUOTE_WORKERS=2: a quote issued by "
-        "one worker would be unknown to the others (unset it, or use sqlite or redis)"
+        "one worker would be unknown to the others (unset it, or use peers, sqlite or redis)"
     ]
