@@ -91,6 +91,35 @@ def test_every_quote_is_prepared_whichever_worker_answers(two_workers: ServerPro
     }
 
 
+def test_the_workers_private_directory_lives_only_while_serving(tmp_path: Path) -> None:
+    """`routequote serve` creates the workers' socket directory (0700) in its temporary folder and removes it."""
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    previous = os.environ.get("TMPDIR")
+    os.environ["TMPDIR"] = str(scratch)
+    try:
+        server = start_server(
+            tmp_path,
+            "dir",
+            {"database_url": f"sqlite+aiosqlite:///{tmp_path}/s.sqlite3"},
+            timeout=60,
+            workers=2,
+        )
+    finally:
+        if previous is None:
+            del os.environ["TMPDIR"]
+        else:
+            os.environ["TMPDIR"] = previous
+    try:
+        (folder,) = list(scratch.iterdir())
+        assert folder.name.startswith("routequote-peers-")
+        assert folder.stat().st_mode & 0o777 == 0o700
+        assert {"slot-0.sock", "slot-1.sock"} <= {p.name for p in folder.iterdir()}
+    finally:
+        server.stop()
+    assert list(scratch.iterdir()) == []
+
+
 def test_a_memory_store_with_two_workers_is_refused_at_start(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("ROUTEQUOTE_")}
     env.update(

@@ -1,7 +1,8 @@
 """Issued quotes and prepare idempotency records in SQLite files that every worker on this machine shares.
 
-With `ROUTEQUOTE_WORKERS` > 1 and no Redis, a prepare may land on another worker than its quote: this store makes
-the quote visible there.
+With `ROUTEQUOTE_QUOTE_STORE=sqlite` and several workers, a prepare may land on another worker than its quote: this
+store makes the quote visible there (the default with several workers, `peer_quotes`, asks the issuing worker
+instead and uses only `IdempotencyFile` from here).
 
 - Quotes: each worker writes its own file (`<path>.<pid>`), so no worker ever waits for another's write lock,
   and keeps its own quotes in memory too (a prepare on the same worker reads no file). Writes are grouped: the
