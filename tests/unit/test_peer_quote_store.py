@@ -231,3 +231,20 @@ async def test_a_worker_answers_only_well_formed_requests_for_its_own_slot(tmp_p
         assert answer is not None and orjson.loads(answer[1]) == orjson.loads(
             orjson.dumps(issued_to_record(issued))
         )
+
+
+def test_the_serve_directory_is_private_and_short_enough_for_its_sockets(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    long = tmp_path / ("d" * 90)
+    long.mkdir()
+    for base in (tmp_path, long):
+        monkeypatch.setattr("tempfile.tempdir", str(base))
+        folder = peer_quotes.make_serve_dir()
+        try:
+            assert Path(folder).stat().st_mode & 0o777 == 0o700
+            assert len(os.path.join(folder, "slot-255.sock")) <= 100
+            if base == long:
+                assert long not in Path(folder).parents  # moved to a shorter temporary folder
+        finally:
+            os.rmdir(folder)

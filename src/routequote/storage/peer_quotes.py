@@ -43,6 +43,7 @@ CLAIM_TIMEOUT_SECONDS = 10.0
 _UUID4 = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
 _HEADER = struct.Struct(">II")  # record length (0: not held), remaining lifetime in ms
 _REQUEST_BYTES = 37
+_MAX_SOCKET_PATH = 100  # AF_UNIX paths end at 107 bytes on Linux
 
 
 def slotted_uuid4(slot: int) -> str:
@@ -210,5 +211,8 @@ def make_serve_dir() -> str:
     import tempfile
 
     folder = tempfile.mkdtemp(prefix="routequote-peers-")
+    if len(_socket_path(folder, MAX_SLOTS - 1).encode()) > _MAX_SOCKET_PATH:  # a long TMPDIR: bind would fail
+        os.rmdir(folder)
+        folder = tempfile.mkdtemp(prefix="routequote-peers-", dir="/tmp")
     Path(folder).chmod(0o700)
     return folder
