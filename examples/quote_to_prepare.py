@@ -1,9 +1,10 @@
 """Quote -> compare two amounts -> approve -> prepare -> verify, and print what a wallet would be asked to sign.
 
     python examples/quote_to_prepare.py --url http://127.0.0.1:8080 \
-        --route base:ETH->base:USDC --amounts 100 1000 --wallet base=0xYourPublicAddress
+        --route 'base:ETH->base:USDC' --amounts 100 1000 --wallet base=0xYourPublicAddress
 
-Nothing here signs or submits. The client validates every answer (custody flags, amounts chaining, quote
+Against `make serve` (development fee placeholders) add --accept-unconfigured-fee-recipient: otherwise the
+client refuses the action because its fee would go nowhere. Nothing here signs or submits. The client validates every answer (custody flags, amounts chaining, quote
 hashes recomputed) and runs routequote.verify on the prepared action before returning it.
 """
 
@@ -28,11 +29,18 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--tighten-bps", type=int, default=5, help="raise the quote's minimum output by this many bps"
     )
+    p.add_argument(
+        "--accept-unconfigured-fee-recipient",
+        action="store_true",
+        help="accept a fee going to the server's development placeholder (local tests only)",
+    )
     args = p.parse_args(argv)
     source, target = args.route.split("->")
     wallets = dict(w.split("=", 1) for w in args.wallet)
 
-    with RouteQuoteClient(args.url) as rq:
+    with RouteQuoteClient(
+        args.url, accept_unconfigured_fee_recipient=args.accept_unconfigured_fee_recipient
+    ) as rq:
         try:
             # 1. quote the route at two amounts and compare what each returns per dollar
             quotes = [rq.quote(source, target, Decimal(a)) for a in args.amounts]

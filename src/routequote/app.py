@@ -20,6 +20,7 @@ from routequote import __version__
 from routequote.clock import SystemClock, UuidFactory
 from routequote.config import Settings
 from routequote.contract.v2 import QuoteRequest
+from routequote.core.fee_recipient import recipients_configured
 from routequote.discovery import Discovery, load_signing_key
 from routequote.logging import configure_logging
 from routequote.market.snapshot import EmbeddedSnapshot
@@ -38,6 +39,7 @@ from routequote.surfaces.health import Probes
 from routequote.surfaces.health import router as health_router
 from routequote.surfaces.input_guard import TransportLimits
 from routequote.surfaces.mcp_tools import mount_mcp
+from routequote.surfaces.mcp_v2 import mount_mcp_v2
 from routequote.surfaces.request_stack import RequestStack
 
 OPENAPI_VERSION = "2.0.0-quote-only"
@@ -123,6 +125,7 @@ def build_sessions(
     from routequote.observe.evm import JsonRpcEvmReader
     from routequote.observe.evm_state import JsonRpcEvmState
     from routequote.observe.iris import IrisAttestationReader
+    from routequote.observe.layerzero_scan import LayerZeroScanReader
     from routequote.observe.solana import JsonRpcSolanaReader
 
     if store is None:
@@ -148,13 +151,39 @@ def build_sessions(
         attestations=IrisAttestationReader(
             settings.iris_url or None, client, timeout=timeout, max_bytes=limit
         ),
+        layerzero=LayerZeroScanReader(
+            settings.layerzero_scan_url or None, client, timeout=timeout, max_bytes=limit
+        ),
         config=SessionConfig(
             confirmations=settings.confirmations(),
             across_fill_search_blocks=settings.across_fill_search_blocks,
+            usdg_oft_solana_program=settings.usdg_oft_solana_program or None,
         ),
     )
     sessions.http_client = client  # closed with the app
     return sessions
+
+
+def solana_arrivals(settings: Settings) -> dict[str, Any]:
+    """What capabilities say about Solana bridge arrivals: how each is bound to its bridge message, and whether
+    the USDG OFT program (not pinned by this build) is configured."""
+    program = settings.usdg_oft_solana_program or None
+    return {
+        "cctp": "MessageTransmitterV2 receive_message of the Iris-attested message crediting the session's wallet "
+        "(prepared as the next action once attested; a relayed mint is verified the same way)",
+        "oft": {
+            "rule": "lz_receive of the GUID the session's OFTSent emitted, from Robinhood (eid 30416) and its OFT",
+            "usdg_oft_solana_program": program,
+            "program_source": "operator setting ROUTEQUOTE_USDG_OFT_SOLANA_PROGRAM" if program else None,
+            "verifiable": program is not None,
+            "note": None
+            if program
+            else "the USDG OFT program on Solana is not pinned by this build: an OFT arrival on Solana is "
+            "unverifiable and never accepted until ROUTEQUOTE_USDG_OFT_SOLANA_PROGRAM is set",
+            "finder": "LayerZero Scan by source transaction (a lead, verified on chain)",
+        },
+        "balance_increase_alone_counts": False,
+    }
 
 
 def retention_purger(settings: Settings, store: Any, clock: Clock) -> Any:
@@ -223,6 +252,7 @@ def create_app(
     service.config.prepare_unavailable_reasons = prepare.unsupported_reasons()
     sessions = build_sessions(settings, prepare, session_store)
     service.config.session_unavailable_reasons = sessions.session_reasons()
+    service.config.solana_arrivals = solana_arrivals(settings)
     limiter = RateLimiter(settings.rate_limit, settings.redis_url)
     hooks: list[LifespanHook] = []
     for store in (stores.quotes, stores.idempotency):
@@ -277,7 +307,11 @@ def create_app(
     app.state.prepare = prepare
     app.state.sessions = sessions
     app.state.retention = purger  # the background purge (None for a store it does not manage)
-    probes = Probes(service.market, sessions.store, settings.redis_url, settings.market_fallback)
+    fee_configured = recipients_configured(settings.fee_recipient_evm, settings.fee_recipient_solana)
+    probes = Probes(
+        service.market, sessions.store, settings.redis_url, settings.market_fallback, fee_configured
+    )
+    hooks.append(lambda: _warn_fee_placeholders(fee_configured))  # one warning at start
     metrics = Metrics(
         service.market,
         quotes=stores.quotes,
@@ -319,9 +353,25 @@ def create_app(
     _install_error_handlers(app)
     _install_openapi(app)
     # agent surfaces last: they read the capabilities mounted on app.state above
-    mount_mcp(app)  # /mcp (Streamable HTTP, stateless JSON)
+    mount_mcp(app)  # /mcp (Streamable HTTP, stateless JSON): exactly the spec's 15 tools
+    mount_mcp_v2(app)  # /mcp/v2: the v2 lifecycle (prepare, sessions) for MCP agents
     mount_a2a(app)  # /a2a + /.well-known/agent-card.json (+ /.well-known/agent.json)
     return app
+
+
+@contextlib.asynccontextmanager
+async def _warn_fee_placeholders(configured: dict[str, bool]) -> AsyncIterator[None]:
+    unset = [family for family, ok in configured.items() if not ok]
+    if unset:
+        import structlog
+
+        structlog.get_logger("routequote.app").warning(
+            "fee_recipient_not_configured",
+            families=unset,
+            message="the 1 bp service fee goes to a development placeholder: set ROUTEQUOTE_FEE_RECIPIENT_EVM "
+            "and ROUTEQUOTE_FEE_RECIPIENT_SOLANA; until then every action says fee_recipient_configured: false",
+        )
+    yield
 
 
 def create_served_app() -> FastAPI:

@@ -90,7 +90,11 @@ def _run_uvicorn(settings: Settings, host: str, port: int, workers: int) -> None
 
 
 @app.command()
-def mcp() -> None:
+def mcp(
+    profile: str = typer.Option(
+        "spec", help="spec: the 15 tools of /mcp; v2: the v2 lifecycle of /mcp/v2 (prepare and sessions)"
+    ),
+) -> None:
     """Serve the MCP tools over stdio (for desktop agent hosts). Stdout carries only MCP messages."""
     import sys
 
@@ -101,8 +105,15 @@ def mcp() -> None:
     from routequote.surfaces.mcp_tools import run_stdio
 
     structlog.configure(logger_factory=structlog.PrintLoggerFactory(sys.stderr))  # never on the MCP stream
+    if profile not in ("spec", "v2"):
+        raise typer.BadParameter("--profile is spec or v2")
     app = create_app(Settings(rate_limit="off"))  # a local, single-client channel
-    asyncio.run(run_stdio(app))
+    if profile == "v2":
+        from routequote.surfaces.mcp_v2 import run_stdio_v2
+
+        asyncio.run(run_stdio_v2(app))
+    else:
+        asyncio.run(run_stdio(app))
 
 
 def _service() -> RouteQuoteService:
@@ -209,56 +220,47 @@ def matrix(
         None, "--url", envvar="ROUTEQUOTE_URL", help="Fill it from a running server (default: in-process)"
     ),
     concurrency: int = typer.Option(8, help="Quotes in flight at once against --url"),
+    max_retries: int = typer.Option(6, help="Per cell: how often a 429 is waited out (Retry-After)"),
     json_out: bool = typer.Option(False, "--json", help="Print the cells as JSON"),
 ) -> None:
-    """The 9 x 9 route matrix (72 routes): expected cost in bps and ETA per cell, with a progress bar."""
+    """The 9 x 9 route matrix (72 routes): expected cost in bps and ETA per cell. Waits out rate limits;
+    exits 1 when any cell is missing."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+    from routequote.client.matrix import fill_cells
     from routequote.client.render import matrix_cell, render_matrix
     from routequote.core.routes import ROUTES
 
     value = _amount_usd(amount)
-    cells: dict[str, dict[str, Any]] = {}
 
-    async def fill(progress: Progress, task: Any) -> None:
-        from routequote.client import AsyncRouteQuoteClient, ClientError, ServerError
-        from routequote.errors import RouteQuoteError
+    async def fill(progress: Progress, task: Any) -> tuple[dict[str, dict[str, Any]], int]:
+        from routequote.client import AsyncRouteQuoteClient
 
-        gate = asyncio.Semaphore(max(1, concurrency))
         client = AsyncRouteQuoteClient(url) if url else None
         service = None if url else _service()
 
-        async def one(key: str) -> None:
+        async def quote(key: str) -> dict[str, Any]:
             src, dst = key.split("->")
-            async with gate:
-                try:
-                    if client is not None:
-                        q = (await client.quote(src, dst, value)).raw
-                    else:
-                        assert service is not None
-                        fc, ft = src.split(":")
-                        tc, tt = dst.split(":")
-                        q = await service.quote_request(
-                            {
-                                "from_chain": fc,
-                                "from_token": ft,
-                                "to_chain": tc,
-                                "to_token": tt,
-                                "amount_usd": value,
-                            }
-                        )
-                    cells[key] = matrix_cell(q)
-                except ServerError as exc:
-                    cells[key] = {"error": exc.reason_class or exc.error}
-                except (ClientError, RouteQuoteError) as exc:
-                    cells[key] = {"error": getattr(exc, "reason_class", None) or type(exc).__name__}
-            progress.advance(task)
+            if client is not None:
+                return (await client.quote(src, dst, value)).raw
+            assert service is not None
+            (fc, ft), (tc, tt) = src.split(":"), dst.split(":")
+            body = {"from_chain": fc, "from_token": ft, "to_chain": tc, "to_token": tt, "amount_usd": value}
+            return dict(await service.quote_request(body))
 
         try:
-            await asyncio.gather(*(one(k) for k in ROUTES))
+            cells, pause = await fill_cells(
+                list(ROUTES),
+                quote,
+                matrix_cell,
+                concurrency=concurrency,
+                max_retries=max(0, max_retries),
+                on_done=lambda: progress.advance(task),
+            )
         finally:
             if client is not None:
                 await client.aclose()
+        return cells, pause.waits
 
     with Progress(
         TextColumn("quoting routes"),
@@ -270,14 +272,22 @@ def matrix(
         disable=json_out,
     ) as progress:
         task = progress.add_task("matrix", total=len(ROUTES))
-        asyncio.run(fill(progress, task))
-    if json_out:
-        typer.echo(json.dumps({"amount_usd": value, "cells": dict(sorted(cells.items()))}, indent=2))
-        return
-    where = url or "in-process (embedded market)"
-    render_matrix(console, cells, title=f"${value} route matrix from {where}: cost bps / ETA")
+        cells, waits = asyncio.run(fill(progress, task))
     failed = sum("error" in c for c in cells.values())
-    console.print(f"{len(cells) - failed} of {len(ROUTES)} cells filled")
+    if json_out:
+        out = {"amount_usd": value, "cells": dict(sorted(cells.items())), "missing": failed}
+        typer.echo(json.dumps(out, indent=2))
+    else:
+        where = url or "in-process (embedded market)"
+        render_matrix(console, cells, title=f"${value} route matrix from {where}: cost bps / ETA")
+        console.print(
+            f"{len(cells) - failed} of {len(ROUTES)} cells filled"
+            + (f"; waited out the rate limit {waits} times" if waits else "")
+        )
+    if failed:
+        if not json_out:
+            console.print(f"[red]{failed} cells missing[/red]", highlight=False)
+        raise typer.Exit(1)
 
 
 app.add_typer(session_app, name="session")
@@ -286,18 +296,29 @@ app.add_typer(session_app, name="session")
 @app.command()
 def routes() -> None:
     """List the 72 directed routes with their provider paths."""
+    from rich import box
+
     from routequote.core.routes import ROUTES
 
-    table = Table(title=f"{len(ROUTES)} directed routes")
-    for col in ("route", "providers (* = fee step)", "mode", "wallets", "signer"):
-        table.add_column(col)
+    # at 80 columns the route name is never cut (it is what a user copies) and the other columns wrap at
+    # spaces, never inside a provider name; the mode column joins when there is room for it
+    wide = console.width >= 120
+    table = Table(
+        title=f"{len(ROUTES)} directed routes", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True
+    )
+    table.add_column("route", no_wrap=True, min_width=29)
+    table.add_column("providers (* = fee step)", min_width=25)
+    if wide:
+        table.add_column("mode", no_wrap=True)
+    table.add_column("wallets", min_width=9, max_width=12)
+    table.add_column("signer", no_wrap=True, min_width=6)
     for r in ROUTES.values():
         path = " > ".join(s.provider.value + ("*" if s.fee_step else "") for s in r.steps)
         table.add_row(
             r.key,
             path,
-            r.mode.value,
-            ",".join(r.required_wallet_chains),
+            *([r.mode.value] if wide else []),
+            " ".join(r.required_wallet_chains),
             "yes" if r.event_signer_required else "",
         )
     console.print(table)
@@ -510,11 +531,15 @@ def verify_action_cmd(
         None, help="The operator's published Solana fee recipient to pin"
     ),
     now: int = typer.Option(None, help="Unix time to check deadlines against (default: now)"),
+    accept_unconfigured_fee_recipient: bool = typer.Option(
+        False, help="Accept a fee going to a development placeholder (tests and local chains only)"
+    ),
     json_out: bool = typer.Option(False, "--json", help="Print findings as JSON"),
 ) -> None:
     """Check an unsigned action bundle before signing it. Exits 1 on any error finding. Offline."""
     import time
 
+    from routequote.fee_recipient_check import fee_recipient_findings
     from routequote.verify import check_verification_context, verify_bundle
 
     bundle = _json_arg(str(bundle_file), "bundle")
@@ -552,6 +577,7 @@ def verify_action_cmd(
         )
     ]
     findings += [{"code": p, "message": "verification context check", "severity": "error"} for p in problems]
+    findings += fee_recipient_findings(bundle, accept_unconfigured=accept_unconfigured_fee_recipient)
     errors = [f for f in findings if f["severity"] == "error"]
     if json_out:
         typer.echo(json.dumps({"ok": not errors, "findings": findings}, indent=2))

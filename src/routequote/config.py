@@ -5,6 +5,8 @@ from __future__ import annotations
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from routequote.core.fee_recipient import DEV_FEE_RECIPIENT_EVM, DEV_FEE_RECIPIENT_SOLANA
+
 
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="ROUTEQUOTE_", extra="ignore")
@@ -40,6 +42,16 @@ class Settings(BaseSettings):
     )
     iris_url: str = Field(
         "https://iris-api.circle.com", description="Circle Iris API base (CCTP fast-transfer fees)"
+    )
+    layerzero_scan_url: str = Field(
+        "https://scan.layerzero-api.com",
+        description="LayerZero Scan API base (finds the Solana delivery of a session's USDG OFT send; a lead, "
+        "verified on chain)",
+    )
+    usdg_oft_solana_program: str = Field(
+        "",
+        description="The USDG OFT program on Solana whose lz_receive delivers USDG from Robinhood; not pinned by "
+        "this build: unset, an OFT arrival on Solana cannot be verified and is never accepted",
     )
     across_url: str = Field("https://app.across.to/api", description="Across API base (suggested-fees)")
     hermes_url: str = Field("https://hermes.pyth.network", description="Pyth Hermes base (SOL/USD price)")
@@ -161,11 +173,11 @@ class Settings(BaseSettings):
     otel_service_name: str = Field("routequote", description="service.name of the exported spans")
     # Development placeholders: operators MUST set their own recipients (see docs/prepare.md).
     fee_recipient_evm: str = Field(
-        "0x00000000000000000000000000000000dEAdfeE1",
+        DEV_FEE_RECIPIENT_EVM,
         description="EVM address receiving the 1 bp service fee (default: a development placeholder; set it)",
     )
     fee_recipient_solana: str = Field(
-        "DevFeeRecipientP1aceho1der11111111111111111",
+        DEV_FEE_RECIPIENT_SOLANA,
         description="Solana wallet receiving the 1 bp service fee (default: a development placeholder; set it)",
     )
     signing_key_path: str = Field(

@@ -78,7 +78,7 @@ def problems(settings: Settings) -> list[str]:  # noqa: C901 - one flat list of 
         trusted_proxies(s.trusted_proxies)
     except ValueError as exc:
         out.append(str(exc))
-    for name in ("iris_url", "across_url", "hermes_url"):
+    for name in ("iris_url", "across_url", "hermes_url", "layerzero_scan_url"):
         value = getattr(s, name)
         if value and not _url(value, ("http", "https")):
             out.append(f"{_env(name)}: not an http(s) URL")
@@ -143,6 +143,8 @@ def _recipients(s: Settings) -> list[str]:
         out.append("ROUTEQUOTE_FEE_RECIPIENT_EVM: must be a 0x-prefixed 20-byte address")
     if not valid_address(Chain.SOLANA, s.fee_recipient_solana):
         out.append("ROUTEQUOTE_FEE_RECIPIENT_SOLANA: must be a base58 32-byte public key")
+    if s.usdg_oft_solana_program and not valid_address(Chain.SOLANA, s.usdg_oft_solana_program):
+        out.append("ROUTEQUOTE_USDG_OFT_SOLANA_PROGRAM: must be a base58 32-byte public key")
     return out
 
 

@@ -230,6 +230,26 @@ class SolanaChainReader(Protocol):
         """None when the signature is unknown or not yet finalized."""
         ...
 
+    async def account_data(self, address: str) -> bytes | None:
+        """A finalized account's data (`getAccountInfo`, base64), or None when there is no such account."""
+        ...
+
+
+class LayerZeroDelivery(Protocol):
+    """What LayerZero Scan says of one message: a lead to the delivery, never evidence of it."""
+
+    @property
+    def status(self) -> str: ...
+
+    @property
+    def destination_tx(self) -> str | None: ...
+
+
+class LayerZeroReader(Protocol):
+    async def delivery_for(self, tx_hash: str, guid: str) -> LayerZeroDelivery | None:
+        """The message of `guid` sent by `tx_hash`, or None until it is indexed."""
+        ...
+
 
 class AttestationReader(Protocol):
     async def messages(self, source_domain: int, tx_hash: str) -> list[CctpMessage]: ...
@@ -257,6 +277,8 @@ __all__ = [
     "EvmStateReader",
     "EvmTransaction",
     "IdFactory",
+    "LayerZeroDelivery",
+    "LayerZeroReader",
     "IdempotencyConflict",
     "IdempotencyStore",
     "IdempotentAnswer",

@@ -24,6 +24,9 @@ from routequote.ports import Clock, IdFactory, IssuedQuote, MarketData, QuoteSto
 from routequote.route_proof import route_proof
 
 API_VERSION = "routequote-multichain-api-v2"
+# per-route detail (step tables, readiness per route and why), linked from capabilities so that capabilities
+# stays small enough for agents' bounded JSON walks (<= 512 values, <= 12 levels)
+ROUTE_DETAILS_PATH = "/v2/capabilities/routes"
 PRICING_CACHE_SIZE = 4096
 
 
@@ -39,6 +42,8 @@ class ServiceConfig:
     prepare_unavailable_reasons: dict[str, str] = field(default_factory=dict)
     # route key -> why a session cannot carry it through every step (set from SessionService.session_reasons())
     session_unavailable_reasons: dict[str, str] = field(default_factory=dict)
+    # how Solana bridge arrivals are verified by this instance (the USDG OFT program may be unpinned)
+    solana_arrivals: dict[str, Any] = field(default_factory=dict)
 
 
 class RouteQuoteService:
@@ -147,7 +152,10 @@ class RouteQuoteService:
         market_issue = any(u["reason"] == "market_source_unavailable" for u in unavailable)
         result = {
             "currently_prepare_ready_routes": len(ROUTES) - len(unavailable),
-            "temporarily_unavailable_routes": unavailable,
+            # route and reason code only: the long explanations are in the route document
+            "temporarily_unavailable_routes": [
+                {"route": u["route"], "reason": u["reason"]} for u in unavailable
+            ],
             "temporarily_unavailable_route_count": len(unavailable),
             "execution_availability": {
                 "status": "available" if not unavailable else "degraded",
@@ -175,32 +183,10 @@ class RouteQuoteService:
             "public_api_enabled": True,
             "chains": [c.value for c in Chain],
             "asset_endpoints": [{"chain": a.chain.value, "token": a.token.value} for a in ASSETS.values()],
-            "asset_details": [
-                {
-                    "endpoint": a.key,
-                    "decimals": a.decimals,
-                    "address": a.address,
-                    "native": a.is_native,
-                    "wrapped_address": a.wrapped_address,
-                    "token_program": a.token_program,
-                }
-                for a in ASSETS.values()
-            ],
+            # addresses, programs and the per-route tables live in the linked route document (links.routes)
+            "asset_details": [{"endpoint": a.key, "decimals": a.decimals} for a in ASSETS.values()],
             "directed_conversion_routes": len(ROUTES),
             "unsigned_route_plans_ready": len(ROUTES),
-            "routes": [
-                {
-                    "route": r.key,
-                    "providers": list(r.provider_path),
-                    "mode": r.mode.value,
-                    "classification": r.classification,
-                    "step_count": len(r.steps),
-                    "fee_collection_step_index": r.fee_step_index,
-                    "required_wallet_chains": list(r.required_wallet_chains),
-                    "event_signer_public_required": r.event_signer_required,
-                }
-                for r in ROUTES.values()
-            ],
             "amount_usd": {"minimum": MIN_AMOUNT_USD, "maximum": MAX_AMOUNT_USD},
             "service_fee": {
                 "bps": SERVICE_FEE_BPS,
@@ -258,21 +244,74 @@ class RouteQuoteService:
                 "operations": ["create", "read", "observe", "refresh", "cancel"],
                 "views": ["session", "workflow", "receipt", "next_action"],
                 "session_ready_routes": len(ROUTES) - len(self.config.session_unavailable_reasons),
-                "unavailable_routes": [
-                    {"route": k, "reason": v}
-                    for k, v in sorted(self.config.session_unavailable_reasons.items())
-                ],
+                "unavailable_route_count": len(self.config.session_unavailable_reasons),
                 "route_proof": route_proof(),
+                "solana_arrivals": self.config.solana_arrivals,
                 "only_verified_actual_output_advances": True,
                 "fresh_quote_each_step_within_approved_bounds": True,
                 "automatic_chaining": False,
                 **SERVER_FLAGS,
             },
             "links": {
+                "routes": f"{base}{ROUTE_DETAILS_PATH}",
                 "quote": f"{base}/v2/quote",
                 "status": f"{base}/v2/status",
                 "openapi": f"{base}/v2/openapi.json",
             },
+            **SERVER_FLAGS,
+        }
+
+    def route_details(self) -> dict[str, Any]:
+        """The linked route document: every route's steps and why it cannot be prepared or run now."""
+        unavailable = {u["route"]: u for u in self.unavailable_routes()}
+        sessions = self.config.session_unavailable_reasons
+        routes = []
+        for r in ROUTES.values():
+            gap = unavailable.get(r.key)
+            routes.append(
+                {
+                    "route": r.key,
+                    "providers": list(r.provider_path),
+                    "mode": r.mode.value,
+                    "classification": r.classification,
+                    "step_count": len(r.steps),
+                    "fee_collection_step_index": r.fee_step_index,
+                    "required_wallet_chains": list(r.required_wallet_chains),
+                    "event_signer_public_required": r.event_signer_required,
+                    "steps": [
+                        {
+                            "index": st.index,
+                            "action": st.action.value,
+                            "provider": st.provider.value,
+                            "from": st.source.key,
+                            "to": st.target.key,
+                            "service_fee_step": st.fee_step,
+                        }
+                        for st in r.steps
+                    ],
+                    "prepare_ready": gap is None,
+                    "prepare_unavailable_reason": gap["reason"] if gap else None,
+                    "prepare_unavailable_details": gap["details"] if gap else [],
+                    "session_ready": r.key not in sessions,
+                    "session_unavailable_reason": sessions.get(r.key),
+                }
+            )
+        return {
+            "version": "routequote-route-details-v1",
+            "capabilities": f"{self.config.base_url}/v2/capabilities",
+            "route_count": len(routes),
+            "asset_details": [
+                {
+                    "endpoint": a.key,
+                    "decimals": a.decimals,
+                    "address": a.address,
+                    "native": a.is_native,
+                    "wrapped_address": a.wrapped_address,
+                    "token_program": a.token_program,
+                }
+                for a in ASSETS.values()
+            ],
+            "routes": routes,
             **SERVER_FLAGS,
         }
 

@@ -30,6 +30,7 @@ from _evm import (
     sign_and_send,
 )
 from _lz import NATIVE_FEE_WEI, deploy_layerzero
+from _lzscan import FakeLayerZeroScan, scan_item
 from _sessions import (
     SESSION_HEADER,
     FakeIris,
@@ -53,6 +54,7 @@ from _solana_sim import (
     simulate_cctp_burn,
     simulate_delivery,
     simulate_solana_swap,
+    to_instruction,
 )
 from eth_account import Account
 from eth_utils import keccak
@@ -66,6 +68,7 @@ from routequote.app import create_app
 from routequote.config import Settings
 from routequote.core.actions.cctp_message import encode_cctp_burn_message
 from routequote.core.actions.cctp_solana_receive import receive_message_ix
+from routequote.core.actions.cctp_solana_state import TOKEN_MESSENGER_DISCRIMINATOR, token_messenger_address
 from routequote.core.actions.evm import DEFAULT_DEPLOYMENTS, LZ_EID, EvmDeployment
 from routequote.core.assets import ASSETS, Chain
 from routequote.core.bridge_arrivals import (
@@ -79,6 +82,7 @@ from routequote.core.clmm import swap_exact_input
 from routequote.core.routes import ROUTES, Provider, Route, Step
 from routequote.market.snapshot import EmbeddedSnapshot
 from routequote.observe.solana import parse_get_transaction
+from routequote.verify import verify_bundle
 
 BASE, ARBITRUM, ROBINHOOD = 8453, 42161, 4663
 CHAIN_IDS = {Chain.BASE: BASE, Chain.ARBITRUM: ARBITRUM, Chain.ROBINHOOD: ROBINHOOD}
@@ -93,12 +97,19 @@ FEE_RECIPIENT_EVM = Settings().fee_recipient_evm
 START_TOKEN6 = 20_000 * 10**6
 START_SOLANA_USDC = 20_000 * 10**6
 START_SOLANA_LAMPORTS = 100 * 10**9
-# The Solana USDG OFT program is not pinned by the service (delivery is observed by token balances): a labelled
-# placeholder id stands for it in the simulated lz_receive.
+# The Solana USDG OFT program is not pinned by this build (ROUTEQUOTE_USDG_OFT_SOLANA_PROGRAM): a labelled
+# placeholder id stands for it in the simulated lz_receive, and the world's server is configured with it.
 PACKET_SENT = "0x" + keccak(text="PacketSent(bytes,bytes,address)").hex()
 OFT_SENT = "0x" + keccak(text="OFTSent(bytes32,uint32,address,uint256,uint256)").hex()
 LZ_EXECUTOR = Keypair.from_seed(hashlib.sha256(b"routequote simulated LayerZero executor").digest())
-CIRCLE_FEE_ACCOUNT = str(Pubkey(hashlib.sha256(b"routequote simulated Circle fee token account").digest()))
+CIRCLE_FEE_OWNER = Pubkey(hashlib.sha256(b"routequote simulated Circle fee recipient").digest())
+CIRCLE_FEE_ACCOUNT = str(
+    get_associated_token_address(
+        CIRCLE_FEE_OWNER,
+        Pubkey.from_string(str(ASSETS["solana:USDC"].address)),
+        Pubkey.from_string(str(ASSETS["solana:USDC"].token_program)),
+    )
+)
 SIMULATED_OFT_PROGRAM = str(Pubkey(hashlib.sha256(b"routequote simulated USDG OFT program").digest()))
 ATTESTATION = b"".join(bytes([i]) * 64 + b"\x1c" for i in (1, 2))
 
@@ -130,7 +141,8 @@ def proof(step: Step) -> dict[str, str]:
             else f"{STAND_IN}: TokenMessengerV2 stand-in (solc at test time); Iris played by the test"
         )
         destination = (
-            f"{SIMULATOR}: receive_message on Solana (getTransaction wire format); its accounts are SDK-equal "
+            f"{SIMULATOR}: the prepared receive_message, signed by the caller, its program effect simulated "
+            "(getTransaction wire format); its accounts are SDK-equal "
             "(tests/integration/test_cctp_solana_sdk_equality.py)"
             if dst is Chain.SOLANA
             else f"{STAND_IN}: MessageTransmitterV2 stand-in receiveMessage"
@@ -139,7 +151,8 @@ def proof(step: Step) -> dict[str, str]:
     if p is Provider.PAXOS_OFT:
         return {
             "source": f"{REAL}: LayerZero EndpointV2 + SimpleMessageLib (npm), OFTAdapter compiled from npm sources",
-            "destination": f"{SIMULATOR}: lz_receive on Solana (getTransaction wire format)",
+            "destination": f"{SIMULATOR}: lz_receive on Solana (getTransaction wire format), found through a "
+            "fake LayerZero Scan",
         }
     return {
         "source": f"{LITESVM_SIM}: SPL parts in LiteSVM, {p.value} swap_v2 simulated by the CLMM math; the "
@@ -158,6 +171,7 @@ class World:
     lz: dict[str, str] = field(default_factory=dict)
     pools: dict[str, Any] = field(default_factory=dict)  # pool id -> PoolState the server prices with
     slot: int = 390_000_000
+    lzscan: Any = None  # FakeLayerZeroScan
 
     def chain(self, c: Chain) -> AnvilChain:
         return self.chains[CHAIN_IDS[c]]
@@ -215,6 +229,21 @@ def local_deployments(chains: dict[int, AnvilChain], usdg_oft: str) -> dict[Chai
     return out
 
 
+def token_messenger_state() -> bytes:
+    """TokenMessengerMinterV2's `TokenMessenger` account as Circle's layout stores it (constructed here, not read
+    from mainnet): the fee recipient is the simulated Circle fee owner."""
+    filler = bytes(Pubkey(hashlib.sha256(b"routequote simulated Circle owner").digest()))
+    return (
+        TOKEN_MESSENGER_DISCRIMINATOR
+        + filler * 3
+        + (1).to_bytes(4, "little")
+        + bytes([255])
+        + bytes(CIRCLE_FEE_OWNER)
+        + filler
+        + (0).to_bytes(4, "little")
+    )
+
+
 @contextlib.contextmanager
 def build_world(
     anvil_factory: Callable[[int], AnvilChain],
@@ -240,7 +269,12 @@ def build_world(
         except ToolchainUnavailable as e:
             pytest.skip(f"LayerZero packages unavailable: {e}")
         deployments = local_deployments(chains, lz["usdg_oft"])
-        with FakeIris().running() as iris, FakeSolanaRpc().running() as solana:
+        with (
+            FakeIris().running() as iris,
+            FakeSolanaRpc().running() as solana,
+            FakeLayerZeroScan().running() as lzscan,
+        ):
+            solana.accounts[token_messenger_address()] = token_messenger_state()
             settings = {
                 "rate_limit": "off",
                 "rpc_url_base": chains[BASE].url,
@@ -248,6 +282,8 @@ def build_world(
                 "rpc_url_robinhood": chains[ROBINHOOD].url,
                 "rpc_url_solana": solana.url,
                 "iris_url": iris.url,
+                "layerzero_scan_url": lzscan.url,
+                "usdg_oft_solana_program": SIMULATED_OFT_PROGRAM,
                 "finality_confirmations": "base=1,arbitrum=1,robinhood=1",
                 "database_url": database_url,
                 "dev_signing_key_path": "",
@@ -258,7 +294,17 @@ def build_world(
                 api = SessionApi(url)
                 try:
                     snapshot_pools = dict(EmbeddedSnapshot().current().pools)
-                    yield World(chains, api, iris, solana, deployments, settings, lz, pools or snapshot_pools)
+                    yield World(
+                        chains,
+                        api,
+                        iris,
+                        solana,
+                        deployments,
+                        settings,
+                        lz,
+                        pools or snapshot_pools,
+                        lzscan=lzscan,
+                    )
                 finally:
                     api.close()
     finally:
@@ -329,6 +375,7 @@ class Run:
     quote: dict[str, Any] = field(default_factory=dict)
     stopped: bool = False
     approved_minimum: int | None = None  # the caller strengthens approval_v3.minimum_output_base to this
+    approval_v3: dict[str, Any] = field(default_factory=dict)
 
     @property
     def route(self) -> Route:
@@ -374,6 +421,7 @@ class Run:
         if self.approved_minimum is not None:
             assert self.approved_minimum >= int(bound["minimum_output_base"])  # only ever strengthened
             bound["minimum_output_base"] = str(self.approved_minimum)
+        self.approval_v3 = bound
         body: dict[str, Any] = {
             "caller_approved": True,
             **intent(self.route_name, self.amount_usd),
@@ -397,10 +445,6 @@ class Run:
         if r.status_code == 409 and self.allow_reapproval:
             self.reapproval = self.last_answer = dict(r.json())
             return self.reapproval
-        if r.status_code == 400 and self.short_delivery:
-            self.last_answer = dict(r.json())
-            self.stopped = True
-            return self.last_answer
         assert r.status_code == expect, (self.route_name, r.text)
         s = dict(r.json())
         if expect != 200:
@@ -556,13 +600,8 @@ class Run:
         elif kind == "oft":
             self.delivery(step, "USDG", int(bridge["amount_received"]), "lz_receive")
         elif kind == "cctp":
-            status = self.session["steps"][step.index].get("destination_status")
-            if status == "attested_caller_relays_mint":
-                fee = int(self.session["steps"][step.index]["bridge"]["fee_executed"] or 0)
-                self.delivery(step, "USDC", int(bridge["burn_amount"]) - fee, "receive_message")
-            else:
-                self.cctp_attest(step, bridge)
-                self.observe(None)
+            self.cctp_attest(step, bridge)
+            self.observe(None)
         else:  # pragma: no cover - a new bridge kind needs its executor here
             raise AssertionError(f"no executor for bridge kind {kind}")
 
@@ -690,10 +729,82 @@ class Run:
         self.check_arrival(step, token, str(result["transaction"]["signatures"][0]), result, amount)
         sig = self.world.solana.publish(result)
         self.ids().destination_ids.append(sig)
+        if (
+            token == "USDG"
+        ):  # the LayerZero executor delivered it: the service finds it through LayerZero Scan
+            self.publish_scan(step, sig)
+            self.observe(None)
+        else:
+            self.observe([sig])
+
+    def publish_scan(self, step: Step, delivery: str | None) -> None:
+        bridge = self.session["steps"][step.index]["bridge"]
+        item = scan_item(
+            guid=bridge["guid"],
+            src_eid=LZ_EID[Chain.ROBINHOOD],
+            dst_eid=30168,
+            sender=self.world.lz["usdg_oft"],
+            receiver=SIMULATED_OFT_PROGRAM,
+            source_tx=bridge["source_tx"],
+            delivery=delivery,
+        )
+        self.world.lzscan.publish(bridge["source_tx"], [item])
+
+    def solana_receive(self, step: Step) -> None:
+        """The prepared CCTP receive_message on Solana: the caller signs the action's instructions as prepared;
+        the program's effect (USDC out of custody to the caller) is SIMULATED."""
+        self.check_verified(self.session["current_action"])
+        action = self.session["current_action"]["unsigned_action"]
+        bridge = self.session["steps"][step.index]["bridge"]
+        owner = str(self.sol_wallet.pubkey())
+        ixs = [to_instruction(d) for d in action["instructions"]]
+        assert ixs[-1] == self.arrival_instruction(step, "USDC", 0), (
+            "the prepared receive_message, as Circle's"
+        )
+        amount = int(bridge["burn_amount"]) - int(bridge["fee_executed"] or 0)
+        if self.short_delivery:
+            quoted = self.quote["direct_route_summary"]["steps"][step.index]["minimum_output_base"]
+            minimum = int(self.session["steps"][step.index].get("minimum_output_base") or quoted)
+            amount = minimum - self.short_delivery
+        pre = self.sol_ledger.get((owner, "USDC"), 0)
+        result = simulate_delivery(
+            relayer=self.sol_wallet,
+            owner=owner,
+            token="USDC",
+            amount=amount,
+            pre_amount=pre,
+            program=CCTP_MTV2,
+            data=b"",
+            slot=self.world.next_slot(),
+            instructions=ixs,
+        )
+        self.sol_ledger[(owner, "USDC")] = pre + amount
+        sig = str(result["transaction"]["signatures"][0])
+        self.check_arrival(step, "USDC", sig, result, amount)
+        self.world.solana.publish(result)
+        self.ids().destination_ids.append(sig)
         self.observe([sig])
 
+    def check_verified(self, bundle: dict[str, Any]) -> None:
+        """The caller's verifier (`routequote.verify`, what `routequote verify-action` and the client run)
+        accepts the prepared action against the caller's own intent, wallets and approval."""
+        findings = verify_bundle(
+            bundle,
+            intent=intent(self.route_name, self.amount_usd),
+            wallets=self.wallets(),
+            approval_v3=self.approval_v3,
+            direct_route_summary=self.quote["direct_route_summary"],
+            now_unix=int(time.time()),
+            deployments=self.world.deployments,
+        )
+        assert [f for f in findings if f.severity == "error"] == [], findings
+
     def destination_action(self, step: Step) -> None:
-        """A prepared CCTP receiveMessage on the EVM destination: the caller submits it."""
+        """A prepared CCTP mint on the destination: the caller submits it (receiveMessage on EVM,
+        receive_message on Solana)."""
+        if step.target.chain is Chain.SOLANA:
+            self.solana_receive(step)
+            return
         chain = self.world.chain(step.target.chain)
         receipts = self.submit_evm(chain)
         self.ids().destination_ids.extend(str(r["transactionHash"]).lower() for r in receipts)

@@ -30,6 +30,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlparse
 
 import httpx
+from tests.support.json_safety import assert_javascript_safe
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -374,6 +375,7 @@ class SessionApi:
     def quote(self, route: str, amount_usd: int = 100) -> dict[str, Any]:
         r = self.http.post("/v2/quote", json=intent(route, amount_usd))
         assert r.status_code == 200, r.text
+        assert_javascript_safe(r.json())
         return dict(r.json())
 
     def create(
@@ -391,15 +393,19 @@ class SessionApi:
         }
         r = self.http.post("/v2/session", json=body, headers={SESSION_HEADER: token})
         assert r.status_code == 201, r.text
+        assert_javascript_safe(r.json())
         return dict(r.json()), token
 
     def read(self, sid: str, token: str, view: str = "session") -> dict[str, Any]:
         r = self.http.get(f"/v2/session/{sid}", params={"view": view}, headers={SESSION_HEADER: token})
         assert r.status_code == 200, r.text
+        assert_javascript_safe(r.json())
         return dict(r.json())
 
     def op(self, sid: str, op: str, token: str, body: dict[str, Any]) -> httpx.Response:
-        return self.http.post(f"/v2/session/{sid}/{op}", json=body, headers={SESSION_HEADER: token})
+        r = self.http.post(f"/v2/session/{sid}/{op}", json=body, headers={SESSION_HEADER: token})
+        assert_javascript_safe(r.json())  # every answer of the whole-route tests, refusals included
+        return r
 
     def observe(
         self, sid: str, token: str, hashes: list[str] | None = None, key: str | None = None

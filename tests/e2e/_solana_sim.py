@@ -88,9 +88,11 @@ def to_instruction(d: dict[str, Any]) -> Instruction:
 
 @dataclass
 class FakeSolanaRpc:
-    """`getTransaction` -> the published result for a signature, `null` for any other; other methods -32601."""
+    """`getTransaction` -> the published result for a signature, `null` for any other; `getAccountInfo` -> the
+    account data the test set (base64), `null` value for any other; other methods -32601."""
 
     transactions: dict[str, dict[str, Any]] = field(default_factory=dict)
+    accounts: dict[str, bytes] = field(default_factory=dict)  # address -> data, for getAccountInfo
     calls: list[tuple[str, Any]] = field(default_factory=list)
     url: str = ""
 
@@ -111,6 +113,21 @@ class FakeSolanaRpc:
                 out: dict[str, Any] = {"jsonrpc": "2.0", "id": req.get("id")}
                 if method == "getTransaction":
                     out["result"] = rpc.transactions.get(params[0]) if params else None
+                elif method == "getAccountInfo":
+                    data = rpc.accounts.get(params[0]) if params else None
+                    value = (
+                        None
+                        if data is None
+                        else {
+                            "data": [base64.b64encode(data).decode(), "base64"],
+                            "executable": False,
+                            "lamports": 1_000_000,
+                            "owner": CCTP_TMM,
+                            "rentEpoch": 0,
+                            "space": len(data),
+                        }
+                    )
+                    out["result"] = {"context": {"slot": 1}, "value": value}
                 else:
                     out["error"] = {"code": -32601, "message": "Method not found"}
                 raw = json.dumps(out).encode()
@@ -313,10 +330,14 @@ def simulate_delivery(
     data: bytes,
     slot: int,
     instruction: Instruction | None = None,
+    instructions: list[Instruction] | None = None,
+    failed: bool = False,
+    cosigners: list[Keypair] | None = None,
 ) -> dict[str, Any]:
     """A SIMULATED Solana delivery of `amount` of `token` (USDC or USDG) into `owner`'s associated token account:
     one instruction (`instruction`, else one of `program` with `data`: receive_message / lz_receive / a plain
-    transfer) signed by `relayer` (the fee payer)."""
+    transfer), or the prepared `instructions` in order, signed by `relayer` (the fee payer). `failed`: the
+    transaction failed on chain (an error, no token moved)."""
     asset = SOLANA_USDC if token == "USDC" else SOLANA_USDG
     mint = Pubkey.from_string(str(asset.address))
     token_program = Pubkey.from_string(str(asset.token_program))
@@ -332,10 +353,12 @@ def simulate_delivery(
         ],
     )
     blockhash = Hash.new_unique()
-    message = Message.new_with_blockhash([ix], relayer.pubkey(), blockhash)
-    signed = Transaction([relayer], message, blockhash)
+    message = Message.new_with_blockhash(instructions or [ix], relayer.pubkey(), blockhash)
+    signed = Transaction([relayer, *(cosigners or [])], message, blockhash)
     keys = [str(k) for k in message.account_keys]
     i_ata = keys.index(str(ata))
+    if failed:
+        amount = 0
     pre = [START_LAMPORTS if k == str(relayer.pubkey()) else PLACEHOLDER_ACCOUNT for k in keys]
     post = list(pre)
     post[0] -= SIG_FEE
@@ -356,7 +379,7 @@ def simulate_delivery(
         "Program log: SIMULATED delivery (routequote test simulator; the program is not executed)",
         f"Program {ix.program_id} success",
     ]
-    return _result(
+    result = _result(
         message,
         blockhash,
         signed,
@@ -369,6 +392,13 @@ def simulate_delivery(
         units=30_000,
         slot=slot,
     )
+    if failed:
+        result["meta"]["err"] = {"InstructionError": [0, {"Custom": 1}]}
+        result["meta"]["logMessages"] = [
+            logs[0],
+            f"Program {ix.program_id} failed: custom program error: 0x1",
+        ]
+    return result
 
 
 # ---- Raydium CLMM / Orca Whirlpool swaps: LiteSVM for the SPL parts, the swap's effect by the CLMM math ------

@@ -30,10 +30,12 @@ How a step side ran in the suite:
   generated cases (named per step kind).
 - **not run**: with the reason.
 
-Known gaps the suite pins (strict xfails, in the session engine): a Solana arrival (CCTP to Solana, the USDG
-OFT) is accepted on the named signature's token balance alone, not tied to the bridge message
-(`tests/e2e/test_routes_hostile.py`), and one below the step minimum answers 400 and leaves the session
-waiting instead of 409 `reapproval_required` (`tests/e2e/test_routes_below_minimum.py`).
+Solana arrivals are bound to their bridge message: arrivals the bridge did not make (a plain transfer, another
+session's mint, the same mint twice, a mint to another recipient, another GUID's delivery, a failed transaction;
+on EVM an ERC-20 transfer in place of an Across fill or a CCTP mint) are refused with the session unchanged
+(`tests/e2e/test_routes_hostile.py`), and one below the step minimum answers 409 `reapproval_required` with
+`funds` and `quote_from_here` (`tests/e2e/test_routes_below_minimum.py`). The USDG OFT program on Solana is not
+pinned by this build: the suite configures a labelled placeholder program id for its simulated `lz_receive`.
 """
 
 

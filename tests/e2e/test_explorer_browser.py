@@ -211,9 +211,10 @@ def test_matrix_fills_and_a_cell_opens_its_exact_quote(
     with httpx.Client(base_url=base_url) as http:
         caps = http.get("/v2/capabilities").json()
     expect()(overview).to_contain_text(f"{caps['currently_prepare_ready_routes']} / 72 routes now")
-    expect()(overview).to_contain_text(
-        f"{len(caps['temporarily_unavailable_routes'])} routes cannot be prepared now"
-    )
+    if caps["temporarily_unavailable_routes"]:  # every route may be prepare-ready: then no reasons list
+        expect()(overview).to_contain_text(
+            f"{len(caps['temporarily_unavailable_routes'])} routes cannot be prepared now"
+        )
 
     # a cell's cost is the quote's own expected cost, in bps
     quote = view.quotes[SELECTED]
@@ -277,13 +278,63 @@ def test_readable_on_a_phone(
     view = open_page(base_url, viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
     page = view.page
     wait_filled(page)
-    # the page never scrolls sideways: only the matrix does, inside its own box
+    # the page never scrolls sideways: only the matrix does, inside its own box, and says so
     assert page.evaluate("() => document.documentElement.scrollWidth <= window.innerWidth")
+    expect()(page.locator("#scroll-hint")).to_be_visible()
+    # scrolled sideways, the corner header stays whole over the sticky row headers
+    page.evaluate("() => { document.querySelector('.matrix-scroll').scrollLeft = 240; }")
+    corner = page.evaluate(
+        """() => { const c = document.querySelector('#matrix th.corner').getBoundingClientRect();
+                   const box = document.querySelector('.matrix-scroll').getBoundingClientRect();
+                   const th = document.querySelector('#matrix th.corner');
+                   return {left: c.left, boxLeft: box.left, fits: th.scrollWidth <= th.clientWidth}; }"""
+    )
+    assert corner["left"] >= corner["boxLeft"] - 0.5 and corner["fits"], corner
+    page.evaluate("() => window.scrollTo(0, 0)")
     page.locator('#matrix button[data-route="base:USDC->arbitrum:ETH"]').tap()
     expect()(page.locator("#quote h2")).to_have_text("base:USDC → arbitrum:ETH")
+    # the tapped cell's quote is brought into view (it sits below the matrix on a phone)
+    top = page.evaluate("() => document.querySelector('#quote h2').getBoundingClientRect().top")
+    assert 0 <= top < 844, top
     assert page.evaluate("() => document.documentElement.scrollWidth <= window.innerWidth")
     page.screenshot(path=str(artefacts / "explorer-phone.png"), full_page=True)
     assert view.problems == []
+
+
+# the route document as a server with routes that cannot be prepared now would answer it (this server prepares
+# every route): a layout test of the ⊘ mark, so the page's own answer is edited in the browser, nowhere else
+NOT_PREPARABLE = """
+const realFetch = window.fetch;
+window.fetch = async (...args) => {
+  const response = await realFetch(...args);
+  if (!String(args[0]).endsWith("/v2/capabilities/routes")) return response;
+  const doc = await response.json();
+  for (const r of doc.routes.slice(0, 20)) {
+    r.prepare_ready = false; r.prepare_unavailable_reason = "test_reason"; r.prepare_unavailable_details = ["why"];
+  }
+  return new Response(JSON.stringify(doc), { status: 200, headers: { "content-type": "application/json" } });
+};
+"""
+
+
+def test_the_no_prepare_mark_never_covers_the_cost(browser: Any, base_url: str, artefacts: Path) -> None:
+    view = Page(browser, base_url, init_script=NOT_PREPARABLE, viewport={"width": 1280, "height": 900})
+    try:
+        page = view.page
+        wait_filled(page)
+        marks = page.locator("#matrix .mark-noprep")
+        assert marks.count() == 20
+        overlaps = page.evaluate(
+            """() => [...document.querySelectorAll('#matrix .mark-noprep')].filter((m) => {
+                 const a = m.getBoundingClientRect();
+                 const b = m.closest('button').querySelector('.cost').getBoundingClientRect();
+                 return a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom; }).length"""
+        )
+        assert overlaps == 0
+        expect()(page.locator("#overview")).to_contain_text("20 routes cannot be prepared now")
+        page.screenshot(path=str(artefacts / "explorer-no-prepare-marks.png"))
+    finally:
+        view.close()
 
 
 @pytest.mark.parametrize("amount", ["0", "5000", "ten"])
@@ -301,12 +352,17 @@ def test_an_invalid_amount_shows_the_servers_error_text(
     view = open_page(base_url, viewport={"width": 1280, "height": 900})
     page = view.page
     wait_filled(page)
+    before = page.locator("#matrix button[data-route] .cost").all_inner_texts()
     page.fill("#amount", amount)
     page.click("#fill-button")
     error = page.locator("#error")
     expect()(error).to_be_visible()
     expect()(error).to_contain_text(message)
     expect()(page.locator("#progress-text")).to_contain_text("the amount was refused")
+    # the matrix of the last accepted amount stays, and one message says so (no second, contradictory banner)
+    expect()(page.locator("#progress-text")).to_contain_text("the matrix still shows USD 1000")
+    assert page.locator("#matrix button[data-route] .cost").all_inner_texts() == before
+    expect()(page.locator("#notice")).to_be_hidden()
     if amount == "5000":
         page.screenshot(path=str(artefacts / "explorer-invalid-amount.png"))
     # a valid amount afterwards fills again and clears the error

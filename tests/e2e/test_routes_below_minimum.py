@@ -17,9 +17,9 @@ The next step, re-quoted from that verified output, projects the route below the
 same strengthened approval with an ordinary delivery completes (the control: the chain's delivery decides).
 
 Solana arrivals (CCTP to Solana, the USDG OFT) CAN deliver below the step minimum (the delivery is simulated one
-base unit below). The issue asks for 409 `reapproval_required`; the engine answers 400
-`observation_below_step_minimum` and keeps the session waiting although the tokens are in the caller's wallet:
-a defect of the session engine, kept as a strict xfail (and the behaviour of today pinned) until fixed there.
+base unit below). The tokens are then in the caller's wallet: the session records the verified arrival and
+answers 409 `reapproval_required` with `funds` (where they are) and `quote_from_here`, never 400 leaving it
+waiting.
 """
 
 from __future__ import annotations
@@ -153,11 +153,6 @@ def test_cctp_mint_at_the_full_max_fee_and_the_approved_minimum_needs_reapproval
         continue_from(run, here)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="session engine defect: a Solana arrival below the step minimum answers 400 "
-    "observation_below_step_minimum and leaves the session waiting, not 409 reapproval_required with funds",
-)
 @pytest.mark.parametrize("name", ["base:USDC->solana:USDC", "robinhood:USDG->solana:USDG"])
 def test_a_solana_arrival_below_the_minimum_needs_reapproval(world: World, name: str) -> None:
     with fresh_chains(world):
@@ -172,15 +167,22 @@ def test_a_solana_arrival_below_the_minimum_needs_reapproval(world: World, name:
         assert body["funds"]["endpoint"] == token.key
 
 
-def test_a_solana_arrival_below_the_minimum_is_refused_today(world: World) -> None:
-    """What the engine does now (the defect above, pinned): 400, nothing recorded, the session still waiting."""
+def test_a_solana_arrival_below_the_minimum_is_parked_where_it_arrived(world: World) -> None:
+    """The short arrival is recorded (its transaction can advance nothing else) and the session says where the
+    tokens are: in the caller's Solana wallet, in the amount that arrived."""
     with fresh_chains(world):
         run = Run(world, "base:USDC->solana:USDC", 1000, allow_reapproval=True)
         run.fund()
         run.create()
         run.short_delivery = 1
         run.drive()
-        assert run.reapproval is None
-        assert run.last_answer["reason_class"] == "observation_below_step_minimum", run.last_answer
+        assert run.reapproval is not None and run.reapproval["quote_from_here"]["from_chain"] == "solana"
         back = world.api.read(run.sid, run.token)
-        assert back["status"] == "awaiting_destination" and back["steps"][0].get("actual_output_base") is None
+        assert back["status"] == "reapproval_required"
+        entry = back["steps"][0]
+        minimum = int(run.quote["direct_route_summary"]["steps"][0]["minimum_output_base"])
+        assert int(entry["actual_output_base"]) == minimum - 1 == int(back["funds"]["amount_base"])
+        assert back["funds"]["endpoint"] == "solana:USDC" and back["funds"]["wallet"] == str(
+            run.sol_wallet.pubkey()
+        )
+        assert len(entry["destination"]["tx_ids"]) == 1

@@ -58,6 +58,7 @@ from test_sessions_solana import (
     to_instruction,
     ui_amount,
 )
+from tests.support.json_safety import assert_javascript_safe
 from tests.support.server import free_port, running_server
 from tests.unit.actions.test_solana_swaps import pinned_live_market, pinned_raydium_upstreams
 
@@ -277,6 +278,7 @@ def swap_result(
 def structured(result: Any) -> dict[str, Any]:
     assert json.loads(result.content[0].text) == result.structured_content
     out: dict[str, Any] = result.structured_content
+    assert_javascript_safe(out)
     return out
 
 

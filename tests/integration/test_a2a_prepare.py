@@ -91,6 +91,9 @@ class Caller:
             "callerApproved": True,
             **{CAMEL[k]: v for k, v in self.intent.items()},
             "wallets": self.wallets,
+            # this server keeps the development fee placeholders: the caller accepts that explicitly
+            # (the refusal without it: test_prepare_refused_while_the_fee_recipient_is_a_placeholder)
+            "acceptUnconfiguredFeeRecipient": True,
         }
         if self.signer is not None:
             msg["eventSignerPublic"] = self.signer
@@ -148,6 +151,28 @@ async def test_prepare_evm_one_shot(client: Client) -> None:
     txs = reply["bundle"]["unsigned_action"]["transactions"]
     assert [r["params"][0]["to"] for r in handoff["requests"]] == [t["to"] for t in txs]
     assert {r["params"][0]["chainId"] for r in handoff["requests"]} == {hex(8453)}
+
+
+async def test_prepare_refused_while_the_fee_recipient_is_a_placeholder(client: Client) -> None:
+    intent = {
+        "from_chain": "base",
+        "from_token": "USDC",
+        "to_chain": "arbitrum",
+        "to_token": "USDC",
+        "amount_usd": 100,
+    }
+    caller = Caller(client, intent, {"base": EVM_A, "arbitrum": EVM_B})
+    await caller.quote()
+    approval = caller.approval()
+    message = caller.message(approval, caller.context(approval))
+    del message["acceptUnconfiguredFeeRecipient"]
+    reply = await send(client, message)
+    assert "bundle" not in reply and "caller_wallet_handoff" not in reply, reply
+    error = reply["error"]
+    assert error["reason_class"] == "prepared_action_failed_verification"
+    assert "fee_recipient_not_configured" in {f["code"] for f in error["findings"]}
+    bad = await send(client, {**message, "acceptUnconfiguredFeeRecipient": "yes"})
+    assert bad["error"]["reason_class"] == "wrong_type"
 
 
 async def test_prepare_solana_one_shot(client: Client) -> None:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from typing import Any
 
 import httpx
 import pytest
+from tests.support.json_safety import json_walk_size
 from tests.support.server import running_server
 from tests.support.spec_schema import (
     CAPABILITIES_RESPONSE,
@@ -46,7 +48,8 @@ def test_capabilities_contract(http: httpx.Client) -> None:
         "robinhood:ETH",
         "robinhood:USDG",
     }
-    assert len(caps["routes"]) == 72
+    assert "routes" not in caps  # per-route detail is the linked document
+    assert caps["links"]["routes"].endswith("/v2/capabilities/routes")
     assert caps["direct_route_summary"]["step_count"] == 164
 
 
@@ -212,3 +215,84 @@ def test_schemathesis_finds_no_failure_on_the_quote_operations(base_url: str) ->
 
     generated = re.search(r"(\d+) generated", run.stdout)
     assert generated and int(generated.group(1)) >= 50, run.stdout[-1500:]  # it really exercised them
+
+
+def test_capabilities_fit_the_adapters_bounded_walk(http: httpx.Client) -> None:
+    """The public MCP adapter walks at most 512 JSON values and 12 levels of capabilities (it was 1,354
+    values before the per-route detail moved to the linked document)."""
+    caps = http.get("/v2/capabilities").json()
+    nodes, depth = json_walk_size(caps)
+    assert nodes <= 512 and depth <= 12, (nodes, depth)
+    for key in (  # every field the spec and today's clients (client, explorer, A2A, v1) read stays
+        "status",
+        "public_api_enabled",
+        "chains",
+        "asset_endpoints",
+        "asset_details",
+        "directed_conversion_routes",
+        "unsigned_route_plans_ready",
+        "currently_prepare_ready_routes",
+        "temporarily_unavailable_routes",
+        "temporarily_unavailable_route_count",
+        "execution_availability",
+        "amount_usd",
+        "service_fee",
+        "action_lifetime",
+        "sessions",
+        "direct_route_summary",
+        "continuation_v3",
+        "evaluation_guidance",
+        "server_signing",
+        "server_submission",
+    ):
+        assert key in caps, key
+    assert {d["endpoint"] for d in caps["asset_details"]} == {
+        f"{e['chain']}:{e['token']}" for e in caps["asset_endpoints"]
+    }
+    assert all(isinstance(d["decimals"], int) for d in caps["asset_details"])
+
+
+def test_the_worst_case_capabilities_still_fit() -> None:
+    """No route prepare-ready and none session-ready: the largest capabilities can get."""
+    from routequote.clock import FixedClock, SequentialIds
+    from routequote.core.routes import ROUTES
+    from routequote.market.snapshot import EmbeddedSnapshot
+    from routequote.service import RouteQuoteService, ServiceConfig
+    from routequote.storage.quotes import MemoryQuoteStore
+
+    config = ServiceConfig(session_unavailable_reasons={k: "not in this build" for k in ROUTES})
+    service = RouteQuoteService(
+        EmbeddedSnapshot(),
+        MemoryQuoteStore(),
+        FixedClock(datetime(2026, 11, 22, tzinfo=UTC)),
+        SequentialIds(),
+        config,
+    )
+    caps = service.capabilities()
+    assert caps["temporarily_unavailable_route_count"] == 72 and caps["sessions"]["session_ready_routes"] == 0
+    nodes, depth = json_walk_size(caps)
+    assert nodes <= 512 and depth <= 12, (nodes, depth)
+
+
+def test_the_linked_route_document_holds_the_per_route_detail(http: httpx.Client) -> None:
+    caps = http.get("/v2/capabilities").json()
+    doc = http.get("/v2/capabilities/routes").json()
+    assert doc["route_count"] == len(doc["routes"]) == 72
+    assert doc["server_signing"] is False and doc["server_submission"] is False
+    unavailable = {u["route"]: u["reason"] for u in caps["temporarily_unavailable_routes"]}
+    for r in doc["routes"]:
+        assert r["prepare_ready"] is (r["route"] not in unavailable)
+        if not r["prepare_ready"]:
+            assert (
+                r["prepare_unavailable_reason"] == unavailable[r["route"]]
+                and r["prepare_unavailable_details"]
+            )
+        assert len(r["steps"]) == r["step_count"] and [s["index"] for s in r["steps"]] == list(
+            range(r["step_count"])
+        )
+        assert [s["provider"] for s in r["steps"]] == r["providers"]
+        assert sum(s["service_fee_step"] for s in r["steps"]) == 1
+    assert (
+        sum(1 for r in doc["routes"] if not r["session_ready"]) == caps["sessions"]["unavailable_route_count"]
+    )
+    assert {d["endpoint"] for d in doc["asset_details"]} == {d["endpoint"] for d in caps["asset_details"]}

@@ -52,9 +52,18 @@ def ends(route: str) -> tuple[str, str]:
 def url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     port = free_port()
     db = tmp_path_factory.mktemp("client") / "s.sqlite3"
-    app = create_app(Settings(rate_limit="off", port=port, database_url=f"sqlite+aiosqlite:///{db}"))
-    with running_server(app, port) as base:
+    settings = Settings(
+        rate_limit="off", port=port, database_url=f"sqlite+aiosqlite:///{db}", **OPERATOR_FEE_RECIPIENTS
+    )
+    with running_server(create_app(settings), port) as base:
         yield base
+
+
+# an operator's own recipients (the placeholders' refusal: test_client_refuses_a_placeholder_fee_recipient)
+OPERATOR_FEE_RECIPIENTS = {
+    "fee_recipient_evm": "0x" + "fe" * 20,
+    "fee_recipient_solana": "HN7cABqLq46Es1jh92dQQisAq662SmxELLLsHHe4YWrH",
+}
 
 
 class Tamper(httpx.BaseTransport):
@@ -124,15 +133,15 @@ def _summary_step(i: int, field: str, delta: int) -> Edit:
 def _chained_output(q: dict[str, Any]) -> None:  # keeps chaining intact: only the hashes can catch it
     s = q["direct_route_summary"]["steps"]
     s[0]["expected_output_base"] = s[1]["expected_input_base"] = str(int(s[0]["expected_output_base"]) + 1)
-    q["route"]["steps"][0]["expected_output_base"] += 1
-    q["route"]["steps"][1]["expected_input_base"] += 1
+    for i, key in ((0, "expected_output_base"), (1, "expected_input_base")):
+        q["route"]["steps"][i][key] = str(int(q["route"]["steps"][i][key]) + 1)
 
 
 TAMPERED_QUOTES: dict[str, tuple[Edit, str]] = {
     "summary minimum output raised": (_summary_step(1, "minimum_output_base", 1), "minimum"),
     "chained amount with raw copy": (_chained_output, "sha256"),
     "raw step amount only": (
-        lambda q: q["route"]["steps"][1].__setitem__("minimum_output_base", 1),
+        lambda q: q["route"]["steps"][1].__setitem__("minimum_output_base", "1"),
         "route.steps[1]",
     ),
     "offer float": (
@@ -209,6 +218,29 @@ def test_prepare_verified_and_described(url: str) -> None:
     text = "\n".join(describe_action(action))
     assert "Uniswap SwapRouter02" in text and "exactInputSingle" in text
     assert f"at least {int(ua['minimumOutput']) // 10**6}." in text and " ETH" in text and " USDC" in text
+
+
+def test_client_refuses_a_placeholder_fee_recipient(base_url: str) -> None:
+    """`base_url` serves the embedded defaults: the fee would go to the development placeholder."""
+    with RouteQuoteClient(base_url) as rq:
+        q = rq.quote(*ends(ONE_STEP), 100)
+        with pytest.raises(ActionVerificationFailed) as exc:
+            rq.prepare(q, wallets_for(ONE_STEP), approval=approval_for(q, "one_shot"))
+        assert [f.code for f in exc.value.findings if f.severity == "error"] == [
+            "fee_recipient_not_configured"
+        ]
+    with RouteQuoteClient(base_url, accept_unconfigured_fee_recipient=True) as rq:
+        q = rq.quote(*ends(ONE_STEP), 100)
+        action = rq.prepare(q, wallets_for(ONE_STEP), approval=approval_for(q, "one_shot"))
+        assert action.raw["fee_recipient_configured"] is False
+
+
+def test_actions_say_whether_the_fee_recipient_is_configured(url: str) -> None:
+    with RouteQuoteClient(url) as rq:
+        q = rq.quote(*ends(ONE_STEP), 100)
+        action = rq.prepare(q, wallets_for(ONE_STEP), approval=approval_for(q, "one_shot"))
+    assert action.raw["fee_recipient_configured"] is True
+    assert action.unsigned_action["safety_receipt"]["service_fee"]["recipient"].lower() == "0x" + "fe" * 20
 
 
 def _flip_calldata_byte(b: dict[str, Any]) -> None:
@@ -385,6 +417,10 @@ def test_error_mapping_without_a_server() -> None:
 # ---- the session CLI -----------------------------------------------------------------------------------
 
 
+def _fits_80_columns(output: str) -> None:
+    assert max(len(line) for line in output.splitlines()) <= 80, output
+
+
 def test_cli_session_commands(url: str, tmp_path: Path) -> None:
     runner = CliRunner()
     qfile, tfile, sfile = tmp_path / "q.json", tmp_path / "s.token", tmp_path / "s.json"
@@ -404,8 +440,16 @@ def test_cli_session_commands(url: str, tmp_path: Path) -> None:
     assert doc["session_id"] and token not in sfile.read_text()
     r = runner.invoke(cli_app, ["session", "show", *files])
     assert r.exit_code == 0 and doc["session_id"] in r.output and "0.0" in r.output
-    r = runner.invoke(cli_app, ["session", "show", "--view", "receipt", *files])
+    _fits_80_columns(r.output)
+    # each fact on its own labelled row: a phrase is never split across lines at 80 columns
+    for phrase in ("status action_ready; next: submit_current_action", f"session {doc['session_id']}"):
+        assert any(" ".join(line.split()) == phrase for line in r.output.splitlines()), (phrase, r.output)
+    r = runner.invoke(cli_app, ["session", "show", "--view", "receipt", "--json", *files])
     assert r.exit_code == 0 and json.loads(r.output)["view"] == "receipt"
+    r = runner.invoke(cli_app, ["session", "show", "--view", "receipt", *files])  # a table, not raw JSON
+    assert r.exit_code == 0 and "receipt: quoted vs actual" in r.output and '"view"' not in r.output
+    assert "uniswap_v3" in r.output and "complete" in r.output
+    _fits_80_columns(r.output)
     r = runner.invoke(cli_app, ["session", "next", *files])
     assert r.exit_code == 0, r.output
     assert "your wallet would be asked to sign" in r.output and "exactInputSingle" in r.output
@@ -418,6 +462,8 @@ def test_cli_session_commands(url: str, tmp_path: Path) -> None:
     assert r.exit_code == 1 and "operation_not_allowed_in_status" in r.output
     r = runner.invoke(cli_app, ["session", "cancel", *files])
     assert r.exit_code == 0 and "cancelled" in r.output
+    step0 = [line for line in r.output.splitlines() if line.startswith("step 0")]
+    assert step0 and "cancelled (was action_ready)" in step0[0], r.output  # not "action_ready" any more
     r = runner.invoke(cli_app, ["session", "next", *files])
     assert r.exit_code == 3 and "no action to sign" in r.output
     r = runner.invoke(cli_app, ["session", "create", "--quote", str(qfile), "--url", url, *wallets, *files])
@@ -511,3 +557,50 @@ def test_example_quote_to_prepare(url: str, capsys: pytest.CaptureFixture[str]) 
     assert out.count(" ETH, receive ") == 2 and "gets the better rate" in out
     assert "verify_bundle: 0 error(s)" in out and "your wallet would be asked to sign" in out
     assert "exactInputSingle: swap 0.0" in out and "Uniswap SwapRouter02" in out
+
+
+def test_cli_matrix_waits_out_the_rate_limit_and_fails_when_cells_are_missing() -> None:
+    """Run twice in a minute the matrix used to stop at 37 or 48 of 72 on rate_limit_exceeded and exit 0."""
+    port = free_port()
+    app = create_app(Settings(rate_limit="24/second", port=port, dev_signing_key_path=""))
+    with running_server(app, port) as base:
+        waited = CliRunner().invoke(
+            cli_app, ["matrix", "--amount", "100", "--url", base, "--concurrency", "16"]
+        )
+        assert waited.exit_code == 0, waited.output
+        assert "72 of 72 cells filled" in waited.output and "waited out the rate limit" in waited.output
+    port = free_port()
+    app = create_app(Settings(rate_limit="10/minute", port=port, dev_signing_key_path=""))
+    with running_server(app, port) as base:
+        cut = CliRunner().invoke(cli_app, ["matrix", "--url", base, "--max-retries", "0", "--json"])
+    assert cut.exit_code == 1, cut.output
+    out = json.loads(cut.output)
+    assert out["missing"] > 0
+    assert sum(c.get("error") == "rate_limit_exceeded" for c in out["cells"].values()) == out["missing"]
+
+
+def test_cli_session_on_placeholder_fee_recipients_needs_the_explicit_flag(
+    base_url: str, tmp_path: Path
+) -> None:
+    runner = CliRunner()
+    qfile = tmp_path / "q.json"
+    r = runner.invoke(
+        cli_app, ["quote", "base:ETH", "base:USDC", "100", "--url", base_url, "--save", str(qfile)]
+    )
+    assert r.exit_code == 0, r.output
+    files = ["--token-file", str(tmp_path / "s.token"), "--session-file", str(tmp_path / "s.json")]
+    wallets = [x for chain, addr in wallets_for(ONE_STEP).items() for x in ("--wallet", f"{chain}={addr}")]
+    create = ["session", "create", "--quote", str(qfile), "--url", base_url, *wallets, *files]
+    r = runner.invoke(cli_app, create)
+    assert r.exit_code == 1 and "fee_recipient_not_configured" in r.output, r.output
+    assert not (tmp_path / "s.json").exists()
+    # the refused action's session exists on the server (one per approved quote): approve a fresh quote
+    r = runner.invoke(
+        cli_app, ["quote", "base:ETH", "base:USDC", "100", "--url", base_url, "--save", str(qfile)]
+    )
+    assert r.exit_code == 0, r.output
+    r = runner.invoke(cli_app, [*create, "--accept-unconfigured-fee-recipient"])
+    assert r.exit_code == 0, r.output
+    assert json.loads((tmp_path / "s.json").read_text())["accept_unconfigured_fee_recipient"] is True
+    r = runner.invoke(cli_app, ["session", "next", *files])  # the acceptance is kept for the session
+    assert r.exit_code == 0 and "your wallet would be asked to sign" in r.output, r.output

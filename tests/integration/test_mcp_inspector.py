@@ -9,6 +9,7 @@ The test skips when node/npm are missing or the install fails (offline).
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import tempfile
@@ -24,7 +25,10 @@ from routequote.config import Settings
 
 pytestmark = pytest.mark.node
 INSPECTOR = "@modelcontextprotocol/inspector@0.15.0"
-CACHE = Path(tempfile.gettempdir()) / "routequote-mcp-inspector-0.15.0"
+# RQ_INSPECTOR_CACHE: another install directory (parallel runs must not share a half-written one)
+CACHE = Path(
+    os.environ.get("RQ_INSPECTOR_CACHE") or Path(tempfile.gettempdir()) / "routequote-mcp-inspector-0.15.0"
+)
 
 
 @pytest.fixture(scope="module")
@@ -131,3 +135,50 @@ def test_inspector_lists_tools_and_calls_quote(inspector: Path, mcp_url: str) ->
         "amount_usd=100",
     )
     assert bad["isError"] is True and bad["structuredContent"]["error"]["code"] == "request_rejected"
+
+
+def test_inspector_drives_the_v2_profile(inspector: Path, mcp_url: str) -> None:
+    # this Inspector posts to the origin's /mcp unless the path ends with /mcp: the profile's /v2/mcp alias
+    v2 = mcp_url.removesuffix("/mcp") + "/v2/mcp"
+    listed = run(inspector, v2, "--method", "tools/list")["tools"]
+    names = {t["name"] for t in listed}
+    assert {"service_v2_prepare", "service_v2_session_create", "service_v2_session_observe"} <= names
+    assert len(listed) == 10 and all(t["inputSchema"]["additionalProperties"] is False for t in listed)
+    args = ["from_chain=base", "from_token=ETH", "to_chain=arbitrum", "to_token=ETH", "amount_usd=1000"]
+    result = run(
+        inspector,
+        v2,
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "service_v2_quote",
+        *[x for a in args for x in ("--tool-arg", a)],
+    )
+    quote = result["structuredContent"]["quote"]
+    validate(quote, QUOTE_RESPONSE)
+    # wei amounts above 2**53 arrive as exact decimal strings a JavaScript host reads unchanged
+    assert (
+        isinstance(quote["route"]["expected_output_base"], str)
+        and int(quote["route"]["expected_output_base"]) > 2**53
+    )
+    # the spec-fixed integer passed through JavaScript's JSON.parse: rounded to the nearest double (this
+    # Inspector prints it back); its decimal twin arrived exact and equals the summary's input
+    exact = quote["estimated_input_base_decimal"]
+    assert (
+        exact
+        == quote["route"]["input_base"]
+        == quote["direct_route_summary"]["steps"][0]["expected_input_base"]
+    )
+    rounded = quote["intent"]["estimated_input_base"]
+    assert float(rounded) == float(exact) and rounded != int(exact) and int(exact) > 2**53
+    bad = run(
+        inspector,
+        v2,
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "service_v2_session_get",
+        "--tool-arg",
+        "session_id=00000000-0000-4000-8000-000000000000",
+    )
+    assert bad["isError"] is True and bad["structuredContent"]["error"]["reason_class"] == "invalid_arguments"

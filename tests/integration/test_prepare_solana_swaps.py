@@ -145,17 +145,29 @@ async def test_live_pinned_pool_prepares_a_verified_swap(live: Api, route_key: s
     assert bundle["server_signing"] is False and bundle["server_submission"] is False
 
 
-async def _prepare_verified(api: Api, route_key: str, usd: float = 100) -> dict[str, Any]:
-    quote = await api.quote(route_key, usd)
-    assert quote["execution"]["first_unsigned_action_supported"] is True
-    approval = approval_for(quote)
-    wallets = wallets_for(route_key)
+def _prepare_approval(quote: dict[str, Any]) -> dict[str, Any] | None:
+    """The approval /v2/prepare takes: one_shot where the quote allows it; a multi-step route's step 0 is
+    prepared as a legacy advisory action (no approval), since its session approval belongs to /v2/session."""
+    return approval_for(quote) if "one_shot" in quote["continuation_v3"]["allowed_modes"] else None
+
+
+def _prepare_body(route_key: str, usd: float, approval: dict[str, Any] | None) -> dict[str, Any]:
     body: dict[str, Any] = {
         "caller_approved": True,
         **intent_for(route_key, usd),
-        "wallets": wallets,
-        "approval_v3": approval,
+        "wallets": wallets_for(route_key),
     }
+    if approval is not None:
+        body["approval_v3"] = approval
+    return body
+
+
+async def _prepare_verified(api: Api, route_key: str, usd: float = 100) -> dict[str, Any]:
+    quote = await api.quote(route_key, usd)
+    assert quote["execution"]["first_unsigned_action_supported"] is True
+    approval = _prepare_approval(quote)
+    wallets = wallets_for(route_key)
+    body = _prepare_body(route_key, usd, approval)
     signer = EVENT_SIGNER if ROUTES[route_key].event_signer_required else None
     if signer:
         body["event_signer_public"] = signer
@@ -217,14 +229,9 @@ async def test_live_pinned_raydium_pool_prepares_every_raydium_route(
     quote = await api.quote(route_key, 300)
     assert quote["market"]["live"] is True
     assert quote["execution"]["first_unsigned_action_supported"] is True
-    approval = approval_for(quote)
+    approval = _prepare_approval(quote)
     wallets = wallets_for(route_key)
-    body: dict[str, Any] = {
-        "caller_approved": True,
-        **intent_for(route_key, 300),
-        "wallets": wallets,
-        "approval_v3": approval,
-    }
+    body = _prepare_body(route_key, 300, approval)
     signer = EVENT_SIGNER if ROUTES[route_key].event_signer_required else None
     if signer:
         body["event_signer_public"] = signer
@@ -250,7 +257,7 @@ async def test_live_pinned_raydium_pool_prepares_every_raydium_route(
     assert keys[14:] == stated["tickArrays"]
     amount, minimum = struct.unpack_from("<QQ", base64.b64decode(swap["data"]), 8)
     assert (amount, minimum) == (int(action["netInputAmount"]), int(action["minimumOutput"]))
-    if len(ROUTES[route_key].steps) == 1:
+    if approval is not None:
         assert minimum >= int(approval["minimum_output_base"])
     assert bundle["server_signing"] is False and bundle["server_submission"] is False
 

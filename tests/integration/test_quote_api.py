@@ -10,6 +10,7 @@ from typing import Any
 import httpx
 import pytest
 from tests.support import independent_hash as ih
+from tests.support.json_safety import assert_javascript_safe, assert_twins_exact
 from tests.support.spec_schema import QUOTE_RESPONSE, validate, walk_server_flags
 
 from routequote.core.assets import ASSETS
@@ -99,9 +100,15 @@ def test_step_amounts_chain_on_expected_and_minimum_paths(sweep: list) -> None:
                 assert s[key].isdigit() and not s[key].startswith("0")
             assert int(s["minimum_output_base"]) <= int(s["expected_output_base"])
         assert summary[0]["expected_input_base"] == str(q["intent"]["estimated_input_base"])
-        assert q["route"]["input_base"] == q["intent"]["estimated_input_base"]
-        assert str(q["route"]["expected_output_base"]) == summary[-1]["expected_output_base"]
-        assert str(q["route"]["minimum_output_base"]) == summary[-1]["minimum_output_base"]
+        # base amounts are exact decimal strings; the spec-fixed integer keeps its decimal twin
+        assert (
+            q["route"]["input_base"] == q["estimated_input_base_decimal"] == summary[0]["expected_input_base"]
+        )
+        assert q["route"]["expected_output_base"] == summary[-1]["expected_output_base"]
+        assert q["route"]["minimum_output_base"] == summary[-1]["minimum_output_base"]
+        assert q["continuation_v3"]["estimated_input_base_decimal"] == q["estimated_input_base_decimal"]
+        assert_twins_exact(q)
+        assert_javascript_safe(q)
         assert q["continuation_v3"]["minimum_output_base"] == summary[-1]["minimum_output_base"]
 
 

@@ -303,8 +303,12 @@ def test_the_database_holds_no_raw_token(api: Api) -> None:
 def test_capabilities_publish_session_readiness(api: Api) -> None:
     caps = api.http.get("/v2/capabilities").json()["sessions"]
     assert caps["token_header"] == SESSION_HEADER and caps["automatic_chaining"] is False
-    assert caps["session_ready_routes"] + len(caps["unavailable_routes"]) == 72
-    assert all(u["reason"] for u in caps["unavailable_routes"])
+    assert caps["session_ready_routes"] + caps["unavailable_route_count"] == 72
+    routes = api.http.get("/v2/capabilities/routes").json()["routes"]  # the why, per route
+    blocked = [r for r in routes if not r["session_ready"]]
+    assert len(blocked) == caps["unavailable_route_count"] and all(
+        r["session_unavailable_reason"] for r in blocked
+    )
     r = api.http.get("/v2/openapi.json").json()
     for path in (
         "/v2/session",

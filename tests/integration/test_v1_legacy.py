@@ -73,6 +73,25 @@ def test_v1_quote_is_the_v2_quote_of_the_corridor(http: httpx.Client, destinatio
     assert len(flags) >= 8 and all(v is False for v in flags)
 
 
+# the public MCP adapter's v1 quote body: the corridor spelled out
+ADAPTER_V1 = {
+    "from_chain": "solana",
+    "from_token": "SOL",
+    "to_chain": "base",
+    "to_token": "ETH",
+    "amount_usd": 10,
+}
+
+
+@pytest.mark.parametrize("chain", ["base", "arbitrum"])
+def test_v1_quote_accepts_the_adapters_spelled_out_corridor(http: httpx.Client, chain: str) -> None:
+    r = http.post("/v1/quote", json={**ADAPTER_V1, "to_chain": chain})
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert body["corridor"] == f"solana:SOL->{chain}:ETH" and body["quote_id"] == body["quote"]["quote_id"]
+    assert body["quote"]["intent"]["amount_usd"] == 10
+
+
 @pytest.mark.parametrize(
     ("body", "reason"),
     [
@@ -82,7 +101,12 @@ def test_v1_quote_is_the_v2_quote_of_the_corridor(http: httpx.Client, destinatio
         ({"amount_usd": "10"}, "string_not_number"),
         ({"amount_usd": 0}, "amount_below_minimum"),
         ({"amount_usd": 1001}, "amount_above_maximum"),
-        ({"amount_usd": 10, "from_token": "USDC"}, "unknown_field"),
+        ({"amount_usd": 10, "source": "solana"}, "unknown_field"),
+        ({"amount_usd": 10, "from_token": "USDC"}, "missing_field"),  # a half-spelled corridor
+        ({**ADAPTER_V1, "destination_chain": "base"}, "unknown_field"),
+        ({**ADAPTER_V1, "note": "x"}, "unknown_field"),
+        ({**ADAPTER_V1, "to_token": "USDC"}, "unsupported_corridor"),
+        ({**ADAPTER_V1, "to_chain": "robinhood"}, "unsupported_corridor"),
         ({}, "missing_field"),
         ([10], "body_not_object"),
     ],

@@ -190,3 +190,32 @@ async def test_login_records_in_the_session_database(
             assert await store.get_grant("f" * 64) is None
         finally:
             await store.aclose()
+
+
+async def test_the_adapters_paths_read_views_and_verify_source(client: httpx.AsyncClient) -> None:
+    """The public MCP adapter reads a view as a path segment and posts receipts to /verify-source: the same
+    operations as ?view= and /verify-source-receipt (the whole sequence on chain: tests/e2e/test_adapter_v1_replay.py)."""
+    c = client
+    token = await login(c, Keypair())
+    sid = "00000000-0000-4000-8000-00000000abcd"  # no such session: both spellings answer alike
+    for segment, view in (("workflow", "workflow"), ("receipt", "receipt"), ("next-action", "next_action")):
+        by_path = await c.get(f"/v1/session/{sid}/{segment}", headers=bearer(token))
+        by_query = await c.get(f"/v1/session/{sid}", params={"view": view}, headers=bearer(token))
+        assert by_path.status_code == by_query.status_code == 404, by_path.text
+        assert by_path.json()["reason_class"] == by_query.json()["reason_class"] == "session_not_found"
+        assert (await c.get(f"/v1/session/{sid}/{segment}")).status_code == 401  # still needs the token
+    receipt = {"signature": "1" * 88, "idempotency_key": "adapter-verify-1"}
+    alias = await c.post(f"/v1/session/{sid}/verify-source", json=receipt, headers=bearer(token))
+    named = await c.post(f"/v1/session/{sid}/verify-source-receipt", json=receipt, headers=bearer(token))
+    assert (alias.status_code, alias.json()["reason_class"]) == (
+        named.status_code,
+        named.json()["reason_class"],
+    )
+    assert alias.status_code == 404
+    for path in ("verify-source", "verify-source-receipt"):  # unknown fields refused by both spellings
+        extra = await c.post(f"/v1/session/{sid}/{path}", json={**receipt, "x": 1}, headers=bearer(token))
+        assert extra.status_code == 400 and extra.json()["reason_class"] == "unknown_field", extra.text
+    doc = (await c.get("/openapi.json")).json()
+    assert not any(
+        p.endswith(("/workflow", "/verify-source")) for p in doc["paths"]
+    )  # aliases, not in the doc

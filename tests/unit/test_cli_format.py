@@ -141,3 +141,13 @@ def test_cli_matrix_in_process() -> None:
     r = runner.invoke(app, ["matrix", "--amount", "1000"], terminal_width=80)
     assert r.exit_code == 0 and "72 of 72 cells filled" in r.output
     assert doc["cells"]["base:ETH->base:USDC"]["cost_bps"] in r.output
+
+
+def test_routes_at_80_columns_shows_every_route_name_whole() -> None:
+    from routequote.cli import console
+
+    console.width = 80  # a narrow terminal
+    out = runner.invoke(app, ["routes"]).output
+    assert "…" not in out and max(len(line) for line in out.splitlines()) <= 80, out
+    firsts = {line.split()[0] for line in out.splitlines() if line.split()}
+    assert set(ROUTES) <= firsts  # every name whole at the start of its row (it used to read solana:SOL->so…)

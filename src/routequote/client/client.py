@@ -108,10 +108,13 @@ class _Plans:
         now: Callable[[], float] = time.time,
         fee_recipients: dict[str, str] | None = None,
         deployments: dict[Any, Any] | None = None,
+        accept_unconfigured_fee_recipient: bool = False,
     ) -> None:
         self._now = now
         self.fee_recipients = fee_recipients
         self.deployments = deployments
+        # a fee going to a development placeholder is refused unless the caller says so (tests, local chains)
+        self.accept_unconfigured_fee_recipient = accept_unconfigured_fee_recipient
 
     # ---- answers ------------------------------------------------------------------------------------
     def _finish(self, call: _Call[T], resp: httpx.Response) -> T:
@@ -166,7 +169,8 @@ class _Plans:
     ) -> PreparedAction:
         """`raw` as a PreparedAction after routequote.verify.verify_bundle found no error against `context`
         (the caller-held verification context). Raises ActionVerificationFailed otherwise."""
-        from routequote.verify import verify_bundle
+        from routequote.fee_recipient_check import fee_recipient_findings
+        from routequote.verify import Finding, verify_bundle
 
         if not isinstance(raw, dict):
             raise ResponseInvalid(what, ["the action is not a JSON object"])
@@ -182,6 +186,10 @@ class _Plans:
             deployments=self.deployments,
             session_actual_input_base=actual_input_base,
         )
+        findings += [
+            Finding(**f)
+            for f in fee_recipient_findings(raw, accept_unconfigured=self.accept_unconfigured_fee_recipient)
+        ]
         if any(f.severity == "error" for f in findings):
             raise ActionVerificationFailed(findings)
         action: PreparedAction = self._model(PreparedAction, raw, what)

@@ -87,7 +87,8 @@ def _token(path: Path, *, create: bool) -> Any:
     return token
 
 
-def _load(session_file: Path, token_file: Path, url: str | None) -> tuple[Any, str]:
+def _load(session_file: Path, token_file: Path, url: str | None) -> tuple[Any, str, bool]:
+    """(session handle, server URL, whether the session was created accepting a placeholder fee recipient)."""
     from routequote.client.token import SessionHandle
 
     try:
@@ -101,29 +102,95 @@ def _load(session_file: Path, token_file: Path, url: str | None) -> tuple[Any, s
     base = url or doc.get("base_url")
     if not base:
         _fail("[red]no server[/red]: pass --url")
-    return SessionHandle(doc["session_id"], _token(token_file, create=False), doc["context"]), base
+    handle = SessionHandle(doc["session_id"], _token(token_file, create=False), doc["context"])
+    return handle, base, doc.get("accept_unconfigured_fee_recipient") is True
+
+
+_TERMINAL_STEP = ("complete", "failed", "cancelled")
+
+
+def step_status(session_status: str, step_status: str) -> str:
+    """A step's status as shown: once the session is cancelled a step that never finished is not ready for
+    anything, whatever the engine last recorded for it."""
+    if session_status == "cancelled" and step_status not in _TERMINAL_STEP:
+        return f"cancelled (was {step_status})"
+    return step_status
+
+
+def _grid() -> Any:
+    """Label / value rows: a label is never split, a long value wraps inside its own column (80 columns)."""
+    from rich.table import Table
+
+    grid = Table.grid(padding=(0, 1))
+    grid.add_column(no_wrap=True, style="bold")
+    grid.add_column(overflow="fold")
+    return grid
 
 
 def _show_session(s: Any) -> None:
     from routequote.client.units import token_amount
 
-    console.print(f"session {s.session_id}  [bold]{s.status}[/bold]  next: {s.next_operation}")
-    console.print(f"route {s.route}: step {s.current_step + 1} of {s.step_count} ({s.phase})")
+    grid = _grid()
+    grid.add_row("session", s.session_id)
+    grid.add_row("status", f"{s.status}; next: {s.next_operation}")
+    grid.add_row("route", s.route)
+    grid.add_row("step", f"{s.current_step + 1} of {s.step_count} ({s.phase})")
     f = s.funds
     amount = token_amount(f.amount_base, f.endpoint) if f.amount_base is not None else "amount not known yet"
-    console.print(f"funds: {amount} ({f.endpoint}) in {f.wallet}: {f.state}", overflow="fold")
-    console.print(f"  {f.note}", overflow="fold")
+    grid.add_row("funds", f"{amount} ({f.endpoint}) {f.state}")
+    grid.add_row("", f"in {f.wallet}")
+    if f.note:
+        grid.add_row("", f.note)
     for st in s.steps:
-        console.print(f"  step {st['index']} {st['provider']} {st['from']} -> {st['to']}: {st['status']}")
+        shown = step_status(s.status, st["status"])
+        grid.add_row(f"step {st['index']}", f"{st['provider']} {st['from']} -> {st['to']}: {shown}")
     if s.reapproval:
-        console.print(
-            f"[yellow]reapproval[/yellow] {s.reapproval.get('reason')}: {s.reapproval.get('message')}",
-            overflow="fold",
-        )
+        grid.add_row("reapproval", f"{s.reapproval.get('reason')}: {s.reapproval.get('message')}")
     if s.note:
-        console.print(f"note: {s.note}", overflow="fold")
+        grid.add_row("note", s.note)
+    console.print(grid, highlight=False)
     if s.current_action is not None:
         console.print("an action is ready (verified): `routequote session next` shows what to sign")
+
+
+def show_receipt(receipt: dict[str, Any], session_status: str) -> None:
+    """The receipt view as a table: per step what was quoted and what actually happened on chain."""
+    from rich.table import Table
+
+    from routequote.client.units import token_amount
+
+    def amount(base: Any, endpoint: str) -> str:
+        return token_amount(base, endpoint) if base is not None else "-"
+
+    table = Table(title="receipt: quoted vs actual (base units converted)", show_lines=False)
+    table.add_column("step", no_wrap=True)
+    table.add_column("provider / path", overflow="fold")
+    table.add_column("status", overflow="fold")
+    table.add_column("quoted min out", justify="right", overflow="fold")
+    table.add_column("actual out", justify="right", overflow="fold")
+    for st in receipt.get("steps", []):
+        actual = st.get("actual") or {}
+        quoted = st.get("quoted") or {}
+        table.add_row(
+            str(st.get("index")),
+            f"{st.get('provider')}\n{st.get('from')} -> {st.get('to')}",
+            step_status(session_status, str(st.get("status"))),
+            amount(quoted.get("minimum_output_base"), st["to"]),
+            amount(actual.get("output_base"), st["to"]),
+        )
+    console.print(table, highlight=False)
+    route = receipt.get("route") or {}
+    grid = _grid()
+    grid.add_row("complete", "yes" if route.get("complete") else "no")
+    if route.get("complete"):
+        endpoint = receipt["steps"][-1]["to"]
+        grid.add_row("received", amount(route.get("actual_output_base"), endpoint))
+        grid.add_row("at or above minimum", "yes" if route.get("at_or_above_minimum") else "NO")
+        grid.add_row(
+            "realized cost",
+            f"{route.get('realized_cost_bps')} bps (quoted {route.get('quoted_expected_cost_bps')})",
+        )
+    console.print(grid, highlight=False)
 
 
 def _show_action(action: Any) -> None:
@@ -164,6 +231,10 @@ def create_cmd(
     token_file: Path = TOKEN_OPT,
     session_file: Path = SESSION_OPT,
     json_out: bool = typer.Option(False, "--json", help="Print the session JSON"),
+    accept_unconfigured_fee_recipient: bool = typer.Option(
+        False,
+        help="Accept fees going to the server's development placeholder (local tests; kept for the session)",
+    ),
 ) -> None:
     """Create a session from a saved quote; prints its first action, verified."""
     from routequote.client import ClientError, RouteQuoteClient, approval_for
@@ -185,7 +256,7 @@ def create_cmd(
         approval = approval_for(
             quote, "session", minimum_output_base=min_output_base, idempotency_key=idempotency_key
         )
-        with RouteQuoteClient(url) as rq:
+        with RouteQuoteClient(url, accept_unconfigured_fee_recipient=accept_unconfigured_fee_recipient) as rq:
             s = rq.create_session(
                 quote, _wallets(wallet), approval=approval, event_signer_public=event_signer, token=token
             )
@@ -196,6 +267,7 @@ def create_cmd(
         "base_url": url,
         "session_id": s.session_id,
         "context": s.handle.context,
+        **({"accept_unconfigured_fee_recipient": True} if accept_unconfigured_fee_recipient else {}),
     }
     session_file.write_text(json.dumps(doc, indent=1) + "\n")
     if json_out:
@@ -207,7 +279,7 @@ def create_cmd(
 
 @session_app.command("show")
 def show_cmd(
-    view: str = typer.Option("session", help="session, workflow or receipt"),
+    view: str = typer.Option("session", help="session, workflow or receipt (workflow prints JSON)"),
     url: str = URL_OPT,
     token_file: Path = TOKEN_OPT,
     session_file: Path = SESSION_OPT,
@@ -216,16 +288,19 @@ def show_cmd(
     """Show the session (status, funds, steps), its workflow or its receipt."""
     from routequote.client import ClientError, RouteQuoteClient
 
-    handle, base = _load(session_file, token_file, url)
+    handle, base, accept = _load(session_file, token_file, url)
     try:
-        with RouteQuoteClient(base) as rq:
+        with RouteQuoteClient(base, accept_unconfigured_fee_recipient=accept) as rq:
             answer = rq.read_session(handle) if view == "session" else rq.session_view(handle, view)
     except ClientError as exc:
         show_client_error(exc)
     except ValueError as exc:
         _fail(f"[red]--view[/red]: {exc}", 2)
-    if json_out or view != "session":
+    if json_out or view not in ("session", "receipt"):
         typer.echo(json.dumps(answer.raw, indent=2))
+        return
+    if view == "receipt":
+        show_receipt(answer.raw["receipt"], str(answer.raw.get("status")))
         return
     _show_session(answer)
 
@@ -242,9 +317,9 @@ def next_cmd(
     """The next action, verified, and what your wallet would be asked to sign. Exit 3 when none is ready."""
     from routequote.client import ClientError, RouteQuoteClient
 
-    handle, base = _load(session_file, token_file, url)
+    handle, base, accept = _load(session_file, token_file, url)
     try:
-        with RouteQuoteClient(base) as rq:
+        with RouteQuoteClient(base, accept_unconfigured_fee_recipient=accept) as rq:
             s = rq.read_session(handle)
     except ClientError as exc:
         show_client_error(exc)
@@ -273,9 +348,9 @@ def observe_cmd(
     """Name what you submitted; the server reads the chain and advances only on verified output."""
     from routequote.client import ClientError, RouteQuoteClient
 
-    handle, base = _load(session_file, token_file, url)
+    handle, base, accept = _load(session_file, token_file, url)
     try:
-        with RouteQuoteClient(base) as rq:
+        with RouteQuoteClient(base, accept_unconfigured_fee_recipient=accept) as rq:
             s = rq.observe(handle, tx or None, idempotency_key=idempotency_key)
     except ClientError as exc:
         show_client_error(exc)
@@ -287,9 +362,9 @@ def _key_only(
 ) -> None:
     from routequote.client import ClientError, RouteQuoteClient
 
-    handle, base = _load(session_file, token_file, url)
+    handle, base, accept = _load(session_file, token_file, url)
     try:
-        with RouteQuoteClient(base) as rq:
+        with RouteQuoteClient(base, accept_unconfigured_fee_recipient=accept) as rq:
             s = getattr(rq, op)(handle, idempotency_key=idempotency_key)
     except ClientError as exc:
         show_client_error(exc)

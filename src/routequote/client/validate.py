@@ -127,6 +127,11 @@ def quote_problems(q: dict[str, Any], asked: dict[str, Any] | None = None) -> li
     raw_steps = q["route"]["steps"]
     pairs = [
         ("intent.estimated_input_base", q["intent"]["estimated_input_base"], first["expected_input_base"]),
+        (
+            "estimated_input_base_decimal",
+            q.get("estimated_input_base_decimal"),
+            first["expected_input_base"],
+        ),
         ("route.input_base", q["route"].get("input_base"), first["expected_input_base"]),
         ("route.expected_output_base", q["route"].get("expected_output_base"), last["expected_output_base"]),
         ("route.minimum_output_base", q["route"].get("minimum_output_base"), last["minimum_output_base"]),
@@ -170,6 +175,9 @@ def quote_problems(q: dict[str, Any], asked: dict[str, Any] | None = None) -> li
     for name, got, want in pairs:
         if _int(got) is None or _int(got) != int(want):
             out.append(f"{name} = {got!r} differs from the summary's {want}")
+        elif name != "intent.estimated_input_base" and not isinstance(got, str):
+            # the spec fixes only intent.estimated_input_base as an integer; the rest are exact decimal strings
+            out.append(f"{name} = {got!r} is not a decimal string")
     fee = q.get("cost_summary", {}).get("service_fee", {})
     fee_step = summary.get("fee_collection_step_index")
     if isinstance(fee_step, int) and 0 <= fee_step < len(steps):

@@ -4,7 +4,7 @@ constraints; the hot path renders payloads directly and the tests validate them 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -124,6 +124,11 @@ class QuoteResponse(Open):
     as_of: datetime
     ttl_seconds: int = Field(ge=1)
     intent: Intent
+    estimated_input_base_decimal: str | None = Field(
+        default=None,
+        pattern=r"^[1-9][0-9]*$",
+        description="intent.estimated_input_base as an exact decimal string (a JavaScript-safe twin)",
+    )
     offer: Offer
     route: RouteBlock
     risk: Risk
@@ -137,6 +142,14 @@ class CapabilitiesResponse(Open):
     asset_endpoints: list[AssetEndpoint] = Field(min_length=9, max_length=9)
     directed_conversion_routes: Literal[72]
     unsigned_route_plans_ready: Literal[72]
+    server_signing: Literal[False]
+    server_submission: Literal[False]
+
+
+class RouteDetailsResponse(Open):
+    version: str
+    route_count: Literal[72]
+    routes: list[dict[str, Any]] = Field(min_length=72, max_length=72)
     server_signing: Literal[False]
     server_submission: Literal[False]
 

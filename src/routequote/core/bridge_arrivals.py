@@ -30,7 +30,7 @@ from routequote.core.actions.cctp_solana_receive import MT, decode_receive_messa
 from routequote.core.actions.common import associated_token_address
 from routequote.core.assets import ASSETS
 from routequote.core.chain import SolanaTransaction
-from routequote.core.sessions.evidence import ObservationRejected
+from routequote.core.sessions.evidence_common import ObservationRejected
 
 LZ_RECEIVE_DISCRIMINATOR = hashlib.sha256(b"global:lz_receive").digest()[:8]
 RECIPIENT_ACCOUNT_INDEX = 15  # the mint recipient's token account in receive_message's accounts

@@ -131,11 +131,11 @@ def _raw_step(ps: PricedStep) -> dict[str, Any]:
         }
         if s.external_intent:
             head.update(from_asset=s.source.key, to_asset=s.target.key, external_intent_protocol=True)
-    head.update(
-        expected_input_base=ps.expected_input_base,
-        floor_input_base=ps.minimum_input_base,
-        expected_output_base=ps.expected_output_base,
-        minimum_output_base=ps.minimum_output_base,
+    head.update(  # decimal strings: wei amounts pass 2**53 and JavaScript's JSON.parse would round them
+        expected_input_base=str(ps.expected_input_base),
+        floor_input_base=str(ps.minimum_input_base),
+        expected_output_base=str(ps.expected_output_base),
+        minimum_output_base=str(ps.minimum_output_base),
         expected_evidence={
             "status": "pass",
             "inputAmount": str(ps.expected_input_base),
@@ -333,7 +333,7 @@ def quote_body(intent: QuoteIntent, pricing: RoutePricing, view: MarketView) -> 
         "from": src.key,
         "to": dst.key,
         "amount_usd": intent.amount_usd,
-        "estimated_input_base": pricing.input_base,
+        "estimated_input_base": pricing.input_base,  # the spec fixes an integer (twin: beside `intent`)
     }
     offer = {
         "expected_receive_amount": _tokens(pricing.expected_output_base, dst),
@@ -356,9 +356,9 @@ def quote_body(intent: QuoteIntent, pricing: RoutePricing, view: MarketView) -> 
         "status": "pass",
         "version": QUOTE_VERSION,
         "mode": route.mode.value,
-        "input_base": pricing.input_base,
-        "expected_output_base": pricing.expected_output_base,
-        "minimum_output_base": pricing.minimum_output_base,
+        "input_base": str(pricing.input_base),
+        "expected_output_base": str(pricing.expected_output_base),
+        "minimum_output_base": str(pricing.minimum_output_base),
         "steps": [_raw_step(ps) for ps in pricing.steps],
         "aggregator_api_used": False,
         "external_intent_protocol_used": route.external_intent,
@@ -562,6 +562,9 @@ def issue(
         "expires_at": expires,
         "ttl_seconds": ttl_seconds,
         "intent": body.intent,
+        # the spec fixes intent.estimated_input_base as an integer and closes `intent`; wei amounts pass
+        # 2**53, which JavaScript's JSON.parse rounds, so the exact decimal twin sits beside `intent`
+        "estimated_input_base_decimal": str(body.intent["estimated_input_base"]),
         "offer": body.offer,
         "route": {**body.route_fields, "quote_latency_ms": latency_ms, **SERVER_FLAGS},
         "risk": body.risk,
@@ -593,6 +596,7 @@ def issue(
         "expires_at": expires,
         "ttl_seconds": ttl_seconds,
         "intent": body.intent,
+        "estimated_input_base_decimal": str(body.intent["estimated_input_base"]),
         "amount_usd_decimal": intent.amount_usd_decimal,
         "direct_route_summary_sha256": body.summary_sha256,
         "direct_route_summary_sha256_spec": SUMMARY_HASH_SPEC,

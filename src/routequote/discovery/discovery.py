@@ -22,6 +22,7 @@ from typing import Any
 from routequote import __version__
 from routequote.config import Settings
 from routequote.core.assets import ASSETS, CHAINS
+from routequote.core.fee_recipient import recipients_configured
 from routequote.core.hashing import CANONICAL_JSON_SPEC, canonical_json, canonical_sha256
 from routequote.core.intent import MAX_AMOUNT_USD, MIN_AMOUNT_USD
 from routequote.core.manifest import (
@@ -260,6 +261,9 @@ class Discovery:
     def fee_recipients(self) -> dict[str, str]:
         return {"evm": self.settings.fee_recipient_evm, "solana": self.settings.fee_recipient_solana}
 
+    def fee_recipients_configured(self) -> dict[str, bool]:
+        return recipients_configured(self.settings.fee_recipient_evm, self.settings.fee_recipient_solana)
+
     def limits(self) -> dict[str, Any]:
         return {
             "amount_usd": {"minimum": MIN_AMOUNT_USD, "maximum": MAX_AMOUNT_USD},
@@ -350,6 +354,15 @@ class Discovery:
 
     def _limitations(self, view: MarketView) -> list[dict[str, str]]:
         out: list[dict[str, str]] = []
+        unset = [k for k, ok in self.fee_recipients_configured().items() if not ok]
+        if unset:
+            out.append(
+                {
+                    "id": "fee_recipient_not_configured",
+                    "text": f"the {' and '.join(unset)} service fee recipient is a development placeholder: "
+                    "a signed action would send the fee nowhere; actions say fee_recipient_configured: false",
+                }
+            )
         if not view.live:
             out.append(
                 {
@@ -397,6 +410,16 @@ class Discovery:
         )
         if missing:
             out.append({"id": "programs_not_pinned", "text": "no address pinned for: " + ", ".join(missing)})
+        oft = self.service.config.solana_arrivals.get("oft") or {}
+        if not oft.get("verifiable"):
+            out.append(
+                {
+                    "id": "usdg_oft_solana_program_not_pinned",
+                    "text": "the USDG OFT program on Solana is not pinned by this build: a session's USDG arrival "
+                    "on Solana (LayerZero lz_receive) cannot be verified and is never accepted until the "
+                    "operator sets ROUTEQUOTE_USDG_OFT_SOLANA_PROGRAM",
+                }
+            )
         if view.oft.delivery_seconds is None:
             out.append(
                 {
@@ -467,7 +490,11 @@ class Discovery:
             },
             "claims": {
                 "scope": self._scope(view),
-                "fee_policy": {**self.fee_policy(), "fee_recipients": self.fee_recipients()},
+                "fee_policy": {
+                    **self.fee_policy(),
+                    "fee_recipients": self.fee_recipients(),
+                    "fee_recipients_configured": self.fee_recipients_configured(),
+                },
                 "amount_policy": {
                     "minimum_usd": MIN_AMOUNT_USD,
                     "maximum_usd": MAX_AMOUNT_USD,

@@ -8,6 +8,7 @@ float `uiAmount`. A `null` result (unknown or not yet finalized) is `None`.
 
 from __future__ import annotations
 
+import base64
 import time
 from collections.abc import Callable
 from typing import Any
@@ -199,3 +200,40 @@ class JsonRpcSolanaReader:
             return await off_loop(parse_get_transaction, signature, result, heavy=_heavy(result))
 
         return await self.breaker.guard(read(), "getTransaction")
+
+    async def account_data(self, address: str) -> bytes | None:
+        """SolanaAccountReader: a finalized account's data."""
+        try:
+            Pubkey.from_string(address)
+        except ValueError as exc:
+            raise InvalidRequest("invalid_address", "not a Solana address") from exc
+        if self.rpc is None:
+            raise ObservationUnavailable(
+                "chain_rpc_not_configured:solana",
+                "no RPC URL is configured for solana: its accounts cannot be read",
+            )
+        self.breaker.check()
+        rpc = self.rpc
+
+        async def read() -> bytes | None:
+            return parse_account_data(
+                await rpc.call("getAccountInfo", [address, {"commitment": "finalized", "encoding": "base64"}])
+            )
+
+        return await self.breaker.guard(read(), "getAccountInfo")
+
+
+def parse_account_data(result: Any) -> bytes | None:
+    """`getAccountInfo` (base64) -> the account's data, None when the account does not exist."""
+    if not isinstance(result, dict) or "value" not in result:
+        raise WireError("getAccountInfo: no value")
+    value = result["value"]
+    if value is None:
+        return None
+    data = value.get("data") if isinstance(value, dict) else None
+    if not isinstance(data, list) or len(data) != 2 or data[1] != "base64" or not isinstance(data[0], str):
+        raise WireError("getAccountInfo: data is not [base64, 'base64']")
+    try:
+        return base64.b64decode(data[0], validate=True)
+    except ValueError as exc:
+        raise WireError("getAccountInfo: data is not base64") from exc

@@ -10,8 +10,10 @@ from typing import Any
 
 from routequote.core.actions import erc4337 as aa
 from routequote.core.actions.cctp_receive import assemble_receive_bundle
+from routequote.core.actions.cctp_solana_receive import assemble_solana_receive_bundle
+from routequote.core.actions.cctp_solana_state import fee_recipient_token_account, token_messenger_address
 from routequote.core.actions.common import ActionUnavailable
-from routequote.core.assets import CHAINS, ChainFamily
+from routequote.core.assets import CHAINS, Chain, ChainFamily
 from routequote.core.hashing import canonical_sha256
 from routequote.core.pricing import price_steps_from
 from routequote.core.routes import Provider, Route
@@ -25,7 +27,7 @@ from routequote.core.sessions.state import (
     reapproval,
 )
 from routequote.errors import InvalidRequest
-from routequote.ports import EvmStateReader, ObservationUnavailable
+from routequote.ports import EvmStateReader, ObservationUnavailable, SolanaChainReader
 from routequote.prepare import PrepareService
 
 
@@ -117,6 +119,44 @@ class ActionBuilder:
                 summary_steps=list(state.summary_steps),
             )
         except ActionUnavailable as exc:
+            # the attested message does not match this session's burn: never hand it to the caller
+            raise ObservationRejected("observation_bridge_mismatch", exc.detail) from None
+        return bundle
+
+    async def receive_any(
+        self, state: State, route: Route, solana: SolanaChainReader | None
+    ) -> dict[str, Any]:
+        """The current step's CCTP mint action on its destination: receiveMessage on EVM, receive_message on
+        Solana (whose fee recipient account is program state, read through `solana`)."""
+        if route.steps[state.current_step].target.chain is not Chain.SOLANA:
+            return self.receive(state, route)
+        if solana is None:
+            raise ObservationUnavailable(
+                "chain_rpc_not_configured:solana",
+                "solana cannot be read: ROUTEQUOTE_RPC_URL_SOLANA is not set",
+            )
+        data = await solana.account_data(token_messenger_address())
+        k = state.current_step
+        bridge = state.steps[k]["bridge"]
+        try:
+            fee_account = fee_recipient_token_account(data or b"")
+            bundle: dict[str, Any] = assemble_solana_receive_bundle(
+                route,
+                route.steps[k],
+                state.wallets,
+                bytes.fromhex(bridge["message"][2:]),
+                bytes.fromhex(bridge["attestation"][2:]),
+                fee_account,
+                workflow_id=state.session_id,
+                action_id=self.service.ids.new_id(),
+                prepared_at=self.service.clock.now(),
+                quote_binding=state.binding,
+                summary_steps=list(state.summary_steps),
+                deployments=self.prepare.deployments,
+            )
+        except ActionUnavailable as exc:
+            if exc.reason == "cctp_token_messenger_state_unreadable":
+                raise ObservationUnavailable(exc.reason, exc.detail) from None
             # the attested message does not match this session's burn: never hand it to the caller
             raise ObservationRejected("observation_bridge_mismatch", exc.detail) from None
         return bundle

@@ -36,6 +36,7 @@ from routequote.ports import (
     EvmStateReader,
     IdempotencyConflict,
     IdempotentAnswer,
+    LayerZeroReader,
     SessionEvent,
     SessionRecord,
     SessionStore,
@@ -68,6 +69,7 @@ class SessionBase:
         evm: EvmChainReader | None = None,
         solana: SolanaChainReader | None = None,
         attestations: AttestationReader | None = None,
+        layerzero: LayerZeroReader | None = None,
         evm_state: EvmStateReader | None = None,
         config: SessionConfig | None = None,
         on_transition: Callable[[str, str | None, str], None] | None = None,
@@ -77,7 +79,7 @@ class SessionBase:
         self.service = prepare.service
         self.store = store
         self.config = config or SessionConfig()
-        self.facts = ChainFacts(prepare, self.config, evm, solana, attestations)
+        self.facts = ChainFacts(prepare, self.config, evm, solana, attestations, layerzero)
         self.builder = ActionBuilder(prepare, evm_state, self.config.erc4337)
         self.http_client: Any = None  # the readers' shared HTTP client, when the composition root made one
         self._reasons = (
@@ -260,7 +262,7 @@ class SessionBase:
                 record.session_id, decision.state, route, decision.next_action
             )
         if decision.receive_action:
-            bundle = self.builder.receive(decision.state, route)
+            bundle = await self.builder.receive_any(decision.state, route, self.facts.solana)
             return Decision(
                 decision.event, install_receive(decision.state, route, bundle), note=decision.note
             )

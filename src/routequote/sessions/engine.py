@@ -229,7 +229,7 @@ class SessionService(V1CorridorMode):
                 f"step {k} already has observed transactions; observe them instead of refreshing",
             )
         if state.phase == "destination":
-            bundle = self.builder.receive(state, route)
+            bundle = await self.builder.receive_any(state, route, self.facts.solana)
             outcome = Decision(Event.REFRESH, install_receive(state, route, bundle, refreshed=True))
         else:
             input_base = int(state.action()["unsigned_action"]["inputAmount"])

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from routequote.core.assets import ASSETS, CHAINS, Chain
+from routequote.core.assets import CHAINS, Chain
 from routequote.core.routes import Route
 from routequote.core.sessions import kinds
 from routequote.core.sessions.evidence import (
@@ -20,7 +20,13 @@ from routequote.core.sessions.kinds import across, cctp_mint_evm, cctp_mint_sola
 from routequote.core.sessions.machine import Event
 from routequote.core.sessions.state import Decision, State
 from routequote.errors import Conflict, InvalidRequest
-from routequote.ports import AttestationReader, EvmChainReader, ObservationUnavailable, SolanaChainReader
+from routequote.ports import (
+    AttestationReader,
+    EvmChainReader,
+    LayerZeroReader,
+    ObservationUnavailable,
+    SolanaChainReader,
+)
 from routequote.prepare import PrepareService
 
 DEFAULT_CONFIRMATIONS = {"base": 10, "arbitrum": 10, "robinhood": 10}
@@ -34,6 +40,8 @@ class SessionConfig:
     # overriding the pinned EntryPoint v0.7 / SimpleAccountFactory / USDC EIP-712 domain (tests on local chains)
     erc4337: dict[str, dict[str, Any]] = field(default_factory=dict)
     cctp_mint_search_blocks: int = 20_000
+    # the USDG OFT program on Solana (`lz_receive`); unpinned, no OFT delivery to Solana can be verified
+    usdg_oft_solana_program: str | None = None
 
 
 class ChainFacts:
@@ -46,6 +54,7 @@ class ChainFacts:
         evm: EvmChainReader | None,
         solana: SolanaChainReader | None,
         attestations: AttestationReader | None,
+        layerzero: LayerZeroReader | None = None,
     ) -> None:
         self.prepare = prepare
         self.clock = prepare.service.clock
@@ -53,6 +62,7 @@ class ChainFacts:
         self.evm = evm
         self.solana = solana
         self.attestations = attestations
+        self.layerzero = layerzero
 
     def confirmations(self, chain: Chain) -> int:
         return int(self.config.confirmations.get(chain.value, DEFAULT_CONFIRMATIONS.get(chain.value, 10)))
@@ -100,9 +110,9 @@ class ChainFacts:
         if rule is cctp_mint_evm:
             return await self.cctp(state, route, hashes)
         if rule is across:
-            return await self.across(state, route)
+            return await self.across(state, route, hashes)
         if rule is oft:
-            return await self.delivery(state, route, hashes, "USDG")
+            return await self.oft_delivery(state, route, hashes)
         raise InvalidRequest("bridge_kind_unknown", f"no observer for {kind}")  # pragma: no cover
 
     async def attest(self, state: State, dst: Chain) -> tuple[bool, State]:
@@ -119,6 +129,8 @@ class ChainFacts:
         k = state.current_step
         entry = state.steps[k]
         dst = route.steps[k].target.chain
+        if dst is Chain.SOLANA:
+            return await self.cctp_solana(state, route, hashes)
         if state.current_action is not None:  # the caller's receiveMessage was prepared: verify the mint
             named = hashes or list(entry.get("destination_claimed_tx_ids") or [])
             cctp_mint_evm.check_mint_name(state, route, named)
@@ -133,14 +145,27 @@ class ChainFacts:
                 transmitter=dep.message_transmitter_v2 or "",
                 confirmations=self.confirmations(dst),
             )
-        if dst is Chain.SOLANA and hashes:  # no Solana receive is built here: the caller relays the mint
-            return await self.delivery(state, route, hashes, "USDC")
         ok, state = await self.attest(state, dst)
         if not ok:
             return cctp_mint_evm.not_attested(state)
-        if dst is Chain.SOLANA:
-            return cctp_mint_solana.attested_caller_relays(state)
         return Decision(Event.DESTINATION_ACTION_READY, state, receive_action=True)
+
+    async def cctp_solana(self, state: State, route: Route, hashes: list[str]) -> Decision:
+        """An arrival on Solana counts only after Circle attested the burn, and only as receive_message of
+        that attested message to the session's wallet (`cctp_mint_solana.decide_mint`)."""
+        k = state.current_step
+        if not state.steps[k]["bridge"].get("attestation"):
+            ok, state = await self.attest(state, Chain.SOLANA)
+            if not ok:
+                return cctp_mint_evm.not_attested(state)
+            if not hashes:
+                return Decision(Event.DESTINATION_ACTION_READY, state, receive_action=True)
+        named = hashes or list(state.steps[k].get("destination_claimed_tx_ids") or [])
+        if not named and state.current_action is None:
+            return cctp_mint_solana.awaiting_mint(state)
+        cctp_mint_solana.check_mint_name(named)
+        tx = await self.solana_reader().transaction(named[0])
+        return cctp_mint_solana.decide_mint(state, route, named[0], tx)
 
     async def cctp_relayed(self, state: State, route: Route, check_burn: Any) -> Decision:
         """v1: Iris attests the burn, anyone relays the mint; it is found on the destination and verified,
@@ -174,7 +199,8 @@ class ChainFacts:
             search_from=start,
         )
 
-    async def across(self, state: State, route: Route) -> Decision:
+    async def across(self, state: State, route: Route, hashes: list[str]) -> Decision:
+        """The relayer's fill is found by its log; a transaction the caller names must be that fill."""
         k = state.current_step
         bridge = state.steps[k]["bridge"]
         dst = route.steps[k].target.chain
@@ -184,6 +210,13 @@ class ChainFacts:
             raise ObservationUnavailable(
                 "across_spoke_pool_not_pinned", f"no Across SpokePool pinned on {dst.value}"
             )
+        for named in hashes:
+            tx = await reader.transaction(dst.value, named)
+            if tx is not None and verify_across_fill(tx.logs, bridge, spoke_pool=spoke) is None:
+                raise ObservationRejected(
+                    "observation_bridge_mismatch",
+                    f"{named} is not the relayer's fill of this deposit (no FilledRelay of its relay data)",
+                )
         latest = await reader.block_number(dst.value)
         start = bridge.get("search_from_block")
         if start is None:
@@ -192,12 +225,39 @@ class ChainFacts:
         found = verify_across_fill(logs, bridge, spoke_pool=spoke)
         return across.decide(state, route, found, int(self.clock.now().timestamp()), start)
 
-    async def delivery(self, state: State, route: Route, hashes: list[str], token: str) -> Decision:
-        if oft.needs_signature(hashes):
-            return oft.ask_for_signature(state)
-        tx = await self.solana_reader().transaction(hashes[0])
+    async def oft_delivery(self, state: State, route: Route, hashes: list[str]) -> Decision:
+        """The LayerZero delivery of the GUID this session's OFTSent emitted: found through LayerZero Scan
+        unless the caller names it, then read from Solana and verified either way."""
+        k = state.current_step
+        bridge = state.steps[k]["bridge"]
+        program = self.config.usdg_oft_solana_program
+        if not program:
+            raise ObservationUnavailable(
+                "usdg_oft_solana_program_not_pinned",
+                "the USDG OFT program on Solana is not pinned (ROUTEQUOTE_USDG_OFT_SOLANA_PROGRAM): no "
+                "LayerZero delivery can be verified, so none is accepted",
+            )
+        named = hashes
+        if not named:
+            if self.layerzero is None:
+                raise ObservationUnavailable(
+                    "layerzero_scan_not_configured",
+                    "no LayerZero Scan reader is configured: name the delivery signature",
+                )
+            found = await self.layerzero.delivery_for(str(bridge["source_tx"]), str(bridge["guid"]))
+            if found is None or not found.destination_tx:
+                return oft.not_delivered_yet(state, None if found is None else found.status)
+            named = [found.destination_tx]
+        oft.check_delivery_name(named)
+        tx = await self.solana_reader().transaction(named[0])
+        source_oapp = self.prepare.deployments[Chain.ROBINHOOD].usdg_oft or ""
         return oft.decide_delivery(
-            state, route, hashes[0], tx, token, ASSETS[f"solana:{token}"].address or ""
+            state,
+            route,
+            named[0],
+            tx,
+            oft_program=program,
+            source_oapp=bytes(12) + bytes.fromhex(source_oapp.removeprefix("0x")),
         )
 
     async def settlement(self, state: State, route: Route, tx_hash: str) -> Decision:

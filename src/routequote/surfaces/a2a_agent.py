@@ -59,6 +59,7 @@ from routequote.core.verify.handoff import (
     verify_handoff as verify_handoff,  # the caller-side check, re-exported
 )
 from routequote.errors import InvalidRequest, RouteQuoteError
+from routequote.fee_recipient_check import A2A_ACCEPT_FIELD, a2a_accepts_unconfigured, fee_recipient_findings
 from routequote.input_rules import looks_secret_name, name_list, safe_name
 from routequote.ports import Clock
 from routequote.ratelimit import RateLimiter
@@ -342,6 +343,7 @@ def prepare_operation(prepare: PrepareCapability, clock: Clock) -> Operation:
 
     async def run(data: dict[str, Any]) -> dict[str, Any]:
         body, approval, ctx = check_prepare_request(data)
+        accept_unconfigured = a2a_accepts_unconfigured(data)  # checked before anything is prepared
         bundle = await prepare.prepare(body)
         findings = verify_bundle(
             bundle,
@@ -355,6 +357,7 @@ def prepare_operation(prepare: PrepareCapability, clock: Clock) -> Operation:
             deployments=prepare.deployments,
         )
         errors = [f.as_dict() for f in findings if f.severity == "error"]
+        errors += fee_recipient_findings(bundle, accept_unconfigured=accept_unconfigured)
         if errors:
             log.error(
                 "a2a_prepare_bundle_rejected", route=bundle.get("route"), codes=[e["code"] for e in errors]
@@ -385,7 +388,7 @@ def prepare_operation(prepare: PrepareCapability, clock: Clock) -> Operation:
             "caller_wallet_handoff": caller_wallet_handoff(bundle),
         }
 
-    return Operation("prepare", frozenset(PREPARE_FIELDS) | {"verificationContext"}, run)
+    return Operation("prepare", frozenset(PREPARE_FIELDS) | {"verificationContext", A2A_ACCEPT_FIELD}, run)
 
 
 # ---- session-lifecycle ----------------------------------------------------------------------------------

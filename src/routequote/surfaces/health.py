@@ -54,6 +54,8 @@ class Component:
 @dataclass(frozen=True)
 class Readiness:
     components: dict[str, Component]
+    # reported, never failing readiness: an instance on the development fee placeholders still serves quotes
+    fee_recipients_configured: dict[str, bool] | None = None
 
     @property
     def ready(self) -> bool:
@@ -68,6 +70,18 @@ class Readiness:
             "status": "ready" if self.ready else "not_ready",
             "failing": self.failing,
             "checks": {name: c.as_json() for name, c in sorted(self.components.items())},
+            **(
+                {
+                    "fee_recipients_configured": self.fee_recipients_configured,
+                    "warnings": [
+                        f"{k} fee recipient is a development placeholder: actions say fee_recipient_configured false"
+                        for k, ok in self.fee_recipients_configured.items()
+                        if not ok
+                    ],
+                }
+                if self.fee_recipients_configured is not None
+                else {}
+            ),
         }
 
 
@@ -80,8 +94,10 @@ class Probes:
         sessions: SessionStore | None,
         redis_url: str = "",
         market_fallback: str = "none",
+        fee_recipients_configured: dict[str, bool] | None = None,
     ) -> None:
         self.market = market
+        self.fee_recipients_configured = fee_recipients_configured
         self.sessions = sessions
         self.redis_url = redis_url
         self.market_fallback = market_fallback
@@ -140,7 +156,7 @@ class Probes:
             components = {"market": self.market_component(), "database": results[0]}
             if self.redis_url:
                 components["redis"] = results[1]
-            report = Readiness(components)
+            report = Readiness(components, self.fee_recipients_configured)
             self._cached = (time.monotonic(), report)
             return report
 

@@ -41,7 +41,7 @@ from starlette.types import Message, Receive, Send
 from routequote.config import Settings
 from routequote.surfaces.http import MAX_BODY_BYTES
 
-JSONRPC_PATHS = frozenset({"/mcp", "/a2a"})
+JSONRPC_PATHS = frozenset({"/mcp", "/mcp/v2", "/v2/mcp", "/a2a"})
 CLIENT_CLOSED_REQUEST = 499  # nginx's code: the client hung up before the answer; never sent to anyone
 
 log = structlog.get_logger("routequote.guard")

@@ -11,8 +11,12 @@ and the v1 REST surface (`/v1/status`, `/v1/quote`) should call these functions 
   `quote` is the untouched v2 quote payload (its hashes still verify).
 - `legacy_status(service)` -> corridor status and the original-corridor safety gates.
 
-v1 request body (also the MCP `service_quote` arguments): `{"amount_usd": <integer 1..1000>,
-"destination_chain": "base" | "arbitrum"}` (destination optional, default `base`), nothing else.
+v1 request body, one of two shapes, nothing else in either:
+- the MCP `service_quote` arguments: `{"amount_usd": <integer 1..1000>, "destination_chain": "base" | "arbitrum"}`
+  (destination optional, default `base`);
+- the corridor spelled out, as the public MCP adapter of this API's v1 sends it: `{"from_chain": "solana",
+  "from_token": "SOL", "to_chain": "base" | "arbitrum", "to_token": "ETH", "amount_usd": <integer 1..1000>}`
+  (all five required).
 """
 
 from __future__ import annotations
@@ -33,20 +37,43 @@ DESTINATION_CHAINS = ("base", "arbitrum")
 DEFAULT_DESTINATION: Final = "base"
 CORRIDORS = {chain: f"{LEGACY_SOURCE}->{chain}:ETH" for chain in DESTINATION_CHAINS}
 LEGACY_FIELDS = ("amount_usd", "destination_chain")
+# the corridor spelled out (the public MCP adapter's v1 quote): the v2 quote fields, pinned to the corridors
+CORRIDOR_FIELDS = ("from_chain", "from_token", "to_chain", "to_token", "amount_usd")
+_CORRIDOR_ONLY = frozenset(CORRIDOR_FIELDS) - {"amount_usd"}
+
+
+def _corridor_destination(body: dict[str, Any]) -> Any:
+    """The destination of a spelled-out corridor body; the source and output token are fixed."""
+    missing = [f for f in CORRIDOR_FIELDS if f not in body]
+    if missing:
+        raise InvalidRequest("missing_field", f"required: {', '.join(missing)}")
+    fixed = {"from_chain": "solana", "from_token": "SOL", "to_token": "ETH"}
+    for name, want in fixed.items():
+        if not isinstance(body[name], str):
+            raise InvalidRequest("wrong_type", f"{name} must be a string")
+        if body[name] != want:
+            raise InvalidRequest(
+                "unsupported_corridor",
+                f"v1 covers only solana SOL -> ETH on {' or '.join(DESTINATION_CHAINS)}",
+            )
+    return body["to_chain"]
 
 
 def legacy_quote_request(body: Any) -> dict[str, Any]:
-    """Validate a v1 quote body and return the v2 QuoteRequest body of its corridor."""
+    """Validate a v1 quote body (either shape) and return the v2 QuoteRequest body of its corridor."""
     body = require_object(body)
-    extra = sorted(set(body) - set(LEGACY_FIELDS))
+    spelled_out = bool(_CORRIDOR_ONLY & set(body))
+    allowed = CORRIDOR_FIELDS if spelled_out else LEGACY_FIELDS
+    extra = sorted(set(body) - set(allowed))
     if extra:
         raise InvalidRequest("unknown_field", f"properties not allowed: {name_list(extra)}")
     if "amount_usd" not in body:
         raise InvalidRequest("missing_field", "required: amount_usd")
     amount = parse_amount_usd(body["amount_usd"], integer_only=True)
-    destination = body.get("destination_chain", DEFAULT_DESTINATION)
+    name = "to_chain" if spelled_out else "destination_chain"
+    destination = _corridor_destination(body) if spelled_out else body.get(name, DEFAULT_DESTINATION)
     if not isinstance(destination, str):
-        raise InvalidRequest("wrong_type", "destination_chain must be a string")
+        raise InvalidRequest("wrong_type", f"{name} must be a string")
     if destination not in CORRIDORS:
         raise InvalidRequest(
             "unsupported_corridor", f"v1 covers only solana SOL -> ETH on {' or '.join(DESTINATION_CHAINS)}"
@@ -69,6 +96,7 @@ async def legacy_quote(service: RouteQuoteService, body: Any) -> dict[str, Any]:
         "status": RELEASE_STATUS,
         "corridor": CORRIDORS[destination],
         "destination_chain": destination,
+        "quote_id": quote["quote_id"],  # what POST /v1/session takes; also inside `quote`
         "current_interface": "/v2/quote",
         "quote": quote,
         **SERVER_FLAGS,

@@ -47,6 +47,17 @@ class LegacyQuoteRequest(BaseModel):
     destination_chain: Literal["base", "arbitrum"] = Field(DEFAULT_DESTINATION, description="Default base")
 
 
+class LegacyCorridorQuoteRequest(BaseModel):
+    """The same corridor spelled out, as the public MCP adapter of this v1 sends it."""
+
+    model_config = ConfigDict(extra="forbid")
+    from_chain: Literal["solana"]
+    from_token: Literal["SOL"]
+    to_chain: Literal["base", "arbitrum"]
+    to_token: Literal["ETH"]
+    amount_usd: int = Field(ge=1, le=1000, description="Whole USD notional; no funds move")
+
+
 class LegacyCorridor(BaseModel):
     model_config = ConfigDict(extra="allow")
     corridor: str
@@ -72,6 +83,7 @@ class LegacyQuoteResponse(BaseModel):
     status: Literal["capped_public_agent_release"]
     corridor: str
     destination_chain: Literal["base", "arbitrum"]
+    quote_id: str
     current_interface: str
     quote: dict[str, Any]
     server_signing: Literal[False]
@@ -302,7 +314,14 @@ def router(service: RouteQuoteService, limiter: RateLimiter) -> APIRouter:
             "requestBody": {
                 "required": True,
                 "content": {
-                    "application/json": {"schema": {"$ref": "#/components/schemas/LegacyQuoteRequest"}}
+                    "application/json": {
+                        "schema": {
+                            "anyOf": [
+                                {"$ref": "#/components/schemas/LegacyQuoteRequest"},
+                                {"$ref": "#/components/schemas/LegacyCorridorQuoteRequest"},
+                            ]
+                        }
+                    }
                 },
             }
         },
@@ -363,6 +382,10 @@ def router(service: RouteQuoteService, limiter: RateLimiter) -> APIRouter:
         responses=_errs,
         openapi_extra={"security": _BEARER},
         summary="Read a corridor session: view session | workflow | receipt | next_action",
+        description=(
+            "The view may also be a path segment: GET /v1/session/{session_id}/workflow, /receipt or "
+            "/next-action. POST /v1/session/{session_id}/verify-source is the same as verify-source-receipt."
+        ),
     )
     async def read_session(
         request: Request,
@@ -377,6 +400,35 @@ def router(service: RouteQuoteService, limiter: RateLimiter) -> APIRouter:
             session_id=session_id,
             args={"view": request.query_params.get("view")},
         )
+
+    # the public MCP adapter reads a view as a path segment (`/workflow`, `/receipt`, `/next-action`) and
+    # posts the source receipt to `/verify-source`: the same operations, kept out of the document
+    def read_view(view: str) -> Any:
+        async def endpoint(request: Request, session_id: str) -> Response:
+            return await _v1_answer(
+                limiter, request, "read_session", body=False, session_id=session_id, args={"view": view}
+            )
+
+        return endpoint
+
+    for segment, view_name in (
+        ("workflow", "workflow"),
+        ("receipt", "receipt"),
+        ("next-action", "next_action"),
+    ):
+        v1.add_api_route(
+            f"/session/{{session_id}}/{segment}",
+            read_view(view_name),
+            methods=["GET"],
+            include_in_schema=False,
+        )
+
+    async def verify_source_alias(request: Request, session_id: str) -> Response:
+        return await _v1_answer(limiter, request, "verify_source_receipt", session_id=session_id)
+
+    v1.add_api_route(
+        "/session/{session_id}/verify-source", verify_source_alias, methods=["POST"], include_in_schema=False
+    )
 
     steps = (
         (
@@ -456,6 +508,7 @@ def router(service: RouteQuoteService, limiter: RateLimiter) -> APIRouter:
             )
             schemas = doc.setdefault("components", {}).setdefault("schemas", {})
             schemas["LegacyQuoteRequest"] = LegacyQuoteRequest.model_json_schema()
+            schemas["LegacyCorridorQuoteRequest"] = LegacyCorridorQuoteRequest.model_json_schema()
             for name, model in V1_BODIES.items():
                 schemas[name] = model.model_json_schema()
             doc["components"]["securitySchemes"] = {

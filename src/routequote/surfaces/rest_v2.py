@@ -1,4 +1,5 @@
-"""REST v2 quote-only surface: GET /v2/capabilities, GET /v2/status, POST /v2/quote."""
+"""REST v2 quote-only surface: GET /v2/capabilities (+ its linked route document), GET /v2/status,
+POST /v2/quote."""
 
 from __future__ import annotations
 
@@ -7,7 +8,13 @@ from typing import Any
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
-from routequote.contract.v2 import CapabilitiesResponse, ErrorResponse, QuoteResponse, StatusResponse
+from routequote.contract.v2 import (
+    CapabilitiesResponse,
+    ErrorResponse,
+    QuoteResponse,
+    RouteDetailsResponse,
+    StatusResponse,
+)
 from routequote.core.intent import parse_quote_request
 from routequote.core.quote import payload_json
 from routequote.ratelimit import RateLimiter
@@ -31,6 +38,19 @@ def router(service: RouteQuoteService, limiter: RateLimiter) -> APIRouter:
     async def capabilities(request: Request) -> Response:
         async def produce() -> dict[str, Any]:
             return service.capabilities()
+
+        return await answer(limiter, request, produce)
+
+    @api.get(
+        "/capabilities/routes",
+        operation_id="getRouteDetails",
+        response_model=RouteDetailsResponse,
+        responses={429: _ERR},
+        summary="Per-route detail linked from capabilities: steps, prepare and session readiness and why",
+    )
+    async def route_details(request: Request) -> Response:
+        async def produce() -> dict[str, Any]:
+            return service.route_details()
 
         return await answer(limiter, request, produce)
 

@@ -14,6 +14,9 @@ const state = {
   decimals: new Map(), // endpoint -> decimals
   prepareWhy: new Map(), // route -> reason it cannot be prepared now
   sessionWhy: new Map(), // route -> reason it cannot run as a session
+  shownAmount: null, // the amount the matrix shows (the last accepted fill)
+  prepareBlocked: [], // {route, reason, details} from the route document
+  sessionBlocked: [], // {route, reason}
   results: new Map(), // route -> {ok, status, data, receivedAt}
   amountText: "",
   fill: 0, // generation of the current fill; a new fill or an error abandons the old one
@@ -147,9 +150,9 @@ function renderOverview() {
   const total = caps.directed_conversion_routes;
   const market = status.market || {};
   const health = status.route_health || {};
-  const prepareBlocked = caps.temporarily_unavailable_routes || [];
+  const prepareBlocked = state.prepareBlocked;
   const sessions = caps.sessions || {};
-  const sessionBlocked = sessions.unavailable_routes || [];
+  const sessionBlocked = state.sessionBlocked;
   const fact = (term, ...value) => [h("dt", { text: term }), h("dd", {}, ...value)];
   const sources = (market.sources || []).map((s) =>
     h("li", { class: s.ok ? "ok" : "bad" },
@@ -194,9 +197,17 @@ function buildMatrix() {
       }, same ? h("span", { class: "cost", text: "n/a" }) : []));
     })));
   table.append(head, h("tbody", {}, rows));
+  const scroller = table.closest(".matrix-scroll");
+  const hint = () => { document.getElementById("scroll-hint").hidden = scroller.scrollWidth <= scroller.clientWidth + 1; };
+  hint();
+  window.addEventListener("resize", hint);
   table.addEventListener("click", (event) => {
     const cell = event.target.closest("button.cell");
-    if (cell && cell.dataset.route) select(cell.dataset.route, cell);
+    if (!cell || !cell.dataset.route) return;
+    select(cell.dataset.route, cell);
+    // stacked layout (a phone): the quote is below the matrix, out of sight; bring it into view
+    const panel = document.getElementById("quote");
+    if (panel.getBoundingClientRect().top >= window.innerHeight) panel.scrollIntoView({ block: "start" });
   });
   table.addEventListener("keydown", onMatrixKey);
 }
@@ -250,8 +261,9 @@ function paintCell(route) {
   const eta = duration(quote.offer && quote.offer.estimated_time_seconds);
   cell.classList.add(bps === null ? "failed" : heat(bps));
   const costText = bps === null ? "? bps" : `${bps.toFixed(1)} bps`;
-  setChildren(cell, h("span", { class: "cost", text: costText }), h("span", { class: "eta", text: eta }));
-  if (state.prepareWhy.has(route)) cell.append(h("span", { class: "mark-noprep", "aria-hidden": "true", text: "⊘" }));
+  // the ⊘ mark sits in the ETA line, in the flow: it can never cover the cost ("…bps")
+  const mark = state.prepareWhy.has(route) ? [" ", h("span", { class: "mark-noprep", "aria-hidden": "true", text: "⊘" })] : [];
+  setChildren(cell, h("span", { class: "cost", text: costText }), h("span", { class: "eta" }, eta, ...mark));
   cell.title = `${label}: ${costText}, ${eta}`;
   cell.setAttribute("aria-label", `${label}: expected cost ${costText}, ETA ${eta}` +
     (state.prepareWhy.has(route) ? ", cannot be prepared now" : ""));
@@ -270,10 +282,28 @@ function showError(message) {
   box.hidden = !message;
 }
 
+function refused(result) {
+  showError(`The server refused amount ${JSON.stringify(state.amountText)}: ` +
+    `${(result.data && result.data.message) || "invalid request"}` +
+    `${result.data && result.data.reason_class ? ` (${result.data.reason_class})` : ""}`);
+  const kept = state.shownAmount === null ? "nothing is quoted yet" : `the matrix still shows USD ${state.shownAmount}`;
+  progress(state.results.size, 0, `Not filled: the amount was refused; ${kept}.`);
+}
+
 async function fill() {
   const generation = ++state.fill;
   const queue = [];
   for (const from of state.endpoints) for (const to of state.endpoints) if (from !== to) queue.push([from, to]);
+  // one request first: an amount the server refuses (400, the same for every route) leaves the matrix the user
+  // is looking at untouched, with one message, instead of wiping it under a contradictory progress line
+  progress(state.results.size, 0, `checking amount ${state.amountText}…`);
+  const first = await requestQuote(...queue[0]);
+  if (generation !== state.fill) return;
+  if (first.status === 400) {
+    refused(first);
+    return;
+  }
+  state.shownAmount = state.amountText;
   state.results.clear();
   state.selected = null;
   const panel = document.getElementById("quote");
@@ -285,17 +315,21 @@ async function fill() {
   showError("");
   let done = 0;
   let failed = 0;
-  progress(0, 0, `0 / ${queue.length} routes quoted`);
+  const [firstFrom, firstTo] = queue.shift();
+  state.results.set(routeKey(firstFrom, firstTo), first);
+  done += 1;
+  if (!first.ok) failed += 1;
+  paintCell(routeKey(firstFrom, firstTo));
+  progress(done, failed);
   const worker = async () => {
     while (queue.length && generation === state.fill) {
       const [from, to] = queue.shift();
       const result = await requestQuote(from, to);
       if (generation !== state.fill) return;
-      if (result.status === 400) { // the request itself is refused (e.g. the amount): same for every route
+      if (result.status === 400) { // refused after the first was accepted: stop, say where
         state.fill += 1;
-        showError(`The server refused amount ${JSON.stringify(state.amountText)}: ` +
-          `${(result.data && result.data.message) || "invalid request"}` +
-          `${result.data && result.data.reason_class ? ` (${result.data.reason_class})` : ""}`);
+        showError(`The server refused a quote at amount ${JSON.stringify(state.amountText)}: ` +
+          `${(result.data && result.data.message) || "invalid request"}`);
         progress(done, failed, `Stopped at ${done} / ${state.caps.directed_conversion_routes}: the amount was refused.`);
         return;
       }
@@ -484,9 +518,11 @@ function tick() {
 
 async function start() {
   setInterval(tick, 250);
-  const [caps, status] = await Promise.all([call("GET", "/v2/capabilities"), call("GET", "/v2/status")]);
-  if (!caps.ok || !status.ok) {
-    const failed = caps.ok ? status : caps;
+  // per-route detail (why a route cannot be prepared or run as a session) is capabilities' linked document
+  const [caps, status, details] = await Promise.all([
+    call("GET", "/v2/capabilities"), call("GET", "/v2/status"), call("GET", "/v2/capabilities/routes")]);
+  if (!caps.ok || !status.ok || !details.ok) {
+    const failed = [caps, status, details].find((r) => !r.ok);
     showError(`Could not read the service (HTTP ${failed.status}): ${(failed.data && failed.data.message) || ""}`);
     return;
   }
@@ -494,8 +530,13 @@ async function start() {
   state.status = status.data;
   state.endpoints = caps.data.asset_endpoints.map((e) => `${e.chain}:${e.token}`);
   for (const detail of caps.data.asset_details) state.decimals.set(detail.endpoint, detail.decimals);
-  for (const [route, why] of groupByRoute(caps.data.temporarily_unavailable_routes || [])) state.prepareWhy.set(route, why);
-  for (const [route, why] of groupByRoute((caps.data.sessions || {}).unavailable_routes || [])) state.sessionWhy.set(route, why);
+  const routes = details.data.routes;
+  state.prepareBlocked = routes.filter((r) => !r.prepare_ready).map((r) =>
+    ({ route: r.route, reason: r.prepare_unavailable_reason, details: r.prepare_unavailable_details }));
+  state.sessionBlocked = routes.filter((r) => !r.session_ready).map((r) =>
+    ({ route: r.route, reason: r.session_unavailable_reason }));
+  for (const [route, why] of groupByRoute(state.prepareBlocked)) state.prepareWhy.set(route, why);
+  for (const [route, why] of groupByRoute(state.sessionBlocked)) state.sessionWhy.set(route, why);
   document.getElementById("progress").max = caps.data.directed_conversion_routes;
   renderOverview();
   buildMatrix();

@@ -48,7 +48,30 @@ def _args(f: dict[str, str], p: Prepared) -> list[str]:
         "--now",
         str(p.now_unix),
         "--json",
+        # these bundles pay the development placeholder (the refusal: test_verify_action_refuses_...)
+        "--accept-unconfigured-fee-recipient",
     ]
+
+
+def test_verify_action_refuses_a_placeholder_fee_recipient_unless_accepted(tmp_path: Path) -> None:
+    p = asyncio.run(prepare_route(make_env(), "base:USDC->arbitrum:USDC", 100))
+    assert p.bundle["fee_recipient_configured"] is False
+    f = _files(tmp_path, p)
+    args = _args(f, p)
+    refused = runner.invoke(app, [a for a in args if a != "--accept-unconfigured-fee-recipient"])
+    assert refused.exit_code == 1, refused.output
+    out = json.loads(refused.output)
+    assert out["ok"] is False and [x["code"] for x in out["findings"]] == ["fee_recipient_not_configured"]
+    # a server claiming `configured` while the receipt names the placeholder is refused as well
+    lying = copy.deepcopy(p.bundle)
+    lying["fee_recipient_configured"] = True
+    Path(f["bundle"]).write_text(json.dumps(lying))
+    refused = runner.invoke(app, [a for a in args if a != "--accept-unconfigured-fee-recipient"])
+    codes = {x["code"] for x in json.loads(refused.output)["findings"]}
+    assert refused.exit_code == 1 and "fee_recipient_not_configured" in codes
+    Path(f["bundle"]).write_text(json.dumps(p.bundle))
+    accepted = runner.invoke(app, args)
+    assert accepted.exit_code == 0 and json.loads(accepted.output)["ok"] is True
 
 
 def test_verify_action_accepts_honest_and_rejects_tampered(tmp_path: Path) -> None:
@@ -86,6 +109,7 @@ def test_verify_action_with_verification_context(tmp_path: Path) -> None:
         str(tmp_path / "ctx.json"),
         "--now",
         str(p.now_unix),
+        "--accept-unconfigured-fee-recipient",
     ]
     res = runner.invoke(app, args)
     assert res.exit_code == 0, res.output

@@ -72,6 +72,15 @@ def test_quote_body_maps_camel_case() -> None:
     assert quote_body({"fromChain": "a", "amountUsd": 1, "other": 2}) == {"from_chain": "a", "amount_usd": 1}
 
 
+ADAPTER_V1 = {
+    "from_chain": "solana",
+    "from_token": "SOL",
+    "to_chain": "base",
+    "to_token": "ETH",
+    "amount_usd": 7,
+}
+
+
 @pytest.mark.parametrize(
     ("body", "reason"),
     [
@@ -81,7 +90,20 @@ def test_quote_body_maps_camel_case() -> None:
         ({"amount_usd": 1001}, "amount_above_maximum"),
         ({"amount_usd": 10, "destination_chain": "robinhood"}, "unsupported_corridor"),
         ({"amount_usd": 10, "destination_chain": 1}, "wrong_type"),
-        ({"amount_usd": 10, "to_token": "USDC"}, "unknown_field"),
+        ({"amount_usd": 10, "other": "x"}, "unknown_field"),
+        ({"amount_usd": 10, "to_token": "USDC"}, "missing_field"),  # a half-spelled corridor
+        # the corridor spelled out (the public MCP adapter's v1 shape): as strict as the short shape
+        ({**ADAPTER_V1, "destination_chain": "base"}, "unknown_field"),
+        ({**ADAPTER_V1, "extra": 1}, "unknown_field"),
+        ({**ADAPTER_V1, "to_token": "USDC"}, "unsupported_corridor"),
+        ({**ADAPTER_V1, "from_token": "USDC"}, "unsupported_corridor"),
+        ({**ADAPTER_V1, "from_chain": "base"}, "unsupported_corridor"),
+        ({**ADAPTER_V1, "to_chain": "robinhood"}, "unsupported_corridor"),
+        ({**ADAPTER_V1, "to_chain": 8453}, "wrong_type"),
+        ({**ADAPTER_V1, "from_token": None}, "wrong_type"),
+        ({**ADAPTER_V1, "amount_usd": 10.5}, "wrong_type"),
+        ({**ADAPTER_V1, "amount_usd": 1001}, "amount_above_maximum"),
+        ({k: v for k, v in ADAPTER_V1.items() if k != "from_chain"}, "missing_field"),
         ({}, "missing_field"),
         ([], "body_not_object"),
     ],
@@ -100,7 +122,11 @@ async def test_legacy_quote_and_status(service: RouteQuoteService) -> None:
         "to_token": "ETH",
         "amount_usd": 5,
     }
+    for chain in ("base", "arbitrum"):  # the adapter's spelled-out corridor: the same v2 request
+        spelled = legacy_quote_request({**ADAPTER_V1, "to_chain": chain})
+        assert spelled == legacy_quote_request({"amount_usd": 7, "destination_chain": chain})
     v1 = await legacy_quote(service, {"amount_usd": 1000.0, "destination_chain": "arbitrum"})
+    assert v1["quote_id"] == v1["quote"]["quote_id"]
     assert v1["corridor"] == "solana:SOL->arbitrum:ETH" and v1["quote"]["intent"]["amount_usd"] == 1000
     assert v1["quote"]["intent"]["to"] == "arbitrum:ETH"
     status = legacy_status(service)

@@ -24,6 +24,7 @@ from routequote.core.actions.plan import (
 )
 from routequote.core.actions.solana import SolanaBuild
 from routequote.core.assets import CHAINS, Chain
+from routequote.core.fee_recipient import is_placeholder
 from routequote.core.hashing import CANONICAL_JSON_SPEC, canonical_sha256, sha256_hex
 from routequote.core.routes import Action, Provider, Route
 
@@ -449,6 +450,7 @@ def assemble_bundle(
         quote_binding=quote_binding,
         workflow=workflow(plan, workflow_id, summary_steps),
         action=action,
+        fee_recipient_configured=not is_placeholder(plan.fee_recipient),
     )
 
 
@@ -464,9 +466,11 @@ def seal_bundle(
     quote_binding: dict[str, Any],
     workflow: dict[str, Any],
     action: dict[str, Any],
+    fee_recipient_configured: bool | None = None,
 ) -> dict[str, Any]:
     """The bundle around an unsigned action (its receipt already inside), sealed with its payload hash: the
-    one ending of every bundle builder (a route step, a CCTP destination mint)."""
+    one ending of every bundle builder (a route step, a CCTP destination mint). `fee_recipient_configured`
+    is given for every step that names a fee recipient (a destination mint pays no fee and names none)."""
     bundle: dict[str, Any] = {
         "version": BUNDLE_VERSION,
         "status": "pass",
@@ -481,6 +485,10 @@ def seal_bundle(
         "quote_binding": quote_binding,
         "workflow": workflow,
         "unsigned_action": action,
+        # false while the operator left the development placeholder in place: the fee would go nowhere
+        **(
+            {} if fee_recipient_configured is None else {"fee_recipient_configured": fee_recipient_configured}
+        ),
         "payload_sha256_spec": PAYLOAD_SHA256_SPEC,
         **SERVER_FLAGS,
         "signed": False,

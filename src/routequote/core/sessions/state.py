@@ -279,13 +279,42 @@ def install_action(
     return Decision(event, state.with_action(action_entry(bundle, phase)))
 
 
+def arrived(state: State, route: Route, k: int, amount: int, destination: dict[str, Any]) -> Decision:
+    """A verified bridge arrival (its evidence in `destination`): at or above the step minimum the step is done;
+    below it the tokens are already in the caller's wallet, so the session parks them there (409
+    `reapproval_required` with `funds` and `quote_from_here`) and records the arrival, never stuck waiting."""
+    minimum = int(state.steps[k].get("minimum_output_base") or state.summary_steps[k]["minimum_output_base"])
+    if amount >= minimum:
+        return delivered(state, route, k, amount, destination)
+    step = route.steps[k]
+    entry = state.step(k)
+    entry["destination"] = destination
+    entry["actual_output_base"] = str(amount)
+    state = state.with_step(k, entry, current_action=None)
+    why = f"step {k} delivered {amount} base units, below its minimum {minimum}"
+    wallet = state.wallet(step.target.chain.value)
+    return reapproval(
+        state, route, step, amount, wallet, "session_arrival_below_step_minimum", why, at_target=True
+    )
+
+
 def reapproval(
-    state: State, route: Route, step: Step, amount: int, wallet: str, reason: str, why: str
+    state: State,
+    route: Route,
+    step: Step,
+    amount: int,
+    wallet: str,
+    reason: str,
+    why: str,
+    *,
+    at_target: bool = False,
 ) -> Decision:
-    """Re-quoted below what was approved: park the funds, build nothing, answer 409 with where they are."""
+    """Re-quoted below what was approved (or, `at_target`, a bridge delivered below the step minimum): park the
+    funds where they are, build nothing, answer 409 with where they are."""
     body = reapproval_body(reason, route)
-    parked = funds(step.source.key, str(amount), wallet, "in_wallet", "parked: nothing was built or moved")
-    chain, token = step.source.key.split(":")
+    where = step.target.key if at_target else step.source.key
+    parked = funds(where, str(amount), wallet, "in_wallet", "parked: nothing was built or moved")
+    chain, token = where.split(":")
     body.update(
         do_not_start_new_session=False,
         recover_current_session=False,

@@ -6,9 +6,9 @@
     fee_transfer      the 1 bp service fee inside a fee step's action (never advances on its own)
     cctp_burn         CCTP depositForBurn on EVM                     -> bridge in flight
     cctp_mint_evm     Iris attestation, the prepared receiveMessage, the relayed mint (v1)
-    cctp_mint_solana  attested: the caller relays the mint, then names the delivery
+    cctp_mint_solana  attested: the prepared receive_message (or a relayed one), bound to the attested message
     across            Across deposit (source) and relayer fill (destination), refund after the deadline
-    oft               LayerZero OFT send (source) and the Solana delivery (destination)
+    oft               LayerZero OFT send (source) and the lz_receive of its GUID on Solana (destination)
     erc4337           the v1 corridor's user-operation settlement
     source_evm        one prepared EVM action: each transaction matched, then the kind's rule above
     source_solana     one prepared Solana transaction (swap, fee, burn: `evidence_solana`)

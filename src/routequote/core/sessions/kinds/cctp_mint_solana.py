@@ -1,18 +1,62 @@
-"""CCTP v2 mint on Solana: no `receive_message` is built here (sol18 builds that action); the caller relays
-the mint and names the signature that delivered USDC to the wallet (`oft.decide_delivery` with USDC)."""
+"""CCTP v2 mint on Solana. Circle Iris attests the burn (`cctp_mint_evm.attested`); only then can an arrival
+count, and only as MessageTransmitterV2 `receive_message` of exactly that attested message crediting the
+session's Solana wallet (`core.bridge_arrivals.verify_cctp_solana_mint`), whoever submitted it: the prepared
+action (`cctp_mint_evm.install_receive`, built by `core.actions.cctp_solana_receive`) or a mint the caller relayed and named. Its amount is the step's actual output."""
 
 from __future__ import annotations
 
+from typing import Any
+
+from routequote.core.bridge_arrivals import Arrival, verify_cctp_solana_mint
+from routequote.core.chain import SolanaTransaction
+from routequote.core.routes import Route
+from routequote.core.sessions.evidence_common import SOLANA_SIG_RE, ObservationRejected
 from routequote.core.sessions.machine import Event
-from routequote.core.sessions.state import Decision, State
+from routequote.core.sessions.state import Decision, State, arrived
 
 
-def attested_caller_relays(state: State) -> Decision:
-    entry = state.step(state.current_step)
-    entry["destination_status"] = "attested_caller_relays_mint"
-    state = state.with_step(state.current_step, entry)
+def check_mint_name(named: list[str]) -> None:
+    if len(named) != 1 or not SOLANA_SIG_RE.fullmatch(named[0]):
+        raise ObservationRejected(
+            "observation_wrong_chain",
+            "name the one Solana signature of the receive_message transaction that minted this message",
+        )
+
+
+def arrival_entry(arrival: Arrival, kind: str) -> dict[str, Any]:
+    return {
+        "kind": kind,
+        "tx_ids": [arrival.tx_id],
+        "actual_output_base": str(arrival.amount_base),
+        "block_times": [arrival.block_time],
+        "bridge": arrival.bridge,
+    }
+
+
+def decide_mint(state: State, route: Route, signature: str, tx: SolanaTransaction | None) -> Decision:
+    """The named Solana transaction, held to this session's attested message and Solana wallet."""
+    k = state.current_step
+    bridge = state.steps[k]["bridge"]
+    if not bridge.get("attestation"):  # pragma: no cover - the engine attests first
+        raise ObservationRejected("observation_bridge_mismatch", "Circle has not attested this burn yet")
+    if tx is None:
+        entry = state.step(k)
+        entry["destination_claimed_tx_ids"] = [signature]
+        return Decision(
+            Event.DESTINATION_PENDING,
+            state.with_step(k, entry),
+            note="the mint signature is not finalized yet",
+        )
+    got = verify_cctp_solana_mint(
+        tx, message=bytes.fromhex(bridge["message"][2:]), recipient_owner=state.wallet("solana")
+    )
+    return arrived(state, route, k, got.amount_base, arrival_entry(got, "cctp_receive_message"))
+
+
+def awaiting_mint(state: State) -> Decision:
+    """Attested, nothing named yet: the prepared receive_message (or anyone's relay of it) is awaited."""
     return Decision(
         Event.DESTINATION_PENDING,
         state,
-        note="attested: submit receive_message on Solana yourself, then observe its signature",
+        note="attested: submit the prepared receive_message (or name the signature of a relayed mint)",
     )

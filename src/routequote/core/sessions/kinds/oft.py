@@ -1,6 +1,8 @@
-"""LayerZero OFT (USDG to Solana): the send is proven on the source (`evidence._oft_sent`); the delivery is
-the Solana transaction the caller names, held to the wallet's token balance change
-(`evidence.verify_solana_delivery`). The same delivery rule serves a CCTP mint the caller relayed on Solana."""
+"""LayerZero OFT (USDG to Solana): the send is proven on the source (`evidence._oft_sent`, which keeps the GUID
+its `OFTSent` emitted); the delivery is the Solana transaction whose `lz_receive` on the USDG OFT program carries
+that GUID from the Robinhood endpoint and OFT, paying the session's wallet
+(`core.bridge_arrivals.verify_oft_solana_delivery`), found through LayerZero Scan or named by the caller, and
+verified on chain whoever named it. Without the OFT program id pinned no delivery can be verified."""
 
 from __future__ import annotations
 
@@ -9,6 +11,9 @@ from typing import Any
 
 from eth_abi.abi import decode
 
+from routequote.core.actions.evm import LZ_EID
+from routequote.core.assets import Chain
+from routequote.core.bridge_arrivals import verify_oft_solana_delivery
 from routequote.core.chain import EvmLog, EvmTransaction, SolanaTransaction
 from routequote.core.routes import Route
 from routequote.core.sessions.evidence_common import (
@@ -21,31 +26,55 @@ from routequote.core.sessions.evidence_common import (
     _topic_address,
     bytes32_to_recipient,
 )
-from routequote.core.sessions.evidence_solana import verify_solana_delivery
+from routequote.core.sessions.kinds.cctp_mint_solana import arrival_entry
 from routequote.core.sessions.machine import Event
-from routequote.core.sessions.state import Decision, State, delivered, destination_pending
+from routequote.core.sessions.state import Decision, State, arrived, destination_pending
+
+LZ_EID_ROBINHOOD = LZ_EID[Chain.ROBINHOOD]  # the Robinhood endpoint the USDG is sent from
 
 
 def needs_signature(hashes: list[str]) -> bool:
     return len(hashes) != 1 or not SOLANA_SIG_RE.fullmatch(hashes[0])
 
 
-def ask_for_signature(state: State) -> Decision:
-    return destination_pending(
-        state,
-        "name the Solana signature that delivered the tokens to your wallet",
-        "awaiting_delivery_signature",
+def check_delivery_name(hashes: list[str]) -> None:
+    if needs_signature(hashes):
+        raise ObservationRejected(
+            "observation_wrong_chain", "name the one Solana signature of the LayerZero delivery (lz_receive)"
+        )
+
+
+def not_delivered_yet(state: State, status: str | None) -> Decision:
+    note = (
+        "LayerZero has not delivered the message yet"
+        if status
+        else "LayerZero Scan has not indexed the send yet; observe again, or name the delivery signature"
     )
+    return destination_pending(state, note, "awaiting_layerzero_delivery", layerzero_status=status)
 
 
 def decide_delivery(
-    state: State, route: Route, signature: str, tx: SolanaTransaction | None, token: str, mint: str
+    state: State,
+    route: Route,
+    signature: str,
+    tx: SolanaTransaction | None,
+    *,
+    oft_program: str,
+    source_oapp: bytes,
 ) -> Decision:
+    """The delivery of this session's GUID to its Solana wallet, or nothing."""
+    k = state.current_step
     if tx is None:
         return Decision(Event.DESTINATION_PENDING, state, note="the delivery signature is not finalized yet")
-    amount = verify_solana_delivery(tx, owner=state.wallet("solana"), mint=mint)
-    destination = {"tx_ids": [signature], "actual_output_base": str(amount), "kind": f"{token}_delivery"}
-    return delivered(state, route, state.current_step, amount, destination)
+    got = verify_oft_solana_delivery(
+        tx,
+        oft_program=oft_program,
+        guid=str(state.steps[k]["bridge"]["guid"]),
+        src_eid=LZ_EID_ROBINHOOD,
+        source_oapp=source_oapp,
+        recipient_owner=state.wallet("solana"),
+    )
+    return arrived(state, route, k, got.amount_base, arrival_entry(got, "layerzero_delivery"))
 
 
 # ---- evidence: the send on the source ------------------------------------------------------------
