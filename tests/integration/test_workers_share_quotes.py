@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -93,8 +94,7 @@ def test_every_quote_is_prepared_whichever_worker_answers(two_workers: ServerPro
 
 def test_the_workers_private_directory_lives_only_while_serving(tmp_path: Path) -> None:
     """`routequote serve` creates the workers' socket directory (0700) in its temporary folder and removes it."""
-    scratch = tmp_path / "tmp"
-    scratch.mkdir()
+    scratch = Path(tempfile.mkdtemp(prefix="rq-"))  # short: the sockets' paths must fit (else it moves)
     previous = os.environ.get("TMPDIR")
     os.environ["TMPDIR"] = str(scratch)
     try:
@@ -118,6 +118,7 @@ def test_the_workers_private_directory_lives_only_while_serving(tmp_path: Path) 
     finally:
         server.stop()
     assert list(scratch.iterdir()) == []
+    scratch.rmdir()
 
 
 def test_a_memory_store_with_two_workers_is_refused_at_start(tmp_path: Path) -> None:
