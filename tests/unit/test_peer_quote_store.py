@@ -176,7 +176,9 @@ async def test_a_short_answer_fails_closed(tmp_path: Path) -> None:
         assert await ask_peer(str(tmp_path / "p.sock"), slotted_uuid4(1)) is None
 
 
-@pytest.mark.parametrize("kind", ["garbage", "not_a_record", "another_quote", "no_lifetime"])
+@pytest.mark.parametrize(
+    "kind", ["garbage", "not_a_record", "another_quote", "no_lifetime", "too_long_lifetime"]
+)
 async def test_a_malformed_answer_fails_closed(tmp_path: Path, kind: str) -> None:
     (tmp_path / "peers").mkdir()
     async with workers(tmp_path / "peers", n=2, serving=1) as (a,):
@@ -195,6 +197,7 @@ async def test_a_malformed_answer_fails_closed(tmp_path: Path, kind: str) -> Non
             "not_a_record": (b'{"payload": 7}', 60_000),
             "another_quote": (record.replace(quote_id.encode(), slotted_uuid4(1).encode()), 60_000),
             "no_lifetime": (record, 0),
+            "too_long_lifetime": (record, 60_001),
         }
         body, remaining = bodies[kind]
         handler = await answering(struct.pack(">II", len(body), remaining) + body)

@@ -153,8 +153,11 @@ class PeerQuoteStore:
         remaining_ms, raw = answer
         try:
             record = orjson.loads(raw)
-            if record["payload"]["quote_id"] != quote_id:
-                return None
+            if (
+                record["payload"]["quote_id"] != quote_id
+                or remaining_ms > int(record["payload"]["ttl_seconds"]) * 1000
+            ):
+                return None  # another quote, or a lifetime longer than the quote was issued with
             return issued_from_record(record, now_monotonic + remaining_ms / 1000)
         except (orjson.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError):
             return None  # a malformed answer fails closed
