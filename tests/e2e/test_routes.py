@@ -75,9 +75,11 @@ def world(
 
 @pytest.fixture(scope="module")
 def unavailable(world: World) -> dict[str, str]:
-    """The service's own reasons, from capabilities, for the routes it cannot run as a session."""
-    caps = world.api.http.get("/v2/capabilities").json()["sessions"]
-    return {u["route"]: u["reason"] for u in caps["unavailable_routes"]}
+    """The service's own reasons, from the route document capabilities links, for the routes it cannot run
+    as a session."""
+    link = world.api.http.get("/v2/capabilities").json()["links"]["routes"]
+    details = world.api.http.get(link).json()["routes"]
+    return {r["route"]: r["session_unavailable_reason"] for r in details if not r["session_ready"]}
 
 
 def run_route(world: World, name: str, amount: int) -> list[dict[str, Any]]:
