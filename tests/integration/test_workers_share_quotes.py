@@ -6,9 +6,11 @@ issuing one over a private local socket); every quote and every prepare goes ove
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -111,14 +113,21 @@ def test_the_workers_private_directory_lives_only_while_serving(tmp_path: Path) 
         else:
             os.environ["TMPDIR"] = previous
     try:
-        (folder,) = list(scratch.iterdir())
-        assert folder.name.startswith("routequote-peers-")
-        assert folder.stat().st_mode & 0o777 == 0o700
-        assert {"slot-0.sock", "slot-1.sock"} <= {p.name for p in folder.iterdir()}
+        try:
+            (folder,) = list(scratch.iterdir())
+            assert folder.name.startswith("routequote-peers-")
+            assert folder.stat().st_mode & 0o777 == 0o700
+            deadline = (
+                time.monotonic() + 60
+            )  # the server answers once one worker is up; the other may still start
+            while not {"slot-0.sock", "slot-1.sock"} <= {p.name for p in folder.iterdir()}:
+                assert time.monotonic() < deadline, sorted(p.name for p in folder.iterdir())
+                time.sleep(0.1)
+        finally:
+            server.stop()
+        assert list(scratch.iterdir()) == []
     finally:
-        server.stop()
-    assert list(scratch.iterdir()) == []
-    scratch.rmdir()
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def test_a_memory_store_with_two_workers_is_refused_at_start(tmp_path: Path) -> None:
