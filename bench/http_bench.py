@@ -422,7 +422,7 @@ def main() -> None:  # noqa: C901 - one flat script, row by row
                     )
             else:
                 notes.append("redis row skipped: nothing answers on 127.0.0.1:6379")
-        with routequote("sessions", 1, tmp) as sq:
+        with routequote("sessions", 1, tmp, max_open_sessions_per_client="0") as sq:
             ratios, detail = asyncio.run(create_vs_prepare(sq.url, "sqlite", r, args.session_requests))
             rows.append(Row("session create / prepare, SQLite", ratios, detail, ">= 0.5"))
         try:
@@ -433,7 +433,7 @@ def main() -> None:  # noqa: C901 - one flat script, row by row
             if postgres_up():
                 with (
                     temporary_database("routequote_test_bench") as pg,
-                    routequote("pg", 1, tmp, database_url=pg) as srv,
+                    routequote("pg", 1, tmp, database_url=pg, max_open_sessions_per_client="0") as srv,
                 ):
                     ratios, detail = asyncio.run(
                         create_vs_prepare(srv.url, "postgresql", r, args.session_requests)

@@ -78,12 +78,27 @@ def build_market(settings: Settings, clock: Clock | None = None) -> MarketData:
 class Stores:
     quotes: QuoteStore
     idempotency: IdempotencyStore
+    ids: IdFactory | None = None  # quote ids the store needs (peers: the issuing worker's slot in each id)
 
 
 def build_stores(settings: Settings) -> Stores:
     kind = settings.resolved_quote_store()
     if kind == "memory":
         return Stores(MemoryQuoteStore(), MemoryIdempotencyStore())
+    if kind == "peers":
+        import os
+
+        from routequote.storage.peer_quotes import PEER_DIR_ENV, PeerQuoteStore
+        from routequote.storage.sqlite_quotes import SqliteIdempotencyStore
+
+        folder = os.environ.get(PEER_DIR_ENV, "")
+        if not folder:
+            raise ValueError(
+                "ROUTEQUOTE_QUOTE_STORE=peers with several workers runs under `routequote serve` (it gives the "
+                "workers their shared directory)"
+            )
+        peers = PeerQuoteStore(folder, settings.workers)
+        return Stores(peers, SqliteIdempotencyStore(peers.idempotency_file), peers.ids)
     if kind == "sqlite":
         from routequote.storage.sqlite_quotes import SqliteIdempotencyStore, SqliteQuoteStore
 
@@ -96,7 +111,7 @@ def build_stores(settings: Settings) -> Stores:
 
         return Stores(RedisQuoteStore(settings.redis_url), RedisIdempotencyStore(settings.redis_url))
     raise ValueError(
-        f"unknown ROUTEQUOTE_QUOTE_STORE {settings.quote_store!r} (auto, memory, sqlite or redis)"
+        f"unknown ROUTEQUOTE_QUOTE_STORE {settings.quote_store!r} (auto, memory, peers, sqlite or redis)"
     )
 
 
@@ -226,7 +241,7 @@ def create_app(
         market=market or build_market(settings, clock),
         quotes=stores.quotes,
         clock=clock,
-        ids=ids or UuidFactory(),
+        ids=ids or stores.ids or UuidFactory(),
         config=ServiceConfig(
             quote_ttl_seconds=settings.quote_ttl_seconds,
             max_inflight_quotes=settings.max_inflight_quotes,
@@ -242,6 +257,9 @@ def create_app(
     limiter = RateLimiter(settings.rate_limit, settings.redis_url)
     hooks: list[LifespanHook] = []
     for store in (stores.quotes, stores.idempotency):
+        serving = getattr(store, "serving", None)
+        if serving is not None:  # peers: this worker answers the others' lookups while it serves
+            hooks.append(serving)
         close = getattr(store, "aclose", None)
         if close is not None:  # shared stores hold a connection pool: release it on shutdown
             hooks.append(functools.partial(_closing, close))

@@ -21,6 +21,7 @@ app.add_typer(keys_app, name="keys")
 console = Console()
 
 if TYPE_CHECKING:
+    from routequote.config import Settings
     from routequote.service import RouteQuoteService
 
 
@@ -34,12 +35,8 @@ def serve(
     import os
     import signal
 
-    import uvicorn
-
     from routequote.config_check import load_settings
     from routequote.logging import configure_logging
-    from routequote.surfaces.forwarded import proxy_options
-    from routequote.surfaces.input_guard import uvicorn_options
 
     given = {k: v for k, v in (("host", host), ("port", port), ("workers", workers)) if v is not None}
     settings, found = load_settings(**given)
@@ -57,6 +54,26 @@ def serve(
         raise SystemExit(0)
 
     signal.signal(signal.SIGTERM, stopped)
+    peer_dir = ""
+    if settings.resolved_quote_store() == "peers":  # the workers' private directory, gone at exit
+        from routequote.storage.peer_quotes import PEER_DIR_ENV, make_serve_dir
+
+        peer_dir = os.environ[PEER_DIR_ENV] = make_serve_dir()
+    try:
+        _run_uvicorn(settings, host, port, workers)
+    finally:
+        if peer_dir:
+            import shutil
+
+            shutil.rmtree(peer_dir, ignore_errors=True)
+
+
+def _run_uvicorn(settings: Settings, host: str, port: int, workers: int) -> None:
+    import uvicorn
+
+    from routequote.surfaces.forwarded import proxy_options
+    from routequote.surfaces.input_guard import uvicorn_options
+
     uvicorn.run(
         "routequote.app:create_served_app",
         factory=True,

@@ -81,8 +81,9 @@ class Settings(BaseSettings):
     quote_store: str = Field(
         "auto",
         description="Issued quotes and prepare idempotency records: `auto` (default: `memory` with one worker, "
-        "`sqlite` with more), `memory` (per process; one worker only), `sqlite` (a file every worker on this "
-        "machine shares) or `redis` (shared by all workers and instances; needs ROUTEQUOTE_REDIS_URL)",
+        "`peers` with more), `memory` (per process; one worker only), `peers` (each worker keeps its own quotes "
+        "in memory and asks the issuing worker over a private local socket), `sqlite` (a file every worker on "
+        "this machine shares) or `redis` (shared by all workers and instances; needs ROUTEQUOTE_REDIS_URL)",
     )
     quote_store_path: str = Field(
         "",
@@ -213,9 +214,10 @@ class Settings(BaseSettings):
         return out
 
     def resolved_quote_store(self) -> str:
-        """`auto` made concrete: one worker keeps quotes in memory; several share a file on this machine."""
-        if self.quote_store == "auto":
-            return "memory" if self.workers <= 1 else "sqlite"
+        """`auto` made concrete: one worker keeps quotes in memory; several ask each other (`peers`), which is
+        plain memory with one worker."""
+        if self.quote_store in ("auto", "peers"):
+            return "memory" if self.workers <= 1 else "peers"
         return self.quote_store
 
     def resolved_quote_store_path(self) -> str:

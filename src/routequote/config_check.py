@@ -82,14 +82,14 @@ def problems(settings: Settings) -> list[str]:  # noqa: C901 - one flat list of 
         value = getattr(s, name)
         if value and not _url(value, ("http", "https")):
             out.append(f"{_env(name)}: not an http(s) URL")
-    if s.quote_store not in ("auto", "memory", "sqlite", "redis"):
+    if s.quote_store not in ("auto", "memory", "peers", "sqlite", "redis"):
         out.append(
-            f"ROUTEQUOTE_QUOTE_STORE: unknown store {s.quote_store[:20]!r} (auto, memory, sqlite or redis)"
+            f"ROUTEQUOTE_QUOTE_STORE: unknown store {s.quote_store[:20]!r} (auto, memory, peers, sqlite or redis)"
         )
     if s.quote_store == "memory" and s.workers > 1:
         out.append(
             f"ROUTEQUOTE_QUOTE_STORE=memory cannot serve ROUTEQUOTE_WORKERS={s.workers}: a quote issued by one "
-            "worker would be unknown to the others (unset it, or use sqlite or redis)"
+            "worker would be unknown to the others (unset it, or use peers, sqlite or redis)"
         )
     if s.quote_store == "redis" and not s.redis_url:
         out.append("ROUTEQUOTE_QUOTE_STORE=redis needs ROUTEQUOTE_REDIS_URL")

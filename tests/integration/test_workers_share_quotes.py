@@ -1,13 +1,16 @@
 """ROUTEQUOTE_WORKERS=2 on the embedded defaults answers correctly: a quote issued by one worker is prepared by
-the other. A real `routequote serve --workers 2` (its default quote store is then the file its workers share);
-every quote and every prepare goes over a fresh connection, so the kernel spreads them over both workers
+the other. A real `routequote serve --workers 2` (its default quote store is then `peers`: a worker asks the
+issuing one over a private local socket); every quote and every prepare goes over a fresh connection, so the kernel spreads them over both workers
 (with per-worker memory about half the prepares landed on the other worker and answered 409)."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
+import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -91,6 +94,42 @@ def test_every_quote_is_prepared_whichever_worker_answers(two_workers: ServerPro
     }
 
 
+def test_the_workers_private_directory_lives_only_while_serving(tmp_path: Path) -> None:
+    """`routequote serve` creates the workers' socket directory (0700) in its temporary folder and removes it."""
+    scratch = Path(tempfile.mkdtemp(prefix="rq-"))  # short: the sockets' paths must fit (else it moves)
+    previous = os.environ.get("TMPDIR")
+    os.environ["TMPDIR"] = str(scratch)
+    try:
+        server = start_server(
+            tmp_path,
+            "dir",
+            {"database_url": f"sqlite+aiosqlite:///{tmp_path}/s.sqlite3"},
+            timeout=60,
+            workers=2,
+        )
+    finally:
+        if previous is None:
+            del os.environ["TMPDIR"]
+        else:
+            os.environ["TMPDIR"] = previous
+    try:
+        try:
+            (folder,) = list(scratch.iterdir())
+            assert folder.name.startswith("routequote-peers-")
+            assert folder.stat().st_mode & 0o777 == 0o700
+            deadline = (
+                time.monotonic() + 60
+            )  # the server answers once one worker is up; the other may still start
+            while not {"slot-0.sock", "slot-1.sock"} <= {p.name for p in folder.iterdir()}:
+                assert time.monotonic() < deadline, sorted(p.name for p in folder.iterdir())
+                time.sleep(0.1)
+        finally:
+            server.stop()
+        assert list(scratch.iterdir()) == []
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
 def test_a_memory_store_with_two_workers_is_refused_at_start(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("ROUTEQUOTE_")}
     env.update(
@@ -108,5 +147,5 @@ def test_a_memory_store_with_two_workers_is_refused_at_start(tmp_path: Path) -> 
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert lines == [
         "configuration error: ROUTEQUOTE_QUOTE_STORE=memory cannot serve ROUTEQUOTE_WORKERS=2: a quote issued by "
-        "one worker would be unknown to the others (unset it, or use sqlite or redis)"
+        "one worker would be unknown to the others (unset it, or use peers, sqlite or redis)"
     ]

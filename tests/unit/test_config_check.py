@@ -21,11 +21,14 @@ CASES = [
     ),
     ({"rpc_url_base": "ftp://rpc.example"}, "ROUTEQUOTE_RPC_URL_BASE: not an http(s) or ws(s) URL"),
     ({"iris_url": "iris.example"}, "ROUTEQUOTE_IRIS_URL: not an http(s) URL"),
-    ({"quote_store": "disk"}, "ROUTEQUOTE_QUOTE_STORE: unknown store 'disk' (auto, memory, sqlite or redis)"),
+    (
+        {"quote_store": "disk"},
+        "ROUTEQUOTE_QUOTE_STORE: unknown store 'disk' (auto, memory, peers, sqlite or redis)",
+    ),
     (
         {"quote_store": "memory", "workers": 2},
         "ROUTEQUOTE_QUOTE_STORE=memory cannot serve ROUTEQUOTE_WORKERS=2: a quote issued by one worker would be "
-        "unknown to the others (unset it, or use sqlite or redis)",
+        "unknown to the others (unset it, or use peers, sqlite or redis)",
     ),
     ({"quote_store": "redis"}, "ROUTEQUOTE_QUOTE_STORE=redis needs ROUTEQUOTE_REDIS_URL"),
     ({"redis_url": "http://cache.example"}, "ROUTEQUOTE_REDIS_URL: not a redis://, rediss:// or unix:// URL"),

@@ -78,9 +78,11 @@ async def test_the_first_idempotent_answer_stays_on_every_worker(tmp_path: Path)
         await b.aclose()
 
 
-def test_auto_is_memory_with_one_worker_and_the_shared_file_with_more() -> None:
+def test_auto_is_memory_with_one_worker_and_peers_with_more() -> None:
     assert Settings(workers=1).resolved_quote_store() == "memory"
-    assert Settings(workers=2).resolved_quote_store() == "sqlite"
+    assert Settings(workers=2).resolved_quote_store() == "peers"
+    assert Settings(workers=1, quote_store="peers").resolved_quote_store() == "memory"
+    assert Settings(workers=2, quote_store="sqlite").resolved_quote_store() == "sqlite"
     assert Settings(workers=2, quote_store="redis").resolved_quote_store() == "redis"
     assert (
         Settings(database_url="sqlite+aiosqlite:///var/x/s.sqlite3").resolved_quote_store_path()

@@ -1,7 +1,8 @@
 """Issued quotes and prepare idempotency records in SQLite files that every worker on this machine shares.
 
-With `ROUTEQUOTE_WORKERS` > 1 and no Redis, a prepare may land on another worker than its quote: this store makes
-the quote visible there.
+With `ROUTEQUOTE_QUOTE_STORE=sqlite` and several workers, a prepare may land on another worker than its quote: this
+store makes the quote visible there (the default with several workers, `peer_quotes`, asks the issuing worker
+instead and uses only `IdempotencyFile` from here).
 
 - Quotes: each worker writes its own file (`<path>.<pid>`), so no worker ever waits for another's write lock,
   and keeps its own quotes in memory too (a prepare on the same worker reads no file). Writes are grouped: the
@@ -64,7 +65,7 @@ def _alive(pid: int) -> bool:
     return True
 
 
-class _File:
+class IdempotencyFile:
     """The shared idempotency file: one SQLite connection, used only by its one thread."""
 
     def __init__(self, path: str) -> None:
@@ -131,7 +132,7 @@ class SqliteQuoteStore:
         """`worker` names this worker's file (default: the process id; tests give two stores two names)."""
         self.path = path
         self.worker = worker
-        self.file = _File(path)  # the shared idempotency file
+        self.file = IdempotencyFile(path)  # the shared idempotency file
         self.local = MemoryQuoteStore()
         self._own: sqlite3.Connection | None = None
         self._own_path = ""
@@ -256,8 +257,8 @@ class SqliteIdempotencyStore:
     """Read from the file every time (prepare is not a hot path): the first answer stored under a key is the answer
     on every worker."""
 
-    def __init__(self, quotes: SqliteQuoteStore) -> None:
-        self.file = quotes.file
+    def __init__(self, source: SqliteQuoteStore | IdempotencyFile) -> None:
+        self.file = source if isinstance(source, IdempotencyFile) else source.file
 
     async def get(self, key: str, now_monotonic: float) -> tuple[str, dict[str, Any]] | None:
         row = await self.file.run(self.file.read_idempotency, key)
