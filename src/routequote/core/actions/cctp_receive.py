@@ -62,6 +62,45 @@ RECEIVE_RISKS = [
 ]
 
 
+# A destination mint spends nothing of the caller's and pays no service fee (the fee is taken on another step):
+# the same terms for the mint on EVM and on Solana.
+def nothing_spent() -> dict[str, Any]:
+    """The spend and approval blocks of a mint action (fresh objects: a bundle may be edited after it is built)."""
+    return {
+        "spend": {
+            "token": {"symbol": None, "address_or_mint": None},
+            "exact_amount_base": "0",
+            "maximum_amount_base": "0",
+        },
+        "approval": {
+            "required": False,
+            "token": None,
+            "target": None,
+            "exact_allowance_base": "0",
+            "transaction_index": None,
+        },
+    }
+
+
+def no_fee_on_the_mint(route: Route, native_unit: str) -> dict[str, Any]:
+    """The native-value cap (none) and the service-fee block (nothing, on another step) of a mint action."""
+    return {
+        "native_value_cap": {"maximum_base": "0", "unit": native_unit, "per_transaction_base": ["0"]},
+        "service_fee": {
+            "basis": {"kind": "none_on_the_destination_mint", "amount_base": "0"},
+            "bps": 0,
+            "collected_on_this_step": False,
+            "fee_collection_step_index": route.fee_step_index,
+            "formula": FEE_FORMULA,
+            "exact_amount_base": "0",
+            "token": None,
+            "amount_known_before_execution": True,
+            "recipient": None,
+            "recipient_token_account": None,
+        },
+    }
+
+
 def _hex32(b: bytes) -> str:
     return "0x" + b.hex()
 
@@ -328,33 +367,10 @@ def assemble_receive_bundle(
             "step_index": step.index,
         },
         "parties": {"caller": checksum(caller), "fee_payer": checksum(caller)},
-        "spend": {
-            "token": {"symbol": None, "address_or_mint": None},
-            "exact_amount_base": "0",
-            "maximum_amount_base": "0",
-        },
-        "approval": {
-            "required": False,
-            "token": None,
-            "target": None,
-            "exact_allowance_base": "0",
-            "transaction_index": None,
-        },
+        **nothing_spent(),
         "target_or_program_allowlist": targets,
         "selector_or_instruction_allowlist": selectors,
-        "native_value_cap": {"maximum_base": "0", "unit": "wei", "per_transaction_base": ["0"]},
-        "service_fee": {
-            "basis": {"kind": "none_on_the_destination_mint", "amount_base": "0"},
-            "bps": 0,
-            "collected_on_this_step": False,
-            "fee_collection_step_index": route.fee_step_index,
-            "formula": FEE_FORMULA,
-            "exact_amount_base": "0",
-            "token": None,
-            "amount_known_before_execution": True,
-            "recipient": None,
-            "recipient_token_account": None,
-        },
+        **no_fee_on_the_mint(route, "wei"),
         "receive": {
             "token": step.target.key,
             "expected_amount_base": str(expected),

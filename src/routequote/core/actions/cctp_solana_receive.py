@@ -42,7 +42,6 @@ from routequote.core.actions.bundle import (
     ACTION_SHA256_SPEC,
     BUILDER_VERSION,
     BUNDLE_VERSION,
-    FEE_FORMULA,
     PAYLOAD_SHA256_SPEC,
     RECEIPT_SCHEMA,
     SERVER_FLAGS,
@@ -66,6 +65,8 @@ from routequote.core.actions.cctp_receive import (
     ATTESTATION_SIGNATURE_LENGTH,
     _source_checks,
     message_summary,
+    no_fee_on_the_mint,
+    nothing_spent,
 )
 from routequote.core.actions.common import ActionUnavailable, associated_token_address, mint, pubkey
 from routequote.core.actions.evm import DEFAULT_DEPLOYMENTS, EvmDeployment
@@ -352,33 +353,10 @@ def assemble_solana_receive_bundle(
             "step_index": step.index,
         },
         "parties": {"caller": caller, "fee_payer": caller},
-        "spend": {
-            "token": {"symbol": None, "address_or_mint": None},
-            "exact_amount_base": "0",
-            "maximum_amount_base": "0",
-        },
-        "approval": {
-            "required": False,
-            "token": None,
-            "target": None,
-            "exact_allowance_base": "0",
-            "transaction_index": None,
-        },
+        **nothing_spent(),
         "target_or_program_allowlist": targets,
         "selector_or_instruction_allowlist": selectors,
-        "native_value_cap": {"maximum_base": "0", "unit": "lamports", "per_transaction_base": ["0"]},
-        "service_fee": {
-            "basis": {"kind": "none_on_the_destination_mint", "amount_base": "0"},
-            "bps": 0,
-            "collected_on_this_step": False,
-            "fee_collection_step_index": route.fee_step_index,
-            "formula": FEE_FORMULA,
-            "exact_amount_base": "0",
-            "token": None,
-            "amount_known_before_execution": True,
-            "recipient": None,
-            "recipient_token_account": None,
-        },
+        **no_fee_on_the_mint(route, "lamports"),
         "receive": {
             "token": step.target.key,
             "token_account": recipient_account,
