@@ -42,14 +42,16 @@ async def test_concurrent_commands_share_one_connection_and_each_gets_its_own_re
         assert all(0 < ttl <= 5000 for _, ttl in results)
         assert await wire.command(b"GET", f"{prefix}missing") is None
         # an error reply fails its own command only; the connection goes on
+        # (a value that is never an integer: a random 1-byte value is a digit 10 times in 256)
+        assert await wire.command(b"SET", f"{prefix}text", b"not a number", b"PX", 5000) == b"OK"
         with pytest.raises(RedisReplyError):
-            await wire.command(b"INCR", f"{prefix}0")  # not an integer
+            await wire.command(b"INCR", f"{prefix}text")
         assert await wire.command(b"PTTL", f"{prefix}missing") == -2
         assert await wire.command(b"SET", f"{prefix}nx", b"a", b"PX", 5000, b"NX") == b"OK"
         assert await wire.command(b"SET", f"{prefix}nx", b"b", b"PX", 5000, b"NX") is None
         assert await wire.command(b"GET", f"{prefix}nx") == b"a"
     finally:
-        await wire.command(b"DEL", *(f"{prefix}{i}" for i in range(200)), f"{prefix}nx")
+        await wire.command(b"DEL", *(f"{prefix}{i}" for i in range(200)), f"{prefix}nx", f"{prefix}text")
         await wire.aclose()
 
 
