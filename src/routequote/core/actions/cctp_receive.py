@@ -101,6 +101,36 @@ def no_fee_on_the_mint(route: Route, native_unit: str) -> dict[str, Any]:
     }
 
 
+def mint_timing_and_binding(
+    action: dict[str, Any],
+    *,
+    prepared_unix: int,
+    deadline: int,
+    quote_expiry_unix: int | None,
+    expires: datetime,
+    expiration_block: Any,
+) -> dict[str, Any]:
+    """The timing and payload-binding blocks of a mint action, on EVM and on Solana alike."""
+    return {
+        "timing": {
+            "prepared_at_unix": prepared_unix,
+            "action_deadline_unix": deadline,
+            "deadline_enforced_onchain": False,
+            "maximum_deadline_window_seconds": MAX_DEADLINE_WINDOW_SECONDS,
+            "across_fill_deadline_unix": None,
+            "quote_expiry_unix": quote_expiry_unix,
+            "recent_blockhash": None,
+            "bundle_expires_at": iso_ms(expires),
+            "cctp_expiration_block": str(expiration_block),
+        },
+        "payload_binding": {
+            "canonicalization": ACTION_SHA256_SPEC,
+            "action_sha256": action_sha256(action),
+            "raw_payloads": raw_payload_rows(action),
+        },
+    }
+
+
 def _hex32(b: bytes) -> str:
     return "0x" + b.hex()
 
@@ -377,22 +407,14 @@ def assemble_receive_bundle(
             "minimum_amount_base": str(minimum),
         },
         "destination": build.destination,
-        "timing": {
-            "prepared_at_unix": prepared_unix,
-            "action_deadline_unix": deadline,
-            "deadline_enforced_onchain": False,
-            "maximum_deadline_window_seconds": MAX_DEADLINE_WINDOW_SECONDS,
-            "across_fill_deadline_unix": None,
-            "quote_expiry_unix": quote_expiry_unix,
-            "recent_blockhash": None,
-            "bundle_expires_at": iso_ms(expires),
-            "cctp_expiration_block": str(burn["expiration_block"]),
-        },
-        "payload_binding": {
-            "canonicalization": ACTION_SHA256_SPEC,
-            "action_sha256": action_sha256(action),
-            "raw_payloads": raw_payload_rows(action),
-        },
+        **mint_timing_and_binding(
+            action,
+            prepared_unix=prepared_unix,
+            deadline=deadline,
+            quote_expiry_unix=quote_expiry_unix,
+            expires=expires,
+            expiration_block=burn["expiration_block"],
+        ),
         "custody": {**SERVER_FLAGS, "signed": False, "submitted": False},
         "risks": {
             "unpriced": [f"network_gas:{chain.value}"],

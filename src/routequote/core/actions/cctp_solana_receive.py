@@ -39,18 +39,15 @@ from solders.pubkey import Pubkey
 
 from routequote.core.actions import solana as sol
 from routequote.core.actions.bundle import (
-    ACTION_SHA256_SPEC,
     BUILDER_VERSION,
     BUNDLE_VERSION,
     PAYLOAD_SHA256_SPEC,
     RECEIPT_SCHEMA,
     SERVER_FLAGS,
     SOLANA_ACTION_VERSION,
-    action_sha256,
     allowlists,
     iso_ms,
     payload_sha256,
-    raw_payload_rows,
     unix,
     workflow_document,
 )
@@ -65,6 +62,7 @@ from routequote.core.actions.cctp_receive import (
     ATTESTATION_SIGNATURE_LENGTH,
     _source_checks,
     message_summary,
+    mint_timing_and_binding,
     no_fee_on_the_mint,
     nothing_spent,
 )
@@ -72,7 +70,6 @@ from routequote.core.actions.common import ActionUnavailable, associated_token_a
 from routequote.core.actions.evm import DEFAULT_DEPLOYMENTS, EvmDeployment
 from routequote.core.actions.plan import (
     BUNDLE_TTL_SECONDS,
-    MAX_DEADLINE_WINDOW_SECONDS,
     ONCHAIN_DEADLINE_SECONDS,
 )
 from routequote.core.assets import ASSETS, CHAINS, Chain
@@ -364,22 +361,14 @@ def assemble_solana_receive_bundle(
             "minimum_amount_base": str(minimum),
         },
         "destination": {"chain": Chain.SOLANA.value, "recipient": caller, "domain": SOLANA_DOMAIN},
-        "timing": {
-            "prepared_at_unix": prepared_unix,
-            "action_deadline_unix": deadline,
-            "deadline_enforced_onchain": False,
-            "maximum_deadline_window_seconds": MAX_DEADLINE_WINDOW_SECONDS,
-            "across_fill_deadline_unix": None,
-            "quote_expiry_unix": quote_expiry_unix,
-            "recent_blockhash": None,
-            "bundle_expires_at": iso_ms(expires),
-            "cctp_expiration_block": str(burn["expiration_block"]),
-        },
-        "payload_binding": {
-            "canonicalization": ACTION_SHA256_SPEC,
-            "action_sha256": action_sha256(action),
-            "raw_payloads": raw_payload_rows(action),
-        },
+        **mint_timing_and_binding(
+            action,
+            prepared_unix=prepared_unix,
+            deadline=deadline,
+            quote_expiry_unix=quote_expiry_unix,
+            expires=expires,
+            expiration_block=burn["expiration_block"],
+        ),
         "custody": {**SERVER_FLAGS, "signed": False, "submitted": False},
         "risks": {
             "unpriced": ["solana_priority_fee", "solana_rent:used_nonce_and_token_account"],
