@@ -17,7 +17,6 @@ from prometheus_client import (
     CollectorRegistry,
     Counter,
     Gauge,
-    Histogram,
     generate_latest,
 )
 from starlette.requests import Request
@@ -26,6 +25,7 @@ from starlette.responses import Response
 from routequote.core.routes import Mode
 from routequote.core.sessions.machine import Status as SessionStatus
 from routequote.errors import RateLimited
+from routequote.metric_kinds import LoopCounter, LoopHistogram
 from routequote.ports import IdempotencyStore, IssuedQuote, MarketData, QuoteStore, SessionStore
 
 if TYPE_CHECKING:
@@ -62,13 +62,14 @@ class Metrics:
         self.probes = probes
         self._sessions_counted_at = -1e9
         self.registry = CollectorRegistry()
-        self.requests = Counter(
+        # counted on every answer: the loop's own kinds (routequote.metric_kinds), not prometheus_client's
+        self.requests = LoopCounter(
             "routequote_http_requests",
             "HTTP answers by route template and status",
             ["method", "route", "status"],
             registry=self.registry,
         )
-        self.latency = Histogram(
+        self.latency = LoopHistogram(
             "routequote_http_request_seconds",
             "Time from request to the end of the answer",
             ["method", "route"],
@@ -82,7 +83,7 @@ class Metrics:
             registry=self.registry,
         )
 
-        self.quote_latency = Histogram(
+        self.quote_latency = LoopHistogram(
             "routequote_quote_seconds",
             "Time to price and issue one quote, by route class",
             ["route_class"],
@@ -154,7 +155,7 @@ class Metrics:
         """RouteQuoteService's quote hook: every issued quote's latency by route class (REST, MCP, A2A, v1 and
         session re-quotes all issue through `service.quote`), and a span when tracing is on."""
         route_class = ROUTE_CLASS.get(issued.route.mode, "other")
-        self.quote_latency.labels(route_class).observe(seconds)
+        self.quote_latency.observe(seconds, route_class)
         if self.tracing is not None:
             self.tracing.record_span(
                 "routequote.quote",
@@ -164,8 +165,8 @@ class Metrics:
 
     def observe_request(self, method: str, template: str, status: int, seconds: float) -> None:
         """The request stack's hook: one HTTP answer, by route template and status."""
-        self.requests.labels(method, template, str(status)).inc()
-        self.latency.labels(method, template).observe(seconds)
+        self.requests.inc(method, template, str(status))
+        self.latency.observe(seconds, method, template)
 
     # ---- scrape --------------------------------------------------------------------------------------
 
