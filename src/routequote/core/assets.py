@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 
 
@@ -53,10 +53,10 @@ class Asset:
     address: str | None
     wrapped_address: str | None = None
     token_program: str | None = None  # Solana only: SPL Token or Token-2022
+    key: str = field(init=False, compare=False, repr=False)  # "chain:TOKEN", read on every quote
 
-    @property
-    def key(self) -> str:
-        return f"{self.chain.value}:{self.token.value}"
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "key", f"{self.chain.value}:{self.token.value}")
 
     @property
     def is_native(self) -> bool:

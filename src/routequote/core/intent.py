@@ -7,7 +7,7 @@ it broke without parsing prose.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 from fractions import Fraction
 from typing import Any
@@ -30,10 +30,10 @@ class QuoteIntent:
     source: Asset
     target: Asset
     amount_usd: int | float  # exactly as the caller sent it (JSON number)
+    route_key: str = field(init=False, compare=False, repr=False)
 
-    @property
-    def route_key(self) -> str:
-        return f"{self.source.key}->{self.target.key}"
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "route_key", f"{self.source.key}->{self.target.key}")
 
     @property
     def amount_usd_decimal(self) -> str:
