@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
 
+import orjson
+
 from routequote.core.chain import (
     CctpMessage,
     EvmLog,
@@ -52,15 +54,64 @@ class IdFactory(Protocol):
     def new_id(self) -> str: ...
 
 
-@dataclass(frozen=True, slots=True)
 class IssuedQuote:
-    """A quote as issued: the exact payload, and the priced body it was assembled from."""
+    """A quote as issued: its exact JSON, and the priced body it was assembled from. Read-only by convention
+    (a plain slotted class: this is made for every quote, and a frozen dataclass costs three times as much).
 
-    payload: dict[str, Any]
-    intent: QuoteIntent
-    route: Route
-    body: QuoteBody
-    expires_at_monotonic: float  # in this process's monotonic clock
+    `payload` is that JSON read back, on first use: a quote that is only answered is never decoded."""
+
+    __slots__ = (
+        "_payload",
+        "body",
+        "expires_at_monotonic",
+        "intent",
+        "json",
+        "quote_id",
+        "route",
+        "ttl_seconds",
+    )
+
+    def __init__(
+        self,
+        quote_id: str,
+        json: bytes,  # the QuoteResponse exactly as answered
+        ttl_seconds: int,
+        intent: QuoteIntent,
+        route: Route,
+        body: QuoteBody,
+        expires_at_monotonic: float,  # in this process's monotonic clock
+    ) -> None:
+        self.quote_id = quote_id
+        self.json = json
+        self.ttl_seconds = ttl_seconds
+        self.intent = intent
+        self.route = route
+        self.body = body
+        self.expires_at_monotonic = expires_at_monotonic
+        self._payload: dict[str, Any] | None = None
+
+    @property
+    def payload(self) -> dict[str, Any]:
+        if self._payload is None:
+            self._payload = orjson.loads(self.json)
+        return self._payload
+
+    @classmethod
+    def loaded(
+        cls,
+        payload: dict[str, Any],
+        json: bytes,
+        intent: QuoteIntent,
+        route: Route,
+        body: QuoteBody,
+        expires_at_monotonic: float,
+    ) -> IssuedQuote:
+        """A quote read back from a store, whose payload is already decoded."""
+        issued = cls(
+            payload["quote_id"], json, payload["ttl_seconds"], intent, route, body, expires_at_monotonic
+        )
+        issued._payload = payload
+        return issued
 
 
 class QuoteStore(Protocol):

@@ -17,7 +17,8 @@ from routequote.core.field_rules import SESSION_TOKEN_RULE
 from routequote.core.intent import MAX_AMOUNT_USD, MIN_AMOUNT_USD, QuoteIntent, parse_quote_request
 from routequote.core.market import MarketView
 from routequote.core.pricing import SERVICE_FEE_BPS, check_route_available, price_route, route_components
-from routequote.core.quote import RELEASE_STATUS, SERVER_FLAGS, SESSION_HEADER, QuoteBody, issue, quote_body
+from routequote.core.quote import RELEASE_STATUS, SERVER_FLAGS, SESSION_HEADER, QuoteBody, quote_body
+from routequote.core.quote_issue import issue_json
 from routequote.core.routes import ROUTES
 from routequote.errors import CapacityBusy, RouteQuoteError, UpstreamUnavailable
 from routequote.ports import Clock, IdFactory, IssuedQuote, MarketData, QuoteStore
@@ -80,16 +81,17 @@ class RouteQuoteService:
             issued_at = self.clock.now()
             ttl = self.config.quote_ttl_seconds
             latency_ms = max(0, int((self.clock.monotonic() - started) * 1000))
-            payload = issue(
+            quote_id = self.ids.new_id()
+            data = issue_json(
                 body,
                 intent=intent,
-                quote_id=self.ids.new_id(),
+                quote_id=quote_id,
                 issued_at=issued_at,
                 ttl_seconds=ttl,
                 latency_ms=latency_ms,
                 first_unsigned_action_supported=body.route.key in self.config.prepare_ready_routes,
             )
-            issued = IssuedQuote(payload, intent, body.route, body, self.clock.monotonic() + ttl)
+            issued = IssuedQuote(quote_id, data, ttl, intent, body.route, body, self.clock.monotonic() + ttl)
             await self.quotes.put(issued)
             for hook in self.quote_hooks:
                 hook(issued, self.clock.monotonic() - started)

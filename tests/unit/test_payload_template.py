@@ -1,17 +1,28 @@
-"""The quote payload hash's cached template gives exactly the bytes of the full typed-canonical encoding."""
+"""The compiled issue of a quote body gives exactly the bytes of the reference assembly: its JSON, its payload
+hash (the full typed-canonical encoding) and its fingerprint."""
 
 from __future__ import annotations
 
-import copy
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
+import orjson
 import pytest
+from tests.support import independent_hash as ih
 
 from routequote.clock import FixedClock, SequentialIds
-from routequote.core import quote as quote_mod
-from routequote.core.hashing import CanonicalTemplate, Hole, strictly_equal, typed_canonical
-from routequote.core.intent import parse_quote_request
-from routequote.core.quote import substituted_payload
+from routequote.core.hashing import (
+    CanonicalTemplate,
+    Hole,
+    canonical_json_numberless,
+    sha256_hex,
+    strictly_equal,
+    typed_canonical,
+)
+from routequote.core.intent import QuoteIntent, parse_quote_request
+from routequote.core.quote import QuoteBody, issue, substituted_payload
+from routequote.core.quote_issue import IssueTemplate, _Format, issue_json
+from routequote.core.routes import ROUTES
 from routequote.market.snapshot import EmbeddedSnapshot
 from routequote.service import RouteQuoteService, ServiceConfig
 from routequote.storage.quotes import MemoryQuoteStore
@@ -75,80 +86,127 @@ def service() -> RouteQuoteService:
     )
 
 
+def request(key: str, usd: float) -> dict:  # type: ignore[type-arg]
+    (fc, ft), (tc, tt) = (side.split(":") for side in key.split("->"))
+    return {"from_chain": fc, "from_token": ft, "to_chain": tc, "to_token": tt, "amount_usd": usd}
+
+
+def reference_json(body: QuoteBody, intent: QuoteIntent, **per_quote: Any) -> bytes:
+    return orjson.dumps(issue(body, intent=intent, **per_quote))
+
+
+# per-quote values: ids of either factory, times across second, day and year boundaries, latencies
+PER_QUOTE = [
+    ("00000000-0000-4000-8000-000000000001", datetime(2026, 11, 20, 12, 0, tzinfo=UTC), 0),
+    ("0198f3a2-7c41-4b7e-9e2d-5a6b7c8d9e0f", datetime(2026, 11, 20, 23, 59, 59, 999_999, tzinfo=UTC), 7),
+    ("f" * 32, datetime(2026, 12, 31, 23, 59, 30, 500, tzinfo=UTC), 1234),
+    ("q", datetime(2027, 1, 1, 0, 0, 0, 1000, tzinfo=UTC), 2**31),
+]
+
+
+@pytest.mark.parametrize("usd", [1, 50, 1000, 12.34])
+async def test_every_quote_of_every_route_is_byte_equal_to_the_reference_assembly(usd: float) -> None:
+    """The first quote of a body takes the reference path, the second compiles the template, the rest fill
+    it: every one equals `orjson.dumps(issue(...))`, for both TTLs and prepare flags."""
+    svc = service()
+    view = await svc.market.view()
+    for key in ROUTES:
+        intent = parse_quote_request(request(key, usd))
+        body = svc._priced_body(intent, view)
+        for ttl, ready in ((60, False), (60, True), (300, False)):
+            for quote_id, at, latency in PER_QUOTE * 2:
+                per_quote = dict(
+                    quote_id=quote_id,
+                    issued_at=at,
+                    ttl_seconds=ttl,
+                    latency_ms=latency,
+                    first_unsigned_action_supported=ready,
+                )
+                got = issue_json(body, intent=intent, **per_quote)
+                assert got == reference_json(body, intent, **per_quote), (key, per_quote)
+            assert type(body._issue_templates[(ttl, ready)]) is IssueTemplate
+
+
+async def test_quotes_within_one_second_and_across_seconds_have_the_reference_times() -> None:
+    svc = service()
+    view = await svc.market.view()
+    intent = parse_quote_request(request("base:USDC->solana:USDC", 25))
+    body = svc._priced_body(intent, view)
+    start = datetime(2026, 11, 20, 23, 59, 58, 998_500, tzinfo=UTC)
+    for step_us in (0, 1, 400, 999, 1_000, 1_500, 700_000, 1_000_000, 86_400_000_000):
+        at = start + timedelta(microseconds=step_us)
+        per_quote = dict(quote_id=f"id-{step_us}", issued_at=at, ttl_seconds=90, latency_ms=2)
+        got = issue_json(body, intent=intent, first_unsigned_action_supported=False, **per_quote)
+        assert got == reference_json(body, intent, first_unsigned_action_supported=False, **per_quote), at
+
+
 async def test_every_quote_of_one_body_hashes_as_the_full_encoding() -> None:
     svc = service()
-    body = {
-        "from_chain": "base",
-        "from_token": "ETH",
-        "to_chain": "solana",
-        "to_token": "USDC",
-        "amount_usd": 100,
-    }
     seen = set()
     for i in range(5):
         svc.clock.advance(0.007 * i)  # type: ignore[attr-defined]
-        issued = await svc.quote(parse_quote_request(body))
+        issued = await svc.quote(parse_quote_request(request("base:ETH->solana:USDC", 100)))
         got = issued.payload["continuation_v3"]["quote_payload_sha256"]
-        assert got == reference(issued.payload)
+        assert got == reference(issued.payload) == ih.payload_sha256(issued.payload)
+        claim = issued.payload["continuation_v3"]["quote_fingerprint_claim"]
+        assert issued.payload["continuation_v3"]["quote_fingerprint"] == sha256_hex(
+            canonical_json_numberless(claim)
+        )
         seen.add(got)
     assert len(seen) == 5  # quote ids and times differ: so do the hashes
 
 
-async def test_a_field_that_changes_outside_the_holes_rebuilds_the_template() -> None:
+async def test_a_template_that_does_not_reproduce_the_first_quote_is_never_used() -> None:
     svc = service()
-    body = {
-        "from_chain": "base",
-        "from_token": "ETH",
-        "to_chain": "base",
-        "to_token": "USDC",
-        "amount_usd": 50,
-    }
-    first = await svc.quote(parse_quote_request(body))
-    svc.config.prepare_ready_routes = frozenset(
-        {first.route.key}
-    )  # execution.first_unsigned_action_supported flips
-    second = await svc.quote(parse_quote_request(body))
-    assert second.body is first.body
-    assert second.payload["execution"]["first_unsigned_action_supported"] is True
-    assert second.payload["continuation_v3"]["quote_payload_sha256"] == reference(second.payload)
-    # a caller changing an issued payload afterwards does not change what the next quote hashes
+    view = await svc.market.view()
+    intent = parse_quote_request(request("base:ETH->base:USDC", 50))
+    body = svc._priced_body(intent, view)
+    first = dict(quote_id="a", issued_at=PER_QUOTE[0][1], ttl_seconds=60, latency_ms=1)
+    issue_json(body, intent=intent, first_unsigned_action_supported=False, **first)
+    body.offer["changed_after_the_first_quote"] = True  # what the template is compiled from now differs
+    second = dict(first, quote_id="b")
+    got = issue_json(body, intent=intent, first_unsigned_action_supported=False, **second)
+    assert got == reference_json(body, intent, first_unsigned_action_supported=False, **second)
+    assert type(body._issue_templates[(60, False)]) is not IssueTemplate
+    third = dict(first, quote_id="c")
+    got = issue_json(body, intent=intent, first_unsigned_action_supported=False, **third)
+    assert got == reference_json(body, intent, first_unsigned_action_supported=False, **third)
+
+
+def test_a_placeholder_inside_a_longer_string_refuses_the_template() -> None:
+    data = orjson.dumps({"a": "\x00quote_id\x00", "b": "see \x00quote_id\x00 here"})
+    with pytest.raises(ValueError):
+        _Format.cut(data, {"quote_id": 2})
+
+
+def test_a_format_fills_its_places_and_keeps_everything_else() -> None:
+    data = orjson.dumps(
+        {"a": "\x00quote_id\x00", "b": "100% %s %d %%", "c": ["\x00latency\x00", "\x00quote_id\x00"]}
+    )
+    fmt = _Format.cut(data, {"quote_id": 2, "latency": 1})
+    filled = fmt.fill((b'"q-1"', b"", b"", b"7", b"", b""))
+    assert orjson.loads(filled) == {"a": "q-1", "b": "100% %s %d %%", "c": [7, "q-1"]}
+
+
+async def test_a_caller_changing_an_issued_payload_changes_no_other_quote() -> None:
+    svc = service()
+    first = await svc.quote(parse_quote_request(request("base:ETH->base:USDC", 50)))
+    second = await svc.quote(parse_quote_request(request("base:ETH->base:USDC", 50)))
     first.payload["execution"]["blocker"] = "changed"
     first.payload["route"]["status"] = "changed"
-    third = await svc.quote(parse_quote_request(body))
+    second.payload["intent"]["amount_usd"] = 0
+    third = await svc.quote(parse_quote_request(request("base:ETH->base:USDC", 50)))
     assert third.payload["continuation_v3"]["quote_payload_sha256"] == reference(third.payload)
+    assert orjson.loads(third.json) == third.payload and third.payload["intent"]["amount_usd"] == 50
+    assert orjson.loads(second.json)["intent"]["amount_usd"] == 50  # the answered bytes never change
 
 
-def test_the_hash_of_a_copied_payload_is_the_same() -> None:
-    # the template is keyed by content, not identity: a deep copy of a quote hashes to the same value
-    import asyncio
-
+async def test_the_prepare_flag_flipping_gives_each_quote_its_own_flag() -> None:
     svc = service()
-    body = {
-        "from_chain": "solana",
-        "from_token": "SOL",
-        "to_chain": "solana",
-        "to_token": "USDC",
-        "amount_usd": 1,
-    }
-    issued = asyncio.run(svc.quote(parse_quote_request(body)))
-    clone = copy.deepcopy(issued.payload)
-    assert (
-        quote_mod._payload_sha256(issued.body, clone)
-        == issued.payload["continuation_v3"]["quote_payload_sha256"]
-    )
-
-
-async def test_the_quote_json_with_shared_parts_is_byte_equal_to_a_plain_dump() -> None:
-    import orjson
-
-    from routequote.core.quote import payload_json
-    from routequote.core.routes import ROUTES
-
-    svc = service()
-    for key in ROUTES:
-        (fc, ft), (tc, tt) = (side.split(":") for side in key.split("->"))
-        for usd in (1, 1000):
-            body = {"from_chain": fc, "from_token": ft, "to_chain": tc, "to_token": tt, "amount_usd": usd}
-            for _ in range(2):  # the second quote of a body reuses its serialised parts
-                issued = await svc.quote(parse_quote_request(body))
-                assert payload_json(issued.body, issued.payload) == orjson.dumps(issued.payload)
+    first = await svc.quote(parse_quote_request(request("base:ETH->base:USDC", 50)))
+    svc.config.prepare_ready_routes = frozenset({first.route.key})
+    second = await svc.quote(parse_quote_request(request("base:ETH->base:USDC", 50)))
+    assert second.body is first.body
+    assert first.payload["execution"]["first_unsigned_action_supported"] is False
+    assert second.payload["execution"]["first_unsigned_action_supported"] is True
+    assert second.payload["continuation_v3"]["quote_payload_sha256"] == reference(second.payload)

@@ -7,7 +7,7 @@ from routequote.storage.quotes import MemoryIdempotencyStore, MemoryQuoteStore
 
 
 def issued(quote_id: str, expires: float) -> Any:
-    return SimpleNamespace(payload={"quote_id": quote_id}, expires_at_monotonic=expires)
+    return SimpleNamespace(quote_id=quote_id, payload={"quote_id": quote_id}, expires_at_monotonic=expires)
 
 
 async def test_records_expire_with_their_ttl() -> None:

@@ -123,11 +123,19 @@ class CanonicalTemplate:
     between them. `fill(values)` is byte-equal to `typed_canonical` of the value with every hole replaced by
     `values[hole.name]` (a hole's position depends only on its key, never on the value filled in)."""
 
-    __slots__ = ("_runs", "_holes")
+    __slots__ = ("_holes", "_runs")
 
     def __init__(self, runs: list[bytes], holes: list[str]) -> None:
         self._runs = runs  # len(holes) + 1 constant runs: run, hole, run, hole, ..., run
         self._holes = holes
+
+    @property
+    def runs(self) -> tuple[bytes, ...]:
+        return tuple(self._runs)
+
+    @property
+    def holes(self) -> tuple[str, ...]:
+        return tuple(self._holes)
 
     @classmethod
     def of(cls, value: Any) -> CanonicalTemplate:

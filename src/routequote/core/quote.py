@@ -7,25 +7,20 @@ quote (everything that depends only on route, amount and market version) is buil
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from fractions import Fraction
 from typing import Any
-
-import orjson
 
 from routequote.core.assets import Chain, Token
 from routequote.core.field_rules import IDEMPOTENCY_KEY_PATTERN
 from routequote.core.hashing import (
     CANONICAL_JSON_SPEC,
     TYPED_CANONICAL_SPEC,
-    CanonicalTemplate,
-    Hole,
     canonical_json_numberless,
     canonical_sha256,
     sha256_hex,
-    strictly_equal,
+    typed_canonical_sha256,
 )
 from routequote.core.intent import QuoteIntent, amount_fraction
 from routequote.core.market import MarketView
@@ -169,14 +164,8 @@ class QuoteBody:
     price_recommended: bool
     route: Route
     pricing: RoutePricing
-    # the payload hash's template for this body: (skeleton it was made from, template), made on first use
-    _payload_template: list[tuple[dict[str, Any], CanonicalTemplate]] = field(
-        default_factory=list, compare=False, repr=False
-    )
-    # JSON of the dict parts above, made on first use: identity -> (the part, its orjson bytes)
-    _json_parts: dict[int, tuple[Any, orjson.Fragment]] = field(
-        default_factory=dict, compare=False, repr=False
-    )
+    # the compiled issue of this body (routequote.core.quote_issue.IssueTemplate), by TTL and prepare flag
+    _issue_templates: dict[tuple[int, bool], Any] = field(default_factory=dict, compare=False, repr=False)
 
 
 def quote_body(intent: QuoteIntent, pricing: RoutePricing, view: MarketView) -> QuoteBody:
@@ -328,61 +317,6 @@ def substituted_payload(quote: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-# what differs between two quotes of one QuoteBody: holes in the payload hash's cached template
-_PER_QUOTE_PATHS = (("quote_id",), ("as_of",), ("expires_at",), ("route", "quote_latency_ms"))
-_HOLES = {path: Hole("/".join(path)) for path in _PER_QUOTE_PATHS}
-
-
-def _with_holes(quote: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The quote with a hole at each per-quote path (copying only the dicts on those paths), and the values."""
-    skeleton = {k: v for k, v in quote.items() if k != "continuation_v3"}
-    values: dict[str, Any] = {}
-    for path, hole in _HOLES.items():
-        node = skeleton
-        for key in path[:-1]:
-            node[key] = node = dict(node[key])
-        values[hole.name] = node[path[-1]]
-        node[path[-1]] = hole
-    return skeleton, values
-
-
-def _payload_sha256(body: QuoteBody, quote: dict[str, Any]) -> str:
-    """quote_payload_sha256 of `quote`, from a template of `substituted_payload` cached on `body`.
-
-    Equal to typed_canonical_sha256(substituted_payload(quote)) (a unit test holds the two together). The
-    template is reused only while everything but the holes is strictly equal to what it was made from, so a
-    field that starts to vary per quote costs speed, never correctness."""
-    skeleton, values = _with_holes(quote)
-    cached = body._payload_template
-    if not cached or not strictly_equal(cached[0][0], skeleton):
-        # kept as a private copy (a caller may change its payload later), sharing the body's own parts
-        shared: dict[int, Any] = {}
-        for name in QuoteBody.__dataclass_fields__:
-            part = getattr(body, name)
-            if type(part) is dict and not name.startswith("_"):
-                shared[id(part)] = part
-                shared.update((id(v), v) for v in part.values() if type(v) in (dict, list))
-        kept = copy.deepcopy(skeleton, shared)
-        cached[:] = [(kept, CanonicalTemplate.of(substituted_payload(kept)))]
-    return cached[0][1].sha256(values)
-
-
-def payload_json(body: QuoteBody, payload: dict[str, Any]) -> bytes:
-    """The JSON of an issued payload (as `orjson.dumps(payload)`), with the parts every quote of `body` shares
-    serialised once."""
-    parts = body._json_parts
-    if not parts:
-        for name in QuoteBody.__dataclass_fields__:
-            part = getattr(body, name)
-            if type(part) is dict and not name.startswith("_"):
-                parts[id(part)] = (part, orjson.Fragment(orjson.dumps(part)))
-    out: dict[str, Any] = {}
-    for key, value in payload.items():
-        known = parts.get(id(value))
-        out[key] = known[1] if known is not None and known[0] is value else value
-    return orjson.dumps(out)
-
-
 def fingerprint_claim(quote: dict[str, Any], continuation: dict[str, Any]) -> dict[str, Any]:
     intent = quote["intent"]
     return {
@@ -420,11 +354,45 @@ def issue(
     latency_ms: int,
     first_unsigned_action_supported: bool,
 ) -> dict[str, Any]:
-    """The complete QuoteResponse payload, with its continuation_v3 hashes computed."""
-    route = body.route
+    """The complete QuoteResponse payload, with its continuation_v3 hashes computed.
+
+    The reference assembly, encoding everything afresh; `quote_issue.IssueTemplate` gives the same bytes
+    for the service's hot path."""
     issued = iso_ms(issued_at)
     expires = iso_ms(issued_at + timedelta(seconds=ttl_seconds))
-    quote: dict[str, Any] = {
+    quote = quote_fields(
+        body,
+        quote_id=quote_id,
+        issued=issued,
+        expires=expires,
+        ttl_seconds=ttl_seconds,
+        latency_ms=latency_ms,
+        first_unsigned_action_supported=first_unsigned_action_supported,
+    )
+    payload_sha = typed_canonical_sha256(substituted_payload(quote))
+    continuation = continuation_fields(
+        body, quote, amount_usd_decimal=intent.amount_usd_decimal, payload_sha256=payload_sha
+    )
+    continuation["quote_fingerprint"] = sha256_hex(
+        canonical_json_numberless(continuation["quote_fingerprint_claim"])
+    )
+    continuation["quote_fingerprint_spec"] = FINGERPRINT_SPEC
+    quote["continuation_v3"] = continuation
+    return quote
+
+
+def quote_fields(
+    body: QuoteBody,
+    *,
+    quote_id: Any,
+    issued: Any,
+    expires: Any,
+    ttl_seconds: int,
+    latency_ms: Any,
+    first_unsigned_action_supported: bool,
+) -> dict[str, Any]:
+    """The quote without continuation_v3. The per-quote values may be placeholders (a template is made so)."""
+    return {
         "version": QUOTE_VERSION,
         "quote_id": quote_id,
         "status": RELEASE_STATUS,
@@ -453,7 +421,13 @@ def issue(
         "direct_route_summary": body.summary,
         **SERVER_FLAGS,
     }
-    payload_sha = _payload_sha256(body, quote)
+
+
+def continuation_fields(
+    body: QuoteBody, quote: dict[str, Any], *, amount_usd_decimal: str, payload_sha256: Any
+) -> dict[str, Any]:
+    """continuation_v3 with its fingerprint claim, before the fingerprint (the claim's hash) is added."""
+    route = body.route
     summary_steps = body.summary["steps"]
     continuation: dict[str, Any] = {
         "version": CONTINUATION_VERSION,
@@ -461,16 +435,16 @@ def issue(
         "selection_status": "unranked_candidate",
         "automatic_selection_forbidden": True,
         "caller_approved_boolean_is_not_human_proof": True,
-        "quote_id": quote_id,
-        "issued_at": issued,
-        "expires_at": expires,
-        "ttl_seconds": ttl_seconds,
+        "quote_id": quote["quote_id"],
+        "issued_at": quote["as_of"],
+        "expires_at": quote["expires_at"],
+        "ttl_seconds": quote["ttl_seconds"],
         "intent": body.intent,
         "estimated_input_base_decimal": str(body.intent["estimated_input_base"]),
-        "amount_usd_decimal": intent.amount_usd_decimal,
+        "amount_usd_decimal": amount_usd_decimal,
         "direct_route_summary_sha256": body.summary_sha256,
         "direct_route_summary_sha256_spec": SUMMARY_HASH_SPEC,
-        "quote_payload_sha256": payload_sha,
+        "quote_payload_sha256": payload_sha256,
         "quote_payload_sha256_spec": PAYLOAD_HASH_SPEC,
         "input_base_bounds": {
             "minimum": summary_steps[0]["expected_input_base"],
@@ -501,9 +475,5 @@ def issue(
         "legacy_handoff_enforcement": "legacy_advisory",
         **SERVER_FLAGS,
     }
-    claim = fingerprint_claim(quote, continuation)
-    continuation["quote_fingerprint_claim"] = claim
-    continuation["quote_fingerprint"] = sha256_hex(canonical_json_numberless(claim))
-    continuation["quote_fingerprint_spec"] = FINGERPRINT_SPEC
-    quote["continuation_v3"] = continuation
-    return quote
+    continuation["quote_fingerprint_claim"] = fingerprint_claim(quote, continuation)
+    return continuation

@@ -24,14 +24,14 @@ import re
 import socket
 import struct
 import time
-import uuid
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import orjson
 
+from routequote.clock import random_uuid4
 from routequote.ports import IssuedQuote
-from routequote.storage.quote_records import issued_from_record, issued_to_record
+from routequote.storage.quote_records import issued_from_record, issued_to_record, record_head
 from routequote.storage.quotes import MemoryQuoteStore
 from routequote.storage.sqlite_quotes import IdempotencyFile
 
@@ -50,8 +50,7 @@ def slotted_uuid4(slot: int) -> str:
     """A random uuid4 (version and variant bits kept) whose last byte is `slot`."""
     if not 0 <= slot < MAX_SLOTS:
         raise ValueError("slot out of range")
-    random = int.from_bytes(os.urandom(16)) & ~0xFF | slot
-    return str(uuid.UUID(int=random, version=4))
+    return random_uuid4(last_byte=slot)
 
 
 def slot_of(quote_id: str) -> int | None:
@@ -152,13 +151,10 @@ class PeerQuoteStore:
             return None
         remaining_ms, raw = answer
         try:
-            record = orjson.loads(raw)
-            if (
-                record["payload"]["quote_id"] != quote_id
-                or remaining_ms > int(record["payload"]["ttl_seconds"]) * 1000
-            ):
+            head = record_head(raw)
+            if head["quote_id"] != quote_id or remaining_ms > int(head["ttl_seconds"]) * 1000:
                 return None  # another quote, or a lifetime longer than the quote was issued with
-            return issued_from_record(record, now_monotonic + remaining_ms / 1000)
+            return issued_from_record(raw, now_monotonic + remaining_ms / 1000)
         except (orjson.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError):
             return None  # a malformed answer fails closed
 
@@ -174,7 +170,7 @@ class PeerQuoteStore:
                 if found is None:
                     writer.write(_HEADER.pack(0, 0))
                 else:
-                    record = orjson.dumps(issued_to_record(found))
+                    record = issued_to_record(found)
                     remaining_ms = max(0, int((found.expires_at_monotonic - now) * 1000))
                     writer.write(_HEADER.pack(len(record), remaining_ms) + record)
                 await writer.drain()

@@ -1,9 +1,11 @@
-"""An issued quote as a JSON-able record (for the stores shared between processes) and back: its exact payload
-plus the integer per-step amounts it was priced with; loading rebuilds the same domain objects."""
+"""An issued quote as a record (for the stores shared between processes) and back: its exact JSON plus the
+integer per-step amounts it was priced with; loading rebuilds the same domain objects."""
 
 from __future__ import annotations
 
 from typing import Any
+
+import orjson
 
 from routequote.core.assets import ASSETS
 from routequote.core.intent import QuoteIntent
@@ -29,25 +31,48 @@ _STEP_INTS = (
 _DYNAMIC_ROUTE_KEYS = ("quote_latency_ms", "server_signing", "server_submission")
 
 
-def issued_to_record(issued: IssuedQuote) -> dict[str, Any]:
+def issued_to_record(issued: IssuedQuote) -> bytes:
+    """One line of JSON with what the payload does not hold, a newline, then the payload's exact JSON (kept as
+    answered, never re-encoded)."""
     pricing = issued.body.pricing
-    return {
-        "payload": issued.payload,
+    head = {
+        "quote_id": issued.quote_id,
+        "ttl_seconds": issued.ttl_seconds,
         "market_version": pricing.market_version,
         # base amounts can exceed 2^53: decimal strings, as on the wire
         "steps": [{k: str(getattr(ps, k)) for k in _STEP_INTS} for ps in pricing.steps],
     }
+    return orjson.dumps(head) + b"\n" + issued.json
 
 
-def issued_from_record(record: dict[str, Any], expires_at_monotonic: float) -> IssuedQuote:
-    payload = record["payload"]
+def record_head(raw: bytes) -> dict[str, Any]:
+    """The record's first line (its quote id and TTL are checked before the payload is decoded)."""
+    head: dict[str, Any] = orjson.loads(raw.partition(b"\n")[0])
+    return head
+
+
+def issued_or_none(raw: bytes, expires_at_monotonic: float) -> IssuedQuote | None:
+    """`issued_from_record`, or None for a record this version cannot read (one left by an older release
+    across a restart, or a damaged one): binding to it fails closed, as for an expired quote."""
+    try:
+        return issued_from_record(raw, expires_at_monotonic)
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+def issued_from_record(raw: bytes, expires_at_monotonic: float) -> IssuedQuote:
+    head_json, newline, json = raw.partition(b"\n")
+    if not newline:
+        raise ValueError("an issued-quote record is a head line and the payload")
+    head = orjson.loads(head_json)
+    payload = orjson.loads(json)
     route = ROUTES[payload["route"]["route"]]
     intent = QuoteIntent(
         ASSETS[payload["intent"]["from"]], ASSETS[payload["intent"]["to"]], payload["intent"]["amount_usd"]
     )
     steps = tuple(
-        PricedStep(step=step, **{k: int(v) for k, v in raw.items()})
-        for step, raw in zip(route.steps, record["steps"], strict=True)
+        PricedStep(step=step, **{k: int(v) for k, v in raw_step.items()})
+        for step, raw_step in zip(route.steps, head["steps"], strict=True)
     )
     body = QuoteBody(
         intent=payload["intent"],
@@ -61,6 +86,8 @@ def issued_from_record(record: dict[str, Any], expires_at_monotonic: float) -> I
         summary_sha256=payload["continuation_v3"]["direct_route_summary_sha256"],
         price_recommended=payload["price_recommended_for_amount"],
         route=route,
-        pricing=RoutePricing(route, record["market_version"], steps),
+        pricing=RoutePricing(route, head["market_version"], steps),
     )
-    return IssuedQuote(payload, intent, route, body, expires_at_monotonic)
+    if payload["quote_id"] != head["quote_id"]:
+        raise ValueError("an issued-quote record whose head and payload disagree")
+    return IssuedQuote.loaded(payload, json, intent, route, body, expires_at_monotonic)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from typing import Any
 
 from routequote.ports import IssuedQuote
@@ -38,17 +38,32 @@ class _TtlDict:
 
 
 class MemoryQuoteStore:
+    """Issued quotes by id, with their ids in issue order beside them. A quote id is new every time, so a put
+    appends (and drops the oldest when full), and expired quotes are dropped from the front on lookup. (A dict
+    alone would not do as the queue: taking its first key walks over every slot deleted before it.)"""
+
     scope = "bounded_process_local_ttl_restart_fails_closed"
 
     def __init__(self, max_records: int = MAX_RECORDS) -> None:
-        self._records = _TtlDict(max_records)
+        self.max_records = max_records
+        self._records: dict[str, IssuedQuote] = {}
+        self._order: deque[str] = deque()
 
     async def put(self, issued: IssuedQuote) -> None:
-        self._records.put(issued.payload["quote_id"], issued, issued.expires_at_monotonic)
+        records = self._records
+        if issued.quote_id not in records:
+            self._order.append(issued.quote_id)
+        records[issued.quote_id] = issued
+        if len(records) > self.max_records:
+            del records[self._order.popleft()]
 
     async def get(self, quote_id: str, now_monotonic: float) -> IssuedQuote | None:
-        found: IssuedQuote | None = self._records.get(quote_id, now_monotonic)
-        return found
+        records, order = self._records, self._order
+        # one TTL for every quote, issued in order: the expired ones sit at the front
+        while order and records[order[0]].expires_at_monotonic <= now_monotonic:
+            del records[order.popleft()]
+        found = records.get(quote_id)
+        return None if found is None or found.expires_at_monotonic <= now_monotonic else found
 
     def retained(self) -> int | None:
         return len(self._records)

@@ -2,7 +2,7 @@
 
 With them, a prepare may land on another worker than its quote, and an idempotency key is honoured
 across workers. Each store speaks over one multiplexed connection (`redis_wire`): one round trip per issued
-quote, one per lookup. Records are JSON with Redis' own expiry (PX), so an expired quote is simply absent
+quote, one per lookup. Records are a JSON head line and the quote's exact JSON, with Redis' own expiry (PX), so an expired quote is simply absent
 and binding fails closed, as in memory. An issued quote is stored as its exact payload plus the
 integer per-step amounts it was priced with; loading rebuilds the same domain objects.
 """
@@ -15,7 +15,7 @@ import orjson
 
 from routequote.errors import DependencyUnavailable
 from routequote.ports import IssuedQuote
-from routequote.storage.quote_records import issued_from_record, issued_to_record
+from routequote.storage.quote_records import issued_or_none, issued_to_record
 from routequote.storage.redis_wire import RedisReplyError, RedisUnavailable, RedisWire
 
 
@@ -43,10 +43,11 @@ class RedisQuoteStore(_RedisClient):
 
     async def put(self, issued: IssuedQuote) -> None:
         """One round trip: SET with Redis' own expiry."""
-        ttl_ms = int(issued.payload["ttl_seconds"]) * 1000
-        record = orjson.dumps(issued_to_record(issued))
+        record = issued_to_record(issued)
         try:
-            await self.wire.command(b"SET", self.prefix + issued.payload["quote_id"], record, b"PX", ttl_ms)
+            await self.wire.command(
+                b"SET", self.prefix + issued.quote_id, record, b"PX", issued.ttl_seconds * 1000
+            )
         except (RedisUnavailable, RedisReplyError) as exc:
             raise self.unavailable(exc) from exc
 
@@ -59,7 +60,7 @@ class RedisQuoteStore(_RedisClient):
             raise self.unavailable(exc) from exc
         if not isinstance(raw, bytes) or not isinstance(pttl, int) or pttl <= 0:
             return None
-        return issued_from_record(orjson.loads(raw), now_monotonic + pttl / 1000)
+        return issued_or_none(raw, now_monotonic + pttl / 1000)
 
     def retained(self) -> int | None:
         return None  # counting keys would scan the shared keyspace

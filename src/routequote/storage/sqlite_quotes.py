@@ -33,7 +33,7 @@ import orjson
 
 from routequote.errors import DependencyUnavailable
 from routequote.ports import IssuedQuote
-from routequote.storage.quote_records import issued_from_record, issued_to_record
+from routequote.storage.quote_records import issued_or_none, issued_to_record
 from routequote.storage.quotes import MAX_RECORDS, MemoryQuoteStore
 
 _SCHEMA = (
@@ -168,9 +168,8 @@ class SqliteQuoteStore:
         return []
 
     async def put(self, issued: IssuedQuote) -> None:
-        payload = issued.payload
-        expires = time.time() + int(payload["ttl_seconds"])
-        self._pending.append((payload["quote_id"], expires, orjson.dumps(issued_to_record(issued))))
+        expires = time.time() + issued.ttl_seconds
+        self._pending.append((issued.quote_id, expires, issued_to_record(issued)))
         group = self._group
         if group is None:
             loop = asyncio.get_running_loop()
@@ -234,7 +233,7 @@ class SqliteQuoteStore:
                 continue
             if row is not None:
                 expires, record = row
-                return issued_from_record(orjson.loads(record), now_monotonic + (expires - now))
+                return issued_or_none(record, now_monotonic + (expires - now))
         return None
 
     def retained(self) -> int | None:

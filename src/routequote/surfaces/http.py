@@ -17,6 +17,7 @@ from routequote.ratelimit import RateLimiter
 from routequote.surfaces.errors import error_response, json_response
 
 BODY_READ = "routequote.body"  # scope key: the whole body, read (and bounded) by the request stack
+BODY_CONTENT_TYPE = "routequote.body_content_type"  # scope key: beside it, its first Content-Type (latin-1)
 
 
 def client_key(request: Request) -> str:
@@ -30,16 +31,24 @@ def _is_json(content_type: str) -> bool:
 
 async def read_json_body(request: Request, max_bytes: int = MAX_BODY_BYTES) -> Any:
     """The parsed JSON body, or InvalidRequest naming the rule it breaks (`input_rules.loads_strict`)."""
-    if not _is_json(request.headers.get("content-type", "")):
+    return loads_strict(await read_json_bytes(request, max_bytes))
+
+
+async def read_json_bytes(request: Request, max_bytes: int = MAX_BODY_BYTES) -> bytes:
+    """The body of a JSON request, unparsed: InvalidRequest for another content type or a body too large."""
+    scope = request.scope
+    read: bytes | None = scope.get(BODY_READ)
+    # when the request stack read the body, it kept the first Content-Type it saw beside it
+    content_type = scope[BODY_CONTENT_TYPE] if read is not None else request.headers.get("content-type", "")
+    if not _is_json(content_type):
         raise InvalidRequest("unsupported_content_type", "Content-Type must be application/json")
-    declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > max_bytes:
-        raise InvalidRequest("body_too_large", f"body exceeds {max_bytes} bytes")
-    read: bytes | None = request.scope.get(BODY_READ)
     if read is not None:
         if len(read) > max_bytes:
             raise InvalidRequest("body_too_large", f"body exceeds {max_bytes} bytes")
-        return loads_strict(read)
+        return read
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > max_bytes:
+        raise InvalidRequest("body_too_large", f"body exceeds {max_bytes} bytes")
     chunks: list[bytes] = []
     size = 0
     async for chunk in request.stream():
@@ -47,7 +56,7 @@ async def read_json_body(request: Request, max_bytes: int = MAX_BODY_BYTES) -> A
         if size > max_bytes:
             raise InvalidRequest("body_too_large", f"body exceeds {max_bytes} bytes")
         chunks.append(chunk)
-    return loads_strict(b"".join(chunks))  # strict: duplicate keys, surrogates, NaN, inexact numbers, depth
+    return b"".join(chunks)
 
 
 class JsonBytes(bytes):

@@ -29,7 +29,7 @@ from routequote.errors import InvalidRequest
 from routequote.input_rules import loads_strict
 from routequote.observability import new_request_id, request_id_var, sane_request_id
 from routequote.surfaces import input_guard
-from routequote.surfaces.http import BODY_READ
+from routequote.surfaces.http import BODY_CONTENT_TYPE, BODY_READ
 from routequote.surfaces.http import _is_json as is_json_media
 from routequote.surfaces.input_guard import (
     _KEPT_HEADERS,
@@ -51,7 +51,7 @@ from routequote.surfaces.input_guard import (
 
 if TYPE_CHECKING:
     from routequote.metrics import Metrics
-    from routequote.surfaces.http import BODY_READ
+    from routequote.surfaces.http import BODY_CONTENT_TYPE, BODY_READ
 from routequote.observability import Tracing
 
 
@@ -130,7 +130,9 @@ class RequestStack:
             size += len(name) + len(value)
             if name == b"content-length":
                 length = value
-            elif name == b"content-type":
+            elif (
+                name == b"content-type" and content_type is None
+            ):  # the first, as Starlette's headers read it
                 content_type = value
             elif name == b"transfer-encoding":
                 chunked = value
@@ -212,6 +214,7 @@ class RequestStack:
                     await _refuse(out, jsonrpc, 400, exc.reason_class, exc.message)
                     return
             scope[BODY_READ] = body  # the surfaces' JSON reader takes it from here
+            scope[BODY_CONTENT_TYPE] = (content_type or b"").decode("latin-1")
             receive = _replay(body, receive)
         try:
             await self.app(scope, receive, reply)

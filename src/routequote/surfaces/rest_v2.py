@@ -15,18 +15,40 @@ from routequote.contract.v2 import (
     RouteDetailsResponse,
     StatusResponse,
 )
-from routequote.core.intent import parse_quote_request
-from routequote.core.quote import payload_json
+from routequote.core.intent import QuoteIntent, parse_quote_request
+from routequote.input_rules import loads_strict
 from routequote.ratelimit import RateLimiter
 from routequote.service import RouteQuoteService
 from routequote.surfaces.direct_route import DirectRoute
-from routequote.surfaces.http import JsonBytes, answer, read_json_body
+from routequote.surfaces.http import JsonBytes, answer, read_json_bytes
 
 _ERR = {"model": ErrorResponse}
 
 
+class QuoteIntents:
+    """QuoteRequest bodies already parsed, by their exact bytes: agents send the same body again and again,
+    and the same bytes always give the same intent (`parse_quote_request(loads_strict(raw))`, a pure function).
+    Only accepted bodies are kept; a refused one is parsed and refused every time."""
+
+    def __init__(self, max_entries: int = 1024, max_body_bytes: int = 512) -> None:
+        self.max_entries, self.max_body_bytes = max_entries, max_body_bytes
+        self._seen: dict[bytes, QuoteIntent] = {}
+
+    def parse(self, raw: bytes) -> QuoteIntent:
+        found = self._seen.get(raw)
+        if found is not None:
+            return found
+        intent = parse_quote_request(loads_strict(raw))
+        if len(raw) <= self.max_body_bytes:
+            if len(self._seen) >= self.max_entries:
+                del self._seen[next(iter(self._seen))]  # the oldest first
+            self._seen[raw] = intent
+        return intent
+
+
 def router(service: RouteQuoteService, limiter: RateLimiter) -> APIRouter:
     api = APIRouter(prefix="/v2", route_class=DirectRoute)  # every endpoint: (request) -> Response
+    intents = QuoteIntents()
 
     @api.get(
         "/capabilities",
@@ -82,8 +104,8 @@ def router(service: RouteQuoteService, limiter: RateLimiter) -> APIRouter:
     )
     async def quote(request: Request) -> Response:
         async def produce() -> JsonBytes:
-            issued = await service.quote(parse_quote_request(await read_json_body(request)))
-            return JsonBytes(payload_json(issued.body, issued.payload))
+            issued = await service.quote(intents.parse(await read_json_bytes(request)))
+            return JsonBytes(issued.json)
 
         return await answer(limiter, request, produce)
 

@@ -1,0 +1,227 @@
+"""Issuing quotes fast: what every quote of one QuoteBody shares is encoded once.
+
+Two quotes of one body (one route, amount and market version, with one TTL and prepare flag) differ only in
+their id, their two times, their latency and the two hashes over those. The first quote of a body is
+assembled by the reference `quote.issue` and serialised whole. The second compiles an `IssueTemplate`: the
+reference assembly is run once more with a named placeholder at each per-quote place, and three encodings
+are kept as constant runs around the placeholders. These are the response JSON, the typed-canonical bytes
+that quote_payload_sha256 hashes, and the canonical JSON of the fingerprint claim.
+
+The template is used only if, filled with the first quote's values, it gives that quote's exact bytes. If it
+does not, the body keeps the reference path, so a template can cost speed but never correctness. Each later
+quote fills the runs: two ISO times, two SHA-256 hashes and a join.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from hashlib import sha256
+from itertools import chain
+from typing import Any
+
+import orjson
+
+from routequote.core.hashing import CanonicalTemplate, Hole, canonical_json_numberless, typed_canonical
+from routequote.core.intent import QuoteIntent, amount_decimal
+from routequote.core.quote import (
+    FINGERPRINT_SPEC,
+    QuoteBody,
+    continuation_fields,
+    iso_ms,
+    issue,
+    quote_fields,
+    substituted_payload,
+)
+
+# the per-quote places, by placeholder name; a fill is handed their values in this order
+_NAMES = ("quote_id", "issued", "expires", "latency", "payload_sha", "fingerprint")
+_ID, _ISSUED, _EXPIRES, _LATENCY, _PAYLOAD_SHA, _FINGERPRINT = _NAMES
+_MARKS = {name: f"\x00{name}\x00" for name in _NAMES}  # orjson writes NUL as \u0000: never in a real value
+_TOKEN = re.compile(rb'"\\u0000(' + b"|".join(n.encode() for n in _NAMES) + rb')\\u0000"')
+_MILLISECONDS = [b"%03dZ" % ms for ms in range(1000)]  # an ISO time's end
+_TYPED_MS = [typed_canonical(ms) for ms in range(1000)]  # a quote's latency, typed-canonical
+
+
+class _Format:
+    """Constant runs with a named value between each two."""
+
+    __slots__ = ("_first", "_last", "_order", "_runs", "_steps", "names")
+
+    def __init__(self, runs: Sequence[bytes], names: Sequence[str]) -> None:
+        self.names = tuple(names)
+        self._order = tuple(_NAMES.index(n) for n in names)
+        self._runs, self._last = tuple(runs[:-1]), runs[-1]
+        self._first = sha256(runs[0])  # the hash state after the first run, copied by `sha256`
+        self._steps = tuple(zip(self._order, runs[1:], strict=True))
+
+    @classmethod
+    def cut(cls, data: bytes, expected: dict[str, int]) -> _Format:
+        """`data` cut at each placeholder's JSON token (as orjson writes it)."""
+        runs: list[bytes] = []
+        names: list[str] = []
+        at = 0
+        for m in _TOKEN.finditer(data):
+            runs.append(data[at : m.start()])
+            names.append(m.group(1).decode())
+            at = m.end()
+        runs.append(data[at:])
+        found = {n: names.count(n) for n in expected}
+        # a placeholder caught inside a longer string would leave a NUL behind: refuse the template then
+        if found != expected or any(b"\\u0000" in run for run in runs):
+            raise ValueError(f"placeholders found {found}, expected {expected}")
+        return cls(runs, names)
+
+    def fill(self, values: tuple[bytes, ...]) -> bytes:
+        # run, value, run, value, ..., run: interleaved and joined in C
+        return b"".join(
+            [*chain.from_iterable(zip(self._runs, map(values.__getitem__, self._order))), self._last]
+        )
+
+    def sha256(self, values: tuple[bytes, ...]) -> bytes:
+        """The hex SHA-256 of `fill(values)`, streamed: the filled bytes are never made."""
+        digest = self._first.copy()
+        update = digest.update
+        for i, run in self._steps:
+            update(values[i])
+            update(run)
+        return digest.hexdigest().encode()
+
+
+def _holes(value: Any) -> Any:
+    """`value` with each placeholder string replaced by a typed-canonical `Hole` of the same name."""
+    if type(value) is dict:
+        return {k: _holes(v) for k, v in value.items()}
+    if type(value) is list:
+        return [_holes(v) for v in value]
+    if type(value) is str and value.startswith("\x00") and value.endswith("\x00"):
+        return Hole(value.strip("\x00"))
+    return value
+
+
+class IssueTemplate:
+    """The compiled issue of one body: `fill` is byte-equal to `orjson.dumps(issue(...))` for any id, time and
+    latency."""
+
+    __slots__ = ("_claim", "_heads", "_json", "_millisecond", "_payload", "_second", "_times", "_ttl")
+
+    def __init__(self, body: QuoteBody, *, ttl_seconds: int, first_unsigned_action_supported: bool) -> None:
+        if type(ttl_seconds) is not int:
+            raise TypeError("the template's times need a TTL of whole seconds")
+        m = _MARKS
+        quote = quote_fields(
+            body,
+            quote_id=m[_ID],
+            issued=m[_ISSUED],
+            expires=m[_EXPIRES],
+            ttl_seconds=ttl_seconds,
+            latency_ms=m[_LATENCY],
+            first_unsigned_action_supported=first_unsigned_action_supported,
+        )
+        hashed = CanonicalTemplate.of(_holes(substituted_payload(quote)))
+        if sorted(hashed.holes) != sorted((_ID, _ISSUED, _EXPIRES, _LATENCY)):
+            raise ValueError(f"the payload hash's placeholders are {hashed.holes}")
+        self._payload = _Format(hashed.runs, hashed.holes)
+        continuation = continuation_fields(
+            body,
+            quote,
+            amount_usd_decimal=amount_decimal(body.intent["amount_usd"]),
+            payload_sha256=m[_PAYLOAD_SHA],
+        )
+        once = {_ID: 1, _ISSUED: 1, _EXPIRES: 1, _PAYLOAD_SHA: 1}
+        self._claim = _Format.cut(canonical_json_numberless(continuation["quote_fingerprint_claim"]), once)
+        continuation["quote_fingerprint"] = m[_FINGERPRINT]
+        continuation["quote_fingerprint_spec"] = FINGERPRINT_SPEC
+        quote["continuation_v3"] = continuation
+        # the id and both times appear in the quote, the continuation and its claim
+        every = {_ID: 3, _ISSUED: 3, _EXPIRES: 3, _LATENCY: 1, _PAYLOAD_SHA: 2, _FINGERPRINT: 1}
+        self._json = _Format.cut(orjson.dumps(quote), every)
+        self._ttl = timedelta(seconds=ttl_seconds)
+        # the latest quote's whole second and millisecond, and its times' encodings (shared by every quote
+        # issued in the same millisecond: several, under load)
+        self._second: datetime | None = None
+        self._heads = (b"", b"")
+        self._millisecond = -1
+        self._times: tuple[bytes, bytes, bytes, bytes] = (b"", b"", b"", b"")
+
+    def _encoded_times(self, issued_at: datetime) -> tuple[bytes, bytes, bytes, bytes]:
+        """The issue and expiry times' iso_ms, typed-canonical then as JSON. The TTL is whole seconds, so both
+        times end in the same milliseconds, and what comes before them changes once a second."""
+        second = issued_at.replace(microsecond=0)
+        millisecond = issued_at.microsecond // 1000
+        if second != self._second:
+            self._second, self._millisecond = second, -1
+            self._heads = (iso_ms(second)[:-4].encode(), iso_ms(second + self._ttl)[:-4].encode())
+        if millisecond != self._millisecond:
+            tail = _MILLISECONDS[millisecond]
+            issued, expires = (
+                self._heads[0] + tail,
+                self._heads[1] + tail,
+            )  # ASCII: JSON is the text in quotes
+            self._millisecond = millisecond
+            self._times = (
+                b"s%d:%s" % (len(issued), issued),
+                b"s%d:%s" % (len(expires), expires),
+                b'"%s"' % issued,
+                b'"%s"' % expires,
+            )
+        return self._times
+
+    def fill(self, quote_id: str, issued_at: datetime, latency_ms: int) -> bytes:
+        typed_issued, typed_expires, json_issued, json_expires = self._encoded_times(issued_at)
+        raw_id = quote_id.encode()
+        typed_latency = _TYPED_MS[latency_ms] if 0 <= latency_ms < 1000 else typed_canonical(latency_ms)
+        payload_sha = self._payload.sha256(
+            (b"s%d:%s" % (len(raw_id), raw_id), typed_issued, typed_expires, typed_latency)
+        )
+        json_id, json_sha = orjson.dumps(quote_id), b'"%s"' % payload_sha
+        fingerprint = self._claim.sha256((json_id, json_issued, json_expires, b"", json_sha))
+        return self._json.fill(
+            (json_id, json_issued, json_expires, b"%d" % latency_ms, json_sha, b'"%s"' % fingerprint)
+        )
+
+
+_NO_TEMPLATE = object()  # this body's template did not reproduce its first quote: the reference path only
+
+
+def issue_json(
+    body: QuoteBody,
+    *,
+    intent: QuoteIntent,
+    quote_id: str,
+    issued_at: datetime,
+    ttl_seconds: int,
+    latency_ms: int,
+    first_unsigned_action_supported: bool,
+) -> bytes:
+    """The QuoteResponse JSON of one issued quote, as `orjson.dumps(issue(...))` gives it.
+
+    `intent` must be the one `body` was priced for (its amount is in `body.intent`)."""
+    key = (ttl_seconds, first_unsigned_action_supported)
+    slot = body._issue_templates.get(key)
+    if type(slot) is IssueTemplate and type(latency_ms) is int:
+        return slot.fill(quote_id, issued_at, latency_ms)
+    data = orjson.dumps(
+        issue(
+            body,
+            intent=intent,
+            quote_id=quote_id,
+            issued_at=issued_at,
+            ttl_seconds=ttl_seconds,
+            latency_ms=latency_ms,
+            first_unsigned_action_supported=first_unsigned_action_supported,
+        )
+    )
+    if slot is None:  # the first quote of this body: kept to check the template against
+        body._issue_templates[key] = (quote_id, issued_at, latency_ms, data)
+    elif type(slot) is tuple:
+        try:
+            template = IssueTemplate(
+                body, ttl_seconds=ttl_seconds, first_unsigned_action_supported=first_unsigned_action_supported
+            )
+            checked = template.fill(*slot[:3]) == slot[3]
+        except (ValueError, TypeError):
+            checked = False
+        body._issue_templates[key] = template if checked else _NO_TEMPLATE
+    return data
