@@ -19,6 +19,7 @@ from routequote.core.chain import (
 from routequote.core.intent import QuoteIntent
 from routequote.core.market import MarketView
 from routequote.core.quote import QuoteBody
+from routequote.core.quote_issue import IssueTemplate
 from routequote.core.routes import Route
 
 
@@ -68,7 +69,9 @@ class IssuedQuote:
         "json",
         "quote_id",
         "route",
+        "template",
         "ttl_seconds",
+        "values",
     )
 
     def __init__(
@@ -80,8 +83,12 @@ class IssuedQuote:
         route: Route,
         body: QuoteBody,
         expires_at_monotonic: float,  # in this process's monotonic clock
+        template: IssueTemplate | None = None,  # the compiled issue it was filled from, if any
+        values: tuple[bytes, ...] = (),  # then: the JSON of its per-quote values (quote_issue.PER_QUOTE)
     ) -> None:
         self.quote_id = quote_id
+        self.template = template
+        self.values = values
         self.json = json
         self.ttl_seconds = ttl_seconds
         self.intent = intent

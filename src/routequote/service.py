@@ -82,7 +82,7 @@ class RouteQuoteService:
             ttl = self.config.quote_ttl_seconds
             latency_ms = max(0, int((self.clock.monotonic() - started) * 1000))
             quote_id = self.ids.new_id()
-            data = issue_json(
+            issued_json = issue_json(
                 body,
                 intent=intent,
                 quote_id=quote_id,
@@ -91,7 +91,17 @@ class RouteQuoteService:
                 latency_ms=latency_ms,
                 first_unsigned_action_supported=body.route.key in self.config.prepare_ready_routes,
             )
-            issued = IssuedQuote(quote_id, data, ttl, intent, body.route, body, self.clock.monotonic() + ttl)
+            issued = IssuedQuote(
+                quote_id,
+                issued_json.json,
+                ttl,
+                intent,
+                body.route,
+                body,
+                self.clock.monotonic() + ttl,
+                issued_json.template,
+                issued_json.values,
+            )
             await self.quotes.put(issued)
             for hook in self.quote_hooks:
                 hook(issued, self.clock.monotonic() - started)

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import httpx
+import orjson
 import pytest
 from tests.support.server import running_server
 from tests.support.services import require_redis
@@ -84,8 +85,8 @@ async def test_stored_quote_round_trips_to_the_same_domain_objects() -> None:
     from routequote.clock import FixedClock, SequentialIds
     from routequote.market.snapshot import EmbeddedSnapshot
     from routequote.service import RouteQuoteService, ServiceConfig
+    from routequote.storage.quote_records import issued_from_record, issued_to_record
     from routequote.storage.quotes import MemoryQuoteStore
-    from routequote.storage.redis_store import issued_from_record, issued_to_record
 
     service = RouteQuoteService(
         EmbeddedSnapshot(),
@@ -107,3 +108,54 @@ async def test_stored_quote_round_trips_to_the_same_domain_objects() -> None:
         assert loaded.intent == original.intent and loaded.route is original.route
         assert loaded.body.pricing == original.body.pricing
         assert loaded.body.summary_sha256 == original.body.summary_sha256
+
+
+async def test_quotes_of_a_compiled_issue_are_stored_compact_and_read_back_exactly() -> None:
+    """The first quote of a body is stored whole; later ones as their own values naming one shared record.
+    Each reads back to the same JSON and domain objects; without its shared record a quote fails closed."""
+    require_redis()
+    import redis
+
+    from routequote.clock import SystemClock, UuidFactory
+    from routequote.core.intent import parse_quote_request
+    from routequote.market.snapshot import EmbeddedSnapshot
+    from routequote.service import RouteQuoteService, ServiceConfig
+    from routequote.storage.redis_store import SHARED_GRACE_MS, RedisQuoteStore
+
+    raw = redis.Redis.from_url(REDIS_URL)
+    raw.flushdb()
+    store = RedisQuoteStore(REDIS_URL)
+    reader = RedisQuoteStore(REDIS_URL)  # another worker: nothing of the writer's in its memory
+    service = RouteQuoteService(
+        EmbeddedSnapshot(), store, SystemClock(), UuidFactory(), ServiceConfig(quote_ttl_seconds=60)
+    )
+    try:
+        quotes = [await service.quote(parse_quote_request(intent_for(ROUTE, 100))) for _ in range(4)]
+        stored = [raw.get(f"routequote:quote:{q.quote_id}") for q in quotes]
+        assert stored[0] is not None and stored[0][:1] == b"{"  # the reference assembly: whole
+        assert all(r is not None and r[:1] == b"C" and len(r) < 1024 for r in stored[1:]), stored
+        shared = {r.partition(b"\n")[0][1:] for r in stored[1:] if r is not None}
+        assert len(shared) == 1  # one shared record for the body's compiled issue
+        (shared_key,) = shared
+        assert 60_000 < raw.pttl(shared_key) <= 60_000 + SHARED_GRACE_MS
+        for q in quotes:
+            loaded = await reader.get(q.quote_id, 0.0)
+            assert loaded is not None and loaded.json == q.json and loaded.payload == orjson.loads(q.json)
+            assert loaded.intent == q.intent and loaded.body.pricing == q.body.pricing
+        # a shared record changed under its key is refused; one that is gone fails closed
+        original = raw.get(shared_key)
+        assert original is not None
+        raw.set(shared_key, original.replace(b"routequote", b"routequotX", 1))
+        assert await reader.get(quotes[1].quote_id, 0.0) is None
+        raw.delete(shared_key)
+        assert await reader.get(quotes[2].quote_id, 0.0) is None
+        assert (await reader.get(quotes[0].quote_id, 0.0)) is not None  # the whole record needs nothing
+        # the next quote of the body writes the shared record again
+        again = await service.quote(parse_quote_request(intent_for(ROUTE, 100)))
+        assert raw.get(shared_key) == original
+        loaded = await reader.get(again.quote_id, 0.0)
+        assert loaded is not None and loaded.json == again.json
+    finally:
+        await store.aclose()
+        await reader.aclose()
+        raw.flushdb()

@@ -21,7 +21,7 @@ from routequote.core.hashing import (
 )
 from routequote.core.intent import QuoteIntent, parse_quote_request
 from routequote.core.quote import QuoteBody, issue, substituted_payload
-from routequote.core.quote_issue import IssueTemplate, _Format, issue_json
+from routequote.core.quote_issue import IssueTemplate, _Format, fill_json, issue_json
 from routequote.core.routes import ROUTES
 from routequote.market.snapshot import EmbeddedSnapshot
 from routequote.service import RouteQuoteService, ServiceConfig
@@ -122,9 +122,13 @@ async def test_every_quote_of_every_route_is_byte_equal_to_the_reference_assembl
                     latency_ms=latency,
                     first_unsigned_action_supported=ready,
                 )
-                got = issue_json(body, intent=intent, **per_quote)
+                got = issue_json(body, intent=intent, **per_quote).json
                 assert got == reference_json(body, intent, **per_quote), (key, per_quote)
-            assert type(body._issue_templates[(ttl, ready)]) is IssueTemplate
+            template = body._issue_templates[(ttl, ready)]
+            assert type(template) is IssueTemplate
+            again = issue_json(body, intent=intent, **per_quote)
+            runs, names = template.json_runs()  # what a shared store keeps once per body
+            assert again.template is template and fill_json(runs, names, again.values) == again.json
 
 
 async def test_quotes_within_one_second_and_across_seconds_have_the_reference_times() -> None:
@@ -136,7 +140,7 @@ async def test_quotes_within_one_second_and_across_seconds_have_the_reference_ti
     for step_us in (0, 1, 400, 999, 1_000, 1_500, 700_000, 1_000_000, 86_400_000_000):
         at = start + timedelta(microseconds=step_us)
         per_quote = dict(quote_id=f"id-{step_us}", issued_at=at, ttl_seconds=90, latency_ms=2)
-        got = issue_json(body, intent=intent, first_unsigned_action_supported=False, **per_quote)
+        got = issue_json(body, intent=intent, first_unsigned_action_supported=False, **per_quote).json
         assert got == reference_json(body, intent, first_unsigned_action_supported=False, **per_quote), at
 
 
@@ -165,11 +169,11 @@ async def test_a_template_that_does_not_reproduce_the_first_quote_is_never_used(
     issue_json(body, intent=intent, first_unsigned_action_supported=False, **first)
     body.offer["changed_after_the_first_quote"] = True  # what the template is compiled from now differs
     second = dict(first, quote_id="b")
-    got = issue_json(body, intent=intent, first_unsigned_action_supported=False, **second)
+    got = issue_json(body, intent=intent, first_unsigned_action_supported=False, **second).json
     assert got == reference_json(body, intent, first_unsigned_action_supported=False, **second)
     assert type(body._issue_templates[(60, False)]) is not IssueTemplate
     third = dict(first, quote_id="c")
-    got = issue_json(body, intent=intent, first_unsigned_action_supported=False, **third)
+    got = issue_json(body, intent=intent, first_unsigned_action_supported=False, **third).json
     assert got == reference_json(body, intent, first_unsigned_action_supported=False, **third)
 
 

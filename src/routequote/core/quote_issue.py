@@ -7,9 +7,9 @@ reference assembly is run once more with a named placeholder at each per-quote p
 are kept as constant runs around the placeholders. These are the response JSON, the typed-canonical bytes
 that quote_payload_sha256 hashes, and the canonical JSON of the fingerprint claim.
 
-The template is used only if, filled with the first quote's values, it gives that quote's exact bytes. If it
-does not, the body keeps the reference path, so a template can cost speed but never correctness. Each later
-quote fills the runs: two ISO times, two SHA-256 hashes and a join.
+The template is used, from the second quote on, only if filled with the first quote's values it gives that
+quote's exact bytes. If it does not, the body keeps the reference path, so a template can cost speed but
+never correctness. Filling the runs costs two ISO times, two SHA-256 hashes and a join.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from hashlib import sha256
 from itertools import chain
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
@@ -36,7 +36,7 @@ from routequote.core.quote import (
 )
 
 # the per-quote places, by placeholder name; a fill is handed their values in this order
-_NAMES = ("quote_id", "issued", "expires", "latency", "payload_sha", "fingerprint")
+PER_QUOTE = _NAMES = ("quote_id", "issued", "expires", "latency", "payload_sha", "fingerprint")
 _ID, _ISSUED, _EXPIRES, _LATENCY, _PAYLOAD_SHA, _FINGERPRINT = _NAMES
 _MARKS = {name: f"\x00{name}\x00" for name in _NAMES}  # orjson writes NUL as \u0000: never in a real value
 _TOKEN = re.compile(rb'"\\u0000(' + b"|".join(n.encode() for n in _NAMES) + rb')\\u0000"')
@@ -47,12 +47,12 @@ _TYPED_MS = [typed_canonical(ms) for ms in range(1000)]  # a quote's latency, ty
 class _Format:
     """Constant runs with a named value between each two."""
 
-    __slots__ = ("_first", "_last", "_order", "_runs", "_steps", "names")
+    __slots__ = ("_first", "_order", "_steps", "last", "names", "runs")
 
     def __init__(self, runs: Sequence[bytes], names: Sequence[str]) -> None:
         self.names = tuple(names)
         self._order = tuple(_NAMES.index(n) for n in names)
-        self._runs, self._last = tuple(runs[:-1]), runs[-1]
+        self.runs, self.last = tuple(runs[:-1]), runs[-1]
         self._first = sha256(runs[0])  # the hash state after the first run, copied by `sha256`
         self._steps = tuple(zip(self._order, runs[1:], strict=True))
 
@@ -76,7 +76,7 @@ class _Format:
     def fill(self, values: tuple[bytes, ...]) -> bytes:
         # run, value, run, value, ..., run: interleaved and joined in C
         return b"".join(
-            [*chain.from_iterable(zip(self._runs, map(values.__getitem__, self._order))), self._last]
+            [*chain.from_iterable(zip(self.runs, map(values.__getitem__, self._order))), self.last]
         )
 
     def sha256(self, values: tuple[bytes, ...]) -> bytes:
@@ -104,7 +104,17 @@ class IssueTemplate:
     """The compiled issue of one body: `fill` is byte-equal to `orjson.dumps(issue(...))` for any id, time and
     latency."""
 
-    __slots__ = ("_claim", "_heads", "_json", "_millisecond", "_payload", "_second", "_times", "_ttl")
+    __slots__ = (
+        "__weakref__",  # a shared store keeps what it derived from a template (its stored runs) beside it
+        "_claim",
+        "_heads",
+        "_json",
+        "_millisecond",
+        "_payload",
+        "_second",
+        "_times",
+        "_ttl",
+    )
 
     def __init__(self, body: QuoteBody, *, ttl_seconds: int, first_unsigned_action_supported: bool) -> None:
         if type(ttl_seconds) is not int:
@@ -168,7 +178,8 @@ class IssueTemplate:
             )
         return self._times
 
-    def fill(self, quote_id: str, issued_at: datetime, latency_ms: int) -> bytes:
+    def fill(self, quote_id: str, issued_at: datetime, latency_ms: int) -> tuple[bytes, tuple[bytes, ...]]:
+        """The quote's JSON, and the JSON of its per-quote values (in `PER_QUOTE` order)."""
         typed_issued, typed_expires, json_issued, json_expires = self._encoded_times(issued_at)
         raw_id = quote_id.encode()
         typed_latency = _TYPED_MS[latency_ms] if 0 <= latency_ms < 1000 else typed_canonical(latency_ms)
@@ -177,9 +188,25 @@ class IssueTemplate:
         )
         json_id, json_sha = orjson.dumps(quote_id), b'"%s"' % payload_sha
         fingerprint = self._claim.sha256((json_id, json_issued, json_expires, b"", json_sha))
-        return self._json.fill(
-            (json_id, json_issued, json_expires, b"%d" % latency_ms, json_sha, b'"%s"' % fingerprint)
-        )
+        values = (json_id, json_issued, json_expires, b"%d" % latency_ms, json_sha, b'"%s"' % fingerprint)
+        return self._json.fill(values), values
+
+    def json_runs(self) -> tuple[list[bytes], tuple[str, ...]]:
+        """The response JSON's constant runs and the per-quote value between each two (see `fill_json`)."""
+        return [*self._json.runs, self._json.last], self._json.names
+
+
+def fill_json(runs: Sequence[bytes], names: Sequence[str], values: Sequence[bytes]) -> bytes:
+    """A quote's JSON from a template's `json_runs` and its per-quote values (JSON, in `PER_QUOTE` order)."""
+    if len(runs) != len(names) + 1 or len(values) != len(PER_QUOTE):
+        raise ValueError("runs, names and values do not fit together")
+    return _Format(runs, names).fill(tuple(values))
+
+
+class IssuedJson(NamedTuple):
+    json: bytes  # the QuoteResponse
+    template: IssueTemplate | None  # the compiled issue it was filled from (None: the reference assembly)
+    values: tuple[bytes, ...]  # with a template: the JSON of the per-quote values, in `PER_QUOTE` order
 
 
 _NO_TEMPLATE = object()  # this body's template did not reproduce its first quote: the reference path only
@@ -194,14 +221,24 @@ def issue_json(
     ttl_seconds: int,
     latency_ms: int,
     first_unsigned_action_supported: bool,
-) -> bytes:
+) -> IssuedJson:
     """The QuoteResponse JSON of one issued quote, as `orjson.dumps(issue(...))` gives it.
 
     `intent` must be the one `body` was priced for (its amount is in `body.intent`)."""
     key = (ttl_seconds, first_unsigned_action_supported)
     slot = body._issue_templates.get(key)
+    if type(slot) is tuple:  # the second quote of this body: compile, and check against the first
+        try:
+            template = IssueTemplate(
+                body, ttl_seconds=ttl_seconds, first_unsigned_action_supported=first_unsigned_action_supported
+            )
+            checked = template.fill(*slot[:3])[0] == slot[3]
+        except (ValueError, TypeError):
+            checked = False
+        slot = body._issue_templates[key] = template if checked else _NO_TEMPLATE
     if type(slot) is IssueTemplate and type(latency_ms) is int:
-        return slot.fill(quote_id, issued_at, latency_ms)
+        json, values = slot.fill(quote_id, issued_at, latency_ms)
+        return IssuedJson(json, slot, values)
     data = orjson.dumps(
         issue(
             body,
@@ -215,13 +252,4 @@ def issue_json(
     )
     if slot is None:  # the first quote of this body: kept to check the template against
         body._issue_templates[key] = (quote_id, issued_at, latency_ms, data)
-    elif type(slot) is tuple:
-        try:
-            template = IssueTemplate(
-                body, ttl_seconds=ttl_seconds, first_unsigned_action_supported=first_unsigned_action_supported
-            )
-            checked = template.fill(*slot[:3]) == slot[3]
-        except (ValueError, TypeError):
-            checked = False
-        body._issue_templates[key] = template if checked else _NO_TEMPLATE
-    return data
+    return IssuedJson(data, None, ())

@@ -3,6 +3,7 @@ integer per-step amounts it was priced with; loading rebuilds the same domain ob
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 import orjson
@@ -11,6 +12,7 @@ from routequote.core.assets import ASSETS
 from routequote.core.intent import QuoteIntent
 from routequote.core.pricing import PricedStep, RoutePricing
 from routequote.core.quote import QuoteBody
+from routequote.core.quote_issue import fill_json
 from routequote.core.routes import ROUTES
 from routequote.ports import IssuedQuote
 
@@ -31,6 +33,11 @@ _STEP_INTS = (
 _DYNAMIC_ROUTE_KEYS = ("quote_latency_ms", "server_signing", "server_submission")
 
 
+def _steps(pricing: RoutePricing) -> list[dict[str, str]]:
+    # base amounts can exceed 2^53: decimal strings, as on the wire
+    return [{k: str(getattr(ps, k)) for k in _STEP_INTS} for ps in pricing.steps]
+
+
 def issued_to_record(issued: IssuedQuote) -> bytes:
     """One line of JSON with what the payload does not hold, a newline, then the payload's exact JSON (kept as
     answered, never re-encoded)."""
@@ -39,10 +46,67 @@ def issued_to_record(issued: IssuedQuote) -> bytes:
         "quote_id": issued.quote_id,
         "ttl_seconds": issued.ttl_seconds,
         "market_version": pricing.market_version,
-        # base amounts can exceed 2^53: decimal strings, as on the wire
-        "steps": [{k: str(getattr(ps, k)) for k in _STEP_INTS} for ps in pricing.steps],
+        "steps": _steps(pricing),
     }
     return orjson.dumps(head) + b"\n" + issued.json
+
+
+# ---- compact records: a quote filled from a compiled issue, and what it shares with its body's other quotes ----
+
+
+def shared_record(issued: IssuedQuote) -> bytes | None:
+    """What every quote filled from `issued.template` shares: the response JSON's constant runs, the name of
+    each value between them, and the pricing. None for a quote of the reference assembly."""
+    if issued.template is None:
+        return None
+    runs, names = issued.template.json_runs()
+    pricing = issued.body.pricing
+    return orjson.dumps(
+        {
+            "market_version": pricing.market_version,
+            "steps": _steps(pricing),
+            "names": list(names),
+            "runs": [run.decode() for run in runs],  # cut from orjson's output at ASCII tokens: UTF-8
+        }
+    )
+
+
+def shared_key(prefix: str, shared: bytes) -> str:
+    """Content-addressed: every worker that compiled the same issue stores it under the same key."""
+    return prefix + hashlib.sha256(shared).hexdigest()
+
+
+def compact_record(issued: IssuedQuote, key: str) -> bytes:
+    """`C`, the key of the shared record, a newline, then the quote's own values as one JSON array (its TTL,
+    then its per-quote values, which are JSON already): a few hundred bytes."""
+    return b"C%s\n[%d,%s]" % (key.encode(), issued.ttl_seconds, b",".join(issued.values))
+
+
+def shared_key_of(compact: bytes) -> str | None:
+    """The key of the shared record a compact record needs, or None for a whole record."""
+    if compact[:1] != b"C":
+        return None
+    return compact[1:].partition(b"\n")[0].decode("ascii", "replace")
+
+
+def whole_record(compact: bytes, shared: bytes) -> bytes:
+    """The whole record (`issued_to_record`'s form) of a compact one and its shared record; ValueError when
+    the shared record is not the one the compact record names."""
+    key, _, own_line = compact[1:].partition(b"\n")
+    if not key.endswith(hashlib.sha256(shared).hexdigest().encode()):
+        raise ValueError("a shared quote record that is not the one named")
+    own, common = orjson.loads(own_line), orjson.loads(shared)
+    ttl_seconds, values = own[0], own[1:]
+    json = fill_json(
+        [run.encode() for run in common["runs"]], common["names"], [orjson.dumps(v) for v in values]
+    )
+    head = {
+        "quote_id": values[0],
+        "ttl_seconds": ttl_seconds,
+        "market_version": common["market_version"],
+        "steps": common["steps"],
+    }
+    return orjson.dumps(head) + b"\n" + json
 
 
 def record_head(raw: bytes) -> dict[str, Any]:

@@ -1,7 +1,7 @@
 """One multiplexed Redis connection per process, for the quote and idempotency stores' few commands.
 
-Every concurrent request writes its command(s) onto the one connection at once and waits for its reply; one
-reader task parses replies in order (Redis answers each connection's commands in order) and hands each to its
+Every concurrent request puts its command(s) on the one connection and waits for its reply; the commands of one
+turn of the event loop go out in one write at its end. One reader task parses replies in order (Redis answers each connection's commands in order) and hands each to its
 waiter. A lookup that needs two commands writes both in one write: one round trip. Compared with a client that
 checks a connection out of a pool for every command, this costs a few microseconds of Python per command and no
 pool contention under load.
@@ -49,6 +49,7 @@ class RedisWire:
         self._waiting: collections.deque[tuple[asyncio.Future[Any], float]] = collections.deque()
         self._connecting: asyncio.Future[None] | None = None
         self._watchdog: asyncio.TimerHandle | None = None
+        self._pending: list[bytes] = []  # commands of this turn of the loop, written together at its end
 
     async def command(self, *args: bytes | str | int) -> Reply:
         (reply,) = await self.commands(args)
@@ -60,18 +61,38 @@ class RedisWire:
         loop = asyncio.get_running_loop()
         now = loop.time()
         futures: list[asyncio.Future[Any]] = [loop.create_future() for _ in commands]
-        writer.write(b"".join(pack(c) for c in commands))
+        if not self._pending:
+            loop.call_soon(self._flush, writer)
+        self._pending.extend(pack(c) for c in commands)
         self._waiting.extend((f, now) for f in futures)
         if self._watchdog is None:
             self._watchdog = loop.call_later(self.timeout, self._check_timeout)
         if len(futures) == 1:
             replies: list[Any] = [await futures[0]]
-        else:  # every future awaited, so no failure is left unretrieved
-            replies = await asyncio.gather(*futures, return_exceptions=True)
-        for reply in replies:
+        else:
+            # replies are read in order and a lost connection fails every waiter, so once the last is settled
+            # every one is: one wake-up, not one per command (nor a gather)
+            try:
+                await futures[-1]
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # noqa: S110 - read below with the others, so none is left unretrieved
+                pass
+            failures = [f.exception() for f in futures]
+            for failure in failures:
+                if failure is not None:
+                    raise failure
+            replies = [f.result() for f in futures]
+        for reply in replies:  # an error reply comes as a RedisReplyError value: it fails its command
             if isinstance(reply, BaseException):
                 raise reply
         return replies
+
+    def _flush(self, writer: asyncio.StreamWriter) -> None:
+        """One write (one system call) for every command of this turn of the loop."""
+        pending, self._pending = self._pending, []
+        if pending and writer is self._writer:  # else the connection was dropped, failing their waiters
+            writer.write(b"".join(pending))
 
     async def _connect(self) -> asyncio.StreamWriter:
         if self._connecting is not None:  # another command is connecting: share it
@@ -135,6 +156,7 @@ class RedisWire:
     def _drop(self, error: Exception) -> None:
         """Close the connection and fail every command waiting on it."""
         writer, self._writer = self._writer, None
+        self._pending = []
         task, self._reader_task = self._reader_task, None
         if writer is not None:
             writer.close()
