@@ -7,7 +7,9 @@ Rows (wrk -t1 -c16, rate limits off, pairs interleaved A B / B A over --rounds r
 3. quotes, two workers with ROUTEQUOTE_QUOTE_STORE=redis / two workers on the defaults (p99 of each shown).
 4. quotes prepared across two workers on the defaults: 8 concurrent clients, 40 quotes, every quote and every
    prepare on a fresh connection (so the kernel spreads them over the workers); x of 40 answered 200.
-5. quotes, two workers / one worker, both on the defaults.
+5. quotes, two workers / one worker, both on the defaults. wrk runs on the same cores: with S the server's and
+   W wrk's CPU time per quote, two workers on two cores answer at most 2/(S+W) quotes a second and one worker
+   at most 1/S, so the row also prints the bound 2S/(S+W) this machine puts on the ratio.
 6. session create / prepare (POST /v2/session vs POST /v2/prepare, each binding a fresh pre-issued quote), one
    worker, on SQLite and on PostgreSQL (skipped, with the reason, when 127.0.0.1:5432 does not answer).
 7. live market, cold quote: upstream round trips, counted in process against the recorded fake upstreams
@@ -35,6 +37,7 @@ import json
 import os
 import platform
 import re
+import resource
 import secrets
 import shutil
 import socket
@@ -149,6 +152,7 @@ class Sample:
     rps: float
     p99_ms: float
     cpu_us: float  # the server's CPU time (user + system, all its processes) per request
+    client_cpu_us: float = float("nan")  # wrk's own CPU time per request (it shares the machine's cores)
 
 
 def tree(pid: int) -> list[int]:
@@ -186,8 +190,11 @@ def wrk(served: Served, path: str, seconds: float, connections: int, script: str
     ]
     url = served.url + path
     cpu0 = cpu_seconds(served.process.pid)
+    children0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     out = subprocess.run([*cmd, url], capture_output=True, text=True, check=True).stdout
+    children1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = cpu_seconds(served.process.pid) - cpu0
+    client = (children1.ru_utime - children0.ru_utime) + (children1.ru_stime - children0.ru_stime)
     non2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
     if non2xx:
         raise SystemExit(f"wrk saw {non2xx.group(1)} non-2xx answers from {url}")
@@ -195,8 +202,10 @@ def wrk(served: Served, path: str, seconds: float, connections: int, script: str
     m = re.search(r"^\s+99%\s+([\d.]+)(us|ms|s)\b", out, re.M)
     scale = {"us": 1e-3, "ms": 1.0, "s": 1e3}
     n = re.search(r"(\d+) requests in", out)
-    per = cpu / int(n.group(1)) * 1e6 if n and int(n.group(1)) else float("nan")
-    return Sample(rps, float(m.group(1)) * scale[m.group(2)] if m else float("nan"), per)
+    count = int(n.group(1)) if n else 0
+    per = cpu / count * 1e6 if count else float("nan")
+    client_per = client / count * 1e6 if count else float("nan")
+    return Sample(rps, float(m.group(1)) * scale[m.group(2)] if m else float("nan"), per, client_per)
 
 
 @contextlib.contextmanager
@@ -402,8 +411,19 @@ def main() -> None:  # noqa: C901 - one flat script, row by row
             wrk(two, "", 1, c, lua)
             wrk(one, "", 1, c, lua)
             ratios, w2, w1 = paired(lambda: wrk(two, "", s, c, lua), lambda: wrk(one, "", s, c, lua), r)
+            # two workers and wrk share the two cores: with S the server's and W wrk's CPU per quote, one worker
+            # answers at most 1/S and two at most 2/(S + W), so 2w/1w cannot pass 2S/(S + W) here
+            server_us = statistics.median(x.cpu_us for x in w1)
+            client_us = statistics.median(x.client_cpu_us for x in w1)
+            bound = 2 * server_us / (server_us + client_us)
             rows.append(
-                Row("quotes, 2 workers / 1 worker, defaults", ratios, f"2w {med(w2)}; 1w {med(w1)}", ">= 1.7")
+                Row(
+                    "quotes, 2 workers / 1 worker, defaults",
+                    ratios,
+                    f"2w {med(w2)}; 1w {med(w1)}; wrk {client_us:.0f} us CPU/req, so on "
+                    f"{os.cpu_count()} cores at most 2S/(S+W) = {bound:.2f}",
+                    ">= 1.7",
+                )
             )
             if redis_up():
                 with routequote("redis", 2, tmp, quote_store="redis", redis_url=REDIS_URL) as red:
