@@ -23,7 +23,6 @@ from tests.unit.actions.test_solana_swaps import (
     pinned_live_market,
     pinned_orca_upstreams,
     pinned_raydium_upstreams,
-    warm_live_market,
 )
 
 from routequote.app import create_app
@@ -78,8 +77,6 @@ async def live() -> AsyncIterator[Api]:
 @pytest.fixture
 async def live_raydium() -> AsyncIterator[Api]:
     a = Api(live=True, raydium=True)
-    assert a.market is not None
-    await warm_live_market(a.market)
     yield a
     await a.aclose()
 
