@@ -161,31 +161,3 @@ class CanonicalTemplate:
             _encode(values[name], out)
             out.append(runs[i])
         return b"".join(out)
-
-    def sha256(self, values: dict[str, Any]) -> str:
-        return sha256_hex(self.fill(values))
-
-
-def strictly_equal(a: Any, b: Any) -> bool:
-    """Equal for typed_canonical: the same types all the way down (1, 1.0 and True differ; so do 0.0 and -0.0).
-    Shared subtrees are recognised by identity, so comparing two values built from the same parts is cheap."""
-    if a is b:
-        return True
-    t = type(a)
-    if t is not type(b):
-        return False
-    if t is dict:
-        if a.keys() != b.keys():
-            return False
-        for k, v in a.items():
-            w = b[k]
-            if v is not w and not strictly_equal(v, w):
-                return False
-        return True
-    if t is list or t is tuple:
-        return len(a) == len(b) and all(v is w or strictly_equal(v, w) for v, w in zip(a, b, strict=True))
-    if t is float:
-        return bool(a == b and math.copysign(1.0, a) == math.copysign(1.0, b))
-    if t is Hole:
-        return bool(a.name == b.name)
-    return bool(a == b)
