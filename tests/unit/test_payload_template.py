@@ -3,7 +3,8 @@ hash (the full typed-canonical encoding) and its fingerprint."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, timezone
+from hashlib import sha256
 from typing import Any
 
 import orjson
@@ -129,8 +130,13 @@ async def test_quotes_within_one_second_and_across_seconds_have_the_reference_ti
     intent = parse_quote_request(request("base:USDC->solana:USDC", 25))
     body = svc._priced_body(intent, view)
     start = datetime(2026, 11, 20, 23, 59, 58, 998_500, tzinfo=UTC)
-    for step_us in (0, 1, 400, 999, 1_000, 1_500, 700_000, 1_000_000, 86_400_000_000):
+    # forward within a millisecond, a second and a day, then back (a wall clock can step back), then one
+    # instant written in another zone (iso_ms writes a time's own fields: the cache must not mix zones)
+    steps = (0, 1, 400, 999, 1_000, 1_500, 700_000, 1_000_000, 86_400_000_000, 1_200, -1, -1_000_000, 1_200)
+    for n, step_us in enumerate((*steps, 1_200)):
         at = start + timedelta(microseconds=step_us)
+        if n == len(steps):
+            at = at.astimezone(timezone(timedelta(hours=2)))
         per_quote = dict(quote_id=f"id-{step_us}", issued_at=at, ttl_seconds=90, latency_ms=2)
         got = issue_json(body, intent=intent, first_unsigned_action_supported=False, **per_quote).json
         assert got == reference_json(body, intent, first_unsigned_action_supported=False, **per_quote), at
@@ -182,6 +188,10 @@ def test_a_format_fills_its_places_and_keeps_everything_else() -> None:
     fmt = _Format.cut(data, {"quote_id": 2, "latency": 1})
     filled = fmt.fill((b'"q-1"', b"", b"", b"7", b"", b""))
     assert orjson.loads(filled) == {"a": "q-1", "b": "100% %s %d %%", "c": [7, "q-1"]}
+    assert fmt.sha256((b'"q-1"', b"", b"", b"7", b"", b"")) == sha256(filled).hexdigest().encode()
+    one = _Format.cut(orjson.dumps({"a": "%s%%", "b": "\x00latency\x00"}), {"latency": 1})  # a single place
+    assert one.fill((b"", b"", b"", b"12", b"", b"")) == b'{"a":"%s%%","b":12}'
+    assert one.sha256((b"", b"", b"", b"12", b"", b"")) == sha256(b'{"a":"%s%%","b":12}').hexdigest().encode()
 
 
 async def test_a_caller_changing_an_issued_payload_changes_no_other_quote() -> None:
