@@ -9,7 +9,8 @@ that quote_payload_sha256 hashes, and the canonical JSON of the fingerprint clai
 
 The template is used, from the second quote on, only if filled with the first quote's values it gives that
 quote's exact bytes. If it does not, the body keeps the reference path, so a template can cost speed but
-never correctness. Filling the runs costs two ISO times, two SHA-256 hashes and a join.
+never correctness. Filling the runs costs two ISO times, two SHA-256 hashes and a bytes %-format per
+encoding.
 """
 
 from __future__ import annotations
