@@ -80,8 +80,7 @@ class _Format:
         return cls(runs, names)
 
     def fill(self, values: tuple[bytes, ...]) -> bytes:
-        filled: bytes = self._pattern % self._pick(values)
-        return filled
+        return self._pattern % self._pick(values)
 
     def sha256(self, values: tuple[bytes, ...]) -> bytes:
         """The hex SHA-256 of `fill(values)`, from the state after the first run."""
@@ -159,13 +158,14 @@ class IssueTemplate:
     def _encoded_times(self, issued_at: datetime) -> tuple[bytes, bytes, bytes, bytes]:
         """The issue and expiry times' iso_ms, typed-canonical then as JSON. The TTL is whole seconds, so both
         times end in the same milliseconds, and what comes before them changes once a second."""
-        try:
-            # a subtraction, not replace(microsecond=0) and a comparison: those cost ten times as much
-            into = issued_at - self._second  # type: ignore[operator]
-            # a negative gap has days == -1; iso_ms writes a time's own fields, so the zone must be the same
-            same_second = not (into.days or into.seconds) and issued_at.tzinfo is self._second.tzinfo  # type: ignore[union-attr]
-        except TypeError:  # the first time (no second yet), or one naive and one aware
-            same_second = False
+        last, same_second = self._second, False
+        if last is not None:
+            try:  # a subtraction, not replace(microsecond=0) and a comparison: those cost ten times as much
+                into = issued_at - last
+                # a negative gap has days == -1; iso_ms writes a time's own fields, so the zone must match too
+                same_second = not (into.days or into.seconds) and issued_at.tzinfo is last.tzinfo
+            except TypeError:  # one time naive, the other aware
+                pass
         if not same_second:
             second = issued_at.replace(microsecond=0)
             self._second, self._millisecond = second, -1
