@@ -55,10 +55,13 @@ def serve(
 
     signal.signal(signal.SIGTERM, stopped)
     peer_dir = ""
-    if settings.resolved_quote_store() == "peers":  # the workers' private directory, gone at exit
+    # the workers' private directory (peer quote sockets, connection counts), gone at exit
+    if workers > 1 or settings.resolved_quote_store() == "peers":
         from routequote.storage.peer_quotes import PEER_DIR_ENV, make_serve_dir
+        from routequote.surfaces.worker_balance import make_board
 
         peer_dir = os.environ[PEER_DIR_ENV] = make_serve_dir()
+        make_board(peer_dir)  # the workers' open-connection counts, so that they share connections evenly
     try:
         _run_uvicorn(settings, host, port, workers)
     finally:
@@ -84,6 +87,8 @@ def _run_uvicorn(settings: Settings, host: str, port: int, workers: int) -> None
         log_level=settings.log_level,
         log_config=None,  # uvicorn's loggers propagate to the one redacting JSON handler
         timeout_graceful_shutdown=settings.graceful_shutdown_seconds,  # SIGTERM: in-flight requests finish
+        # several workers accept from one socket: each new connection goes to the least loaded one
+        loop="routequote.surfaces.worker_balance:BalancedEventLoop" if workers > 1 else "auto",
         **uvicorn_options(settings),  # header bytes / count / time limits, keep-alive (docs/operations.md)
         **proxy_options(settings.trusted_proxies),  # forwarded headers only from the proxies named
     )

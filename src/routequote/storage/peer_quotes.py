@@ -72,30 +72,39 @@ def _socket_path(folder: str, slot: int) -> str:
     return os.path.join(folder, f"slot-{slot}.sock")
 
 
-def claim_slot(
-    folder: str, workers: int, timeout: float = CLAIM_TIMEOUT_SECONDS
-) -> tuple[int, int, socket.socket]:
-    """Lock the first free slot and bind its socket: (slot, lock fd, listening socket)."""
+def claim_index(
+    folder: str, stem: str, count: int, timeout: float = CLAIM_TIMEOUT_SECONDS
+) -> tuple[int, int]:
+    """Lock the first free `<stem>-<n>.lock` (n < count) in the serve directory: (n, lock fd). The lock goes
+    with the process, so a worker restarted by the supervisor takes the index its predecessor held."""
     deadline = time.monotonic() + timeout
     while True:
-        for slot in range(min(workers, MAX_SLOTS)):
-            fd = os.open(os.path.join(folder, f"slot-{slot}.lock"), os.O_CREAT | os.O_RDWR, 0o600)
+        for index in range(count):
+            fd = os.open(os.path.join(folder, f"{stem}-{index}.lock"), os.O_CREAT | os.O_RDWR, 0o600)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 os.close(fd)
                 continue
-            path = _socket_path(folder, slot)
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(path)  # left by the slot's previous holder
-            listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            listener.bind(path)
-            listener.listen(64)
-            listener.setblocking(False)
-            return slot, fd, listener
+            return index, fd
         if time.monotonic() >= deadline:
-            raise RuntimeError(f"no free worker slot in the serve directory (workers={workers})")
+            raise RuntimeError(f"no free worker {stem} in the serve directory (workers={count})")
         time.sleep(0.05)
+
+
+def claim_slot(
+    folder: str, workers: int, timeout: float = CLAIM_TIMEOUT_SECONDS
+) -> tuple[int, int, socket.socket]:
+    """Lock the first free slot and bind its socket: (slot, lock fd, listening socket)."""
+    slot, fd = claim_index(folder, "slot", min(workers, MAX_SLOTS), timeout)
+    path = _socket_path(folder, slot)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)  # left by the slot's previous holder
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    listener.listen(64)
+    listener.setblocking(False)
+    return slot, fd, listener
 
 
 async def ask_peer(
