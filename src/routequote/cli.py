@@ -33,6 +33,7 @@ def serve(
 ) -> None:
     """Start the HTTP service (REST, and every surface this build mounts). Exits 2 on a bad setting."""
     import os
+    import shutil
     import signal
 
     from routequote.config_check import load_settings
@@ -45,8 +46,7 @@ def serve(
             typer.echo(f"configuration error: {line}", err=True)
         raise typer.Exit(2)
     host, port, workers = settings.host, settings.port, settings.workers
-    os.environ["ROUTEQUOTE_HOST"], os.environ["ROUTEQUOTE_PORT"] = host, str(port)
-    os.environ["ROUTEQUOTE_WORKERS"] = str(workers)
+    os.environ.update(ROUTEQUOTE_HOST=host, ROUTEQUOTE_PORT=str(port), ROUTEQUOTE_WORKERS=str(workers))
     configure_logging(settings.log_level)  # JSON lines from uvicorn's own loggers too (log_config=None below)
 
     def stopped(*_: object) -> None:
@@ -55,19 +55,16 @@ def serve(
 
     signal.signal(signal.SIGTERM, stopped)
     peer_dir = ""
-    # the workers' private directory (peer quote sockets, connection counts), gone at exit
-    if workers > 1 or settings.resolved_quote_store() == "peers":
+    if workers > 1 or settings.resolved_quote_store() == "peers":  # workers' own directory, gone at exit
         from routequote.storage.peer_quotes import PEER_DIR_ENV, make_serve_dir
         from routequote.surfaces.worker_balance import make_board
 
         peer_dir = os.environ[PEER_DIR_ENV] = make_serve_dir()
-        make_board(peer_dir)  # the workers' open-connection counts, so that they share connections evenly
+        make_board(peer_dir)  # their open-connection counts, so that they share connections evenly
     try:
         _run_uvicorn(settings, host, port, workers)
     finally:
         if peer_dir:
-            import shutil
-
             shutil.rmtree(peer_dir, ignore_errors=True)
 
 
@@ -87,8 +84,6 @@ def _run_uvicorn(settings: Settings, host: str, port: int, workers: int) -> None
         log_level=settings.log_level,
         log_config=None,  # uvicorn's loggers propagate to the one redacting JSON handler
         timeout_graceful_shutdown=settings.graceful_shutdown_seconds,  # SIGTERM: in-flight requests finish
-        # several workers accept from one socket: each new connection goes to the least loaded one
-        loop="routequote.surfaces.worker_balance:BalancedEventLoop" if workers > 1 else "auto",
         **uvicorn_options(settings),  # header bytes / count / time limits, keep-alive (docs/operations.md)
         **proxy_options(settings.trusted_proxies),  # forwarded headers only from the proxies named
     )

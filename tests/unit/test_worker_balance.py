@@ -45,3 +45,13 @@ def test_a_board_with_every_cell_taken_is_refused(tmp_path: Path) -> None:
     Board(str(tmp_path), 1)
     with pytest.raises(RuntimeError, match="no free worker balance"):
         Board(str(tmp_path), 1, claim_timeout=0.1)
+
+
+def test_serve_names_the_balanced_loop_only_with_several_workers() -> None:
+    from routequote.config import Settings
+    from routequote.surfaces.input_guard import uvicorn_options
+
+    assert "loop" not in uvicorn_options(Settings(workers=1))
+    loop = uvicorn_options(Settings(workers=2))["loop"]
+    module, name = loop.split(":")
+    assert (module, name) == ("routequote.surfaces.worker_balance", "BalancedEventLoop")
