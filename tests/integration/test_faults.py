@@ -109,7 +109,10 @@ async def live(tmp_path: Path) -> AsyncIterator[tuple[str, FakeUpstreams, FixedC
     clock = FixedClock(datetime(2026, 11, 20, 12, 0, tzinfo=UTC))
     fake = FakeUpstreams(clock)
     http = httpx.AsyncClient(transport=fake.transport())
-    market = LiveMarket(live_config(timeout_seconds=0.2), clock, http=http)
+    # 1.5 s, the most a source may wait: a hang is still cut well inside BOUND, and a garbage or 500 answer
+    # from this in-process upstream comes well inside it on a loaded machine (at 0.2 s, a clean-clone CI run
+    # saw a garbage answer time out)
+    market = LiveMarket(live_config(timeout_seconds=1.5), clock, http=http)
     port = free_port()
     settings = Settings(rate_limit="off", port=port, database_url=f"sqlite+aiosqlite:///{tmp_path}/s.sqlite3")
     app = create_app(settings, market=market, clock=clock, ids=SequentialIds())
