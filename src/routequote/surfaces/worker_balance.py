@@ -15,9 +15,10 @@ the CPU for a moment (a garbage collection, say) costs the balance a connection 
 with a peer that cannot take connections at all, a connection waits at most about `STALL_SECONDS`, and ever
 more rarely.
 
-Only public event-loop calls are used: the loop is uvicorn's default selector loop (`loop=` names this class
-when there are several workers), and the listening socket is served by `add_reader`, `accept` and
-`connect_accepted_socket` instead of the loop's own accept loop. One worker, a Unix socket or TLS: unchanged.
+Only public event-loop calls are used: the loop is asyncio's selector loop (`loop=` names this class when there
+are several workers; one worker keeps uvicorn's default, uvloop, which is installed with uvicorn[standard]), and
+the listening socket is served by `add_reader`, `accept` and `connect_accepted_socket` instead of the loop's own
+accept loop. One worker, a Unix socket or TLS: unchanged.
 """
 
 from __future__ import annotations
@@ -217,7 +218,7 @@ class Acceptor:
 
 
 class BalancedEventLoop(asyncio.SelectorEventLoop):
-    """uvicorn's default loop, serving a TCP listening socket through an `Acceptor` when `routequote serve`
+    """asyncio's selector loop, serving a TCP listening socket through an `Acceptor` when `routequote serve`
     runs several workers (it names this class as uvicorn's loop then, and hands the serve directory over)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
