@@ -35,13 +35,13 @@ async def cold_quote(
     """One cold quote against fresh fakes. The count is structural, but the market's 1.5 s per-source timeout is
     real time: a loaded CI machine once stalled a run past it. Such a run is tried again (at most twice more,
     each against fresh fakes); every assertion applies to the run that completed."""
-    for attempt in range(3):
+    for _ in range(2):
         try:
             return await _cold_quote_once(snapshot, pinned)
         except UpstreamUnavailable as exc:
-            if "timeout" not in str(exc) or attempt == 2:
+            if "timeout" not in str(exc):  # any other failure is the test's answer
                 raise
-    raise AssertionError("unreachable")
+    return await _cold_quote_once(snapshot, pinned)
 
 
 async def _cold_quote_once(
