@@ -89,3 +89,77 @@ async def test_a_silent_server_times_out_and_a_hang_up_fails_every_waiter() -> N
         await wire.aclose()
         server.close()
         await server.wait_closed()
+
+
+async def _scripted(answers: list[bytes], *, byte_by_byte: bool) -> tuple[asyncio.Server, int]:
+    """A server that answers each connection's commands, read as lines, with `answers` in turn."""
+
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        for reply in answers:
+            head = await reader.readuntil(b"\r\n")  # *<n>: n arguments, each a $<len> line and its bytes
+            for _ in range(int(head[1:-2])):
+                size = int((await reader.readuntil(b"\r\n"))[1:-2])
+                await reader.readexactly(size + 2)
+            chunks = [reply[i : i + 1] for i in range(len(reply))] if byte_by_byte else [reply]
+            for chunk in chunks:
+                writer.write(chunk)
+                await writer.drain()
+                if byte_by_byte:
+                    await asyncio.sleep(0)
+        await reader.read()  # then hold the connection until the client goes
+        writer.close()
+
+    server = await asyncio.start_server(answer, "127.0.0.1", 0)
+    return server, server.sockets[0].getsockname()[1]
+
+
+async def test_every_kind_of_reply_is_read_whole_however_the_bytes_are_split() -> None:
+    bulk = bytes(range(256)) * 40  # CR, LF and every other byte inside a bulk string
+    answers = [
+        b"+OK\r\n",
+        b"$%d\r\n%s\r\n" % (len(bulk), bulk),
+        b"$-1\r\n",
+        b":-42\r\n",
+        b"*3\r\n$1\r\na\r\n*2\r\n:7\r\n$-1\r\n*0\r\n",
+        b"-WRONGTYPE Operation against a key holding the wrong kind of value\r\n",
+        b"*-1\r\n",
+    ]
+    expected = [b"OK", bulk, None, -42, [b"a", [7, None], []], "WRONGTYPE", None]
+    for byte_by_byte in (True, False):
+        server, port = await _scripted(answers, byte_by_byte=byte_by_byte)
+        wire = RedisWire(f"redis://127.0.0.1:{port}/0", timeout_seconds=5)
+        try:
+            got: list[object] = []
+            for i in range(len(answers)):
+                try:
+                    got.append(await wire.command(b"GET", f"k{i}"))
+                except RedisReplyError as exc:
+                    got.append(str(exc))
+            assert got == expected
+            # and several commands in one write get their replies in order
+            server2, port2 = await _scripted(answers[:5], byte_by_byte=byte_by_byte)
+            wire2 = RedisWire(f"redis://127.0.0.1:{port2}/0", timeout_seconds=5)
+            try:
+                assert await wire2.commands(*((b"GET", f"k{i}") for i in range(5))) == expected[:5]
+            finally:
+                await wire2.aclose()
+                server2.close()
+        finally:
+            await wire.aclose()
+            server.close()
+
+
+async def test_bytes_that_are_not_resp_fail_every_waiter_and_the_next_command_connects_again() -> None:
+    server, port = await _scripted([b":1\r\n?what\r\n"], byte_by_byte=False)
+    wire = RedisWire(f"redis://127.0.0.1:{port}/0", timeout_seconds=5)
+    try:
+        first, second = await asyncio.gather(
+            wire.command(b"GET", b"a"), wire.command(b"GET", b"b"), return_exceptions=True
+        )
+        assert first == 1  # the whole reply before the garbage still reaches its waiter
+        assert isinstance(second, RedisUnavailable)
+        assert "lost" in str(second), second  # failed by the parse, not by waiting out the timeout
+        assert await wire.command(b"GET", b"c") == 1  # a fresh connection, a fresh script
+    finally:
+        await wire.aclose()
+        server.close()

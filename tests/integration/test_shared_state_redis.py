@@ -138,6 +138,7 @@ async def test_quotes_of_a_compiled_issue_are_stored_compact_and_read_back_exact
         assert len(shared) == 1  # one shared record for the body's compiled issue
         (shared_key,) = shared
         assert 60_000 < raw.pttl(shared_key) <= 60_000 + SHARED_GRACE_MS
+        assert all(50_000 < raw.pttl(f"routequote:quote:{q.quote_id}") <= 60_000 for q in quotes)
         for q in quotes:
             loaded = await reader.get(q.quote_id, 0.0)
             assert loaded is not None and loaded.json == q.json and loaded.payload == orjson.loads(q.json)

@@ -11,7 +11,7 @@ loading rebuilds the same domain objects.
 from __future__ import annotations
 
 import weakref
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
@@ -27,7 +27,7 @@ from routequote.storage.quote_records import (
     shared_record,
     whole_record,
 )
-from routequote.storage.redis_wire import RedisReplyError, RedisUnavailable, RedisWire
+from routequote.storage.redis_wire import RedisReplyError, RedisUnavailable, RedisWire, pack, pack_arguments
 
 
 class _RedisClient:
@@ -61,6 +61,27 @@ return {record, pttl, redis.call('GET', string.sub(record, 2, newline - 1))}
 SHARED_GRACE_MS = 60_000
 
 
+class _Shared(NamedTuple):
+    """The shared record of one compiled issue, and the parts of each of its quotes' commands that never change."""
+
+    key: str
+    record: bytes
+    ttl_seconds: int
+    expiry: bytes  # the quote's SET's PX argument, packed
+    keep_alive: bytes  # the whole PEXPIRE of the shared record, packed
+
+    @classmethod
+    def of(cls, key: str, record: bytes, ttl_seconds: int) -> _Shared:
+        ttl_ms = ttl_seconds * 1000
+        return cls(
+            key,
+            record,
+            ttl_seconds,
+            pack_arguments((b"PX", ttl_ms)),
+            pack((b"PEXPIRE", key, ttl_ms + SHARED_GRACE_MS)),
+        )
+
+
 class RedisQuoteStore(_RedisClient):
     """Quotes of a compiled issue are stored compact: their own values (a few hundred bytes) naming one shared
     record of what every quote of that issue has in common, which is written once and kept alive by each
@@ -72,9 +93,7 @@ class RedisQuoteStore(_RedisClient):
         super().__init__(url, prefix)
         self.shared_prefix = prefix + "shared:"
         # per compiled issue, its shared record and key (made once; gone with the issue)
-        self._shared: weakref.WeakKeyDictionary[IssueTemplate, tuple[str, bytes]] = (
-            weakref.WeakKeyDictionary()
-        )
+        self._shared: weakref.WeakKeyDictionary[IssueTemplate, _Shared] = weakref.WeakKeyDictionary()
 
     async def put(self, issued: IssuedQuote) -> None:
         """One round trip: SET with Redis' own expiry (and, for a compact record, the shared record's expiry
@@ -86,27 +105,32 @@ class RedisQuoteStore(_RedisClient):
             if shared is None:
                 await self.wire.command(b"SET", key, issued_to_record(issued), b"PX", ttl_ms)
                 return
-            shared_key, shared_record = shared
-            keep_ms = ttl_ms + SHARED_GRACE_MS
-            _, kept = await self.wire.commands(
-                (b"SET", key, compact_record(issued, shared_key), b"PX", ttl_ms),
-                (b"PEXPIRE", shared_key, keep_ms),
+            record = compact_record(issued, shared.key)
+            raw_key = key.encode()
+            # the SET's key and record are this quote's own; its expiry and the whole PEXPIRE were packed once
+            _, kept = await self.wire.packed(
+                b"*5\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n%s%s"
+                % (len(raw_key), raw_key, len(record), record, shared.expiry, shared.keep_alive),
+                2,
             )
             if kept != 1:  # first quote of this issue here, or the shared record was evicted
-                await self.wire.command(b"SET", shared_key, shared_record, b"PX", keep_ms)
+                keep_ms = ttl_ms + SHARED_GRACE_MS
+                await self.wire.command(b"SET", shared.key, shared.record, b"PX", keep_ms)
         except (RedisUnavailable, RedisReplyError) as exc:
             raise self.unavailable(exc) from exc
 
-    def _shared_of(self, issued: IssuedQuote) -> tuple[str, bytes] | None:
+    def _shared_of(self, issued: IssuedQuote) -> _Shared | None:
         template = issued.template
         if template is None or not issued.values:
             return None
         found = self._shared.get(template)
-        if found is None:
+        if found is None or found.ttl_seconds != issued.ttl_seconds:
             record = shared_record(issued)
             if record is None:
                 return None
-            found = self._shared[template] = (shared_key(self.shared_prefix, record), record)
+            found = self._shared[template] = _Shared.of(
+                shared_key(self.shared_prefix, record), record, issued.ttl_seconds
+            )
         return found
 
     async def get(self, quote_id: str, now_monotonic: float) -> IssuedQuote | None:

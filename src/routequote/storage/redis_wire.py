@@ -1,8 +1,9 @@
 """One multiplexed Redis connection per process, for the quote and idempotency stores' few commands.
 
 Every concurrent request puts its command(s) on the one connection and waits for its reply; the commands of one
-turn of the event loop go out in one write at its end. One reader task parses replies in order (Redis answers each connection's commands in order) and hands each to its
-waiter. A lookup that needs two commands writes both in one write: one round trip. Compared with a client that
+turn of the event loop go out in one write at its end. The connection's protocol parses replies as they are
+received, in order (Redis answers each connection's commands in order), and hands each to its waiter there: no
+reader task wakes up in between. A lookup that needs two commands writes both in one write: one round trip. Compared with a client that
 checks a connection out of a pool for every command, this costs a few microseconds of Python per command and no
 pool contention under load.
 
@@ -16,8 +17,9 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import ssl
-from typing import Any
+from typing import Any, cast
 
 from redis.asyncio.connection import SSLConnection, UnixDomainSocketConnection, parse_url
 
@@ -33,7 +35,13 @@ class RedisReplyError(Exception):
 
 
 def pack(args: tuple[bytes | str | int, ...]) -> bytes:
-    out = [b"*%d\r\n" % len(args)]
+    """One command in RESP: an array of bulk strings."""
+    return b"*%d\r\n%s" % (len(args), pack_arguments(args))
+
+
+def pack_arguments(args: tuple[bytes | str | int, ...]) -> bytes:
+    """Arguments as RESP bulk strings, without the array's header: a command's constant tail, packed once."""
+    out = []
     for arg in args:
         raw = arg if isinstance(arg, bytes) else str(arg).encode()
         out.append(b"$%d\r\n%s\r\n" % (len(raw), raw))
@@ -44,8 +52,7 @@ class RedisWire:
     def __init__(self, url: str, timeout_seconds: float = 1.0) -> None:
         self.options: dict[str, Any] = dict(parse_url(url))
         self.timeout = timeout_seconds
-        self._writer: asyncio.StreamWriter | None = None
-        self._reader_task: asyncio.Task[None] | None = None
+        self._connection: _Connection | None = None
         self._waiting: collections.deque[tuple[asyncio.Future[Any], float]] = collections.deque()
         self._connecting: asyncio.Future[None] | None = None
         self._watchdog: asyncio.TimerHandle | None = None
@@ -57,18 +64,23 @@ class RedisWire:
 
     async def commands(self, *commands: tuple[bytes | str | int, ...]) -> list[Reply]:
         """Every command in one write, every reply in order (one round trip)."""
-        writer = self._writer if self._writer is not None else await self._connect()
+        return await self.packed(b"".join([pack(c) for c in commands]), len(commands))
+
+    async def packed(self, data: bytes, replies: int) -> list[Reply]:
+        """`data`, commands packed already (a caller that sends the same commands often packs their constant
+        parts once), in one write; their `replies` replies in order."""
+        connection = self._connection if self._connection is not None else await self._connect()
         loop = asyncio.get_running_loop()
         now = loop.time()
-        futures: list[asyncio.Future[Any]] = [loop.create_future() for _ in commands]
+        futures: list[asyncio.Future[Any]] = [loop.create_future() for _ in range(replies)]
         if not self._pending:
-            loop.call_soon(self._flush, writer)
-        self._pending.extend(pack(c) for c in commands)
-        self._waiting.extend((f, now) for f in futures)
+            loop.call_soon(self._flush, connection)
+        self._pending.append(data)
+        self._waiting.extend([(f, now) for f in futures])
         if self._watchdog is None:
             self._watchdog = loop.call_later(self.timeout, self._check_timeout)
-        if len(futures) == 1:
-            replies: list[Any] = [await futures[0]]
+        if replies == 1:
+            got: list[Any] = [await futures[0]]
         else:
             # replies are read in order and a lost connection fails every waiter, so once the last is settled
             # every one is: one wake-up, not one per command (nor a gather)
@@ -82,36 +94,41 @@ class RedisWire:
             for failure in failures:
                 if failure is not None:
                     raise failure
-            replies = [f.result() for f in futures]
-        for reply in replies:  # an error reply comes as a RedisReplyError value: it fails its command
+            got = [f.result() for f in futures]
+        for reply in got:  # an error reply comes as a RedisReplyError value: it fails its command
             if isinstance(reply, BaseException):
                 raise reply
-        return replies
+        return got
 
-    def _flush(self, writer: asyncio.StreamWriter) -> None:
+    def _flush(self, connection: _Connection) -> None:
         """One write (one system call) for every command of this turn of the loop."""
         pending, self._pending = self._pending, []
-        if pending and writer is self._writer:  # else the connection was dropped, failing their waiters
-            writer.write(b"".join(pending))
+        if (
+            pending and connection is self._connection
+        ):  # else the connection was dropped, failing their waiters
+            connection.write(b"".join(pending))
 
-    async def _connect(self) -> asyncio.StreamWriter:
+    async def _connect(self) -> _Connection:
         if self._connecting is not None:  # another command is connecting: share it
             await asyncio.shield(self._connecting)
-            if self._writer is None:
+            if self._connection is None:
                 raise RedisUnavailable("redis connection failed")
-            return self._writer
-        self._connecting = asyncio.get_running_loop().create_future()
+            return self._connection
+        loop = asyncio.get_running_loop()
+        self._connecting = loop.create_future()
         try:
             o = self.options
             cls = o.get("connection_class")
             if cls is UnixDomainSocketConnection:
-                opening = asyncio.open_unix_connection(o["path"])
+                opening = loop.create_unix_connection(lambda: _Connection(self), o["path"])
             else:
                 tls = ssl.create_default_context() if cls is SSLConnection else None
-                opening = asyncio.open_connection(o.get("host", "localhost"), o.get("port", 6379), ssl=tls)
-            reader, writer = await asyncio.wait_for(opening, self.timeout)
-            self._writer = writer
-            self._reader_task = asyncio.get_running_loop().create_task(self._read(reader, writer))
+                host = o.get("host", "localhost")
+                opening = loop.create_connection(
+                    lambda: _Connection(self), host, o.get("port", 6379), ssl=tls
+                )
+            _, connection = await asyncio.wait_for(opening, self.timeout)
+            self._connection = connection
             hello: list[tuple[bytes | str | int, ...]] = []
             if o.get("password"):
                 hello.append(
@@ -121,7 +138,7 @@ class RedisWire:
                 hello.append(("SELECT", o["db"]))
             if hello:
                 await self.commands(*hello)
-            return writer
+            return connection
         except (OSError, TimeoutError, RedisReplyError) as exc:
             self._drop(RedisUnavailable(f"redis connection failed: {type(exc).__name__}"))
             raise RedisUnavailable(f"redis connection failed: {type(exc).__name__}") from exc
@@ -129,18 +146,22 @@ class RedisWire:
             connecting, self._connecting = self._connecting, None
             connecting.set_result(None)
 
-    async def _read(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            while True:
-                reply = await _reply(reader)
-                if not self._waiting:
-                    raise RedisUnavailable("a reply nobody asked for")
-                future, _ = self._waiting.popleft()
-                if not future.done():  # a waiter that was cancelled still had its reply read
-                    future.set_result(reply)
-        except (OSError, EOFError, asyncio.IncompleteReadError, ValueError, RedisUnavailable) as exc:
-            if self._writer is writer:
-                self._drop(RedisUnavailable(f"redis connection lost: {type(exc).__name__}"))
+    def _received(self, connection: _Connection, replies: list[Reply | RedisReplyError]) -> None:
+        """Each reply to the oldest waiting command (a waiter that was cancelled still had its reply read)."""
+        if connection is not self._connection:
+            return
+        waiting = self._waiting
+        for reply in replies:
+            if not waiting:
+                self._drop(RedisUnavailable("redis connection lost: a reply nobody asked for"))
+                return
+            future = waiting.popleft()[0]
+            if not future.done():
+                future.set_result(reply)
+
+    def _lost(self, connection: _Connection, reason: str) -> None:
+        if connection is self._connection:
+            self._drop(RedisUnavailable(f"redis connection lost: {reason}"))
 
     def _check_timeout(self) -> None:
         self._watchdog = None
@@ -155,13 +176,10 @@ class RedisWire:
 
     def _drop(self, error: Exception) -> None:
         """Close the connection and fail every command waiting on it."""
-        writer, self._writer = self._writer, None
+        connection, self._connection = self._connection, None
         self._pending = []
-        task, self._reader_task = self._reader_task, None
-        if writer is not None:
-            writer.close()
-        if task is not None and task is not asyncio.current_task():
-            task.cancel()
+        if connection is not None:
+            connection.close()
         waiting, self._waiting = self._waiting, collections.deque()
         for future, _ in waiting:
             if not future.done():
@@ -171,28 +189,108 @@ class RedisWire:
             self._watchdog = None
 
     async def aclose(self) -> None:
-        task = self._reader_task
+        connection = self._connection
         self._drop(RedisUnavailable("closed"))
-        if task is not None:
-            await asyncio.gather(task, return_exceptions=True)
+        if connection is not None:
+            with contextlib.suppress(TimeoutError):  # a TLS close may wait on its peer: not for long
+                await asyncio.wait_for(asyncio.shield(connection.closed), self.timeout)
 
 
-async def _reply(reader: asyncio.StreamReader) -> Reply | RedisReplyError:
-    line = await reader.readuntil(b"\r\n")
-    kind, rest = line[:1], line[1:-2]
-    if kind == b"$":
-        n = int(rest)
-        return None if n < 0 else (await reader.readexactly(n + 2))[:-2]
-    if kind == b"+":
-        return rest
-    if kind == b":":
-        return int(rest)
-    if kind == b"-":
-        return RedisReplyError(rest.decode("utf-8", "replace").split(" ", 1)[0])  # the error class only
-    if kind == b"*":
+class _Connection(asyncio.Protocol):
+    """One connection to Redis: replies are parsed in `data_received` and handed to the wire there."""
+
+    def __init__(self, wire: RedisWire) -> None:
+        self.wire = wire
+        self.transport: asyncio.Transport | None = None
+        self.buffer = bytearray()
+        self.closed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = cast(asyncio.Transport, transport)  # uvloop's transports do not subclass asyncio's
+
+    def write(self, data: bytes) -> None:
+        if self.transport is not None and not self.transport.is_closing():
+            self.transport.write(data)
+
+    def close(self) -> None:
+        if self.transport is not None:
+            self.transport.close()
+        elif not self.closed.done():
+            self.closed.set_result(None)
+
+    def data_received(self, data: bytes) -> None:
+        buffer = self.buffer
+        buffer += data
+        replies: list[Reply | RedisReplyError] = []
+        at = 0
+        try:
+            while at < len(buffer):
+                parsed = _parse(buffer, at)
+                if parsed is None:  # the rest of this reply is still on its way
+                    break
+                reply, at = parsed
+                replies.append(reply)
+        except (
+            ValueError,
+            RecursionError,
+        ):  # not Redis: what was whole goes to its waiters, then the rest fail
+            del buffer[:at]
+            self.wire._received(self, replies)
+            self.wire._lost(self, "ValueError")
+            return
+        del buffer[:at]
+        if replies:
+            self.wire._received(self, replies)
+
+    def eof_received(self) -> bool:
+        self.wire._lost(self, "EOFError")
+        return False
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.wire._lost(self, type(exc).__name__ if exc is not None else "EOFError")
+        if not self.closed.done():
+            self.closed.set_result(None)
+
+
+def _parse(buffer: bytearray, at: int) -> tuple[Reply | RedisReplyError, int] | None:
+    """The reply that starts at `at` and where the next one starts, or None when it is not all here yet.
+    Raises ValueError on bytes that are not RESP2."""
+    end = buffer.find(b"\r\n", at)
+    if end < 0:
+        if len(buffer) - at > _MAX_LINE:
+            raise ValueError("a RESP line too long")
+        return None
+    kind, rest, after = buffer[at], bytes(buffer[at + 1 : end]), end + 2
+    if kind == 36:  # $ bulk string
         n = int(rest)
         if n < 0:
+            return None, after
+        if len(buffer) < after + n + 2:
             return None
-        items = [await _reply(reader) for _ in range(n)]
-        return items
+        if buffer[after + n : after + n + 2] != b"\r\n":
+            raise ValueError("a bulk string without its CRLF")
+        return bytes(buffer[after : after + n]), after + n + 2
+    if kind == 43:  # + simple string
+        return rest, after
+    if kind == 58:  # : integer
+        return int(rest), after
+    if kind == 45:  # - error
+        return RedisReplyError(
+            rest.decode("utf-8", "replace").split(" ", 1)[0]
+        ), after  # the error class only
+    if kind == 42:  # * array
+        n = int(rest)
+        if n < 0:
+            return None, after
+        items: list[Any] = []
+        for _ in range(n):
+            parsed = _parse(buffer, after)
+            if parsed is None:
+                return None
+            item, after = parsed
+            items.append(item)
+        return items, after
     raise ValueError("not a RESP reply")
+
+
+_MAX_LINE = 64 * 1024  # a header line (type, length or simple string) longer than this is not Redis
