@@ -297,6 +297,9 @@ def create_app(
         redoc_url=None,
         lifespan=lifespan,
         redirect_slashes=False,  # never a redirect built from the Host header: `/v2/status/` is a 404
+        # FastAPI's own OpenTelemetry would export any global provider's spans with the raw query string,
+        # past our redaction, and costs every request its provider lookups: traces are ours (observability)
+        telemetry={"tracing": False, "metrics": False, "logs": False},
     )
     app.state.settings = settings
     app.state.service = service

@@ -11,7 +11,8 @@
   passwords, keys named like secrets), `Bearer ...` strings, and anything of the secret shapes of
   `routequote.input_rules` (hex private keys, long base58 keypairs, mnemonics).
 - Traces: `setup_tracing(settings)` builds an OpenTelemetry tracer provider only when
-  ROUTEQUOTE_OTEL_EXPORTER is set; nothing of `opentelemetry` is imported otherwise.
+  ROUTEQUOTE_OTEL_EXPORTER is set; no SDK tracer or exporter is imported otherwise (FastAPI imports the API
+  package; its own telemetry is off, see `app.create_app`).
 """
 
 from __future__ import annotations

@@ -169,6 +169,34 @@ def test_tracing_off_imports_nothing_of_the_sdk() -> None:
     assert done.stdout.strip().splitlines()[-1] == "[]"
 
 
+def test_fastapi_exports_nothing_to_a_global_tracer_provider() -> None:
+    """Spans are this service's own: FastAPI's native telemetry would send a global provider the raw query
+    string (here a private key's shape, which every log line redacts)."""
+    pytest.importorskip("opentelemetry.sdk", reason="the otel extra is not installed")
+    code = (
+        "import asyncio, httpx\n"
+        "from opentelemetry import trace\n"
+        "from opentelemetry.sdk.trace import TracerProvider\n"
+        "from opentelemetry.sdk.trace.export import SimpleSpanProcessor\n"
+        "from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter\n"
+        "memory = InMemorySpanExporter()\nprovider = TracerProvider()\n"
+        "provider.add_span_processor(SimpleSpanProcessor(memory))\ntrace.set_tracer_provider(provider)\n"
+        "from routequote.app import create_app\nfrom routequote.config import Settings\n"
+        "app = create_app(Settings(rate_limit='off'))\n"
+        "async def main():\n"
+        "    async with httpx.AsyncClient(transport=httpx.ASGITransport(app), base_url='http://t') as c:\n"
+        "        for path in ('/v2/capabilities?note=0x' + 'ab' * 32, '/v2/status', '/livez'):\n"
+        "            assert (await c.get(path)).status_code in (200, 400), path\n"
+        "    with trace.get_tracer('probe').start_as_current_span('probe'):\n"
+        "        pass\n"
+        "asyncio.run(main())\n"
+        "print(sorted(s.name for s in memory.get_finished_spans()))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().splitlines()[-1] == "['probe']"  # the provider works; FastAPI gave it nothing
+
+
 def test_tracing_without_the_package_is_a_clear_start_up_error(monkeypatch: pytest.MonkeyPatch) -> None:
     real = importlib.util.find_spec
 
