@@ -7,6 +7,7 @@ most runs."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import re
@@ -132,3 +133,56 @@ def test_a_stopped_worker_does_not_keep_connections_from_the_other(two_workers: 
         os.kill(stopped, signal.SIGCONT)
         for conn in conns:
             conn.close()
+
+
+def test_every_worker_runs_uvloop_as_one_worker_does(two_workers: ServerProcess) -> None:
+    for pid in workers_of(two_workers):
+        assert "uvloop" in Path(f"/proc/{pid}/maps").read_text(), pid
+
+
+class _Hello(asyncio.Protocol):
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        self.transport.write(b"hello " + data)  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("kind", ["uvloop", "asyncio"])
+def test_a_balanced_server_serves_and_closes_its_socket_on_either_loop(
+    kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The acceptor watches the listening socket; closing the server stops it first, then the socket closes
+    (uvloop closes the descriptor itself). A duplicate that another worker would hold keeps listening."""
+    from routequote.storage.peer_quotes import PEER_DIR_ENV
+    from routequote.surfaces.worker_balance import BalancedEventLoop, balanced_loop, make_board
+
+    monkeypatch.setenv(PEER_DIR_ENV, str(tmp_path))
+    monkeypatch.setenv("ROUTEQUOTE_WORKERS", "2")
+    make_board(str(tmp_path))
+    loop = balanced_loop() if kind == "uvloop" else BalancedEventLoop()
+    import uvloop
+
+    assert isinstance(loop, uvloop.Loop) is (kind == "uvloop")
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    peer = listener.dup()  # the other worker's copy of the supervisor's socket
+
+    async def scenario() -> None:
+        server = await loop.create_server(_Hello, sock=listener)
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(b"there")
+        assert await reader.readexactly(11) == b"hello there"
+        writer.close()
+        server.close()
+        await server.wait_closed()
+        await asyncio.sleep(0.05)
+
+    try:
+        loop.run_until_complete(scenario())
+        assert listener.fileno() == -1  # closed with the server
+        with socket.create_connection(("127.0.0.1", port), timeout=2):
+            pass  # the peer's copy still listens (its backlog takes the connection)
+    finally:
+        loop.close()
+        peer.close()

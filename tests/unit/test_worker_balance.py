@@ -54,4 +54,4 @@ def test_serve_names_the_balanced_loop_only_with_several_workers() -> None:
     assert "loop" not in uvicorn_options(Settings(workers=1))
     loop = uvicorn_options(Settings(workers=2))["loop"]
     module, name = loop.split(":")
-    assert (module, name) == ("routequote.surfaces.worker_balance", "BalancedEventLoop")
+    assert (module, name) == ("routequote.surfaces.worker_balance", "balanced_loop")

@@ -315,7 +315,7 @@ def uvicorn_options(settings: Settings) -> dict[str, Any]:
     """The transport options `routequote serve` hands to uvicorn (see docs/operations.md)."""
     options: dict[str, Any] = {"timeout_keep_alive": settings.keep_alive_timeout_seconds}
     if settings.workers > 1:  # they accept from one socket: each new connection goes to the least loaded one
-        options["loop"] = "routequote.surfaces.worker_balance:BalancedEventLoop"
+        options["loop"] = "routequote.surfaces.worker_balance:balanced_loop"
     if HttpToolsProtocol is not None:
         options["http"] = "routequote.surfaces.input_guard:GuardedHttpToolsProtocol"
     else:  # pragma: no cover - h11 bounds the header block (400) but has no header timer

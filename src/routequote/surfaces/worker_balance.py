@@ -15,10 +15,9 @@ the CPU for a moment (a garbage collection, say) costs the balance a connection 
 with a peer that cannot take connections at all, a connection waits at most about `STALL_SECONDS`, and ever
 more rarely.
 
-Only public event-loop calls are used: the loop is asyncio's selector loop (`loop=` names this class when there
-are several workers; one worker keeps uvicorn's default, uvloop, which is installed with uvicorn[standard]), and
-the listening socket is served by `add_reader`, `accept` and `connect_accepted_socket` instead of the loop's own
-accept loop. One worker, a Unix socket or TLS: unchanged.
+Only public event-loop calls are used: the loop is uvloop, as uvicorn's default for one worker (asyncio's selector
+loop where uvloop is not installed), and the listening socket is served by `add_reader`, `accept` and
+`connect_accepted_socket` instead of the loop's own accept loop. One worker, a Unix socket or TLS: unchanged.
 """
 
 from __future__ import annotations
@@ -131,6 +130,14 @@ class Acceptor:
     def start(self) -> None:
         self.loop.add_reader(self._fd, self._on_readable)
 
+    def stop(self) -> None:
+        """No more accepting: the socket is about to close."""
+        if self._hold is not None:
+            self._hold.cancel()
+            self._hold = None
+        if self.listener.fileno() != -1:
+            self.loop.remove_reader(self._fd)
+
     def _peers_took(self, accepted: list[int]) -> None:
         if accepted != self._seen:
             self._seen, self._quiet_since = accepted, self.loop.time()
@@ -217,9 +224,9 @@ class Acceptor:
             self._resume()
 
 
-class BalancedEventLoop(asyncio.SelectorEventLoop):
-    """asyncio's selector loop, serving a TCP listening socket through an `Acceptor` when `routequote serve`
-    runs several workers (it names this class as uvicorn's loop then, and hands the serve directory over)."""
+class _Balancing(asyncio.AbstractEventLoop):
+    """An event loop that serves a TCP listening socket through an `Acceptor` when `routequote serve` runs
+    several workers (it names `balanced_loop` as uvicorn's loop then, and hands the serve directory over)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -227,7 +234,7 @@ class BalancedEventLoop(asyncio.SelectorEventLoop):
         workers = int(os.environ.get("ROUTEQUOTE_WORKERS", "1") or "1")
         self._board = Board(folder, workers) if folder and workers > 1 else None
 
-    async def create_server(
+    async def create_server(  # type: ignore[override]
         self,
         protocol_factory: Callable[[], asyncio.BaseProtocol],
         host: Any = None,
@@ -238,7 +245,7 @@ class BalancedEventLoop(asyncio.SelectorEventLoop):
         start_serving: bool = True,
         backlog: int = 100,
         **kwargs: Any,
-    ) -> asyncio.Server:
+    ) -> asyncio.AbstractServer:
         balanced = (
             self._board is not None
             and sock is not None
@@ -256,9 +263,59 @@ class BalancedEventLoop(asyncio.SelectorEventLoop):
             backlog=backlog,
             **kwargs,
         )
-        if balanced:
-            assert sock is not None and self._board is not None
-            sock.listen(backlog)  # what the loop's own serving would have done first
-            # closing the server removes this reader and closes the socket, as for its own accept loop
-            Acceptor(self, sock, protocol_factory, self._board).start()
-        return server
+        if not balanced:
+            return server
+        assert sock is not None and self._board is not None
+        sock.listen(backlog)  # what the loop's own serving would have done first
+        acceptor = Acceptor(self, sock, protocol_factory, self._board)
+        acceptor.start()
+        return _StopsAcceptor(server, acceptor)
+
+
+class _StopsAcceptor(asyncio.AbstractServer):
+    """The loop's server, whose `close` first stops the acceptor watching its socket: uvloop closes the
+    listening descriptor itself, and libuv must not close a descriptor that one of its polls still watches."""
+
+    def __init__(self, server: asyncio.AbstractServer, acceptor: Acceptor) -> None:
+        self._server = server
+        self._acceptor = acceptor
+
+    def __getattr__(self, name: str) -> Any:  # `sockets`, `serve_forever`, ...: the server's own
+        return getattr(self._server, name)
+
+    def close(self) -> None:
+        self._acceptor.stop()
+        self._server.close()
+
+    def get_loop(self) -> asyncio.AbstractEventLoop:
+        return self._server.get_loop()
+
+    def is_serving(self) -> bool:
+        return self._server.is_serving()
+
+    async def start_serving(self) -> None:
+        await self._server.start_serving()
+
+    async def serve_forever(self) -> None:
+        await self._server.serve_forever()
+
+    async def wait_closed(self) -> None:
+        await self._server.wait_closed()
+
+
+class BalancedEventLoop(_Balancing, asyncio.SelectorEventLoop):  # type: ignore[misc]
+    """asyncio's selector loop, balanced: where uvloop is not installed."""
+
+
+def balanced_loop() -> asyncio.AbstractEventLoop:
+    """The loop of each of several workers: uvloop (as one worker runs by uvicorn's default) when it is
+    installed, else asyncio's selector loop; either balanced."""
+    try:
+        import uvloop
+    except ImportError:  # pragma: no cover - uvicorn[standard] installs it
+        return BalancedEventLoop()
+
+    class BalancedUvLoop(_Balancing, uvloop.Loop):  # type: ignore[misc]
+        pass
+
+    return BalancedUvLoop()
