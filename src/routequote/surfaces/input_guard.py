@@ -40,6 +40,7 @@ from starlette.types import Message, Receive, Send
 
 from routequote.config import Settings
 from routequote.surfaces.http import MAX_BODY_BYTES
+from routequote.surfaces.response_write import OneWrite
 
 JSONRPC_PATHS = frozenset({"/mcp", "/mcp/v2", "/v2/mcp", "/a2a"})
 CLIENT_CLOSED_REQUEST = 499  # nginx's code: the client hung up before the answer; never sent to anyone
@@ -303,6 +304,9 @@ if HttpToolsProtocol is not None:
             self._pending = 0
             self._deadline = self.loop.time() + self._limits.body_timeout_seconds
             super().on_headers_complete()
+            # its head and body leave in one write (see response_write); the answer to HEAD has no body write
+            if self.cycle is not None and self.scope["method"] != "HEAD":
+                self.cycle.transport = OneWrite(self.transport)  # type: ignore[assignment]
 
         def on_message_complete(self) -> None:
             super().on_message_complete()
