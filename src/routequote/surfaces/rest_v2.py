@@ -50,6 +50,27 @@ def router(service: RouteQuoteService, limiter: RateLimiter) -> APIRouter:
     api = APIRouter(prefix="/v2", route_class=DirectRoute)  # every endpoint: (request) -> Response
     intents = QuoteIntents()
 
+    # first: the quote is the hot path, and routes are matched in order
+    @api.post(
+        "/quote",
+        operation_id="quoteMultichainRoute",
+        response_model=QuoteResponse,
+        responses={400: _ERR, 429: _ERR, 502: _ERR, 503: _ERR},
+        summary="One fresh, fee-inclusive, non-binding, unranked route quote (moves no funds)",
+        openapi_extra={
+            "requestBody": {
+                "required": True,
+                "content": {"application/json": {"schema": {"$ref": "#/components/schemas/QuoteRequest"}}},
+            }
+        },
+    )
+    async def quote(request: Request) -> Response:
+        async def produce() -> JsonBytes:
+            issued = await service.quote(intents.parse(await read_json_bytes(request)))
+            return JsonBytes(issued.json)
+
+        return await answer(limiter, request, produce)
+
     @api.get(
         "/capabilities",
         operation_id="getMultichainCapabilities",
@@ -86,26 +107,6 @@ def router(service: RouteQuoteService, limiter: RateLimiter) -> APIRouter:
     async def status(request: Request) -> Response:
         async def produce() -> dict[str, Any]:
             return service.status()
-
-        return await answer(limiter, request, produce)
-
-    @api.post(
-        "/quote",
-        operation_id="quoteMultichainRoute",
-        response_model=QuoteResponse,
-        responses={400: _ERR, 429: _ERR, 502: _ERR, 503: _ERR},
-        summary="One fresh, fee-inclusive, non-binding, unranked route quote (moves no funds)",
-        openapi_extra={
-            "requestBody": {
-                "required": True,
-                "content": {"application/json": {"schema": {"$ref": "#/components/schemas/QuoteRequest"}}},
-            }
-        },
-    )
-    async def quote(request: Request) -> Response:
-        async def produce() -> JsonBytes:
-            issued = await service.quote(intents.parse(await read_json_bytes(request)))
-            return JsonBytes(issued.json)
 
         return await answer(limiter, request, produce)
 
