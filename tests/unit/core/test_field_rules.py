@@ -8,6 +8,8 @@ import secrets
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from routequote.client.token import SessionToken
 from routequote.core.field_rules import (
@@ -115,3 +117,17 @@ def test_each_rule_is_spelled_once_in_src(spelled: str) -> None:
 
     found = sorted(str(p.relative_to(SRC)) for p in SRC.rglob("*.py") if p != HOME and spells(p.read_text()))
     assert found == []
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.integers(0, 3), max_size=50) | st.lists(st.integers(0, 63), min_size=43, max_size=43))
+def test_the_shortest_period_is_the_least_shift_that_maps_the_values_onto_themselves(
+    values: list[int],
+) -> None:
+    from routequote.core.field_rules import _shortest_period
+
+    expected = next(
+        (p for p in range(1, len(values)) if all(values[i] == values[i - p] for i in range(p, len(values)))),
+        len(values),
+    )
+    assert _shortest_period(values) == expected
