@@ -20,6 +20,16 @@ BODY_READ = "routequote.body"  # scope key: the whole body, read (and bounded) b
 BODY_CONTENT_TYPE = "routequote.body_content_type"  # scope key: beside it, its first Content-Type (latin-1)
 
 
+def json_request_body(schema: dict[str, Any]) -> dict[str, Any]:
+    """`openapi_extra` for an endpoint whose required body is JSON of `schema` (the routes read the raw body
+    themselves, so FastAPI does not describe it)."""
+    return {"requestBody": {"required": True, "content": {"application/json": {"schema": schema}}}}
+
+
+def schema_ref(name: str) -> dict[str, str]:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
 def client_key(request: Request) -> str:
     return request.client.host if request.client else "unknown"
 

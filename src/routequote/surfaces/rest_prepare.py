@@ -15,7 +15,7 @@ from routequote.core.routes import ROUTES
 from routequote.prepare import PrepareService
 from routequote.ratelimit import RateLimiter
 from routequote.surfaces.direct_route import DirectRoute
-from routequote.surfaces.http import answer, read_json_body
+from routequote.surfaces.http import answer, json_request_body, read_json_body
 
 _ERR = {"model": ErrorResponse}
 _ADDRESS = {"type": "string", "description": "public address: EVM 0x + 40 hex, Solana base58 (32..44 chars)"}
@@ -147,12 +147,7 @@ def router(prepare: PrepareService, limiter: RateLimiter) -> APIRouter:
             "transactions or instructions, a safety receipt and payload_sha256. Verify before signing "
             "(`routequote verify-action`)."
         ),
-        openapi_extra={
-            "requestBody": {
-                "required": True,
-                "content": {"application/json": {"schema": PREPARE_REQUEST_SCHEMA}},
-            }
-        },
+        openapi_extra=json_request_body(PREPARE_REQUEST_SCHEMA),
     )
     async def prepare_action(request: Request) -> Response:
         async def produce() -> dict[str, Any]:

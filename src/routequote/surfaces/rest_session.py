@@ -22,7 +22,7 @@ from routequote.core.field_rules import (
 from routequote.core.quote import SESSION_HEADER
 from routequote.ratelimit import RateLimiter
 from routequote.sessions import VIEWS, SessionService
-from routequote.surfaces.http import answer, read_json_body
+from routequote.surfaces.http import answer, json_request_body, read_json_body
 from routequote.surfaces.rest_prepare import IDEMPOTENCY_KEY, PREPARE_REQUEST_SCHEMA
 
 _ERR = {"model": ErrorResponse}
@@ -79,10 +79,6 @@ KEY_ONLY_SCHEMA: dict[str, Any] = {
 }
 
 
-def _body(schema: dict[str, Any]) -> dict[str, Any]:
-    return {"requestBody": {"required": True, "content": {"application/json": {"schema": schema}}}}
-
-
 def router(sessions: SessionService, limiter: RateLimiter) -> APIRouter:
     api = APIRouter(prefix="/v2")
 
@@ -102,7 +98,7 @@ def router(sessions: SessionService, limiter: RateLimiter) -> APIRouter:
             "session: a create for it with another token or another key is 409 session_exists_for_approval "
             "(no token is returned, nothing is opened)."
         ),
-        openapi_extra={**_body(CREATE_SCHEMA), "parameters": [_TOKEN_PARAM]},
+        openapi_extra={**json_request_body(CREATE_SCHEMA), "parameters": [_TOKEN_PARAM]},
     )
     async def create(request: Request) -> Response:
         async def produce() -> Any:
@@ -139,7 +135,7 @@ def router(sessions: SessionService, limiter: RateLimiter) -> APIRouter:
             operation_id=op_id,
             responses={400: _ERR, 404: _ERR, 409: _ERR, 429: _ERR, 502: _ERR, 503: _ERR},
             summary=summary,
-            openapi_extra={**_body(schema), "parameters": [_TOKEN_PARAM]},
+            openapi_extra={**json_request_body(schema), "parameters": [_TOKEN_PARAM]},
         )
         async def handler(request: Request, session_id: str) -> Response:
             async def produce() -> Any:

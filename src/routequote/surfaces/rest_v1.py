@@ -32,7 +32,7 @@ from routequote.errors import RouteQuoteError
 from routequote.ratelimit import RateLimiter
 from routequote.service import RouteQuoteService
 from routequote.surfaces.errors import error_response, json_response
-from routequote.surfaces.http import answer, client_key, read_json_body
+from routequote.surfaces.http import answer, client_key, json_request_body, read_json_body, schema_ref
 from routequote.surfaces.legacy import DEFAULT_DESTINATION, legacy_quote, legacy_status, v1_session_operation
 
 V1_OPENAPI_VERSION = "1.0.0-legacy"
@@ -237,12 +237,7 @@ _BEARER: list[dict[str, list[str]]] = [{"bearerAuth": []}]
 
 
 def _body(name: str, security: bool = True) -> dict[str, Any]:
-    extra: dict[str, Any] = {
-        "requestBody": {
-            "required": True,
-            "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{name}"}}},
-        }
-    }
+    extra = json_request_body(schema_ref(name))
     if security:
         extra["security"] = _BEARER
     return extra
@@ -310,21 +305,9 @@ def router(service: RouteQuoteService, limiter: RateLimiter) -> APIRouter:
         response_model=LegacyQuoteResponse,
         responses={400: _ERR, 429: _ERR, 502: _ERR, 503: _ERR},
         summary="One fresh quote for solana SOL -> ETH on base or arbitrum (moves no funds)",
-        openapi_extra={
-            "requestBody": {
-                "required": True,
-                "content": {
-                    "application/json": {
-                        "schema": {
-                            "anyOf": [
-                                {"$ref": "#/components/schemas/LegacyQuoteRequest"},
-                                {"$ref": "#/components/schemas/LegacyCorridorQuoteRequest"},
-                            ]
-                        }
-                    }
-                },
-            }
-        },
+        openapi_extra=json_request_body(
+            {"anyOf": [schema_ref("LegacyQuoteRequest"), schema_ref("LegacyCorridorQuoteRequest")]}
+        ),
     )
     async def quote(request: Request) -> Response:
         async def produce() -> dict[str, Any]:

@@ -20,7 +20,7 @@ from routequote.input_rules import loads_strict
 from routequote.ratelimit import RateLimiter
 from routequote.service import RouteQuoteService
 from routequote.surfaces.direct_route import DirectRoute
-from routequote.surfaces.http import JsonBytes, answer, read_json_bytes
+from routequote.surfaces.http import JsonBytes, answer, json_request_body, read_json_bytes, schema_ref
 
 _ERR = {"model": ErrorResponse}
 
@@ -57,12 +57,7 @@ def router(service: RouteQuoteService, limiter: RateLimiter) -> APIRouter:
         response_model=QuoteResponse,
         responses={400: _ERR, 429: _ERR, 502: _ERR, 503: _ERR},
         summary="One fresh, fee-inclusive, non-binding, unranked route quote (moves no funds)",
-        openapi_extra={
-            "requestBody": {
-                "required": True,
-                "content": {"application/json": {"schema": {"$ref": "#/components/schemas/QuoteRequest"}}},
-            }
-        },
+        openapi_extra=json_request_body(schema_ref("QuoteRequest")),
     )
     async def quote(request: Request) -> Response:
         async def produce() -> JsonBytes:
