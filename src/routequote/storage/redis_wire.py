@@ -3,9 +3,9 @@
 Every concurrent request puts its command(s) on the one connection and waits for its reply; the commands of one
 turn of the event loop go out in one write at its end. The connection's protocol parses replies as they are
 received, in order (Redis answers each connection's commands in order), and hands each to its waiter there: no
-reader task wakes up in between. A lookup that needs two commands writes both in one write: one round trip. Compared with a client that
-checks a connection out of a pool for every command, this costs a few microseconds of Python per command and no
-pool contention under load.
+reader task wakes up in between. A lookup that needs two commands writes both in one write: one round trip.
+Compared with a client that checks a connection out of a pool for every command, this costs a few microseconds
+of Python per command and no pool contention under load.
 
 Replies are RESP2: simple strings, errors, integers, bulk strings and arrays. A reply that does not come within
 `timeout_seconds` (checked by one timer per connection, not one per command), a refused connection or a lost one
@@ -103,9 +103,8 @@ class RedisWire:
     def _flush(self, connection: _Connection) -> None:
         """One write (one system call) for every command of this turn of the loop."""
         pending, self._pending = self._pending, []
-        if (
-            pending and connection is self._connection
-        ):  # else the connection was dropped, failing their waiters
+        # a dropped connection has failed their waiters already
+        if pending and connection is self._connection:
             connection.write(b"".join(pending))
 
     async def _connect(self) -> _Connection:
@@ -230,13 +229,11 @@ class _Connection(asyncio.Protocol):
                     break
                 reply, at = parsed
                 replies.append(reply)
-        except (
-            ValueError,
-            RecursionError,
-        ):  # not Redis: what was whole goes to its waiters, then the rest fail
+        except (ValueError, RecursionError) as exc:
+            # not Redis: what was whole goes to its waiters, then the rest fail
             del buffer[:at]
             self.wire._received(self, replies)
-            self.wire._lost(self, "ValueError")
+            self.wire._lost(self, type(exc).__name__)
             return
         del buffer[:at]
         if replies:
@@ -274,10 +271,8 @@ def _parse(buffer: bytearray, at: int) -> tuple[Reply | RedisReplyError, int] | 
         return rest, after
     if kind == 58:  # : integer
         return int(rest), after
-    if kind == 45:  # - error
-        return RedisReplyError(
-            rest.decode("utf-8", "replace").split(" ", 1)[0]
-        ), after  # the error class only
+    if kind == 45:  # - error: its class only (the first word)
+        return RedisReplyError(rest.decode("utf-8", "replace").split(" ", 1)[0]), after
     if kind == 42:  # * array
         n = int(rest)
         if n < 0:

@@ -307,15 +307,18 @@ class BalancedEventLoop(_Balancing, asyncio.SelectorEventLoop):  # type: ignore[
     """asyncio's selector loop, balanced: where uvloop is not installed."""
 
 
+try:
+    import uvloop
+except ImportError:  # pragma: no cover - uvicorn[standard] installs it
+    uvloop = None  # type: ignore[assignment]
+
+if uvloop is not None:
+
+    class BalancedUvLoop(_Balancing, uvloop.Loop):  # type: ignore[misc]
+        """uvloop, balanced."""
+
+
 def balanced_loop() -> asyncio.AbstractEventLoop:
     """The loop of each of several workers: uvloop (as one worker runs by uvicorn's default) when it is
     installed, else asyncio's selector loop; either balanced."""
-    try:
-        import uvloop
-    except ImportError:  # pragma: no cover - uvicorn[standard] installs it
-        return BalancedEventLoop()
-
-    class BalancedUvLoop(_Balancing, uvloop.Loop):  # type: ignore[misc]
-        pass
-
-    return BalancedUvLoop()
+    return BalancedUvLoop() if uvloop is not None else BalancedEventLoop()
