@@ -47,27 +47,31 @@ class Recording(asyncio.Transport):
         return b"".join(data for _, data in self.calls)
 
 
-async def exchange(app: Any, request: bytes, steps: int = 20) -> Recording:
+def connect(app: Any) -> tuple[Any, Recording]:
     config = uvicorn.Config(app, log_level="warning", http=input_guard.GuardedHttpToolsProtocol)
     protocol = input_guard.GuardedHttpToolsProtocol(config, ServerState(), {}, asyncio.get_running_loop())
     transport = Recording()
     protocol.connection_made(transport)
-    protocol.data_received(request)
-    for _ in range(steps):
+    return protocol, transport
+
+
+async def turns(n: int = 20) -> None:
+    for _ in range(n):
         await asyncio.sleep(0)
+
+
+async def exchange(app: Any, request: bytes) -> Recording:
+    protocol, transport = connect(app)
+    protocol.data_received(request)
+    await turns()
     protocol.connection_lost(None)
     return transport
 
 
-def answering(body: bytes, headers: list[tuple[bytes, bytes]] | None = None) -> Any:
+def answering(body: bytes) -> Any:
     async def app(scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] != "http":
-            return
         await receive()
-        if headers is None:
-            start = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]
-        else:
-            start = headers
+        start = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]
         await send({"type": "http.response.start", "status": 200, "headers": start})
         await send({"type": "http.response.body", "body": body})
 
@@ -102,42 +106,26 @@ async def test_the_answer_to_head_and_an_empty_answer_write_their_head_at_once()
 
 async def test_a_streamed_answer_sends_its_head_before_its_first_event() -> None:
     first_event = asyncio.Event()
-    seen_before_event: list[bytes] = []
-    transport_box: list[Recording] = []
 
     async def app(scope: Any, receive: Any, send: Any) -> None:
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 200,
-                "headers": [(b"content-type", b"text/event-stream")],
-            }
-        )
+        start = {
+            "type": "http.response.start",
+            "status": 200,
+            "headers": [(b"content-type", b"text/event-stream")],
+        }
+        await send(start)
         await first_event.wait()
         await send({"type": "http.response.body", "body": b"data: 1\n\n", "more_body": False})
 
-    async def watch() -> None:
-        for _ in range(10):
-            await asyncio.sleep(0)
-        if transport_box:
-            seen_before_event.append(transport_box[0].sent())
-        first_event.set()
-
-    original = Recording.__init__
-
-    def keep(self: Recording) -> None:
-        original(self)
-        transport_box.append(self)
-
-    Recording.__init__ = keep  # type: ignore[method-assign]
-    try:
-        watcher = asyncio.ensure_future(watch())
-        transport = await exchange(app, GET)
-        await watcher
-    finally:
-        Recording.__init__ = original  # type: ignore[method-assign]
-    assert seen_before_event and seen_before_event[0].startswith(b"HTTP/1.1 200 OK\r\n")
-    assert b"transfer-encoding: chunked" in seen_before_event[0] and b"data: 1" not in seen_before_event[0]
+    protocol, transport = connect(app)
+    protocol.data_received(GET)
+    await turns()
+    before_event = transport.sent()
+    assert before_event.startswith(b"HTTP/1.1 200 OK\r\n") and b"transfer-encoding: chunked" in before_event
+    assert b"data: 1" not in before_event
+    first_event.set()
+    await turns()
+    protocol.connection_lost(None)
     assert b"data: 1" in transport.sent()
 
 
@@ -147,17 +135,12 @@ async def test_100_continue_goes_at_once_and_the_answer_after_it_is_one_write() 
         b"POST /x HTTP/1.1\r\nhost: t\r\nexpect: 100-continue\r\ncontent-type: application/json\r\n"
         b"content-length: %d\r\n\r\n" % len(body)
     )
-    config = uvicorn.Config(answering(b"{}"), log_level="warning", http=input_guard.GuardedHttpToolsProtocol)
-    protocol = input_guard.GuardedHttpToolsProtocol(config, ServerState(), {}, asyncio.get_running_loop())
-    transport = Recording()
-    protocol.connection_made(transport)
+    protocol, transport = connect(answering(b"{}"))
     protocol.data_received(request)
-    for _ in range(10):
-        await asyncio.sleep(0)
+    await turns()
     assert transport.calls == [("write", CONTINUE)]  # the app waits for the body; the client, for this
     protocol.data_received(body)
-    for _ in range(10):
-        await asyncio.sleep(0)
+    await turns()
     protocol.connection_lost(None)
     assert [kind for kind, _ in transport.calls] == ["write", "writelines"]
 
