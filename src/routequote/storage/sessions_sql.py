@@ -20,6 +20,7 @@ statement of an async driver; one hop per operation is a third of a session crea
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from datetime import datetime
@@ -63,6 +64,7 @@ from routequote.storage.sessions_sql_connections import (
     _sqlite_busy,
     _sqlite_engine,
     normalise_url,
+    sqlite_instant,
 )
 
 MIGRATIONS_DIR = Path(__file__).with_name("migrations")
@@ -94,6 +96,16 @@ _INSERT_ANSWER_IGNORED = {
     "postgresql": pg.insert(session_idempotency).on_conflict_do_nothing(),
     "sqlite": sqlite_dialect.insert(session_idempotency).on_conflict_do_nothing(),
 }
+# A create on SQLite runs these on the driver's own connection: SQLAlchemy's work per statement (events,
+# parameter processing, result set-up) cost more than SQLite's three inserts. Same rows, same encodings
+# (`sqlite_instant`, JSON text); a test compares them with what the statements above write.
+_SQLITE_CREATE = (
+    "INSERT INTO session_idempotency (scope, key, request_sha256, response, created_at) VALUES (?, ?, ?, ?, ?) "
+    "ON CONFLICT DO NOTHING",
+    "INSERT INTO sessions (session_id, token_sha256, version, status, route, created_at, updated_at, state) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+    "INSERT INTO session_events (session_id, seq, from_status, event, to_status, at) VALUES (?, ?, ?, ?, ?, ?)",
+)
 
 
 class SqlSessionStore:
@@ -190,7 +202,7 @@ class SqlSessionStore:
                 try:
                     with (self._prompt_writer if write else self._prompt).connect() as conn:
                         return operation(conn)
-                except OperationalError as exc:
+                except (OperationalError, sqlite3.OperationalError) as exc:
                     if not _sqlite_busy(exc):
                         raise
                 engine = self._sync_writer if write else self._sync
@@ -228,6 +240,46 @@ class SqlSessionStore:
         # encoded once, here: a document JSON cannot hold is the caller's error (ValueError), before any I/O
         state_json, response_json = _Encoded(json_dumps(record.state)), _Encoded(json_dumps(response))
 
+        def taken(conn: Connection) -> IdempotentAnswer:
+            """The key is taken (perhaps by a concurrent create that just committed): its answer."""
+            answer = self._idempotent(conn, idempotency_scope, idempotency_key)
+            conn.rollback()
+            if answer is None:  # pragma: no cover - only if the record vanished between two statements
+                raise StoreUnavailable("session database changed during the request; retry")
+            return answer
+
+        def on_driver(conn: Connection) -> IdempotentAnswer | None:
+            driver: sqlite3.Connection = conn.connection.driver_connection  # type: ignore[assignment]
+            at = sqlite_instant(event.at)
+            answer_row = (idempotency_scope, idempotency_key, request_sha256, response_json, at)
+            session_row = (
+                record.session_id,
+                record.token_sha256,
+                record.version,
+                record.status,
+                record.route,
+                sqlite_instant(record.created_at),
+                sqlite_instant(record.updated_at),
+                state_json,
+            )
+            event_row = (event.session_id, event.seq, event.from_status, event.event, event.to_status, at)
+            driver.execute("BEGIN IMMEDIATE")
+            try:
+                if driver.execute(_SQLITE_CREATE[0], answer_row).rowcount == 0:
+                    driver.execute("ROLLBACK")
+                    return taken(conn)
+                try:
+                    driver.execute(_SQLITE_CREATE[1], session_row)
+                except sqlite3.IntegrityError:
+                    raise ValueError("session_id already exists") from None
+                driver.execute(_SQLITE_CREATE[2], event_row)
+                driver.execute("COMMIT")
+            except BaseException:
+                if driver.in_transaction:
+                    driver.execute("ROLLBACK")
+                raise
+            return None
+
         def operation(conn: Connection) -> IdempotentAnswer | None:
             inserted = conn.execute(
                 _INSERT_ANSWER_IGNORED[self.scope],
@@ -240,12 +292,7 @@ class SqlSessionStore:
                 },
             )
             if inserted.rowcount == 0:
-                # the key is taken (perhaps by a concurrent create that just committed): its answer
-                answer = self._idempotent(conn, idempotency_scope, idempotency_key)
-                conn.rollback()
-                if answer is None:  # pragma: no cover - only if the record vanished between two statements
-                    raise StoreUnavailable("session database changed during the request; retry")
-                return answer
+                return taken(conn)
             try:
                 conn.execute(
                     _INSERT_SESSION,
@@ -267,7 +314,7 @@ class SqlSessionStore:
             conn.commit()
             return None
 
-        return await self._run(operation, write=True)
+        return await self._run(on_driver if self.scope == "sqlite" else operation, write=True)
 
     async def transition(
         self,
