@@ -1,24 +1,26 @@
-"""A session create on SQLite runs its inserts on the driver itself (`_SQLITE_CREATE`): the rows it writes must
-be the rows SQLAlchemy's statements write for the same values, byte for byte and type for type, so every
-reader (SQLAlchemy, migrations, an operator's sqlite3 shell) sees no difference."""
+"""A session create writes its rows without SQLAlchemy's Core statements (`sessions_sql_create`: the driver's
+own connection on SQLite, one statement on PostgreSQL). Its rows must be the rows the Core statements write for
+the same values: read back through SQLAlchemy alike, and on SQLite byte for byte and storage class for storage
+class, so every reader (the store, migrations, an operator's sqlite3 shell) sees no difference."""
 
 from __future__ import annotations
 
+import hashlib
 import sqlite3
+from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlalchemy import insert, select
+from sqlalchemy.engine import Connection
+from tests.support.postgres import require_postgres, temporary_database
 
 from routequote.ports import SessionEvent, SessionRecord
 from routequote.storage.sessions_common import create_scope, json_dumps
-from routequote.storage.sessions_sql import (
-    _INSERT_ANSWER_IGNORED,
-    _INSERT_EVENT,
-    _INSERT_SESSION,
-    SqlSessionStore,
-)
+from routequote.storage.sessions_schema import session_events, session_idempotency, sessions
+from routequote.storage.sessions_sql import SqlSessionStore
 from routequote.storage.sessions_sql_connections import _Encoded, sqlite_instant
 
 STATE = {
@@ -28,111 +30,157 @@ STATE = {
     "nested": {"b": 1, "a": None},
 }
 RESPONSE = {"session_id": "placeholder", "status": "action_ready", "ok": True}
+INSTANTS = [
+    datetime(2026, 11, 25, 1, 2, 3, 456789, tzinfo=UTC),
+    datetime(2026, 11, 25, 3, 2, 3, tzinfo=timezone(timedelta(hours=2))),  # another zone, no microseconds
+]
 
 
-def _rows(path: Path, session_id: str, scope: str) -> list[Any]:
-    """Every column of the three rows, each with its SQLite storage class."""
-    with sqlite3.connect(path) as db:
-        out: list[Any] = []
-        for table, where, value in (
-            ("sessions", "session_id", session_id),
-            ("session_events", "session_id", session_id),
-            ("session_idempotency", "scope", scope),
-        ):
-            names = [r[1] for r in db.execute(f"PRAGMA table_info({table})")]
-            probes = ", ".join(f"{n}, typeof({n})" for n in names)
-            row = db.execute(f"SELECT {probes} FROM {table} WHERE {where} = ?", (value,)).fetchone()
-            assert row is not None, (table, value)
-            out.append(dict(zip([f"{n}{s}" for n in names for s in ("", ":type")], row, strict=True)))
-    return out
+@pytest.fixture(scope="module")
+def pg_url() -> Iterator[str]:
+    require_postgres()
+    with temporary_database("routequote_test_create_rows") as url:
+        yield url
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[SqlSessionStore]:
+    url = (
+        f"sqlite:///{tmp_path}/sessions.sqlite3"
+        if request.param == "sqlite"
+        else request.getfixturevalue("pg_url")
+    )
+    s = SqlSessionStore(url)
+    await s.start()
+    try:
+        yield s
+    finally:
+        await s.aclose()
 
 
 def _session(n: int, at: datetime) -> tuple[SessionRecord, SessionEvent]:
-    sid = f"ses_{n:020d}"
-    record = SessionRecord(sid, f"{n:064x}", 1, "action_ready", "base:ETH->base:USDC", at, at, STATE)
+    sid = f"ses_{n:020d}_{at.microsecond}_{at.utcoffset()}"
+    record = SessionRecord(
+        sid, hashlib.sha256(sid.encode()).hexdigest(), 1, "action_ready", "base:ETH->base:USDC", at, at, STATE
+    )
     return record, SessionEvent(sid, 1, None, "create", "action_ready", at)
 
 
-@pytest.mark.parametrize(
-    "at",
-    [
-        datetime(2026, 11, 25, 1, 2, 3, 456789, tzinfo=UTC),
-        datetime(2026, 11, 25, 3, 2, 3, tzinfo=timezone(timedelta(hours=2))),  # another zone, no microseconds
-    ],
-)
-async def test_the_driver_create_writes_the_rows_sqlalchemy_writes(tmp_path: Path, at: datetime) -> None:
-    path = tmp_path / "sessions.sqlite3"
-    store = SqlSessionStore(f"sqlite:///{path}")
-    await store.start()
-    try:
-        driver, d_event = _session(1, at)
-        assert (
-            await store.create(driver, d_event, create_scope(driver.token_sha256), "k", "a" * 64, RESPONSE)
-            is None
+def _core_create(record: SessionRecord, event: SessionEvent) -> Any:
+    """The same create through SQLAlchemy's Core statements: the reference."""
+
+    def operation(conn: Connection) -> None:
+        conn.execute(
+            insert(session_idempotency),
+            {
+                "scope": create_scope(record.token_sha256),
+                "key": "k",
+                "request_sha256": "a" * 64,
+                "response": _Encoded(json_dumps(RESPONSE)),
+                "created_at": event.at,
+            },
         )
+        conn.execute(
+            insert(sessions),
+            {
+                "session_id": record.session_id,
+                "token_sha256": record.token_sha256,
+                "version": record.version,
+                "status": record.status,
+                "route": record.route,
+                "created_at": record.created_at,
+                "updated_at": record.updated_at,
+                "state": _Encoded(json_dumps(record.state)),
+            },
+        )
+        conn.execute(
+            insert(session_events),
+            {
+                "session_id": event.session_id,
+                "seq": event.seq,
+                "from_status": event.from_status,
+                "event": event.event,
+                "to_status": event.to_status,
+                "at": event.at,
+            },
+        )
+        conn.commit()
 
-        core, c_event = _session(2, at)
-        with store._prompt_writer.connect() as conn:
+    return operation
+
+
+async def _read(store: SqlSessionStore, record: SessionRecord) -> list[dict[str, Any]]:
+    """The three rows as SQLAlchemy reads them, without the columns that name the session."""
+
+    def operation(conn: Connection) -> list[dict[str, Any]]:
+        rows = [
+            conn.execute(select(sessions).where(sessions.c.session_id == record.session_id)).mappings().one(),
+            conn.execute(select(session_events).where(session_events.c.session_id == record.session_id))
+            .mappings()
+            .one(),
             conn.execute(
-                _INSERT_ANSWER_IGNORED["sqlite"],
-                {
-                    "scope": create_scope(core.token_sha256),
-                    "key": "k",
-                    "request_sha256": "a" * 64,
-                    "response": _Encoded(json_dumps(RESPONSE)),
-                    "created_at": at,
-                },
+                select(session_idempotency).where(
+                    session_idempotency.c.scope == create_scope(record.token_sha256)
+                )
             )
-            conn.execute(
-                _INSERT_SESSION,
-                {
-                    "session_id": core.session_id,
-                    "token_sha256": core.token_sha256,
-                    "version": 1,
-                    "status": core.status,
-                    "route": core.route,
-                    "created_at": at,
-                    "updated_at": at,
-                    "state": _Encoded(json_dumps(STATE)),
-                },
-            )
-            conn.execute(_INSERT_EVENT, store._event_row(c_event))
-            conn.commit()
+            .mappings()
+            .one(),
+        ]
+        conn.rollback()
+        return [
+            {k: v for k, v in row.items() if k not in ("session_id", "token_sha256", "scope")} for row in rows
+        ]
 
-        written = _rows(path, driver.session_id, create_scope(driver.token_sha256))
-        expected = _rows(path, core.session_id, create_scope(core.token_sha256))
-        for table in (written, expected):
-            table[0].pop("session_id"), table[0].pop("token_sha256"), table[1].pop("session_id")
-            table[2].pop("scope")
-        assert written == expected
-        assert written[0]["created_at"] == sqlite_instant(at)
-        # and it reads back as the record it was
-        assert await store.get(driver.session_id) == driver
-        assert await store.events(driver.session_id) == [d_event]
-    finally:
-        await store.aclose()
+    return await store._run(operation, write=False)
 
 
-async def test_a_refused_driver_create_leaves_nothing_behind(tmp_path: Path) -> None:
+def _sqlite_cells(path: str, record: SessionRecord) -> list[Any]:
+    """Every cell of the three rows as SQLite holds it, with its storage class."""
+    with sqlite3.connect(path) as db:
+        out: list[Any] = []
+        for table, where, value in (
+            ("sessions", "session_id", record.session_id),
+            ("session_events", "session_id", record.session_id),
+            ("session_idempotency", "scope", create_scope(record.token_sha256)),
+        ):
+            names = [
+                r[1] for r in db.execute(f"PRAGMA table_info({table})") if r[1] not in (where, "token_sha256")
+            ]
+            probes = ", ".join(f"{n}, typeof({n})" for n in names)
+            out.append(db.execute(f"SELECT {probes} FROM {table} WHERE {where} = ?", (value,)).fetchone())
+    return out
+
+
+@pytest.mark.parametrize("at", INSTANTS)
+async def test_a_create_writes_the_rows_the_core_statements_write(
+    store: SqlSessionStore, at: datetime
+) -> None:
+    mine, event = _session(1, at)
+    assert await store.create(mine, event, create_scope(mine.token_sha256), "k", "a" * 64, RESPONSE) is None
+    reference, reference_event = _session(2, at)
+    await store._run(_core_create(reference, reference_event), write=True)
+
+    assert await _read(store, mine) == await _read(store, reference)
+    if store.scope == "sqlite":
+        path = str(store._url.database)
+        assert _sqlite_cells(path, mine) == _sqlite_cells(path, reference)
+        assert _sqlite_cells(path, mine)[0][6] == sqlite_instant(at)  # created_at, as the dialect stores it
+    assert await store.get(mine.session_id) == mine
+    assert await store.events(mine.session_id) == [event]
+
+
+async def test_a_refused_create_leaves_nothing_behind(store: SqlSessionStore) -> None:
     """The answer row is inserted first: when the session row is refused, it goes too."""
-    path = tmp_path / "sessions.sqlite3"
-    store = SqlSessionStore(f"sqlite:///{path}")
-    await store.start()
-    try:
-        at = datetime(2026, 11, 25, tzinfo=UTC)
-        first, event = _session(7, at)
-        await store.create(first, event, create_scope(first.token_sha256), "k1", "a" * 64, RESPONSE)
-        clash = SessionRecord(first.session_id, "f" * 64, 1, "action_ready", "r", at, at, {})
-        with pytest.raises(ValueError, match="session_id already exists"):
-            await store.create(clash, event, create_scope(clash.token_sha256), "k2", "b" * 64, {})
-        with sqlite3.connect(path) as db:
-            assert db.execute("SELECT count(*) FROM session_idempotency").fetchone() == (1,)
-            assert db.execute("SELECT count(*) FROM sessions").fetchone() == (1,)
-            assert db.execute("SELECT count(*) FROM session_events").fetchone() == (1,)
-        # the connection went back to the pool outside any transaction: the next create is not blocked
-        second, event2 = _session(8, at)
-        assert (
-            await store.create(second, event2, create_scope(second.token_sha256), "k3", "c" * 64, {}) is None
-        )
-    finally:
-        await store.aclose()
+    at = INSTANTS[0]
+    first, event = _session(7, at)
+    await store.create(first, event, create_scope(first.token_sha256), "k1", "a" * 64, RESPONSE)
+    clash = SessionRecord(first.session_id, "f" * 64, 1, "action_ready", "r", at, at, {})
+    with pytest.raises(ValueError, match="session_id already exists"):
+        await store.create(clash, event, create_scope(clash.token_sha256), "k2", "b" * 64, {})
+    assert await store.idempotent(create_scope(clash.token_sha256), "k2") is None
+    assert await store.get(first.session_id) == first
+    assert await store.events(first.session_id) == [event]
+    # the connection went back to the pool outside any transaction: the next create is not blocked
+    second, event2 = _session(8, at)
+    assert await store.create(second, event2, create_scope(second.token_sha256), "k3", "c" * 64, {}) is None
+    assert await store.get(second.session_id) == second

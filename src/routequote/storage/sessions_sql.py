@@ -64,8 +64,8 @@ from routequote.storage.sessions_sql_connections import (
     _sqlite_busy,
     _sqlite_engine,
     normalise_url,
-    sqlite_instant,
 )
+from routequote.storage.sessions_sql_create import NewSession, create_on_postgresql, create_on_sqlite
 
 MIGRATIONS_DIR = Path(__file__).with_name("migrations")
 VERSION_TABLE = "routequote_alembic_version"
@@ -76,7 +76,6 @@ T = TypeVar("T")
 
 # The hot statements, built once and executed with parameter dicts: building a Core construct per call
 # (coercions, cache keys) cost more than SQLite's own work.
-_INSERT_SESSION = sessions.insert()
 _INSERT_EVENT = session_events.insert()
 _ADVANCE_SESSION = (
     update(sessions)
@@ -96,16 +95,6 @@ _INSERT_ANSWER_IGNORED = {
     "postgresql": pg.insert(session_idempotency).on_conflict_do_nothing(),
     "sqlite": sqlite_dialect.insert(session_idempotency).on_conflict_do_nothing(),
 }
-# A create on SQLite runs these on the driver's own connection: SQLAlchemy's work per statement (events,
-# parameter processing, result set-up) cost more than SQLite's three inserts. Same rows, same encodings
-# (`sqlite_instant`, JSON text); a test compares them with what the statements above write.
-_SQLITE_CREATE = (
-    "INSERT INTO session_idempotency (scope, key, request_sha256, response, created_at) VALUES (?, ?, ?, ?, ?) "
-    "ON CONFLICT DO NOTHING",
-    "INSERT INTO sessions (session_id, token_sha256, version, status, route, created_at, updated_at, state) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-    "INSERT INTO session_events (session_id, seq, from_status, event, to_status, at) VALUES (?, ?, ?, ?, ?, ?)",
-)
 
 
 class SqlSessionStore:
@@ -240,81 +229,22 @@ class SqlSessionStore:
         # encoded once, here: a document JSON cannot hold is the caller's error (ValueError), before any I/O
         state_json, response_json = _Encoded(json_dumps(record.state)), _Encoded(json_dumps(response))
 
-        def taken(conn: Connection) -> IdempotentAnswer:
-            """The key is taken (perhaps by a concurrent create that just committed): its answer."""
+        new = NewSession(
+            record, state_json, event, idempotency_scope, idempotency_key, request_sha256, response_json
+        )
+
+        def operation(conn: Connection) -> IdempotentAnswer | None:
+            made = create_on_sqlite(conn, new) if self.scope == "sqlite" else create_on_postgresql(conn, new)
+            if made:
+                return None
+            # the key is taken (perhaps by a concurrent create that just committed): its answer
             answer = self._idempotent(conn, idempotency_scope, idempotency_key)
             conn.rollback()
             if answer is None:  # pragma: no cover - only if the record vanished between two statements
                 raise StoreUnavailable("session database changed during the request; retry")
             return answer
 
-        def on_driver(conn: Connection) -> IdempotentAnswer | None:
-            driver: sqlite3.Connection = conn.connection.driver_connection  # type: ignore[assignment]
-            at = sqlite_instant(event.at)
-            answer_row = (idempotency_scope, idempotency_key, request_sha256, response_json, at)
-            session_row = (
-                record.session_id,
-                record.token_sha256,
-                record.version,
-                record.status,
-                record.route,
-                sqlite_instant(record.created_at),
-                sqlite_instant(record.updated_at),
-                state_json,
-            )
-            event_row = (event.session_id, event.seq, event.from_status, event.event, event.to_status, at)
-            driver.execute("BEGIN IMMEDIATE")
-            try:
-                if driver.execute(_SQLITE_CREATE[0], answer_row).rowcount == 0:
-                    driver.execute("ROLLBACK")
-                    return taken(conn)
-                try:
-                    driver.execute(_SQLITE_CREATE[1], session_row)
-                except sqlite3.IntegrityError:
-                    raise ValueError("session_id already exists") from None
-                driver.execute(_SQLITE_CREATE[2], event_row)
-                driver.execute("COMMIT")
-            except BaseException:
-                if driver.in_transaction:
-                    driver.execute("ROLLBACK")
-                raise
-            return None
-
-        def operation(conn: Connection) -> IdempotentAnswer | None:
-            inserted = conn.execute(
-                _INSERT_ANSWER_IGNORED[self.scope],
-                {
-                    "scope": idempotency_scope,
-                    "key": idempotency_key,
-                    "request_sha256": request_sha256,
-                    "response": response_json,
-                    "created_at": event.at,
-                },
-            )
-            if inserted.rowcount == 0:
-                return taken(conn)
-            try:
-                conn.execute(
-                    _INSERT_SESSION,
-                    {
-                        "session_id": record.session_id,
-                        "token_sha256": record.token_sha256,
-                        "version": record.version,
-                        "status": record.status,
-                        "route": record.route,
-                        "created_at": record.created_at,
-                        "updated_at": record.updated_at,
-                        "state": state_json,
-                    },
-                )
-            except IntegrityError:
-                conn.rollback()
-                raise ValueError("session_id already exists") from None
-            conn.execute(_INSERT_EVENT, self._event_row(event))
-            conn.commit()
-            return None
-
-        return await self._run(on_driver if self.scope == "sqlite" else operation, write=True)
+        return await self._run(operation, write=True)
 
     async def transition(
         self,
