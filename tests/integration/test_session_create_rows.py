@@ -5,6 +5,7 @@ class, so every reader (the store, migrations, an operator's sqlite3 shell) sees
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import sqlite3
 from collections.abc import AsyncIterator, Iterator
@@ -93,17 +94,7 @@ def _core_create(record: SessionRecord, event: SessionEvent) -> Any:
                 "state": _Encoded(json_dumps(record.state)),
             },
         )
-        conn.execute(
-            insert(session_events),
-            {
-                "session_id": event.session_id,
-                "seq": event.seq,
-                "from_status": event.from_status,
-                "event": event.event,
-                "to_status": event.to_status,
-                "at": event.at,
-            },
-        )
+        conn.execute(insert(session_events), SqlSessionStore._event_row(event))
         conn.commit()
 
     return operation
@@ -184,3 +175,27 @@ async def test_a_refused_create_leaves_nothing_behind(store: SqlSessionStore) ->
     second, event2 = _session(8, at)
     assert await store.create(second, event2, create_scope(second.token_sha256), "k3", "c" * 64, {}) is None
     assert await store.get(second.session_id) == second
+
+
+async def test_a_create_waits_off_the_loop_while_another_connection_holds_the_write_lock(
+    tmp_path: Path,
+) -> None:
+    """SQLite's refusal on the event loop (busy, timeout 0) sends the create to a worker thread that waits."""
+    path = tmp_path / "sessions.sqlite3"
+    store = SqlSessionStore(f"sqlite:///{path}")
+    await store.start()
+    holder = sqlite3.connect(path, isolation_level=None)
+    try:
+        holder.execute("BEGIN IMMEDIATE")
+        record, event = _session(9, INSTANTS[0])
+        creating = asyncio.create_task(
+            store.create(record, event, create_scope(record.token_sha256), "k", "a" * 64, RESPONSE)
+        )
+        await asyncio.sleep(0.3)
+        assert not creating.done()  # waiting for the lock, and the loop still runs
+        holder.execute("COMMIT")
+        assert await asyncio.wait_for(creating, 10) is None
+        assert await store.get(record.session_id) == record
+    finally:
+        holder.close()
+        await store.aclose()
