@@ -22,7 +22,7 @@ from routequote.ports import SessionEvent, SessionRecord
 from routequote.storage.sessions_common import create_scope, json_dumps
 from routequote.storage.sessions_schema import session_events, session_idempotency, sessions
 from routequote.storage.sessions_sql import SqlSessionStore
-from routequote.storage.sessions_sql_connections import _Encoded, sqlite_instant
+from routequote.storage.sessions_sql_connections import _Encoded
 
 STATE = {
     "wallet": "0x" + "ab" * 20,
@@ -35,6 +35,7 @@ INSTANTS = [
     datetime(2026, 11, 25, 1, 2, 3, 456789, tzinfo=UTC),
     datetime(2026, 11, 25, 3, 2, 3, tzinfo=timezone(timedelta(hours=2))),  # another zone, no microseconds
 ]
+STORED = {INSTANTS[0]: "2026-11-25 01:02:03.456789", INSTANTS[1]: "2026-11-25 01:02:03.000000"}  # on SQLite
 
 
 @pytest.fixture(scope="module")
@@ -155,7 +156,7 @@ async def test_a_create_writes_the_rows_the_core_statements_write(
     if store.scope == "sqlite":
         path = str(store._url.database)
         assert _sqlite_cells(path, mine) == _sqlite_cells(path, reference)
-        assert _sqlite_cells(path, mine)[0][6] == sqlite_instant(at)  # created_at, as the dialect stores it
+        assert _sqlite_cells(path, mine)[0][6] == STORED[at]  # created_at, as the dialect stores it
     assert await store.get(mine.session_id) == mine
     assert await store.events(mine.session_id) == [event]
 

@@ -8,7 +8,6 @@ import asyncio
 import sqlite3
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from datetime import datetime
 from typing import Any
 
 import asyncpg  # type: ignore[import-untyped]
@@ -16,7 +15,7 @@ from sqlalchemy import event
 from sqlalchemy.engine import URL, Connection, Engine, create_engine, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, OperationalError, SQLAlchemyError
 
-from routequote.storage.sessions_common import json_dumps, json_loads, utc
+from routequote.storage.sessions_common import json_dumps, json_loads
 
 _WRITE = (
     "routequote_write"  # execution option: this connection's transactions write (SQLite: BEGIN IMMEDIATE)
@@ -63,16 +62,6 @@ def _sqlite_engine(url: URL, pool_size: int, busy_timeout: float) -> Engine:
         conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
 
     return engine
-
-
-def sqlite_instant(at: datetime) -> str:
-    """An instant as the SQLite dialect stores a `UtcDateTime` (UTC, no zone, microseconds), for the statements
-    run on the driver itself: the rows read back through SQLAlchemy as any other."""
-    at = utc(at)
-    return (
-        f"{at.year:04d}-{at.month:02d}-{at.day:02d} "
-        f"{at.hour:02d}:{at.minute:02d}:{at.second:02d}.{at.microsecond:06d}"
-    )
 
 
 def _sqlite_busy(exc: OperationalError | sqlite3.OperationalError) -> bool:

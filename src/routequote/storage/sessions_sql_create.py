@@ -13,15 +13,24 @@ column). Each answers False when the idempotency key is taken; the caller then r
 from __future__ import annotations
 
 import sqlite3
-from typing import NamedTuple
+from collections.abc import Callable
+from datetime import datetime
+from typing import NamedTuple, cast
 
 from sqlalchemy import text
+from sqlalchemy.dialects import sqlite as sqlite_dialect
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
 from routequote.ports import SessionEvent, SessionRecord
 from routequote.storage.sessions_common import utc
-from routequote.storage.sessions_sql_connections import sqlite_instant
+from routequote.storage.sessions_schema import UtcDateTime
+
+_SQLITE_DIALECT = sqlite_dialect.dialect()
+# an instant as SQLAlchemy itself writes a `UtcDateTime` on SQLite (its own bind processor: UTC, no zone)
+_sqlite_instant = cast(
+    Callable[[datetime], str], UtcDateTime().dialect_impl(_SQLITE_DIALECT).bind_processor(_SQLITE_DIALECT)
+)
 
 _SQLITE = (
     "INSERT INTO session_idempotency (scope, key, request_sha256, response, created_at) VALUES (?, ?, ?, ?, ?) "
@@ -71,15 +80,11 @@ def create_on_sqlite(conn: Connection, new: NewSession) -> bool:
     """Raises ValueError when the session id exists (nothing is written then)."""
     driver: sqlite3.Connection = conn.connection.driver_connection  # type: ignore[assignment]
     record, event = new.record, new.event
-    at = sqlite_instant(event.at)
+    at = _sqlite_instant(event.at)
     driver.execute("BEGIN IMMEDIATE")
     try:
-        if (
-            driver.execute(
-                _SQLITE[0], (new.scope, new.key, new.request_sha256, new.response_json, at)
-            ).rowcount
-            == 0
-        ):
+        answered = driver.execute(_SQLITE[0], (new.scope, new.key, new.request_sha256, new.response_json, at))
+        if answered.rowcount == 0:
             driver.execute("ROLLBACK")
             return False
         try:
@@ -91,8 +96,8 @@ def create_on_sqlite(conn: Connection, new: NewSession) -> bool:
                     record.version,
                     record.status,
                     record.route,
-                    sqlite_instant(record.created_at),
-                    sqlite_instant(record.updated_at),
+                    _sqlite_instant(record.created_at),
+                    _sqlite_instant(record.updated_at),
                     new.state_json,
                 ),
             )
