@@ -66,6 +66,7 @@ from routequote.storage.sessions_sql_connections import (
     normalise_url,
 )
 from routequote.storage.sessions_sql_create import NewSession, create_on_postgresql, create_on_sqlite
+from routequote.storage.sqlite_checkpoint import WalCheckpointer
 
 MIGRATIONS_DIR = Path(__file__).with_name("migrations")
 VERSION_TABLE = "routequote_alembic_version"
@@ -138,7 +139,8 @@ class SqlSessionStore:
             # two pools on one file: `_prompt` answers on the event loop and never waits for a lock (busy
             # timeout 0); `_sync` waits up to `sqlite_busy_timeout` for another process, in a worker thread
             self._sync = _sqlite_engine(self._url, pool_size, sqlite_busy_timeout)
-            self._prompt = _sqlite_engine(self._url, pool_size, 0.0)
+            self._prompt = _sqlite_engine(self._url, pool_size, 0.0, autocheckpoint=False)
+            self.checkpoints = WalCheckpointer(self._sync)
             self._prompt_writer = self._prompt.execution_options(**{_WRITE: True})
             self._sync_writer = self._sync.execution_options(**{_WRITE: True})
         if self.scope == "postgresql":
@@ -171,6 +173,7 @@ class SqlSessionStore:
 
     async def aclose(self) -> None:
         if self.scope == "sqlite":
+            await self.checkpoints.aclose()
             self._prompt.dispose()
             await asyncio.to_thread(self._sync.dispose)
         else:
@@ -188,9 +191,14 @@ class SqlSessionStore:
                 # A local file answers in well under a millisecond: run on the event loop, where a worker thread
                 # would wait for the GIL behind the loop at every statement. Only when another process holds
                 # the write lock does the operation wait for it, off the loop.
+                if write and self.checkpoints.writes_wait:
+                    await self.checkpoints.writable()
                 try:
                     with (self._prompt_writer if write else self._prompt).connect() as conn:
-                        return operation(conn)
+                        result = operation(conn)
+                    if write:
+                        self.checkpoints.after_write()
+                    return result
                 except (OperationalError, sqlite3.OperationalError) as exc:
                     if not _sqlite_busy(exc):
                         raise

@@ -30,8 +30,9 @@ def _serialize(value: Any) -> str:
     return value if isinstance(value, _Encoded) else json_dumps(value)
 
 
-def _sqlite_engine(url: URL, pool_size: int, busy_timeout: float) -> Engine:
-    """A pysqlite engine on the file: WAL, busy timeout, and BEGIN IMMEDIATE for the writers."""
+def _sqlite_engine(url: URL, pool_size: int, busy_timeout: float, *, autocheckpoint: bool = True) -> Engine:
+    """A pysqlite engine on the file: WAL, busy timeout, and BEGIN IMMEDIATE for the writers. Without
+    `autocheckpoint` its commits never checkpoint the WAL (`sqlite_checkpoint` does, off the loop)."""
     busy_ms = int(busy_timeout * 1000)
     engine = create_engine(
         url.set(drivername="sqlite+pysqlite"),
@@ -53,6 +54,8 @@ def _sqlite_engine(url: URL, pool_size: int, busy_timeout: float) -> Engine:
         cursor.execute("PRAGMA journal_mode=WAL")
         cursor.execute("PRAGMA synchronous=NORMAL")  # WAL: durable across a process kill
         cursor.execute("PRAGMA foreign_keys=ON")
+        if not autocheckpoint:
+            cursor.execute("PRAGMA wal_autocheckpoint=0")
         cursor.close()
 
     @event.listens_for(engine, "begin")
