@@ -78,7 +78,9 @@ def build_market(settings: Settings, clock: Clock | None = None) -> MarketData:
 class Stores:
     quotes: QuoteStore
     idempotency: IdempotencyStore
-    ids: IdFactory | None = None  # quote ids the store needs (peers: the issuing worker's slot in each id)
+    ids: IdFactory | None = (
+        None  # quote ids the store needs (peers: the issuing worker's slot; redis: the second)
+    )
 
 
 def build_stores(settings: Settings) -> Stores:
@@ -109,7 +111,8 @@ def build_stores(settings: Settings) -> Stores:
             raise ValueError("ROUTEQUOTE_QUOTE_STORE=redis needs ROUTEQUOTE_REDIS_URL")
         from routequote.storage.redis_store import RedisIdempotencyStore, RedisQuoteStore
 
-        return Stores(RedisQuoteStore(settings.redis_url), RedisIdempotencyStore(settings.redis_url))
+        redis_quotes = RedisQuoteStore(settings.redis_url)
+        return Stores(redis_quotes, RedisIdempotencyStore(settings.redis_url), redis_quotes.ids)
     raise ValueError(
         f"unknown ROUTEQUOTE_QUOTE_STORE {settings.quote_store!r} (auto, memory, peers, sqlite or redis)"
     )

@@ -4,6 +4,7 @@ stored quote round-trips to the same domain objects."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -74,7 +75,9 @@ def test_unknown_quote_fails_closed_everywhere(two_instances: tuple[str, str]) -
     quote = httpx.post(f"{a}/v2/quote", json=intent_for(ROUTE, 100)).json()
     import redis
 
-    redis.Redis.from_url(REDIS_URL).delete(f"routequote:quote:{quote['quote_id']}")  # as if it expired
+    # as if it expired: the quote is a field of its second's hash (the id's last byte names the second)
+    bucket = f"routequote:quote:b:{int(quote['quote_id'][34:], 16)}"
+    assert redis.Redis.from_url(REDIS_URL).hdel(bucket, quote["quote_id"]) == 1
     r = httpx.post(f"{b}/v2/prepare", json=prepare_body(quote))
     assert r.status_code == 409 and r.json()["action_created"] is False
 
@@ -110,39 +113,54 @@ async def test_stored_quote_round_trips_to_the_same_domain_objects() -> None:
         assert loaded.body.summary_sha256 == original.body.summary_sha256
 
 
+def bucket_of(quote_id: str) -> str:
+    return f"routequote:quote:b:{int(quote_id[34:], 16)}"
+
+
 async def test_quotes_of_a_compiled_issue_are_stored_compact_and_read_back_exactly() -> None:
-    """The first quote of a body is stored whole; later ones as their own values naming one shared record.
-    Each reads back to the same JSON and domain objects; without its shared record a quote fails closed."""
+    """Each quote is a field of its second's hash: its expiry, then its record. The first quote of a body is
+    stored whole; later ones as their own values naming one shared record. Each reads back to the same JSON and
+    domain objects; without its shared record a quote fails closed, and a later second writes it again."""
     require_redis()
     import redis
 
-    from routequote.clock import SystemClock, UuidFactory
+    from routequote.clock import SystemClock
     from routequote.core.intent import parse_quote_request
     from routequote.market.snapshot import EmbeddedSnapshot
     from routequote.service import RouteQuoteService, ServiceConfig
-    from routequote.storage.redis_store import SHARED_GRACE_MS, RedisQuoteStore
+    from routequote.storage.redis_store import BUCKET_GRACE_MS, SHARED_GRACE_MS, RedisQuoteStore
 
     raw = redis.Redis.from_url(REDIS_URL)
     raw.flushdb()
     store = RedisQuoteStore(REDIS_URL)
     reader = RedisQuoteStore(REDIS_URL)  # another worker: nothing of the writer's in its memory
     service = RouteQuoteService(
-        EmbeddedSnapshot(), store, SystemClock(), UuidFactory(), ServiceConfig(quote_ttl_seconds=60)
+        EmbeddedSnapshot(), store, SystemClock(), store.ids, ServiceConfig(quote_ttl_seconds=60)
     )
     try:
+        before_ms = int(time.time() * 1000)
         quotes = [await service.quote(parse_quote_request(intent_for(ROUTE, 100))) for _ in range(4)]
-        stored = [raw.get(f"routequote:quote:{q.quote_id}") for q in quotes]
-        assert stored[0] is not None and stored[0][:1] == b"{"  # the reference assembly: whole
-        assert all(r is not None and r[:1] == b"C" and len(r) < 1024 for r in stored[1:]), stored
-        shared = {r.partition(b"\n")[0][1:] for r in stored[1:] if r is not None}
+        after_ms = int(time.time() * 1000)
+        assert not raw.keys("routequote:quote:????????-*")  # nothing under a key of its own
+        fields = [raw.hget(bucket_of(q.quote_id), q.quote_id) for q in quotes]
+        assert all(f is not None for f in fields), fields
+        expiries, stored = zip(*(f.partition(b"|")[::2] for f in fields if f is not None), strict=True)
+        assert all(before_ms + 60_000 <= int(e) <= after_ms + 60_000 for e in expiries), expiries
+        assert stored[0][:1] == b"{"  # the reference assembly: whole
+        assert all(r[:1] == b"C" and len(r) < 1024 for r in stored[1:]), stored
+        for q in quotes:  # each hash expires whole: the longest TTL and a grace after its second
+            second = int(before_ms // 1000) + (int(q.quote_id[34:], 16) - before_ms // 1000) % 256
+            expected = (second + 1) * 1000 + 60_000 + BUCKET_GRACE_MS
+            assert abs(raw.execute_command("PEXPIRETIME", bucket_of(q.quote_id)) - expected) < 100
+        shared = {r.partition(b"\n")[0][1:] for r in stored[1:]}
         assert len(shared) == 1  # one shared record for the body's compiled issue
         (shared_key,) = shared
         assert 60_000 < raw.pttl(shared_key) <= 60_000 + SHARED_GRACE_MS
-        assert all(50_000 < raw.pttl(f"routequote:quote:{q.quote_id}") <= 60_000 for q in quotes)
         for q in quotes:
             loaded = await reader.get(q.quote_id, 0.0)
             assert loaded is not None and loaded.json == q.json and loaded.payload == orjson.loads(q.json)
             assert loaded.intent == q.intent and loaded.body.pricing == q.body.pricing
+            assert 58.0 < loaded.expires_at_monotonic <= 60.0  # its lifetime, from the record's expiry
         # a shared record changed under its key is refused; one that is gone fails closed
         original = raw.get(shared_key)
         assert original is not None
@@ -151,11 +169,58 @@ async def test_quotes_of_a_compiled_issue_are_stored_compact_and_read_back_exact
         raw.delete(shared_key)
         assert await reader.get(quotes[2].quote_id, 0.0) is None
         assert (await reader.get(quotes[0].quote_id, 0.0)) is not None  # the whole record needs nothing
-        # the next quote of the body writes the shared record again
+        # the first quote of the next second checks the shared record, and writes it again
+        time.sleep(1.05 - time.time() % 1)
         again = await service.quote(parse_quote_request(intent_for(ROUTE, 100)))
         assert raw.get(shared_key) == original
         loaded = await reader.get(again.quote_id, 0.0)
         assert loaded is not None and loaded.json == again.json
+    finally:
+        await store.aclose()
+        await reader.aclose()
+        raw.flushdb()
+
+
+async def test_a_quote_expires_by_its_record_and_a_foreign_id_gets_a_key_of_its_own() -> None:
+    require_redis()
+    from datetime import UTC, datetime
+
+    import redis
+
+    from routequote.clock import FixedClock, SequentialIds
+    from routequote.core.intent import parse_quote_request
+    from routequote.market.snapshot import EmbeddedSnapshot
+    from routequote.service import RouteQuoteService, ServiceConfig
+    from routequote.storage.redis_store import RedisQuoteStore
+
+    raw = redis.Redis.from_url(REDIS_URL)
+    raw.flushdb()
+    start = int(time.time())
+    now = [start - start % 256 + 100.2]  # a second whose last byte no sequential id below has
+    store = RedisQuoteStore(REDIS_URL, wall=lambda: now[0])
+    reader = RedisQuoteStore(REDIS_URL, wall=lambda: now[0])
+    clock, config = FixedClock(datetime(2026, 11, 22, tzinfo=UTC)), ServiceConfig(quote_ttl_seconds=30)
+    ours = RouteQuoteService(EmbeddedSnapshot(), store, clock, store.ids, config)
+    foreign = RouteQuoteService(EmbeddedSnapshot(), store, clock, SequentialIds(), config)
+    try:
+        q = await ours.quote(parse_quote_request(intent_for(ROUTE, 100)))
+        assert raw.hexists(bucket_of(q.quote_id), q.quote_id)
+        now[0] += 29.5  # Redis keeps the hash (it expires 65 s after its second); the record says how long
+        loaded = await reader.get(q.quote_id, 100.0)
+        assert loaded is not None and 100.0 < loaded.expires_at_monotonic <= 100.5
+        now[0] += 1.0
+        assert raw.hexists(bucket_of(q.quote_id), q.quote_id)
+        assert await reader.get(q.quote_id, 100.0) is None  # past its own expiry: fails closed
+        # an id this store did not make (or made too long before it is stored): its own key, Redis' expiry
+        for service in (foreign, ours):
+            if service is ours:
+                store.ids.wall = lambda: now[0] - 10
+            q = await service.quote(parse_quote_request(intent_for(ROUTE, 100)))
+            key = f"routequote:quote:{q.quote_id}"
+            assert raw.get(key) is not None and 29_000 < raw.pttl(key) <= 30_000
+            assert not raw.hexists(bucket_of(q.quote_id), q.quote_id)
+            loaded = await reader.get(q.quote_id, 0.0)
+            assert loaded is not None and loaded.json == q.json and 29.0 < loaded.expires_at_monotonic <= 30.0
     finally:
         await store.aclose()
         await reader.aclose()

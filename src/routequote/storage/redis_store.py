@@ -2,19 +2,30 @@
 
 With them, a prepare may land on another worker than its quote, and an idempotency key is honoured
 across workers. Each store speaks over one multiplexed connection (`redis_wire`): one round trip per issued
-quote, one per lookup. Records expire by Redis' own expiry (PX), so an expired quote is simply absent and
-binding fails closed, as in memory. An issued quote is stored as its exact JSON plus the integer per-step
-amounts it was priced with (`quote_records`): whole, or compact beside one shared record per compiled issue;
-loading rebuilds the same domain objects.
+quote, one per lookup. An issued quote is stored as its exact JSON plus the integer per-step amounts it was
+priced with (`quote_records`): whole, or compact beside one shared record per compiled issue; loading rebuilds
+the same domain objects.
+
+Quotes are kept in one hash per second of issue, not one key each: the store's quote ids carry that second in
+their last byte (still a valid uuid4), and each record starts with its own expiry. A per-key write cost
+redis-server its keyspace's upkeep (a second dict of expiries, rehashing, the expiry cycle) on every quote;
+a field in a hash costs none of that, and the hash expires whole, 60 s (the longest quote TTL) plus a grace
+after its second. An expired quote is absent or refused by its record's expiry: binding fails closed, as in
+memory. A quote id this store did not make (or made more than a moment ago) is stored under its own key with
+Redis' own expiry (PX), as before.
 """
 
 from __future__ import annotations
 
+import time
 import weakref
-from typing import Any, NamedTuple
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 import orjson
 
+from routequote.clock import random_uuid4
 from routequote.core.quote_issue import IssueTemplate
 from routequote.errors import DependencyUnavailable
 from routequote.ports import IssuedQuote
@@ -27,7 +38,7 @@ from routequote.storage.quote_records import (
     shared_record,
     whole_record,
 )
-from routequote.storage.redis_wire import RedisReplyError, RedisUnavailable, RedisWire, pack, pack_arguments
+from routequote.storage.redis_wire import RedisReplyError, RedisUnavailable, RedisWire
 
 
 class _RedisClient:
@@ -46,76 +57,130 @@ class _RedisClient:
         await self.wire.aclose()
 
 
-# One round trip per lookup: the quote's record, its remaining lifetime, and (for a compact record) the shared
-# record it names. A missing key is nil.
+# One round trip per lookup: the quote's record (a field of its second's hash, else a key of its own with its
+# remaining lifetime) and, for a compact record, the shared record it names. A missing quote is nil.
 _LOOKUP = b"""
-local record = redis.call('GET', KEYS[1])
-if not record then return false end
-local pttl = redis.call('PTTL', KEYS[1])
-if string.sub(record, 1, 1) ~= 'C' then return {record, pttl} end
-local newline = string.find(record, '\\n', 1, true)
+local record = redis.call('HGET', KEYS[1], ARGV[1])
+local pttl = -1
+local start = 1
+if record then
+  start = (string.find(record, '|', 1, true) or 0) + 1
+else
+  record = redis.call('GET', KEYS[2])
+  if not record then return false end
+  pttl = redis.call('PTTL', KEYS[2])
+end
+if string.sub(record, start, start) ~= 'C' then return {record, pttl} end
+local newline = string.find(record, '\\n', start, true)
 if not newline then return {record, pttl} end
-return {record, pttl, redis.call('GET', string.sub(record, 2, newline - 1))}
+return {record, pttl, redis.call('GET', string.sub(record, start + 1, newline - 1))}
 """
 # a shared record outlives the last quote that names it by this much
 SHARED_GRACE_MS = 60_000
+# a second's hash outlives the longest quote TTL (60 s) issued in it by this much (hosts' clocks may differ by
+# less)
+BUCKET_GRACE_MS = 10_000
+LONGEST_TTL_MS = 60_000
+# a quote id names the second it was made in; one made more than this long before it is stored is not trusted
+# to (its quote goes under its own key)
+_BUCKET_SLACK_SECONDS = 2
 
 
-class _Shared(NamedTuple):
-    """The shared record of one compiled issue, and the parts of each of its quotes' commands that never change."""
+@dataclass
+class _Shared:
+    """The shared record of one compiled issue, and the second of issue in which its expiry was last pushed
+    past its quotes' (checked by that PEXPIRE's reply, and written again when missing)."""
 
     key: str
     record: bytes
     ttl_seconds: int
-    expiry: bytes  # the quote's SET's PX argument, packed
-    keep_alive: bytes  # the whole PEXPIRE of the shared record, packed
+    kept_in_second: int = -1
 
-    @classmethod
-    def of(cls, key: str, record: bytes, ttl_seconds: int) -> _Shared:
-        ttl_ms = ttl_seconds * 1000
-        return cls(
-            key,
-            record,
-            ttl_seconds,
-            pack_arguments((b"PX", ttl_ms)),
-            pack((b"PEXPIRE", key, ttl_ms + SHARED_GRACE_MS)),
-        )
+
+class SecondIds:
+    """Quote ids for the Redis store: a random uuid4 whose last byte is the second of issue, modulo 256."""
+
+    def __init__(self, wall: Callable[[], float] = time.time) -> None:
+        self.wall = wall
+
+    def new_id(self) -> str:
+        return random_uuid4(last_byte=int(self.wall()) % 256)
+
+
+def last_byte(quote_id: str) -> int | None:
+    """The last byte of a 36-character id (two lowercase hex digits), else None."""
+    tail = quote_id[34:]
+    if len(quote_id) != 36 or len(tail) != 2 or not all(c in "0123456789abcdef" for c in tail):
+        return None
+    return int(tail, 16)
+
+
+def second_of(quote_id: str, now_second: int) -> int | None:
+    """The second a quote id made by `SecondIds` names: the latest one up to `now_second` with its last byte;
+    None when that is not within a moment of now, or the id is not one of ours."""
+    byte = last_byte(quote_id)
+    if byte is None:
+        return None
+    second = now_second - (now_second - byte) % 256
+    return second if now_second - second <= _BUCKET_SLACK_SECONDS else None
 
 
 class RedisQuoteStore(_RedisClient):
     """Quotes of a compiled issue are stored compact: their own values (a few hundred bytes) naming one shared
-    record of what every quote of that issue has in common, which is written once and kept alive by each
-    quote. A quote of the reference assembly (the first of a body) is stored whole."""
+    record of what every quote of that issue has in common, which is written once and kept alive by the first
+    quote of each second. A quote of the reference assembly (the first of a body) is stored whole."""
 
     scope = "shared_redis_ttl_expired_fails_closed"
 
-    def __init__(self, url: str, prefix: str = "routequote:quote:") -> None:
+    def __init__(
+        self, url: str, prefix: str = "routequote:quote:", wall: Callable[[], float] = time.time
+    ) -> None:
         super().__init__(url, prefix)
         self.shared_prefix = prefix + "shared:"
+        self.wall = wall
+        self.ids = SecondIds(wall)
+        self._bucket_prefix = (prefix + "b:").encode()
+        self._expiring_second = -1  # the last second whose hash this store gave its expiry
         # per compiled issue, its shared record and key (made once; gone with the issue)
         self._shared: weakref.WeakKeyDictionary[IssueTemplate, _Shared] = weakref.WeakKeyDictionary()
 
+    def bucket_key(self, second: int) -> bytes:
+        return b"%s%d" % (self._bucket_prefix, second % 256)
+
     async def put(self, issued: IssuedQuote) -> None:
-        """One round trip: SET with Redis' own expiry (and, for a compact record, the shared record's expiry
-        pushed past this quote's). The shared record is written when that says it is missing."""
+        """One round trip: the quote's field in its second's hash (with, once a second, the hash's expiry and
+        the shared record's expiry pushed past this quote's). The shared record is written when that says it is
+        missing."""
         ttl_ms = issued.ttl_seconds * 1000
-        key = self.prefix + issued.quote_id
+        now = self.wall()
+        now_ms, second = int(now * 1000), second_of(issued.quote_id, int(now))
         try:
-            shared = self._shared_of(issued)
-            if shared is None:
-                await self.wire.command(b"SET", key, issued_to_record(issued), b"PX", ttl_ms)
+            if second is None:  # not an id of ours: the whole record, under its own key
+                await self.wire.command(
+                    b"SET", self.prefix + issued.quote_id, issued_to_record(issued), b"PX", ttl_ms
+                )
                 return
-            record = compact_record(issued, shared.key)
-            raw_key = key.encode()
-            # the SET's key and record are this quote's own; its expiry and the whole PEXPIRE were packed once
-            _, kept = await self.wire.packed(
-                b"*5\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n%s%s"
-                % (len(raw_key), raw_key, len(record), record, shared.expiry, shared.keep_alive),
-                2,
-            )
-            if kept != 1:  # first quote of this issue here, or the shared record was evicted
-                keep_ms = ttl_ms + SHARED_GRACE_MS
-                await self.wire.command(b"SET", shared.key, shared.record, b"PX", keep_ms)
+            shared = self._shared_of(issued)
+            record = issued_to_record(issued) if shared is None else compact_record(issued, shared.key)
+            bucket = self.bucket_key(second)
+            commands: list[tuple[bytes | str | int, ...]] = [
+                (b"HSET", bucket, issued.quote_id, b"%d|%s" % (now_ms + ttl_ms, record))
+            ]
+            expiring = second != self._expiring_second
+            if expiring:  # relative, as every expiry here: Redis' own clock may differ from this host's
+                lifetime_ms = (second + 1) * 1000 + max(ttl_ms, LONGEST_TTL_MS) + BUCKET_GRACE_MS - now_ms
+                commands.append((b"PEXPIRE", bucket, lifetime_ms))
+            keeping = shared is not None and shared.kept_in_second != second
+            if shared is not None and keeping:
+                commands.append((b"PEXPIRE", shared.key, ttl_ms + SHARED_GRACE_MS))
+            replies = await self.wire.commands(*commands)
+            if expiring:
+                self._expiring_second = max(self._expiring_second, second)
+            if shared is not None and keeping:
+                if replies[-1] != 1:  # first quote of this issue here, or the shared record was evicted
+                    keep_ms = ttl_ms + SHARED_GRACE_MS
+                    await self.wire.command(b"SET", shared.key, shared.record, b"PX", keep_ms)
+                shared.kept_in_second = max(shared.kept_in_second, second)
         except (RedisUnavailable, RedisReplyError) as exc:
             raise self.unavailable(exc) from exc
 
@@ -128,21 +193,30 @@ class RedisQuoteStore(_RedisClient):
             record = shared_record(issued)
             if record is None:
                 return None
-            found = self._shared[template] = _Shared.of(
+            found = self._shared[template] = _Shared(
                 shared_key(self.shared_prefix, record), record, issued.ttl_seconds
             )
         return found
 
     async def get(self, quote_id: str, now_monotonic: float) -> IssuedQuote | None:
-        """One round trip: the record, its PTTL and any shared record, read by one script."""
+        """One round trip: the record, its lifetime and any shared record, read by one script."""
+        byte = last_byte(quote_id)
+        bucket = self._bucket_prefix if byte is None else self.bucket_key(byte)  # no hash has the bare prefix
         try:
-            reply = await self.wire.command(b"EVAL", _LOOKUP, 1, self.prefix + quote_id)
+            reply = await self.wire.command(b"EVAL", _LOOKUP, 2, bucket, self.prefix + quote_id, quote_id)
         except (RedisUnavailable, RedisReplyError) as exc:
             raise self.unavailable(exc) from exc
         if not isinstance(reply, list) or len(reply) < 2:
             return None
         raw, pttl = reply[0], reply[1]
-        if not isinstance(raw, bytes) or not isinstance(pttl, int) or pttl <= 0:
+        if not isinstance(raw, bytes) or not isinstance(pttl, int):
+            return None
+        if pttl == -1:  # a field of a second's hash: its expiry (unix ms), '|', the record
+            expiry, bar, raw = raw.partition(b"|")
+            if not bar or not expiry.isdigit():
+                return None
+            pttl = int(expiry) - int(self.wall() * 1000)
+        if pttl <= 0:
             return None
         if shared_key_of(raw) is not None:
             common = reply[2] if len(reply) > 2 else None
