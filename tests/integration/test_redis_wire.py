@@ -163,3 +163,29 @@ async def test_bytes_that_are_not_resp_fail_every_waiter_and_the_next_command_co
     finally:
         await wire.aclose()
         server.close()
+
+
+@needs_redis
+async def test_commands_of_two_turns_of_the_loop_go_out_in_one_write_and_a_later_one_in_the_next() -> None:
+    wire = RedisWire(URL)
+    try:
+        assert await wire.command(b"PING") == b"PONG"  # connected
+        connection = wire._connection
+        assert connection is not None
+        writes: list[bytes] = []
+        write = connection.write
+        connection.write = lambda data: (writes.append(data), write(data))[1]  # type: ignore[method-assign]
+        first = asyncio.ensure_future(wire.command(b"ECHO", b"1"))
+        await asyncio.sleep(0)  # the first is put on the wire in this turn
+        second = asyncio.ensure_future(wire.command(b"ECHO", b"2"))  # and the second in the next
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+        third = asyncio.ensure_future(wire.command(b"ECHO", b"3"))  # two turns after the write
+        assert await asyncio.gather(first, second, third) == [b"1", b"2", b"3"]
+        assert writes == [
+            b"*2\r\n$4\r\nECHO\r\n$1\r\n1\r\n*2\r\n$4\r\nECHO\r\n$1\r\n2\r\n",
+            b"*2\r\n$4\r\nECHO\r\n$1\r\n3\r\n",
+        ]
+    finally:
+        await wire.aclose()
