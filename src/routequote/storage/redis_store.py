@@ -38,7 +38,7 @@ from routequote.storage.quote_records import (
     shared_record,
     whole_record,
 )
-from routequote.storage.redis_wire import RedisReplyError, RedisUnavailable, RedisWire
+from routequote.storage.redis_wire import RedisReplyError, RedisUnavailable, RedisWire, pack
 
 
 class _RedisClient:
@@ -163,17 +163,18 @@ class RedisQuoteStore(_RedisClient):
             shared = self._shared_of(issued)
             record = issued_to_record(issued) if shared is None else compact_record(issued, shared.key)
             bucket = self.bucket_key(second)
-            commands: list[tuple[bytes | str | int, ...]] = [
-                (b"HSET", bucket, issued.quote_id, b"%d|%s" % (now_ms + ttl_ms, record))
-            ]
+            field, quote_id = b"%d|%s" % (now_ms + ttl_ms, record), issued.quote_id.encode()
+            sizes_and_args = (len(bucket), bucket, len(quote_id), quote_id, len(field), field)
+            data = b"*4\r\n$4\r\nHSET\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n" % sizes_and_args
+            extra: list[bytes] = []
             expiring = second != self._expiring_second
             if expiring:  # relative, as every expiry here: Redis' own clock may differ from this host's
                 lifetime_ms = (second + 1) * 1000 + max(ttl_ms, LONGEST_TTL_MS) + BUCKET_GRACE_MS - now_ms
-                commands.append((b"PEXPIRE", bucket, lifetime_ms))
+                extra.append(pack((b"PEXPIRE", bucket, lifetime_ms)))
             keeping = shared is not None and shared.kept_in_second != second
             if shared is not None and keeping:
-                commands.append((b"PEXPIRE", shared.key, ttl_ms + SHARED_GRACE_MS))
-            replies = await self.wire.commands(*commands)
+                extra.append(pack((b"PEXPIRE", shared.key, ttl_ms + SHARED_GRACE_MS)))
+            replies = await self.wire.packed(data + b"".join(extra) if extra else data, 1 + len(extra))
             if expiring:
                 self._expiring_second = max(self._expiring_second, second)
             if shared is not None and keeping:
