@@ -107,12 +107,12 @@ class SecondIds:
         return random_uuid4(last_byte=int(self.wall()) % 256)
 
 
+_BYTE_OF_HEX = {f"{byte:02x}": byte for byte in range(256)}
+
+
 def last_byte(quote_id: str) -> int | None:
     """The last byte of a 36-character id (two lowercase hex digits), else None."""
-    tail = quote_id[34:]
-    if len(quote_id) != 36 or len(tail) != 2 or not all(c in "0123456789abcdef" for c in tail):
-        return None
-    return int(tail, 16)
+    return _BYTE_OF_HEX.get(quote_id[34:]) if len(quote_id) == 36 else None
 
 
 def second_of(quote_id: str, now_second: int) -> int | None:

@@ -70,7 +70,9 @@ class RedisWire:
         """`data`, commands packed already (a caller that sends the same commands often packs their constant
         parts once), in one write; their `replies` replies in order."""
         connection = self._connection if self._connection is not None else await self._connect()
-        loop = asyncio.get_running_loop()
+        loop = (
+            connection.loop
+        )  # not asyncio.get_running_loop(): on Linux that is a getpid() system call each time
         now = loop.time()
         futures: list[asyncio.Future[Any]] = [loop.create_future() for _ in range(replies)]
         if not self._pending:
@@ -204,7 +206,8 @@ class _Connection(asyncio.Protocol):
         self.wire = wire
         self.transport: asyncio.Transport | None = None
         self.buffer = bytearray()
-        self.closed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.loop = asyncio.get_running_loop()  # the loop it was opened in: its waiters' loop
+        self.closed: asyncio.Future[None] = self.loop.create_future()
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = cast(asyncio.Transport, transport)  # uvloop's transports do not subclass asyncio's
