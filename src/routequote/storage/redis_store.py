@@ -81,8 +81,8 @@ SHARED_GRACE_MS = 60_000
 # less)
 BUCKET_GRACE_MS = 10_000
 LONGEST_TTL_MS = 60_000
-# a quote id names the second it was made in; one made more than this long before it is stored is not trusted
-# to (its quote goes under its own key)
+# a quote id names the second it was made in, if it was made at most this long before it is stored (else its
+# quote goes under its own key)
 _BUCKET_SLACK_SECONDS = 2
 
 
@@ -171,17 +171,17 @@ class RedisQuoteStore(_RedisClient):
             if expiring:  # relative, as every expiry here: Redis' own clock may differ from this host's
                 lifetime_ms = (second + 1) * 1000 + max(ttl_ms, LONGEST_TTL_MS) + BUCKET_GRACE_MS - now_ms
                 extra.append(pack((b"PEXPIRE", bucket, lifetime_ms)))
-            keeping = shared is not None and shared.kept_in_second != second
-            if shared is not None and keeping:
-                extra.append(pack((b"PEXPIRE", shared.key, ttl_ms + SHARED_GRACE_MS)))
+            keeping = shared if shared is not None and shared.kept_in_second != second else None
+            if keeping is not None:
+                extra.append(pack((b"PEXPIRE", keeping.key, ttl_ms + SHARED_GRACE_MS)))
             replies = await self.wire.packed(data + b"".join(extra) if extra else data, 1 + len(extra))
             if expiring:
                 self._expiring_second = max(self._expiring_second, second)
-            if shared is not None and keeping:
+            if keeping is not None:
                 if replies[-1] != 1:  # first quote of this issue here, or the shared record was evicted
                     keep_ms = ttl_ms + SHARED_GRACE_MS
-                    await self.wire.command(b"SET", shared.key, shared.record, b"PX", keep_ms)
-                shared.kept_in_second = max(shared.kept_in_second, second)
+                    await self.wire.command(b"SET", keeping.key, keeping.record, b"PX", keep_ms)
+                keeping.kept_in_second = max(keeping.kept_in_second, second)
         except (RedisUnavailable, RedisReplyError) as exc:
             raise self.unavailable(exc) from exc
 
