@@ -78,9 +78,8 @@ def build_market(settings: Settings, clock: Clock | None = None) -> MarketData:
 class Stores:
     quotes: QuoteStore
     idempotency: IdempotencyStore
-    ids: IdFactory | None = (
-        None  # quote ids the store needs (peers: the issuing worker's slot; redis: the second)
-    )
+    # quote ids the store needs (peers: the issuing worker's slot in each id; redis: the second of issue)
+    ids: IdFactory | None = None
 
 
 def build_stores(settings: Settings) -> Stores:

@@ -3,9 +3,9 @@
 Every concurrent request puts its command(s) on the one connection and waits for its reply; the commands of two
 turns of the event loop go out in one write at the end of the second. The connection's protocol parses replies
 as they are received, in order (Redis answers each connection's commands in order), and hands each to its
-waiter there: no reader task wakes up in between. A lookup that needs two commands writes both in one write: one round trip.
-Compared with a client that checks a connection out of a pool for every command, this costs a few microseconds
-of Python per command and no pool contention under load.
+waiter there: no reader task wakes up in between. A lookup that needs two commands writes both in one write:
+one round trip. Compared with a client that checks a connection out of a pool for every command, this costs a
+few microseconds of Python per command and no pool contention under load.
 
 Replies are RESP2: simple strings, errors, integers, bulk strings and arrays. A reply that does not come within
 `timeout_seconds` (checked by one timer per connection, not one per command), a refused connection or a lost one
@@ -70,9 +70,8 @@ class RedisWire:
         """`data`, commands packed already (a caller that sends the same commands often packs their constant
         parts once), in one write; their `replies` replies in order."""
         connection = self._connection if self._connection is not None else await self._connect()
-        loop = (
-            connection.loop
-        )  # not asyncio.get_running_loop(): on Linux that is a getpid() system call each time
+        # not asyncio.get_running_loop(): on Linux that is a getpid() system call each time
+        loop = connection.loop
         now = loop.time()
         futures: list[asyncio.Future[Any]] = [loop.create_future() for _ in range(replies)]
         if not self._pending:
