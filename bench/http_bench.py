@@ -5,8 +5,10 @@ Rows (wrk -t1 -c16, rate limits off, pairs interleaved A B / B A over --rounds r
 1. POST /v2/quote / GET /v2/status req/s: one worker on the defaults, four rotating routes.
 2. GET /livez / a bare FastAPI hello app (bench/bare_app.py) under the same uvicorn (httptools), one worker each.
 3. quotes, two workers with ROUTEQUOTE_QUOTE_STORE=redis / two workers on the defaults (p99 of each shown).
-   Redis runs on the same cores; the row prints redis-server's CPU time per quote (its INFO cpu) and the ratio
-   the two runs' CPU per quote (server, wrk and redis-server) allow when both keep the cores busy.
+   Redis runs on the same cores; the row prints redis-server's CPU time per quote (its INFO cpu), the ratio
+   the two runs' CPU per quote (server, wrk and redis-server) allow when both keep the cores busy, and the
+   share of the cores each run left idle. The same pair follows at four times the connections, for
+   information: a quote waits on Redis' reply, and the idle share says how much of the gap that wait costs.
 4. quotes prepared across two workers on the defaults: 8 concurrent clients, 40 quotes, every quote and every
    prepare on a fresh connection (so the kernel spreads them over the workers); x of 40 answered 200.
 5. quotes, two workers / one worker, both on the defaults. wrk runs on the same cores: with S the server's and
@@ -156,6 +158,7 @@ class Sample:
     cpu_us: float  # the server's CPU time (user + system, all its processes) per request
     client_cpu_us: float = float("nan")  # wrk's own CPU time per request (it shares the machine's cores)
     requests: int = 0
+    idle: float = float("nan")  # the share of the machine's CPU time left idle during the run (/proc/stat)
 
 
 def tree(pid: int) -> list[int]:
@@ -182,6 +185,11 @@ def cpu_seconds(pid: int) -> float:
     return ticks / os.sysconf("SC_CLK_TCK")
 
 
+def idle_and_total_ticks() -> tuple[int, int]:
+    fields = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    return fields[3] + fields[4], sum(fields)  # idle + iowait, everything
+
+
 def wrk(served: Served, path: str, seconds: float, connections: int, script: str | None = None) -> Sample:
     cmd = [
         "wrk",
@@ -194,7 +202,9 @@ def wrk(served: Served, path: str, seconds: float, connections: int, script: str
     url = served.url + path
     cpu0 = cpu_seconds(served.process.pid)
     children0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    idle0 = idle_and_total_ticks()
     out = subprocess.run([*cmd, url], capture_output=True, text=True, check=True).stdout
+    idle1 = idle_and_total_ticks()
     children1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = cpu_seconds(served.process.pid) - cpu0
     client = (children1.ru_utime - children0.ru_utime) + (children1.ru_stime - children0.ru_stime)
@@ -209,7 +219,8 @@ def wrk(served: Served, path: str, seconds: float, connections: int, script: str
     per = cpu / count * 1e6 if count else float("nan")
     client_per = client / count * 1e6 if count else float("nan")
     p99 = float(m.group(1)) * scale[m.group(2)] if m else float("nan")
-    return Sample(rps, p99, per, client_per, count)
+    idle = (idle1[0] - idle0[0]) / max(idle1[1] - idle0[1], 1)
+    return Sample(rps, p99, per, client_per, count, idle)
 
 
 @contextlib.contextmanager
@@ -370,6 +381,37 @@ def redis_cpu_seconds() -> float:
     return float(info["used_cpu_user"]) + float(info["used_cpu_sys"])
 
 
+def redis_row(red: Served, two: Served, s: float, c: int, r: int, lua: str, target: str) -> Row:
+    """Row 3: two workers on the Redis store against two on the defaults, wrk -c`c`."""
+    wrk(red, "", 1, c, lua)
+    wrk(two, "", 1, c, lua)
+    redis_us: list[float] = []
+
+    def on_redis() -> Sample:
+        before = redis_cpu_seconds()
+        sample = wrk(red, "", s, c, lua)
+        redis_us.append((redis_cpu_seconds() - before) / max(sample.requests, 1) * 1e6)
+        return sample
+
+    ratios, rd, df = paired(on_redis, lambda: wrk(two, "", s, c, lua), r)
+    # redis-server works on the same two cores: with R its CPU per quote, both runs keeping the cores busy
+    # would give (S_d + W_d) / (S_r + W_r + R). The idle shares say how far each run was from that: a quote
+    # waits on Redis' reply, and with only c requests in flight both workers may wait at once
+    spent = statistics.median(redis_us)
+    d_us = statistics.median(x.cpu_us + x.client_cpu_us for x in df)
+    r_us = statistics.median(x.cpu_us + x.client_cpu_us for x in rd)
+    idle_r, idle_d = (statistics.median(x.idle for x in side) for side in (rd, df))
+    return Row(
+        f"quotes, 2 workers redis store / 2 workers defaults, wrk -c{c}",
+        ratios,
+        f"redis {med(rd)}; defaults {med(df)}; redis-server {spent:.1f} us CPU/quote on the same cores, so "
+        f"with the cores busy in both at most {d_us / (r_us + spent):.2f}; cores idle {idle_r:.1%} vs "
+        f"{idle_d:.1%}",
+        target,
+        cpu_ratio(rd, df),
+    )
+
+
 def redis_up() -> bool:
     try:
         with socket.create_connection(("127.0.0.1", 6379), timeout=0.5):
@@ -447,31 +489,10 @@ def main() -> None:  # noqa: C901 - one flat script, row by row
             )
             if redis_up():
                 with routequote("redis", 2, tmp, quote_store="redis", redis_url=REDIS_URL) as red:
-                    wrk(red, "", 1, c, lua)
-                    redis_us: list[float] = []
-
-                    def on_redis() -> Sample:
-                        before = redis_cpu_seconds()
-                        sample = wrk(red, "", s, c, lua)
-                        redis_us.append((redis_cpu_seconds() - before) / max(sample.requests, 1) * 1e6)
-                        return sample
-
-                    ratios, rd, df = paired(on_redis, lambda: wrk(two, "", s, c, lua), r)
-                    # redis-server works on the same two cores: with R its CPU per quote, both runs keeping the
-                    # cores busy would give (S_d + W_d) / (S_r + W_r + R)
-                    spent = statistics.median(redis_us)
-                    d_us = statistics.median(x.cpu_us + x.client_cpu_us for x in df)
-                    r_us = statistics.median(x.cpu_us + x.client_cpu_us for x in rd)
-                    rows.append(
-                        Row(
-                            "quotes, 2 workers redis store / 2 workers defaults",
-                            ratios,
-                            f"redis {med(rd)}; defaults {med(df)}; redis-server {spent:.1f} us CPU/quote on the "
-                            f"same cores, so with the cores busy in both at most {d_us / (r_us + spent):.2f}",
-                            ">= 0.9, same p99 class",
-                            cpu_ratio(rd, df),
-                        )
-                    )
+                    # the row at --connections, then the same pair at four times the connections (for information: it
+                    # shows how much of the gap is the round trip's bubble rather than the store's CPU)
+                    for conns, target in ((c, ">= 0.9, same p99 class"), (4 * c, "(information)")):
+                        rows.append(redis_row(red, two, s, conns, r, lua, target))
             else:
                 notes.append("redis row skipped: nothing answers on 127.0.0.1:6379")
         with routequote("sessions", 1, tmp, max_open_sessions_per_client="0") as sq:
