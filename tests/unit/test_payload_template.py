@@ -194,6 +194,51 @@ def test_a_format_fills_its_places_and_keeps_everything_else() -> None:
     assert one.sha256((b"", b"", b"", b"12", b"", b"")) == sha256(b'{"a":"%s%%","b":12}').hexdigest().encode()
 
 
+def test_a_format_led_by_the_times_hashes_as_its_fill_whether_the_times_repeat_or_not() -> None:
+    # the times lead, as in the payload: the hash state after them is kept for the next call with the same ones
+    data = orjson.dumps(
+        {
+            "a": "\x00issued\x00",
+            "b": "\x00expires\x00",
+            "c": "x%s" * 300,
+            "d": "\x00quote_id\x00",
+            "e": "\x00latency\x00",
+        }
+    )
+    fmt = _Format.cut(data, {"issued": 1, "expires": 1, "quote_id": 1, "latency": 1})
+    calls = [  # same times (kept), new times, the old times again, one time changed, the other changed
+        ("t1", "e1", "q1"),
+        ("t1", "e1", "q2"),
+        ("t1", "e1", "q2"),
+        ("t2", "e2", "q3"),
+        ("t1", "e1", "q4"),
+        ("t1", "e2", "q5"),
+        ("t2", "e2", "q5"),
+    ]
+    for issued, expires, quote_id in calls:
+        values = (
+            b'"%s"' % quote_id.encode(),
+            b'"%s"' % issued.encode(),
+            b'"%s"' % expires.encode(),
+            b"3",
+            b"",
+            b"",
+        )
+        assert fmt.sha256(values) == sha256(fmt.fill(values)).hexdigest().encode(), (
+            issued,
+            expires,
+            quote_id,
+        )
+    # led by the quote id: nothing is kept, the hash starts after the first run
+    unled = _Format.cut(
+        orjson.dumps({"a": "\x00quote_id\x00", "b": "\x00issued\x00", "c": "\x00expires\x00"}),
+        {"issued": 1, "expires": 1, "quote_id": 1},
+    )
+    for quote_id in (b'"q1"', b'"q2"'):
+        values = (quote_id, b'"t"', b'"e"', b"3", b"", b"")
+        assert unled.sha256(values) == sha256(unled.fill(values)).hexdigest().encode()
+
+
 async def test_a_caller_changing_an_issued_payload_changes_no_other_quote() -> None:
     svc = service()
     first = await svc.quote(parse_quote_request(request("base:ETH->base:USDC", 50)))

@@ -10,13 +10,14 @@ that quote_payload_sha256 hashes, and the canonical JSON of the fingerprint clai
 The template is used, from the second quote on, only if filled with the first quote's values it gives that
 quote's exact bytes. If it does not, the body keeps the reference path, so a template can cost speed but
 never correctness. Filling the runs costs two ISO times, two SHA-256 hashes and a bytes %-format per
-encoding.
+encoding; the payload's hash, whose places start with the two times, starts after them for every quote but
+the first of a millisecond.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from hashlib import sha256
 from operator import itemgetter
@@ -48,7 +49,19 @@ _TYPED_MS = [typed_canonical(ms) for ms in range(1000)]  # a quote's latency, ty
 class _Format:
     """Constant runs with a named value between each two."""
 
-    __slots__ = ("_first", "_pattern", "_pick", "_rest", "last", "names", "runs")
+    __slots__ = (
+        "_after",
+        "_first",
+        "_head",
+        "_kept",
+        "_pattern",
+        "_pick",
+        "_pick_rest",
+        "_rest",
+        "last",
+        "names",
+        "runs",
+    )
 
     def __init__(self, runs: Sequence[bytes], names: Sequence[str]) -> None:
         self.names = tuple(names)
@@ -56,11 +69,21 @@ class _Format:
         # the runs as one bytes %-pattern: a fill is one C call (the runs' own % doubled), not a Python join
         escaped = [run.replace(b"%", b"%%") for run in runs]
         self._pattern = b"%s".join(escaped)
-        self._rest = b"%s".join([b"", *escaped[1:]])  # what follows the first run
         self._first = sha256(runs[0])  # the hash state after the first run, copied by `sha256`
         order = [_NAMES.index(n) for n in names]
-        # the values in the order of their places, as a tuple (itemgetter of one index gives no tuple)
-        self._pick = itemgetter(*order) if len(order) > 1 else lambda values: (values[order[0]],)
+        self._pick = _picker(order)
+        # the leading places that hold the two times (they change once a millisecond): the hash state after them
+        # and the run that follows is kept, and quotes of the same millisecond start from it. In the payload the
+        # times come first and are followed by most of its bytes.
+        lead = 0
+        while lead < len(order) and names[lead] in (_ISSUED, _EXPIRES):
+            lead += 1
+        self._head = _picker(order[:lead]) if lead else None
+        self._after = b"%s".join([b"", *escaped[1 : lead + 1]])  # what the leading values are followed by
+        self._rest = b"%s".join([b"", *escaped[lead + 1 :]])  # what follows them
+        self._pick_rest = _picker(order[lead:])
+        # the leading values of the last call, and the hash state after them
+        self._kept: tuple[tuple[bytes, ...], Any] | None = None
 
     @classmethod
     def cut(cls, data: bytes, expected: dict[str, int]) -> _Format:
@@ -83,10 +106,28 @@ class _Format:
         return self._pattern % self._pick(values)
 
     def sha256(self, values: tuple[bytes, ...]) -> bytes:
-        """The hex SHA-256 of `fill(values)`, from the state after the first run."""
-        digest = self._first.copy()
-        digest.update(self._rest % self._pick(values))
+        """The hex SHA-256 of `fill(values)`, from the state after the first run, or after the leading times
+        when the last call had the same ones."""
+        if self._head is None:
+            digest = self._first.copy()
+        else:
+            head, kept = self._head(values), self._kept
+            if kept is not None and kept[0] == head:
+                digest = kept[1].copy()
+            else:
+                digest = self._first.copy()
+                digest.update(self._after % head)
+                self._kept = (head, digest.copy())
+        digest.update(self._rest % self._pick_rest(values))
         return digest.hexdigest().encode()
+
+
+def _picker(order: Sequence[int]) -> Callable[[tuple[bytes, ...]], tuple[bytes, ...]]:
+    """The values at `order`, as a tuple (itemgetter of one index gives no tuple)."""
+    if len(order) == 1:
+        only = order[0]
+        return lambda values: (values[only],)
+    return itemgetter(*order) if order else lambda values: ()
 
 
 def _holes(value: Any) -> Any:
