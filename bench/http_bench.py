@@ -489,8 +489,7 @@ def main() -> None:  # noqa: C901 - one flat script, row by row
             )
             if redis_up():
                 with routequote("redis", 2, tmp, quote_store="redis", redis_url=REDIS_URL) as red:
-                    # the row at --connections, then the same pair at four times the connections (for information: it
-                    # shows how much of the gap is the round trip's bubble rather than the store's CPU)
+                    # the row at --connections, then the same pair at four times as many (for information)
                     for conns, target in ((c, ">= 0.9, same p99 class"), (4 * c, "(information)")):
                         rows.append(redis_row(red, two, s, conns, r, lua, target))
             else:

@@ -249,7 +249,11 @@ def fill_json(runs: Sequence[bytes], names: Sequence[str], values: Sequence[byte
     """A quote's JSON from a template's `json_runs` and its per-quote values (JSON, in `PER_QUOTE` order)."""
     if len(runs) != len(names) + 1 or len(values) != len(PER_QUOTE):
         raise ValueError("runs, names and values do not fit together")
-    return _Format(runs, names).fill(tuple(values))
+    # a plain interleave: a lookup fills once, so the hash states a `_Format` prepares would be wasted
+    parts = [runs[0]]
+    for name, run in zip(names, runs[1:], strict=True):
+        parts += (values[_NAMES.index(name)], run)
+    return b"".join(parts)
 
 
 class IssuedJson(NamedTuple):
