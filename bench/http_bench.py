@@ -13,7 +13,9 @@ Rows (wrk -t1 -c16, rate limits off, pairs interleaved A B / B A over --rounds r
    prepare on a fresh connection (so the kernel spreads them over the workers); x of 40 answered 200.
 5. quotes, two workers / one worker, both on the defaults. wrk runs on the same cores: with S the server's and
    W wrk's CPU time per quote, two workers on two cores answer at most 2/(S+W) quotes a second and one worker
-   at most 1/S, so the row also prints the bound 2S/(S+W) this machine puts on the ratio.
+   at most 1/S, so the row also prints the bound 2S/(S+W) this machine puts on the ratio. Where switching a
+   core between processes is dear, two workers spend more CPU per quote than one (S2 > S1): the row prints
+   the bound with each one's own (2 S1/(S2+W)), and how often the scheduler preempted each server per quote.
 6. session create / prepare (POST /v2/session vs POST /v2/prepare, each binding a fresh pre-issued quote), one
    worker, on SQLite and on PostgreSQL (skipped, with the reason, when 127.0.0.1:5432 does not answer).
 7. live market, cold quote: upstream round trips, counted in process against the recorded fake upstreams
@@ -159,6 +161,8 @@ class Sample:
     client_cpu_us: float = float("nan")  # wrk's own CPU time per request (it shares the machine's cores)
     requests: int = 0
     idle: float = float("nan")  # the share of the machine's CPU time left idle during the run (/proc/stat)
+    # times per request the scheduler took a core from one of the server's processes while it still had work
+    preempted: float = float("nan")
 
 
 def tree(pid: int) -> list[int]:
@@ -185,6 +189,16 @@ def cpu_seconds(pid: int) -> float:
     return ticks / os.sysconf("SC_CLK_TCK")
 
 
+def preemptions(pid: int) -> int:
+    """Involuntary context switches so far, every process of the server (from /proc/<pid>/status)."""
+    count = 0
+    for p in tree(pid):
+        with contextlib.suppress(OSError):
+            status = Path(f"/proc/{p}/status").read_text()
+            count += int(status.split("nonvoluntary_ctxt_switches:", 1)[1].split()[0])
+    return count
+
+
 def idle_and_total_ticks() -> tuple[int, int]:
     fields = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
     return fields[3] + fields[4], sum(fields)  # idle + iowait, everything
@@ -200,13 +214,14 @@ def wrk(served: Served, path: str, seconds: float, connections: int, script: str
         *(["-s", script] if script else []),
     ]
     url = served.url + path
-    cpu0 = cpu_seconds(served.process.pid)
+    cpu0, preempted0 = cpu_seconds(served.process.pid), preemptions(served.process.pid)
     children0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     idle0 = idle_and_total_ticks()
     out = subprocess.run([*cmd, url], capture_output=True, text=True, check=True).stdout
     idle1 = idle_and_total_ticks()
     children1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = cpu_seconds(served.process.pid) - cpu0
+    preempted = preemptions(served.process.pid) - preempted0
     client = (children1.ru_utime - children0.ru_utime) + (children1.ru_stime - children0.ru_stime)
     non2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
     if non2xx:
@@ -220,7 +235,7 @@ def wrk(served: Served, path: str, seconds: float, connections: int, script: str
     client_per = client / count * 1e6 if count else float("nan")
     p99 = float(m.group(1)) * scale[m.group(2)] if m else float("nan")
     idle = (idle1[0] - idle0[0]) / max(idle1[1] - idle0[1], 1)
-    return Sample(rps, p99, per, client_per, count, idle)
+    return Sample(rps, p99, per, client_per, count, idle, preempted / count if count else float("nan"))
 
 
 @contextlib.contextmanager
@@ -478,12 +493,18 @@ def main() -> None:  # noqa: C901 - one flat script, row by row
             server_us = statistics.median(x.cpu_us for x in w1)
             client_us = statistics.median(x.client_cpu_us for x in w1)
             bound = 2 * server_us / (server_us + client_us)
+            # where a core switches between a worker and wrk dearly, two workers spend more per quote than one
+            # (S2 > S1): the same bound with their own CPU per quote, and how often the scheduler preempted them
+            spent_2w = statistics.median(x.cpu_us + x.client_cpu_us for x in w2)
+            preempted_2w, preempted_1w = (statistics.median(x.preempted for x in side) for side in (w2, w1))
             rows.append(
                 Row(
                     "quotes, 2 workers / 1 worker, defaults",
                     ratios,
                     f"2w {med(w2)}; 1w {med(w1)}; wrk {client_us:.0f} us CPU/req, so on "
-                    f"{os.cpu_count()} cores at most 2S/(S+W) = {bound:.2f}",
+                    f"{os.cpu_count()} cores at most 2S/(S+W) = {bound:.2f}; with two workers' own CPU per "
+                    f"quote 2S1/(S2+W) = {2 * server_us / spent_2w:.2f}; servers preempted {preempted_2w:.2f} vs "
+                    f"{preempted_1w:.2f} times per quote",
                     ">= 1.7",
                 )
             )
