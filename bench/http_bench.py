@@ -180,23 +180,17 @@ def tree(pid: int) -> list[int]:
     return out
 
 
-def cpu_seconds(pid: int) -> float:
-    ticks = 0
+def cpu_and_preemptions(pid: int) -> tuple[float, int]:
+    """CPU seconds (user + system) and involuntary context switches so far, every process of the server (from
+    /proc/<pid>/stat and /proc/<pid>/status): one walk of the process tree for both."""
+    ticks = preempted = 0
     for p in tree(pid):
         with contextlib.suppress(OSError):
             fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
-            ticks += int(fields[11]) + int(fields[12])  # utime, stime
-    return ticks / os.sysconf("SC_CLK_TCK")
-
-
-def preemptions(pid: int) -> int:
-    """Involuntary context switches so far, every process of the server (from /proc/<pid>/status)."""
-    count = 0
-    for p in tree(pid):
-        with contextlib.suppress(OSError):
             status = Path(f"/proc/{p}/status").read_text()
-            count += int(status.split("nonvoluntary_ctxt_switches:", 1)[1].split()[0])
-    return count
+            ticks += int(fields[11]) + int(fields[12])  # utime, stime
+            preempted += int(status.split("nonvoluntary_ctxt_switches:", 1)[1].split()[0])
+    return ticks / os.sysconf("SC_CLK_TCK"), preempted
 
 
 def idle_and_total_ticks() -> tuple[int, int]:
@@ -214,14 +208,14 @@ def wrk(served: Served, path: str, seconds: float, connections: int, script: str
         *(["-s", script] if script else []),
     ]
     url = served.url + path
-    cpu0, preempted0 = cpu_seconds(served.process.pid), preemptions(served.process.pid)
+    cpu0, preempted0 = cpu_and_preemptions(served.process.pid)
     children0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     idle0 = idle_and_total_ticks()
     out = subprocess.run([*cmd, url], capture_output=True, text=True, check=True).stdout
     idle1 = idle_and_total_ticks()
     children1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = cpu_seconds(served.process.pid) - cpu0
-    preempted = preemptions(served.process.pid) - preempted0
+    cpu1, preempted1 = cpu_and_preemptions(served.process.pid)
+    cpu, preempted = cpu1 - cpu0, preempted1 - preempted0
     client = (children1.ru_utime - children0.ru_utime) + (children1.ru_stime - children0.ru_stime)
     non2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
     if non2xx:
