@@ -13,7 +13,8 @@ Rows (wrk -t1 -c16, rate limits off, pairs interleaved A B / B A over --rounds r
    prepare on a fresh connection (so the kernel spreads them over the workers); x of 40 answered 200.
 5. quotes, two workers / one worker, both on the defaults. wrk runs on the same cores: with S the server's and
    W wrk's CPU time per quote, two workers on two cores answer at most 2/(S+W) quotes a second and one worker
-   at most 1/S, so the row also prints the bound 2S/(S+W) this machine puts on the ratio. Where switching a
+   at most 1/S, so the row also prints the bound 2S/(S+W) this machine puts on the ratio, and the S at which
+   that bound reaches the floor (1.7 W / 0.3: the cheaper a quote, the lower the bound). Where switching a
    core between processes is dear, two workers spend more CPU per quote than one (S2 > S1): the row prints
    the bound with each one's own (2 S1/(S2+W)), and how often the scheduler preempted each server per quote.
 6. session create / prepare (POST /v2/session vs POST /v2/prepare, each binding a fresh pre-issued quote), one
@@ -71,6 +72,7 @@ QUOTE_ROUTES = (  # four rotating routes: same chain, CCTP, Solana, Robinhood
     ("arbitrum", "USDC", "robinhood", "USDG"),
 )
 REDIS_URL = "redis://127.0.0.1:6379/0"
+SCALING_FLOOR = 1.7  # row 5's floor (issue 21)
 
 
 def free_port() -> int:
@@ -487,6 +489,8 @@ def main() -> None:  # noqa: C901 - one flat script, row by row
             server_us = statistics.median(x.cpu_us for x in w1)
             client_us = statistics.median(x.client_cpu_us for x in w1)
             bound = 2 * server_us / (server_us + client_us)
+            # the S at which that bound reaches the row's floor: a cheaper quote lowers the bound
+            floor_needs_us = SCALING_FLOOR * client_us / (2 - SCALING_FLOOR)
             # where a core switches between a worker and wrk dearly, two workers spend more per quote than one
             # (S2 > S1): the same bound with their own CPU per quote, and how often the scheduler preempted them
             spent_2w = statistics.median(x.cpu_us + x.client_cpu_us for x in w2)
@@ -496,10 +500,11 @@ def main() -> None:  # noqa: C901 - one flat script, row by row
                     "quotes, 2 workers / 1 worker, defaults",
                     ratios,
                     f"2w {med(w2)}; 1w {med(w1)}; wrk {client_us:.0f} us CPU/req, so on "
-                    f"{os.cpu_count()} cores at most 2S/(S+W) = {bound:.2f}; with two workers' own CPU per "
+                    f"{os.cpu_count()} cores at most 2S/(S+W) = {bound:.2f} (>= {SCALING_FLOOR} needs S >= "
+                    f"{floor_needs_us:.0f} us, S is {server_us:.0f}); with two workers' own CPU per "
                     f"quote 2S1/(S2+W) = {2 * server_us / spent_2w:.2f}; servers preempted {preempted_2w:.2f} vs "
                     f"{preempted_1w:.2f} times per quote",
-                    ">= 1.7",
+                    f">= {SCALING_FLOOR}",
                 )
             )
             if redis_up():
