@@ -28,13 +28,13 @@ serve: $(RUNTIME_STAMP)
 
 test: $(DEV_STAMP)
 	$(BIN)/ruff check src tests bench examples
-	$(BIN)/ruff format --check src tests bench examples
+	$(BIN)/ruff format --check src tests bench examples README.md docs
 	$(BIN)/mypy
 	$(BIN)/pytest
 
 lint: $(DEV_STAMP)
 	$(BIN)/ruff check src tests bench examples
-	$(BIN)/ruff format --check src tests bench examples
+	$(BIN)/ruff format --check src tests bench examples README.md docs
 
 typecheck: $(DEV_STAMP)
 	$(BIN)/mypy
