@@ -205,6 +205,11 @@ async def test_a_quote_expires_by_its_record_and_a_foreign_id_gets_a_key_of_its_
     try:
         q = await ours.quote(parse_quote_request(intent_for(ROUTE, 100)))
         assert raw.hexists(bucket_of(q.quote_id), q.quote_id)
+        now[0] += 1.0  # the next second's quote goes to the next second's hash (the command is packed anew)
+        following = await ours.quote(parse_quote_request(intent_for(ROUTE, 100)))
+        assert bucket_of(following.quote_id) != bucket_of(q.quote_id)
+        assert raw.hexists(bucket_of(following.quote_id), following.quote_id)
+        now[0] -= 1.0
         now[0] += 29.5  # Redis keeps the hash (it expires 65 s after its second); the record says how long
         loaded = await reader.get(q.quote_id, 100.0)
         assert loaded is not None and 100.0 < loaded.expires_at_monotonic <= 100.5

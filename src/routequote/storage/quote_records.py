@@ -79,7 +79,17 @@ def shared_key(prefix: str, shared: bytes) -> str:
 def compact_record(issued: IssuedQuote, key: str) -> bytes:
     """`C`, the key of the shared record, a newline, then the quote's own values as one JSON array (its TTL,
     then its per-quote values, which are JSON already): a few hundred bytes."""
-    return b"C%s\n[%d,%s]" % (key.encode(), issued.ttl_seconds, b",".join(issued.values))
+    return compact_head(key, issued.ttl_seconds) + compact_tail(issued)
+
+
+def compact_head(key: str, ttl_seconds: int) -> bytes:
+    """A compact record's start, the same for every quote of one compiled issue and TTL (a store keeps it)."""
+    return b"C%s\n[%d," % (key.encode(), ttl_seconds)
+
+
+def compact_tail(issued: IssuedQuote) -> bytes:
+    """The rest of a compact record: the quote's own values."""
+    return b",".join(issued.values) + b"]"
 
 
 def shared_key_of(compact: bytes) -> str | None:

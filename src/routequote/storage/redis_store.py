@@ -30,7 +30,8 @@ from routequote.core.quote_issue import IssueTemplate
 from routequote.errors import DependencyUnavailable
 from routequote.ports import IssuedQuote
 from routequote.storage.quote_records import (
-    compact_record,
+    compact_head,
+    compact_tail,
     issued_or_none,
     issued_to_record,
     shared_key,
@@ -94,6 +95,7 @@ class _Shared:
     key: str
     record: bytes
     ttl_seconds: int
+    head: bytes  # each compact record's start (`compact_head`)
     kept_in_second: int = -1
 
 
@@ -141,6 +143,7 @@ class RedisQuoteStore(_RedisClient):
         self.ids = SecondIds(wall)
         self._bucket_prefix = (prefix + "b:").encode()
         self._expiring_second = -1  # the last second whose hash this store gave its expiry
+        self._hset_second, self._hset_head = -1, b""
         # per compiled issue, its shared record and key (made once; gone with the issue)
         self._shared: weakref.WeakKeyDictionary[IssueTemplate, _Shared] = weakref.WeakKeyDictionary()
 
@@ -161,16 +164,23 @@ class RedisQuoteStore(_RedisClient):
                 )
                 return
             shared = self._shared_of(issued)
-            record = issued_to_record(issued) if shared is None else compact_record(issued, shared.key)
-            bucket = self.bucket_key(second)
-            field, quote_id = b"%d|%s" % (now_ms + ttl_ms, record), issued.quote_id.encode()
-            sizes_and_args = (len(bucket), bucket, len(quote_id), quote_id, len(field), field)
-            data = b"*4\r\n$4\r\nHSET\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n" % sizes_and_args
+            if shared is None:
+                record_head, record_tail = b"", issued_to_record(issued)
+            else:
+                record_head, record_tail = shared.head, compact_tail(issued)
+            field = b"%d|%s%s" % (now_ms + ttl_ms, record_head, record_tail)
+            if second != self._hset_second:  # the command up to its field's name, packed once a second
+                bucket = self.bucket_key(second)
+                self._hset_second = second
+                self._hset_head = b"*4\r\n$4\r\nHSET\r\n$%d\r\n%s\r\n" % (len(bucket), bucket)
+            quote_id = issued.quote_id.encode()
+            sizes_and_args = (self._hset_head, len(quote_id), quote_id, len(field), field)
+            data = b"%s$%d\r\n%s\r\n$%d\r\n%s\r\n" % sizes_and_args
             extra: list[bytes] = []
             expiring = second != self._expiring_second
             if expiring:  # relative, as every expiry here: Redis' own clock may differ from this host's
                 lifetime_ms = (second + 1) * 1000 + max(ttl_ms, LONGEST_TTL_MS) + BUCKET_GRACE_MS - now_ms
-                extra.append(pack((b"PEXPIRE", bucket, lifetime_ms)))
+                extra.append(pack((b"PEXPIRE", self.bucket_key(second), lifetime_ms)))
             keeping = shared if shared is not None and shared.kept_in_second != second else None
             if keeping is not None:
                 extra.append(pack((b"PEXPIRE", keeping.key, ttl_ms + SHARED_GRACE_MS)))
@@ -194,8 +204,9 @@ class RedisQuoteStore(_RedisClient):
             record = shared_record(issued)
             if record is None:
                 return None
+            key = shared_key(self.shared_prefix, record)
             found = self._shared[template] = _Shared(
-                shared_key(self.shared_prefix, record), record, issued.ttl_seconds
+                key, record, issued.ttl_seconds, compact_head(key, issued.ttl_seconds)
             )
         return found
 
