@@ -76,14 +76,10 @@ def shared_key(prefix: str, shared: bytes) -> str:
     return prefix + hashlib.sha256(shared).hexdigest()
 
 
-def compact_record(issued: IssuedQuote, key: str) -> bytes:
-    """`C`, the key of the shared record, a newline, then the quote's own values as one JSON array (its TTL,
-    then its per-quote values, which are JSON already): a few hundred bytes."""
-    return compact_head(key, issued.ttl_seconds) + compact_tail(issued)
-
-
 def compact_head(key: str, ttl_seconds: int) -> bytes:
-    """A compact record's start, the same for every quote of one compiled issue and TTL (a store keeps it)."""
+    """A compact record is `C`, the key of the shared record, a newline, then the quote's own values as one JSON
+    array (its TTL, then its per-quote values, which are JSON already): a few hundred bytes. This is its start,
+    the same for every quote of one compiled issue and TTL (a store keeps it)."""
     return b"C%s\n[%d," % (key.encode(), ttl_seconds)
 
 
