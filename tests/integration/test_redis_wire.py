@@ -189,3 +189,24 @@ async def test_commands_of_two_turns_of_the_loop_go_out_in_one_write_and_a_later
         ]
     finally:
         await wire.aclose()
+
+
+@needs_redis
+async def test_a_dropped_connections_late_flush_leaves_the_next_connections_commands_alone() -> None:
+    wire = RedisWire(URL, timeout_seconds=0.5)
+    try:
+        assert await wire.command(b"PING") == b"PONG"
+        dropped = wire._connection
+        assert dropped is not None
+        wire._drop(RedisUnavailable("dropped for the test"))
+
+        class Pending(list[bytes]):
+            def append(self, data: bytes) -> None:  # the dropped connection's flush runs before the new one's
+                super().append(data)
+                asyncio.get_running_loop().call_soon(wire._flush, dropped)
+
+        wire._pending = Pending()
+        waiting = asyncio.ensure_future(wire.command(b"ECHO", b"after"))
+        assert await waiting == b"after"  # written by its own connection's flush, not lost to a timeout
+    finally:
+        await wire.aclose()

@@ -105,9 +105,11 @@ class RedisWire:
 
     def _flush(self, connection: _Connection) -> None:
         """One write (one system call) for every command of two turns of the loop."""
+        if connection is not self._connection:
+            # dropped (its waiters have failed): what is pending now is a newer connection's, written by its own
+            return
         pending, self._pending = self._pending, []
-        # a dropped connection has failed their waiters already
-        if pending and connection is self._connection:
+        if pending:
             connection.write(b"".join(pending))
 
     async def _connect(self) -> _Connection:
