@@ -25,9 +25,9 @@ class LoopCounter:
         self.values: dict[tuple[str, ...], int] = {}
         registry.register(self)
 
-    def inc(self, *label_values: str) -> None:
+    def inc(self, *label_values: str, by: int = 1) -> None:
         values = self.values
-        values[label_values] = values.get(label_values, 0) + 1
+        values[label_values] = values.get(label_values, 0) + by
 
     def collect(self) -> Iterator[Metric]:
         family = CounterMetricFamily(self.name, self.documentation, labels=self.labels)

@@ -1,8 +1,8 @@
 """Prometheus metrics: every HTTP answer by route template and status, its latency, market source health,
 quote latency by route class, sessions by status and their transitions, rate-limit rejections, the issued-quote
-store's size, and database / Redis health. Served at GET /metrics (text exposition format); one registry per
-app, so tests stay apart. Values that cost a query (sessions by status, dependency pings) are refreshed when
-scraped, at most every few seconds."""
+store's size (or, on Redis, its writes' round trips), and database / Redis health. Served at GET /metrics (text
+exposition format); one registry per app, so tests stay apart. Values that cost a query (sessions by status,
+dependency pings) are refreshed when scraped, at most every few seconds."""
 
 from __future__ import annotations
 
@@ -124,6 +124,23 @@ class Metrics:
             ["table"],
             registry=self.registry,
         )
+        self.redis_writes = LoopHistogram(
+            "routequote_redis_write_seconds",
+            "Time from a write to Redis to its last reply (a quote waits this long), by shared store",
+            ["store"],
+            registry=self.registry,
+            buckets=(0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1, 0.25, 1.0),
+        )
+        self.redis_commands = LoopCounter(
+            "routequote_redis_commands",
+            "Commands written to Redis, by shared store (over the writes' count: commands per write)",
+            ["store"],
+            registry=self.registry,
+        )
+        for label, store in (("quotes", quotes), ("idempotency", idempotency)):
+            observe_writes = getattr(store, "observe_writes", None)  # the Redis stores only
+            if observe_writes is not None:
+                observe_writes(functools.partial(self.observe_redis_write, label))
         self.dependency_up = Gauge(
             "routequote_dependency_up",
             "1 when a dependency answers its health check (database, redis)",
@@ -162,6 +179,11 @@ class Metrics:
                 seconds,
                 {"routequote.route_class": route_class, "routequote.route": issued.route.key},
             )
+
+    def observe_redis_write(self, store: str, seconds: float, commands: int) -> None:
+        """A Redis store's hook: one write answered whole."""
+        self.redis_writes.observe(seconds, store)
+        self.redis_commands.inc(store, by=commands)
 
     def observe_request(self, method: str, template: str, status: int, seconds: float) -> None:
         """The request stack's hook: one HTTP answer, by route template and status."""

@@ -192,6 +192,68 @@ async def test_commands_of_two_turns_of_the_loop_go_out_in_one_write_and_a_later
 
 
 @needs_redis
+async def test_each_write_is_timed_once_its_last_reply_is_read() -> None:
+    wire = RedisWire(URL)
+    timed: list[tuple[float, int]] = []
+    wire.on_write = lambda seconds, commands: timed.append((seconds, commands))
+    try:
+        assert await wire.command(b"PING") == b"PONG"
+        first = asyncio.ensure_future(wire.commands((b"ECHO", b"1"), (b"ECHO", b"2")))
+        await asyncio.sleep(0)
+        second = asyncio.ensure_future(wire.command(b"ECHO", b"3"))  # the same write as the first two
+        assert await asyncio.gather(first, second) == [[b"1", b"2"], b"3"]
+        assert await wire.command(b"ECHO", b"4") == b"4"  # a write of its own
+        assert [commands for _, commands in timed] == [1, 3, 1]
+        assert all(0 < seconds < 1.0 for seconds, _ in timed)
+    finally:
+        await wire.aclose()
+
+
+async def test_a_write_answered_byte_by_byte_is_timed_once() -> None:
+    server, port = await _scripted([b":1\r\n", b"$3\r\nabc\r\n"], byte_by_byte=True)
+    wire = RedisWire(f"redis://127.0.0.1:{port}/0", timeout_seconds=5)
+    timed: list[int] = []
+    wire.on_write = lambda _, commands: timed.append(commands)
+    try:
+        assert await wire.commands((b"GET", b"a"), (b"GET", b"b")) == [1, b"abc"]
+        assert timed == [2]
+    finally:
+        await wire.aclose()
+        server.close()
+
+
+async def test_a_write_that_fails_is_not_timed_and_the_next_connection_starts_clean() -> None:
+    accepted: list[asyncio.StreamWriter] = []
+
+    async def hang_up_on_the_first(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        accepted.append(writer)
+        if len(accepted) == 1:
+            await reader.readuntil(b"\r\n")
+            writer.close()  # the first connection: hung up with its command unanswered
+            return
+        while True:  # later ones: each command (one line, no arguments read) answered +OK
+            await reader.readuntil(b"\r\n")
+            for _ in range(2):
+                await reader.readuntil(b"\r\n")
+            writer.write(b"+OK\r\n")
+            await writer.drain()
+
+    server = await asyncio.start_server(hang_up_on_the_first, "127.0.0.1", 0)
+    wire = RedisWire(f"redis://127.0.0.1:{server.sockets[0].getsockname()[1]}/0", timeout_seconds=2)
+    timed: list[int] = []
+    wire.on_write = lambda _, commands: timed.append(commands)
+    try:
+        with pytest.raises(RedisUnavailable):
+            await wire.command(b"GET", b"k")
+        assert timed == [] and not wire._writes
+        assert await wire.command(b"GET", b"k") == b"OK"  # a fresh connection
+        assert timed == [1]
+    finally:
+        await wire.aclose()
+        server.close()
+
+
+@needs_redis
 async def test_a_dropped_connections_late_flush_leaves_the_next_connections_commands_alone() -> None:
     wire = RedisWire(URL, timeout_seconds=0.5)
     try:

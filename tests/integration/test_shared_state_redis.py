@@ -70,6 +70,41 @@ def test_quote_on_one_instance_binds_prepare_on_another(two_instances: tuple[str
     )
 
 
+def test_metrics_time_each_redis_write_and_count_its_commands(two_instances: tuple[str, str]) -> None:
+    from prometheus_client.parser import text_string_to_metric_families
+
+    a, _ = two_instances
+
+    def scrape() -> dict[tuple[str, str], float]:
+        text = httpx.get(f"{a}/metrics").text
+        return {
+            (s.name, s.labels.get("store", "")): s.value
+            for family in text_string_to_metric_families(text)
+            for s in family.samples
+            if s.name.startswith("routequote_redis_")
+        }
+
+    before = scrape()
+    quotes = [httpx.post(f"{a}/v2/quote", json=intent_for(ROUTE, 100 + i)) for i in range(3)]
+    assert all(q.status_code == 200 for q in quotes)
+    after = scrape()
+    writes = after[("routequote_redis_write_seconds_count", "quotes")] - before.get(
+        ("routequote_redis_write_seconds_count", "quotes"), 0
+    )
+    commands = after[("routequote_redis_commands_total", "quotes")] - before.get(
+        ("routequote_redis_commands_total", "quotes"), 0
+    )
+    # one quote after another: a write each, and each write's commands counted (the first of a second also
+    # pushes expiries, the first of an issue writes its shared record)
+    assert writes >= 3 and commands >= writes
+    seconds = after[("routequote_redis_write_seconds_sum", "quotes")] - before.get(
+        ("routequote_redis_write_seconds_sum", "quotes"), 0
+    )
+    assert 0 < seconds < writes * 1.0  # a round trip each, none past the wire's timeout
+    # the idempotency store has its own connection: no prepare yet, so no write of it is counted
+    assert after.get(("routequote_redis_write_seconds_count", "idempotency"), 0) == 0
+
+
 def test_unknown_quote_fails_closed_everywhere(two_instances: tuple[str, str]) -> None:
     a, b = two_instances
     quote = httpx.post(f"{a}/v2/quote", json=intent_for(ROUTE, 100)).json()

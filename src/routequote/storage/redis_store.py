@@ -54,6 +54,10 @@ class _RedisClient:
             "quote_store_unavailable", "the shared quote store is unreachable", retry_after_seconds=5
         )
 
+    def observe_writes(self, observe: Callable[[float, int], None]) -> None:
+        """`observe(round trip in seconds, commands)` for each write this store's connection makes."""
+        self.wire.on_write = observe
+
     async def aclose(self) -> None:
         await self.wire.aclose()
 
