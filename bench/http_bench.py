@@ -7,8 +7,10 @@ Rows (wrk -t1 -c16, rate limits off, pairs interleaved A B / B A over --rounds r
 3. quotes, two workers with ROUTEQUOTE_QUOTE_STORE=redis / two workers on the defaults (p99 of each shown).
    Redis runs on the same cores; the row prints redis-server's CPU time per quote (its INFO cpu), the ratio
    the two runs' CPU per quote (server, wrk and redis-server) allow when both keep the cores busy, and the
-   share of the cores each run left idle. The same pair follows at four times the connections, for
-   information: a quote waits on Redis' reply, and the idle share says how much of the gap that wait costs.
+   share of the cores each run left idle, and how long a write to Redis waits for its last reply and how many
+   commands it carries (one worker's /metrics, read before and after each round on one connection). The same
+   pair follows at four times the connections, for information: a quote waits on Redis' reply, and the idle
+   share says how much of the gap that wait costs.
 4. quotes prepared across two workers on the defaults: 8 concurrent clients, 40 quotes, every quote and every
    prepare on a fresh connection (so the kernel spreads them over the workers); x of 40 answered 200.
 5. quotes, two workers / one worker, both on the defaults. wrk runs on the same cores: with S the server's and
@@ -392,16 +394,42 @@ def redis_cpu_seconds() -> float:
     return float(info["used_cpu_user"]) + float(info["used_cpu_sys"])
 
 
+def redis_writes(client: httpx.Client, url: str) -> tuple[tuple[float, float, float], object]:
+    """One worker's writes to Redis for the quote store so far (count, seconds summed, commands), from its
+    /metrics, and the client address of the connection that asked (the same one: the same worker)."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    answer = client.get(url + "/metrics")
+    found = {
+        sample.name: sample.value
+        for family in text_string_to_metric_families(answer.text)
+        for sample in family.samples
+        if sample.labels.get("store") == "quotes"
+    }
+    names = ("write_seconds_count", "write_seconds_sum", "commands_total")
+    values = tuple(found.get(f"routequote_redis_{name}", 0.0) for name in names)
+    asked_on = answer.extensions["network_stream"].get_extra_info("client_addr")
+    return (values[0], values[1], values[2]), asked_on
+
+
 def redis_row(red: Served, two: Served, s: float, c: int, r: int, lua: str, target: str) -> Row:
     """Row 3: two workers on the Redis store against two on the defaults, wrk -c`c`."""
     wrk(red, "", 1, c, lua)
     wrk(two, "", 1, c, lua)
     redis_us: list[float] = []
+    round_trip_us: list[float] = []  # one worker's mean wait for Redis per write, per round
+    per_write: list[float] = []  # and its commands per write
 
     def on_redis() -> Sample:
         before = redis_cpu_seconds()
-        sample = wrk(red, "", s, c, lua)
+        with httpx.Client() as scraper:
+            (writes0, seconds0, commands0), asked0 = redis_writes(scraper, red.url)
+            sample = wrk(red, "", s, c, lua)
+            (writes1, seconds1, commands1), asked1 = redis_writes(scraper, red.url)
         redis_us.append((redis_cpu_seconds() - before) / max(sample.requests, 1) * 1e6)
+        if asked0 == asked1 and writes1 > writes0:  # else its keep-alive lapsed: maybe the other worker
+            round_trip_us.append((seconds1 - seconds0) / (writes1 - writes0) * 1e6)
+            per_write.append((commands1 - commands0) / (writes1 - writes0))
         return sample
 
     ratios, rd, df = paired(on_redis, lambda: wrk(two, "", s, c, lua), r)
@@ -412,12 +440,18 @@ def redis_row(red: Served, two: Served, s: float, c: int, r: int, lua: str, targ
     d_us = statistics.median(x.cpu_us + x.client_cpu_us for x in df)
     r_us = statistics.median(x.cpu_us + x.client_cpu_us for x in rd)
     idle_r, idle_d = (statistics.median(x.idle for x in side) for side in (rd, df))
+    waited = (
+        f"a write to Redis waits {statistics.median(round_trip_us):.0f} us for its last reply and carries "
+        f"{statistics.median(per_write):.1f} commands (one worker's /metrics, {len(per_write)} rounds)"
+        if round_trip_us
+        else "no worker's /metrics could be read twice on one connection"
+    )
     return Row(
         f"quotes, 2 workers redis store / 2 workers defaults, wrk -c{c}",
         ratios,
         f"redis {med(rd)}; defaults {med(df)}; redis-server {spent:.1f} us CPU/quote on the same cores, so "
         f"with the cores busy in both at most {d_us / (r_us + spent):.2f}; cores idle {idle_r:.1%} vs "
-        f"{idle_d:.1%}",
+        f"{idle_d:.1%}; {waited}",
         target,
         cpu_ratio(rd, df),
     )
