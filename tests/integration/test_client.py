@@ -363,10 +363,14 @@ def test_session_action_tampered_is_refused(url: str) -> None:
     def edit(body: dict[str, Any]) -> None:
         _flip_calldata_byte(body["current_action"])
 
+    kept: list[Any] = []
     with RouteQuoteClient(url, transport=Tamper("/v2/session", edit)) as rq:
         q = rq.quote(*ends(ONE_STEP), 100)
         with pytest.raises(ActionVerificationFailed):
-            rq.create_session(q, wallets_for(ONE_STEP))
+            rq.create_session(q, wallets_for(ONE_STEP), on_created=kept.append)
+        # the session the server opened was handed over before its action was refused: it can be cancelled
+        assert len(kept) == 1
+        assert rq.cancel(kept[0]).status == "cancelled"
 
 
 def test_rate_limited_with_retry_after() -> None:
@@ -593,8 +597,16 @@ def test_cli_session_on_placeholder_fee_recipients_needs_the_explicit_flag(
     create = ["session", "create", "--quote", str(qfile), "--url", base_url, *wallets, *files]
     r = runner.invoke(cli_app, create)
     assert r.exit_code == 1 and "fee_recipient_not_configured" in r.output, r.output
-    assert not (tmp_path / "s.json").exists()
-    # the refused action's session exists on the server (one per approved quote): approve a fresh quote
+    # the session the server opened is kept (saved before its answer was verified), and the output says
+    # what to do with it: never sign the refused action, cancel it or continue once the cause is fixed
+    refused_id = json.loads((tmp_path / "s.json").read_text())["session_id"]
+    said = " ".join(r.output.split())
+    assert f"session {refused_id} is open on the server" in said and "do not sign it" in said, said
+    assert f"routequote session cancel --session-file {tmp_path / 's.json'}" in said, said
+    r = runner.invoke(cli_app, ["session", "cancel", *files])
+    assert r.exit_code == 0 and refused_id in r.output and "cancelled" in r.output, r.output
+    (tmp_path / "s.json").unlink()
+    # one session per approved quote: approve a fresh quote, and accept the placeholder explicitly
     r = runner.invoke(
         cli_app, ["quote", "base:ETH", "base:USDC", "100", "--url", base_url, "--save", str(qfile)]
     )

@@ -6,6 +6,7 @@ caller itself holds: a bundle that fails is never returned. The client never sig
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
@@ -92,9 +93,16 @@ class RouteQuoteClient(_Plans):
         approval: dict[str, str] | None = None,
         event_signer_public: str | None = None,
         token: SessionToken | None = None,
+        on_created: Callable[[SessionHandle], None] | None = None,
     ) -> Session:
-        """Create a session (token generated unless given); `session.handle` drives it from then on."""
-        return self._run(self.plan_create_session(quote, wallets, approval, event_signer_public, token))
+        """Create a session (token generated unless given); `session.handle` drives it from then on.
+
+        `on_created(handle)` runs as soon as the server answered with a session id, before the answer and its
+        action are verified: keep the handle there, since a refused action still leaves the session open (to
+        cancel, or to continue once the cause is fixed)."""
+        return self._run(
+            self.plan_create_session(quote, wallets, approval, event_signer_public, token, on_created)
+        )
 
     def read_session(self, handle: SessionHandle) -> Session:
         return self._run(self.plan_read_session(handle))
@@ -192,8 +200,11 @@ class AsyncRouteQuoteClient(_Plans):
         approval: dict[str, str] | None = None,
         event_signer_public: str | None = None,
         token: SessionToken | None = None,
+        on_created: Callable[[SessionHandle], None] | None = None,
     ) -> Session:
-        return await self._run(self.plan_create_session(quote, wallets, approval, event_signer_public, token))
+        return await self._run(
+            self.plan_create_session(quote, wallets, approval, event_signer_public, token, on_created)
+        )
 
     async def read_session(self, handle: SessionHandle) -> Session:
         return await self._run(self.plan_read_session(handle))

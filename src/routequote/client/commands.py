@@ -213,6 +213,25 @@ def _wallets(items: list[str]) -> dict[str, str]:
     return out
 
 
+def _opened_but_refused(session_id: str, session_file: Path, token_file: Path) -> None:
+    """The server opened the session but its answer was refused: say where it is kept and what to do."""
+    import shlex
+
+    files = f"--session-file {shlex.quote(str(session_file))} --token-file {shlex.quote(str(token_file))}"
+    console.print(
+        f"session {session_id} is open on the server and saved to {session_file}; its first action was "
+        "refused above: do not sign it.",
+        overflow="fold",
+        highlight=False,
+    )
+    console.print(f"cancel it:  routequote session cancel {files}", overflow="fold", highlight=False)
+    console.print(
+        f"or, once the cause is fixed, continue (verified again):  routequote session next {files}",
+        overflow="fold",
+        highlight=False,
+    )
+
+
 @session_app.command("create")
 def create_cmd(
     quote_file: Path = typer.Option(
@@ -252,24 +271,38 @@ def create_cmd(
     if problems:
         _fail(f"[red]quote refused[/red]: {'; '.join(problems)}")
     token = _token(token_file, create=True)
+    opened: list[str] = []
+
+    def keep(handle: Any) -> None:  # the server opened it: saved before its answer is verified
+        doc = {
+            "version": SESSION_FILE_VERSION,
+            "base_url": url,
+            "session_id": handle.session_id,
+            "context": handle.context,
+            **({"accept_unconfigured_fee_recipient": True} if accept_unconfigured_fee_recipient else {}),
+        }
+        session_file.write_text(json.dumps(doc, indent=1) + "\n")
+        opened.append(handle.session_id)
+
     try:
         approval = approval_for(
             quote, "session", minimum_output_base=min_output_base, idempotency_key=idempotency_key
         )
         with RouteQuoteClient(url, accept_unconfigured_fee_recipient=accept_unconfigured_fee_recipient) as rq:
             s = rq.create_session(
-                quote, _wallets(wallet), approval=approval, event_signer_public=event_signer, token=token
+                quote,
+                _wallets(wallet),
+                approval=approval,
+                event_signer_public=event_signer,
+                token=token,
+                on_created=keep,
             )
     except ClientError as exc:
-        show_client_error(exc)
-    doc = {
-        "version": SESSION_FILE_VERSION,
-        "base_url": url,
-        "session_id": s.session_id,
-        "context": s.handle.context,
-        **({"accept_unconfigured_fee_recipient": True} if accept_unconfigured_fee_recipient else {}),
-    }
-    session_file.write_text(json.dumps(doc, indent=1) + "\n")
+        try:
+            show_client_error(exc)
+        finally:
+            if opened:
+                _opened_but_refused(opened[0], session_file, token_file)
     if json_out:
         typer.echo(json.dumps(s.raw, indent=2))
         return

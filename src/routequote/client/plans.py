@@ -325,6 +325,7 @@ class _Plans:
         approval: dict[str, str] | None,
         event_signer_public: str | None,
         token: SessionToken | None,
+        on_created: Callable[[SessionHandle], None] | None = None,
     ) -> _Call[Session]:
         approval = approval or approval_for(quote, "session")
         if approval.get("selected_mode") != "session":
@@ -340,7 +341,12 @@ class _Plans:
             sid = answer.get("session_id")
             if not isinstance(sid, str):
                 raise ResponseInvalid("session", ["the answer has no session_id"])
-            return SessionHandle(sid, token, context)
+            handle = SessionHandle(sid, token, context)
+            # the session exists on the server from here on: the caller keeps its id before anything is
+            # checked, so an answer refused below (an action the verifier rejects) never loses the session
+            if on_created is not None:
+                on_created(handle)
+            return handle
 
         return _Call(
             "session create",
