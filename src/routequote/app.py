@@ -204,6 +204,43 @@ def retention_purger(settings: Settings, store: Any, clock: Clock) -> Any:
     return Purger(store.inner, policy, clock.now)
 
 
+def build_service(
+    settings: Settings,
+    *,
+    market: MarketData,
+    quotes: QuoteStore,
+    clock: Clock,
+    ids: IdFactory,
+    idempotency: IdempotencyStore | None = None,
+    deployments: dict[Any, Any] | None = None,
+) -> tuple[RouteQuoteService, PrepareService]:
+    """The service object with its prepare builder's readiness: the server and the CLI's in-process commands
+    both build it here, so an in-process quote says what a served one says (`first_unsigned_action_supported`)."""
+    service = RouteQuoteService(
+        market=market,
+        quotes=quotes,
+        clock=clock,
+        ids=ids,
+        config=ServiceConfig(
+            quote_ttl_seconds=settings.quote_ttl_seconds,
+            max_inflight_quotes=settings.max_inflight_quotes,
+            base_url=settings.resolved_base_url(),
+        ),
+    )
+    prepare = PrepareService(service, settings, idempotency=idempotency, deployments=deployments)
+    service.config.prepare_ready_routes = prepare.supported_routes()
+    service.config.prepare_unavailable_reasons = prepare.unsupported_reasons()
+    return service, prepare
+
+
+def in_process_service(settings: Settings) -> RouteQuoteService:
+    """The service object for the CLI's in-process commands (`quote`, `matrix`): quotes kept in memory."""
+    market = build_market(settings)
+    return build_service(
+        settings, market=market, quotes=MemoryQuoteStore(), clock=SystemClock(), ids=UuidFactory()
+    )[0]
+
+
 def _async(close: Callable[[], Any]) -> Callable[[], Any]:
     async def run() -> None:
         close()
@@ -239,20 +276,15 @@ def create_app(
     tracing = setup_tracing(settings.otel_exporter, settings.otel_service_name, __version__)  # None when off
     clock = clock or SystemClock()
     stores = build_stores(settings)
-    service = RouteQuoteService(
+    service, prepare = build_service(
+        settings,
         market=market or build_market(settings, clock),
         quotes=stores.quotes,
         clock=clock,
         ids=ids or stores.ids or UuidFactory(),
-        config=ServiceConfig(
-            quote_ttl_seconds=settings.quote_ttl_seconds,
-            max_inflight_quotes=settings.max_inflight_quotes,
-            base_url=settings.resolved_base_url(),
-        ),
+        idempotency=stores.idempotency,
+        deployments=deployments,
     )
-    prepare = PrepareService(service, settings, idempotency=stores.idempotency, deployments=deployments)
-    service.config.prepare_ready_routes = prepare.supported_routes()
-    service.config.prepare_unavailable_reasons = prepare.unsupported_reasons()
     sessions = build_sessions(settings, prepare, session_store)
     service.config.session_unavailable_reasons = sessions.session_reasons()
     service.config.solana_arrivals = solana_arrivals(settings)

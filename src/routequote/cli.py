@@ -117,20 +117,10 @@ def mcp(
 
 
 def _service() -> RouteQuoteService:
-    from routequote.app import build_market
-    from routequote.clock import SystemClock, UuidFactory
+    from routequote.app import in_process_service
     from routequote.config import Settings
-    from routequote.service import RouteQuoteService, ServiceConfig
-    from routequote.storage.quotes import MemoryQuoteStore
 
-    settings = Settings()
-    return RouteQuoteService(
-        build_market(settings),
-        MemoryQuoteStore(),
-        SystemClock(),
-        UuidFactory(),
-        ServiceConfig(quote_ttl_seconds=settings.quote_ttl_seconds),
-    )
+    return in_process_service(Settings())
 
 
 def _amount_usd(text: str) -> int | float:

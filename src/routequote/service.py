@@ -90,6 +90,7 @@ class RouteQuoteService:
                 ttl_seconds=ttl,
                 latency_ms=latency_ms,
                 first_unsigned_action_supported=body.route.key in self.config.prepare_ready_routes,
+                prepare_blocker=self.prepare_blocker(body.route.key),
             )
             issued = IssuedQuote(
                 quote_id,
@@ -146,11 +147,19 @@ class RouteQuoteService:
             if reasons:
                 out.append({"route": route.key, "reason": "market_source_unavailable", "details": reasons})
             elif route.key not in self.config.prepare_ready_routes:
-                reason = self.config.prepare_unavailable_reasons.get(
-                    route.key, self.config.prepare_unavailable_reason
-                )
+                reason = self._prepare_reason(route.key)
                 out.append({"route": route.key, "reason": reason.split(":", 1)[0], "details": [reason]})
         return out
+
+    def _prepare_reason(self, route_key: str) -> str:
+        return self.config.prepare_unavailable_reasons.get(route_key, self.config.prepare_unavailable_reason)
+
+    def prepare_blocker(self, route_key: str) -> str | None:
+        """Why this build cannot prepare the route's first action (its reason code), or None when it can:
+        the quote's `execution.blocker`, beside `first_unsigned_action_supported`."""
+        if route_key in self.config.prepare_ready_routes:
+            return None
+        return self._prepare_reason(route_key).split(":", 1)[0]
 
     def _availability(self) -> dict[str, Any]:
         health = self.market.health()

@@ -117,7 +117,7 @@ async def test_every_quote_of_every_route_is_byte_equal_to_the_reference_assembl
                 )
                 got = issue_json(body, intent=intent, **per_quote).json
                 assert got == reference_json(body, intent, **per_quote), (key, per_quote)
-            template = body._issue_templates[(ttl, ready)]
+            template = body._issue_templates[(ttl, ready, None)]
             assert type(template) is IssueTemplate
             again = issue_json(body, intent=intent, **per_quote)
             runs, names = template.json_runs()  # what a shared store keeps once per body
@@ -169,7 +169,7 @@ async def test_a_template_that_does_not_reproduce_the_first_quote_is_never_used(
     second = dict(first, quote_id="b")
     got = issue_json(body, intent=intent, first_unsigned_action_supported=False, **second).json
     assert got == reference_json(body, intent, first_unsigned_action_supported=False, **second)
-    assert type(body._issue_templates[(60, False)]) is not IssueTemplate
+    assert type(body._issue_templates[(60, False, None)]) is not IssueTemplate
     third = dict(first, quote_id="c")
     got = issue_json(body, intent=intent, first_unsigned_action_supported=False, **third).json
     assert got == reference_json(body, intent, first_unsigned_action_supported=False, **third)

@@ -76,7 +76,7 @@ def render_quote(console: Console, q: dict[str, Any], *, base_units: bool = Fals
     for gas in cost.get("network_gas", []):
         g.add_row("gas", f"{gas['chain']}: ~{gas['estimated_units']} {gas['unit']}, unpriced")
     eta = q["eta"]["estimated_time_seconds"]
-    g.add_row("ETA", "unknown (no complete estimate)" if eta is None else f"{eta} s")
+    g.add_row("ETA", "unknown (no complete estimate)" if eta is None else f"{eta} s (modelled)")
     g.add_row("expires", f"in {q['ttl_seconds']} s ({q['expires_at']})")
     g.add_row("quote_id", str(q["quote_id"]))
     console.print(g)

@@ -165,7 +165,9 @@ class QuoteBody:
     route: Route
     pricing: RoutePricing
     # the compiled issue of this body (routequote.core.quote_issue.IssueTemplate), by TTL and prepare flag
-    _issue_templates: dict[tuple[int, bool], Any] = field(default_factory=dict, compare=False, repr=False)
+    _issue_templates: dict[tuple[int, bool, str | None], Any] = field(
+        default_factory=dict, compare=False, repr=False
+    )
 
 
 def quote_body(intent: QuoteIntent, pricing: RoutePricing, view: MarketView) -> QuoteBody:
@@ -353,6 +355,7 @@ def issue(
     ttl_seconds: int,
     latency_ms: int,
     first_unsigned_action_supported: bool,
+    prepare_blocker: str | None = None,
 ) -> dict[str, Any]:
     """The complete QuoteResponse payload, with its continuation_v3 hashes computed.
 
@@ -368,6 +371,7 @@ def issue(
         ttl_seconds=ttl_seconds,
         latency_ms=latency_ms,
         first_unsigned_action_supported=first_unsigned_action_supported,
+        prepare_blocker=prepare_blocker,
     )
     payload_sha = typed_canonical_sha256(substituted_payload(quote))
     continuation = continuation_fields(
@@ -390,8 +394,12 @@ def quote_fields(
     ttl_seconds: int,
     latency_ms: Any,
     first_unsigned_action_supported: bool,
+    prepare_blocker: str | None = None,
 ) -> dict[str, Any]:
-    """The quote without continuation_v3. The per-quote values may be placeholders (a template is made so)."""
+    """The quote without continuation_v3. The per-quote values may be placeholders (a template is made so).
+
+    `prepare_blocker` is why the first action cannot be prepared (the readiness reason code); a quote that
+    says it cannot be prepared always says why."""
     return {
         "version": QUOTE_VERSION,
         "quote_id": quote_id,
@@ -410,7 +418,9 @@ def quote_fields(
             "supported": True,
             "first_unsigned_action_supported": first_unsigned_action_supported,
             "future_actions_require_verified_receipts": True,
-            "blocker": None,
+            "blocker": None
+            if first_unsigned_action_supported
+            else (prepare_blocker or "first_unsigned_action_unavailable"),
         },
         "cost_summary": body.cost_summary,
         "eta": body.eta,

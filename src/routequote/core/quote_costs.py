@@ -73,12 +73,20 @@ def eta(pricing: RoutePricing, view: MarketView) -> dict[str, Any]:
         "complete_route_estimate": complete,
         "per_step_seconds": per_step,
         "sources": sources,
-        "note": (
-            "sum of modelled per-step times; the caller's own signing and submission time is not included"
-            if complete
-            else "no complete estimate: at least one step (LayerZero OFT delivery) has no reliable time model"
-        ),
+        "note": _eta_note(pricing, view, complete),
     }
+
+
+def _eta_note(pricing: RoutePricing, view: MarketView, complete: bool) -> str:
+    if not complete:
+        return "no complete estimate: at least one step (LayerZero OFT delivery) has no reliable time model"
+    note = "sum of modelled per-step times; the caller's own signing and submission time is not included"
+    if any(ps.step.provider is Provider.PAXOS_OFT for ps in pricing.steps):
+        note += (
+            f"; the LayerZero OFT delivery is modelled at {view.oft.delivery_seconds} s (source confirmations, "
+            "DVN verification, executor), not measured"
+        )
+    return note
 
 
 def _fee_components(pricing: RoutePricing, view: MarketView) -> list[dict[str, Any]]:

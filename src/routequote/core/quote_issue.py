@@ -157,7 +157,14 @@ class IssueTemplate:
         "_ttl",
     )
 
-    def __init__(self, body: QuoteBody, *, ttl_seconds: int, first_unsigned_action_supported: bool) -> None:
+    def __init__(
+        self,
+        body: QuoteBody,
+        *,
+        ttl_seconds: int,
+        first_unsigned_action_supported: bool,
+        prepare_blocker: str | None = None,
+    ) -> None:
         if type(ttl_seconds) is not int:
             raise TypeError("the template's times need a TTL of whole seconds")
         m = _MARKS
@@ -169,6 +176,7 @@ class IssueTemplate:
             ttl_seconds=ttl_seconds,
             latency_ms=m[_LATENCY],
             first_unsigned_action_supported=first_unsigned_action_supported,
+            prepare_blocker=prepare_blocker,
         )
         hashed = CanonicalTemplate.of(_holes(substituted_payload(quote)))
         if sorted(hashed.holes) != sorted((_ID, _ISSUED, _EXPIRES, _LATENCY)):
@@ -274,16 +282,20 @@ def issue_json(
     ttl_seconds: int,
     latency_ms: int,
     first_unsigned_action_supported: bool,
+    prepare_blocker: str | None = None,
 ) -> IssuedJson:
     """The QuoteResponse JSON of one issued quote, as `orjson.dumps(issue(...))` gives it.
 
     `intent` must be the one `body` was priced for (its amount is in `body.intent`)."""
-    key = (ttl_seconds, first_unsigned_action_supported)
+    key = (ttl_seconds, first_unsigned_action_supported, prepare_blocker)
     slot = body._issue_templates.get(key)
     if type(slot) is tuple:  # the second quote of this body: compile, and check against the first
         try:
             template = IssueTemplate(
-                body, ttl_seconds=ttl_seconds, first_unsigned_action_supported=first_unsigned_action_supported
+                body,
+                ttl_seconds=ttl_seconds,
+                first_unsigned_action_supported=first_unsigned_action_supported,
+                prepare_blocker=prepare_blocker,
             )
             checked = template.fill(*slot[:3])[0] == slot[3]
         except (ValueError, TypeError):
@@ -301,6 +313,7 @@ def issue_json(
             ttl_seconds=ttl_seconds,
             latency_ms=latency_ms,
             first_unsigned_action_supported=first_unsigned_action_supported,
+            prepare_blocker=prepare_blocker,
         )
     )
     if slot is None:  # the first quote of this body: kept to check the template against

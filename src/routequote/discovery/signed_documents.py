@@ -169,6 +169,14 @@ class SignedDocuments(InstanceFacts):
                     "text": "routes with a LayerZero OFT step carry no complete time estimate",
                 }
             )
+        else:
+            out.append(
+                {
+                    "id": "eta_modelled_for_oft_routes",
+                    "text": f"the LayerZero OFT delivery time of routes with an OFT step is modelled "
+                    f"({view.oft.delivery_seconds} s), not measured",
+                }
+            )
         ready = len(self.service.config.prepare_ready_routes)
         if ready < len(ROUTES):
             out.append(

@@ -134,6 +134,12 @@ POOLS = (
     ),
 )
 
+# The USDG OFT on Robinhood Chain waits for 40 confirmations (sub-second blocks: ~10 s), then its three required
+# DVNs (Paxos, Canary, LayerZero Labs) verify on the destination and the executor calls lz_receive. LayerZero
+# publishes no latency figure for this pathway; 120 s is the order of magnitude of such deliveries, a model
+# like the CCTP attestation and Across fill times beside it (the quote's ETA says its times are modelled).
+OFT_DELIVERY_SECONDS = 120
+
 NOTES = (
     "Embedded, modelled market snapshot: NOT live data. Quotes priced from it are estimates of the venues' math "
     "on a modelled state.",
@@ -144,6 +150,8 @@ NOTES = (
     "CCTP v2 fast-transfer fees by source domain from Circle's fee table (Solana 1 bp, Base/Arbitrum 1.3 bp); "
     "fast attestation ~8 s.",
     "Across relayer fee model (LP + capital + destination gas) and ~4 s fills; LayerZero OFT native fee modelled.",
+    "LayerZero OFT delivery (Robinhood egress) modelled at 120 s: 40 source confirmations, then three required "
+    "DVNs verify and the executor delivers; an order of magnitude, not a measurement.",
     "Solana pool accounts are pinned (Raydium CLMM SOL/USDC 0.05 %, Orca Whirlpool USDG/USDC) and carried here "
     "with each pool; their ticks are modelled, so a Solana swap prepared from this snapshot names tick arrays "
     "derived from modelled state: it may fail on mainnet, but never delivers less than its minimum output.",
@@ -247,7 +255,7 @@ def build_snapshot(*, as_of: str, seed: int = 20261120) -> dict[str, Any]:
         "oft": {
             "native_fee_wei": "42000000000000",
             "native_fee_buffer_percent": 25,
-            "delivery_seconds": None,
+            "delivery_seconds": OFT_DELIVERY_SECONDS,
         },
         "gas_units": {
             "base": {
