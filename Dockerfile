@@ -9,7 +9,7 @@ ENV PIP_NO_CACHE_DIR=1 \
     PYTHONDONTWRITEBYTECODE=1
 WORKDIR /src
 RUN python -m venv /opt/routequote
-COPY pyproject.toml README.md ./
+COPY pyproject.toml README.md LICENSE ./
 COPY src ./src
 # the project's own dependency pins (pyproject.toml) decide every version installed here
 RUN /opt/routequote/bin/pip install --no-cache-dir .
