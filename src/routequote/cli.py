@@ -328,7 +328,7 @@ def routes() -> None:
 @market_app.command("build-snapshot")
 def build_snapshot_cmd(
     as_of: str = typer.Option(..., help="Snapshot time, RFC 3339 (e.g. 2026-11-20T00:00:00Z)"),
-    out: Path = typer.Option(Path("src/routequote/data/market_snapshot.json"), help="Output file"),
+    out: Path = typer.Option(..., help="Output file; serve it with ROUTEQUOTE_SNAPSHOT_PATH=<file>"),
     seed: int = typer.Option(20261120, help="Seed of the modelled pool shapes"),
 ) -> None:
     """Regenerate the embedded (modelled) market snapshot file."""

@@ -4,7 +4,7 @@ The embedded snapshot is not live data and says so. Pool *shapes* (initialized t
 are generated deterministically from a seed as nested positions concentrated around the reference
 price, scaled so that the in-range value matches the order of magnitude of the real pool; prices,
 fee tiers, tick spacings and bridge fee schedules come from public documentation (cited in `notes`).
-Run `routequote market build-snapshot` to regenerate the file; the output is byte-stable for a seed.
+Run `routequote market build-snapshot --out FILE` to regenerate the file; the output is byte-stable for a seed.
 """
 
 from __future__ import annotations
