@@ -101,13 +101,13 @@ def mcp(
     import structlog
 
     from routequote.app import create_app
-    from routequote.config import Settings
     from routequote.surfaces.mcp_tools import run_stdio
+    from routequote.user_data import stdio_settings
 
     structlog.configure(logger_factory=structlog.PrintLoggerFactory(sys.stderr))  # never on the MCP stream
     if profile not in ("spec", "v2"):
         raise typer.BadParameter("--profile is spec or v2")
-    app = create_app(Settings(rate_limit="off"))  # a local, single-client channel
+    app = create_app(stdio_settings(rate_limit="off"))  # one local client; files in the per-user directory
     if profile == "v2":
         from routequote.surfaces.mcp_v2 import run_stdio_v2
 
