@@ -7,6 +7,7 @@ depend on nothing else; the per-quote identity, times and hashes are computed fo
 
 from __future__ import annotations
 
+import asyncio
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -17,8 +18,16 @@ from routequote.core.field_rules import SESSION_TOKEN_RULE
 from routequote.core.intent import MAX_AMOUNT_USD, MIN_AMOUNT_USD, QuoteIntent, parse_quote_request
 from routequote.core.market import MarketView
 from routequote.core.pricing import SERVICE_FEE_BPS, check_route_available, price_route, route_components
-from routequote.core.quote import RELEASE_STATUS, SERVER_FLAGS, SESSION_HEADER, QuoteBody, quote_body
+from routequote.core.quote import (
+    RELEASE_STATUS,
+    SERVER_FLAGS,
+    SESSION_HEADER,
+    QuoteBody,
+    market_block,
+    quote_body,
+)
 from routequote.core.quote_issue import issue_json
+from routequote.core.route_matrix import matrix_document, parse_matrix_request, priced_cell, unpriced_cell
 from routequote.core.routes import ROUTES
 from routequote.errors import CapacityBusy, RouteQuoteError, UpstreamUnavailable
 from routequote.ports import Clock, IdFactory, IssuedQuote, MarketData, QuoteStore
@@ -29,6 +38,8 @@ API_VERSION = "routequote-multichain-api-v2"
 # stays small enough for agents' bounded JSON walks (<= 512 values, <= 12 levels)
 ROUTE_DETAILS_PATH = "/v2/capabilities/routes"
 PRICING_CACHE_SIZE = 4096
+MATRIX_CACHE_SIZE = 32  # whole route matrices, by (amount, market version): a reload costs nothing
+MATRIX_QUEUE = 8  # route matrices waiting for their turn (one is computed at a time per process)
 
 
 @dataclass
@@ -57,6 +68,9 @@ class RouteQuoteService:
         self.ids = ids
         self.config = config
         self._pricing: OrderedDict[tuple[str, str, str], QuoteBody] = OrderedDict()
+        self._matrices: OrderedDict[tuple[str, str, frozenset[str]], dict[str, Any]] = OrderedDict()
+        self._matrix_turn = asyncio.Lock()
+        self._matrix_waiting = 0
         self._inflight = 0
         self.started_at = clock.now()
         self._availability_cache: tuple[Any, dict[str, Any]] | None = None
@@ -123,6 +137,50 @@ class RouteQuoteService:
         if len(self._pricing) > PRICING_CACHE_SIZE:
             self._pricing.popitem(last=False)
         return body
+
+    async def route_matrix(self, body: Any) -> dict[str, Any]:
+        """Every route priced at one amount (`{"amount_usd": n}`), in one answer: per route what its quote would
+        say about cost, receive and time, or why it cannot be priced now (core/route_matrix.py).
+
+        One market view for all 72 and the same pricing cache as quotes; the last matrices are kept by (amount,
+        market version), so a reload costs nothing. A matrix not kept is computed one at a time per process,
+        handing the event loop back between routes (other requests never wait for a whole matrix), with at
+        most MATRIX_QUEUE more waiting their turn; past that, 503 and Retry-After."""
+        amount = parse_matrix_request(body)
+        view = await self.market.view()
+        key = (repr(amount), view.version, self.config.prepare_ready_routes)
+        kept = self._matrices.get(key)
+        if kept is not None:
+            return kept
+        if self._matrix_waiting >= MATRIX_QUEUE:
+            raise CapacityBusy(
+                "matrix_capacity_busy", "too many route matrices in flight", retry_after_seconds=1
+            )
+        self._matrix_waiting += 1
+        try:
+            await self._matrix_turn.acquire()
+        finally:
+            self._matrix_waiting -= 1
+        try:
+            kept = self._matrices.get(key)  # the one before may have computed it
+            if kept is not None:
+                return kept
+            cells = []
+            for route in ROUTES.values():
+                intent = QuoteIntent(route.source, route.target, amount)
+                try:
+                    priced = self._priced_body(intent, view)
+                    cells.append(priced_cell(priced, prepare_blocker=self.prepare_blocker(route.key)))
+                except RouteQuoteError as exc:
+                    cells.append(unpriced_cell(route.key, exc))
+                await asyncio.sleep(0)
+            doc = matrix_document(amount, market_block(view), cells)
+            self._matrices[key] = doc
+            if len(self._matrices) > MATRIX_CACHE_SIZE:
+                self._matrices.popitem(last=False)
+            return doc
+        finally:
+            self._matrix_turn.release()
 
     async def issued_quote(self, quote_id: str) -> IssuedQuote | None:
         """The quote exactly as issued, while its TTL runs; None once it expired or is unknown here."""
@@ -276,6 +334,7 @@ class RouteQuoteService:
             "links": {
                 "routes": f"{base}{ROUTE_DETAILS_PATH}",
                 "quote": f"{base}/v2/quote",
+                "route_matrix": f"{base}/v2/route-matrix",
                 "status": f"{base}/v2/status",
                 "openapi": f"{base}/v2/openapi.json",
             },

@@ -17,6 +17,7 @@ EXAMPLES: dict[tuple[str, str], Any] = {
         "to_token": "USDC",
         "amount_usd": 250,
     },
+    ("post", "/v2/route-matrix"): {"amount_usd": 250},
     ("post", "/v1/quote"): {"amount_usd": 250, "destination_chain": "arbitrum"},
 }
 

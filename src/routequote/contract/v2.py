@@ -154,6 +154,28 @@ class RouteDetailsResponse(Open):
     server_submission: Literal[False]
 
 
+class RouteMatrixRequest(Closed):
+    """Every directed route priced at one amount: 1 <= amount_usd <= 1000 (the quote's amount rule)."""
+
+    amount_usd: float = Field(ge=1, le=1000, description="USD notional for every route; no funds move")
+
+
+class RouteMatrixCell(Open):
+    route: str = Field(min_length=1)
+    priced: bool = Field(description="false: `error`, `reason_class` and `message` say why, as a quote would")
+
+
+class RouteMatrixResponse(Open):
+    version: Literal["routequote-route-matrix-v1"]
+    amount_usd: float
+    indicative_only: Literal[True]
+    market: dict[str, Any]
+    route_count: Literal[72]
+    routes: list[RouteMatrixCell] = Field(min_length=72, max_length=72)
+    server_signing: Literal[False]
+    server_submission: Literal[False]
+
+
 class StatusResponse(Open):
     status: Literal["capped_public_agent_release"]
     server_signing: Literal[False]

@@ -170,6 +170,22 @@ class QuoteBody:
     )
 
 
+def market_block(view: MarketView) -> dict[str, Any]:
+    """Where a quote's numbers came from: the `market` block of quotes and of the route matrix."""
+    return {
+        "source": view.source,
+        "live": view.live,
+        "data_as_of": view.as_of,
+        "version": view.version,
+        "notes": list(view.notes),
+        "label": (
+            "live market data"
+            if view.live
+            else f"modelled from the embedded market snapshot of {view.as_of}; not live"
+        ),
+    }
+
+
 def quote_body(intent: QuoteIntent, pricing: RoutePricing, view: MarketView) -> QuoteBody:
     route = pricing.route
     src, dst = route.source, route.target
@@ -263,18 +279,6 @@ def quote_body(intent: QuoteIntent, pricing: RoutePricing, view: MarketView) -> 
             else None
         ),
     }
-    market = {
-        "source": view.source,
-        "live": view.live,
-        "data_as_of": view.as_of,
-        "version": view.version,
-        "notes": list(view.notes),
-        "label": (
-            "live market data"
-            if view.live
-            else f"modelled from the embedded market snapshot of {view.as_of}; not live"
-        ),
-    }
     return QuoteBody(
         intent=intent_obj,
         offer=offer,
@@ -282,7 +286,7 @@ def quote_body(intent: QuoteIntent, pricing: RoutePricing, view: MarketView) -> 
         risk=risk,
         cost_summary=cost_summary,
         eta=timing,
-        market=market,
+        market=market_block(view),
         summary=summary,
         summary_sha256=canonical_sha256(summary),
         price_recommended=max_cost_bps < PRICE_RECOMMENDATION_MAX_COST_BPS,

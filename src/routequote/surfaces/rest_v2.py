@@ -1,5 +1,5 @@
 """REST v2 quote-only surface: GET /v2/capabilities (+ its linked route document), GET /v2/status,
-POST /v2/quote."""
+POST /v2/quote, POST /v2/route-matrix (every route at one amount, one rate-limited request)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,8 @@ from routequote.contract.v2 import (
     ErrorResponse,
     QuoteResponse,
     RouteDetailsResponse,
+    RouteMatrixRequest,
+    RouteMatrixResponse,
     StatusResponse,
 )
 from routequote.core.intent import QuoteIntent, parse_quote_request
@@ -20,7 +22,14 @@ from routequote.input_rules import loads_strict
 from routequote.ratelimit import RateLimiter
 from routequote.service import RouteQuoteService
 from routequote.surfaces.direct_route import DirectRoute
-from routequote.surfaces.http import JsonBytes, answer, json_request_body, read_json_bytes, schema_ref
+from routequote.surfaces.http import (
+    JsonBytes,
+    answer,
+    json_request_body,
+    read_json_body,
+    read_json_bytes,
+    schema_ref,
+)
 
 _ERR = {"model": ErrorResponse}
 
@@ -63,6 +72,26 @@ def router(service: RouteQuoteService, limiter: RateLimiter) -> APIRouter:
         async def produce() -> JsonBytes:
             issued = await service.quote(intents.parse(await read_json_bytes(request)))
             return JsonBytes(issued.json)
+
+        return await answer(limiter, request, produce)
+
+    @api.post(
+        "/route-matrix",
+        operation_id="quoteRouteMatrix",
+        response_model=RouteMatrixResponse,
+        responses={400: _ERR, 429: _ERR, 502: _ERR, 503: _ERR},
+        summary="Every directed route priced at one amount, in one request: indicative cells, not quotes",
+        description=(
+            "Each cell says what a quote of its route at this amount would say about receive, cost and time, from "
+            "the same market data, or why the route cannot be priced now (the error a quote would answer). Cells "
+            "carry no quote id and can never be approved or prepared: POST /v2/quote for the route you act on. "
+            "Counts as one request against the rate limit."
+        ),
+        openapi_extra=json_request_body(RouteMatrixRequest.model_json_schema()),
+    )
+    async def route_matrix(request: Request) -> Response:
+        async def produce() -> dict[str, Any]:
+            return await service.route_matrix(await read_json_body(request))
 
         return await answer(limiter, request, produce)
 
