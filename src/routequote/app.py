@@ -323,8 +323,8 @@ def create_app(
         title="routequote",
         version=OPENAPI_VERSION,
         description=(
-            "Quote-only multichain route service. Non-binding, fee-inclusive, expiring, unranked quotes. "
-            "The service never signs and never submits."
+            "Multichain route service: non-binding, fee-inclusive, expiring, unranked quotes, and unsigned actions "
+            "and sessions the caller verifies and signs. The service never signs and never submits."
         ),
         openapi_url="/v2/openapi.json",
         docs_url=None,

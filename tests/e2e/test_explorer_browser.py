@@ -1,10 +1,12 @@
 """The route explorer at `/` in a real browser: headless Chromium (Debian's `chromium`) driven by Playwright
 (issue 12), against a real server on loopback.
 
-Checks: the matrix fills 72 cells from live POST /v2/quote calls; clicking a cell (or Enter after arrow keys)
-opens that route's quote, whose amounts are the exact token units of the server's base-unit strings; an
-invalid amount shows the server's own error text; the TTL counts down and the quote is marked expired; a 429
-is shown and retried after Retry-After; the page raises no Content-Security-Policy violation and fits a phone.
+Checks: the matrix fills 72 cells from one POST /v2/route-matrix (a fill is 4 requests of a visitor's rate
+limit, so reloads never run into it); clicking a cell (or Enter after arrow keys) fetches that route's quote,
+whose cost is the cell's and whose amounts are the exact token units of the server's base-unit strings; the
+market is called a modelled snapshot with its date, never "healthy"; an invalid amount shows the server's own
+error text; the TTL counts down and the quote is marked expired; a 429 is shown and retried after Retry-After;
+the page raises no Content-Security-Policy violation and fits a phone.
 
 Screenshots are saved under a temporary artefacts directory (printed; `EXPLORER_TEST_ARTEFACTS=DIR` keeps
 them in DIR). `EXPLORER_WRITE_README_SCREENSHOT=1` also rewrites docs/screenshots/explorer.png. (Not ROUTEQUOTE_*
@@ -35,7 +37,7 @@ from routequote.surfaces.web import CONTENT_SECURITY_POLICY
 
 REPO = Path(__file__).resolve().parents[2]
 README_SCREENSHOT = REPO / "docs" / "screenshots" / "explorer.png"
-FILLED = re.compile(r"^72 / 72 routes quoted$")
+FILLED = re.compile(r"^72 / 72 routes priced$")
 SELECTED = "solana:SOL->robinhood:ETH"
 DECIMALS = {"SOL": 9, "ETH": 18, "USDC": 6, "USDG": 6}
 TIMEOUT_MS = 60_000  # generous upper bounds for a loaded 2-core machine; nothing here asserts a duration
@@ -105,7 +107,9 @@ class Page:
         self.page = self.context.new_page()
         self.problems: list[str] = []
         self.quotes: dict[str, dict[str, Any]] = {}
+        self.api_calls: list[str] = []  # "METHOD /v2/..." of every API request the page made, in order
         self.page.on("console", self._console)
+        self.page.on("request", self._request)
         self.page.on("pageerror", lambda error: self.problems.append(f"pageerror: {error}"))
         self.page.on("response", self._response)
         self.page.goto(url + "/")
@@ -113,6 +117,11 @@ class Page:
     def _console(self, message: Any) -> None:
         if message.type == "error" or "Content Security Policy" in message.text:
             self.problems.append(f"console {message.type}: {message.text}")
+
+    def _request(self, request: Any) -> None:
+        path = "/" + request.url.split("/", 3)[3]
+        if path.startswith("/v2/"):
+            self.api_calls.append(f"{request.method} {path}")
 
     def _response(self, response: Any) -> None:
         if response.url.endswith("/v2/quote") and response.status == 200:
@@ -203,25 +212,45 @@ def test_matrix_fills_and_a_cell_opens_its_exact_quote(
     assert len(costs) == 72 and all(re.fullmatch(r"\d+\.\d bps", c) for c in costs), costs
     assert page.locator("#matrix button.diagonal").all_inner_texts() == ["n/a"] * 9
     assert page.locator("#matrix button.failed").count() == 0
-    assert len(view.quotes) == 72  # one live POST /v2/quote per cell
+    # the whole fill: three reads and one route matrix, not one quote per cell (75 requests of 120 a minute)
+    assert sorted(view.api_calls) == sorted(
+        ["GET /v2/capabilities", "GET /v2/status", "GET /v2/capabilities/routes", "POST /v2/route-matrix"]
+    ), view.api_calls
+    assert view.quotes == {}
 
     # the overview: readiness counts and the reasons for routes that cannot be prepared
     overview = page.locator("#overview")
     expect()(overview).to_contain_text("Prepare-ready")
     with httpx.Client(base_url=base_url) as http:
         caps = http.get("/v2/capabilities").json()
+        matrix = http.post("/v2/route-matrix", json={"amount_usd": 1000}).json()
     expect()(overview).to_contain_text(f"{caps['currently_prepare_ready_routes']} / 72 routes now")
     if caps["temporarily_unavailable_routes"]:  # every route may be prepare-ready: then no reasons list
         expect()(overview).to_contain_text(
             f"{len(caps['temporarily_unavailable_routes'])} routes cannot be prepared now"
         )
+    # the embedded snapshot is called what it is, with its date: never a green "healthy", never "checked"
+    day = matrix["market"]["data_as_of"][:10]
+    expect()(page.locator("#market-badge")).to_have_text(re.compile(rf"^modelled snapshot from {day}\b"))
+    expect()(page.locator("#market-badge")).to_have_class(re.compile(r"\bmodelled\b"))
+    expect()(overview).not_to_contain_text("healthy")
+    expect()(overview).not_to_contain_text("checked")
+    expect()(overview).to_contain_text("not live")
+    tagline = page.locator(".tagline")
+    expect()(tagline).not_to_contain_text("Quote-only")
+    expect()(tagline).to_contain_text("prepares unsigned actions and runs sessions")
 
-    # a cell's cost is the quote's own expected cost, in bps
-    quote = view.quotes[SELECTED]
+    # a cell's cost is its route-matrix cell's expected cost, in bps
     cell = page.locator(f'#matrix button[data-route="{SELECTED}"]')
-    expected_bps = f"{quote['cost_summary']['expected_total_cost_percent'] * 100:.1f} bps"
+    priced = next(c for c in matrix["routes"] if c["route"] == SELECTED)
+    expected_bps = f"{priced['expected_total_cost_percent'] * 100:.1f} bps"
     expect()(cell.locator(".cost")).to_have_text(expected_bps)
 
+    with page.expect_response(lambda r: r.url.endswith("/v2/quote")) as opened:
+        cell.click()
+    quote = opened.value.json()  # opening a cell fetches its quote, which says what the cell said
+    assert f"{quote['cost_summary']['expected_total_cost_percent'] * 100:.1f} bps" == expected_bps
+    assert quote["offer"]["expected_output_base"] == priced["expected_output_base"]
     cell.click()
     panel = page.locator("#quote")
     expect()(panel.locator("h2")).to_have_text("solana:SOL → robinhood:ETH")
@@ -259,10 +288,14 @@ def test_matrix_fills_and_a_cell_opens_its_exact_quote(
     assert page.evaluate("() => document.activeElement.dataset.route") == "solana:USDC->robinhood:USDG"
     page.keyboard.press("Enter")
     expect()(panel.locator("h2")).to_have_text("solana:USDC → robinhood:USDG")
+    expect()(panel.locator("#expected-receive")).to_contain_text("USDG")
     page.keyboard.press("ArrowUp")
     page.keyboard.press("ArrowLeft")
     page.keyboard.press("Enter")
     expect()(panel.locator("h2")).to_have_text("solana:SOL → robinhood:ETH")
+    expect()(panel.locator("#expected-receive")).to_contain_text(units(offer["expected_output_base"], "ETH"))
+    # its quote was still fresh: shown again without another request
+    assert [c for c in view.api_calls if c == "POST /v2/quote"] == ["POST /v2/quote"] * 2
     cell.blur()
 
     page.screenshot(path=str(artefacts / "explorer-wide.png"), full_page=True)
@@ -402,10 +435,25 @@ def test_the_countdown_reaches_expired(
     assert view.problems == []
 
 
+def test_reloads_stay_within_a_visitors_rate_limit(
+    browser: Any, serve: Callable[..., str], open_page: Callable[..., Page]
+) -> None:
+    """A fill used to cost 75 requests: one reload at the default 120 a minute ran into 429s. Now it costs 4,
+    so a limit of 8 a minute holds two full loads of the page."""
+    url = serve(rate_limit="8/minute")
+    for _ in range(2):
+        view = open_page(url, viewport={"width": 1280, "height": 900})
+        wait_filled(view.page)
+        assert view.page.locator("#matrix button.failed").count() == 0
+        assert len(view.api_calls) == 4, view.api_calls
+        expect()(view.page.locator("#notice")).to_be_hidden()
+        assert view.problems == []
+
+
 def test_a_429_is_shown_and_retried_after_retry_after(
     browser: Any, serve: Callable[..., str], open_page: Callable[..., Page]
 ) -> None:
-    url = serve(rate_limit="20/second")  # a fill (2 reads + 72 quotes, six at a time) runs into it
+    url = serve(rate_limit="3/5 seconds")  # a fill (3 reads, then the route matrix) runs into it
     record_notices = """
         window.noticeSeen = [];
         document.addEventListener("DOMContentLoaded", () => {
@@ -420,7 +468,7 @@ def test_a_429_is_shown_and_retried_after_retry_after(
     assert page.locator("#matrix button.failed").count() == 0  # every 429 was retried, none became a cell
     seen = page.evaluate("() => window.noticeSeen")
     assert any(
-        "Rate limited by the server (limit 20/second per client exceeded); retrying in" in t for t in seen
+        "Rate limited by the server (limit 3/5 seconds per client exceeded); retrying in" in t for t in seen
     ), seen
     expect()(page.locator("#notice")).to_be_hidden()
     assert [p for p in view.problems if "429" not in p] == []  # the browser logs each 429 as a failed load

@@ -1,9 +1,9 @@
 // Route explorer. Reads /v2/capabilities and /v2/status once, then fills the route matrix with one
-// POST /v2/quote per directed route, six at a time. Token amounts are shown exactly: base-unit decimal
+// POST /v2/route-matrix (every route priced at the amount, one request of the visitor's rate limit); opening
+// a cell fetches that route's quote (POST /v2/quote). Token amounts are shown exactly: base-unit decimal
 // strings are divided by 10^decimals with BigInt, never through floating point.
 "use strict";
 
-const CONCURRENCY = 6;
 const HEAT_BPS = [5, 10, 20, 50, 100, 200]; // bucket edges of the heat colours (see the legend)
 const MAX_TRIES = 5; // per request, counting retries after a 429
 
@@ -17,7 +17,9 @@ const state = {
   shownAmount: null, // the amount the matrix shows (the last accepted fill)
   prepareBlocked: [], // {route, reason, details} from the route document
   sessionBlocked: [], // {route, reason}
-  results: new Map(), // route -> {ok, status, data, receivedAt}
+  results: new Map(), // route -> its route-matrix cell ({route, priced, ...} or the error a quote would answer)
+  quotes: new Map(), // route -> {ok, status, data, receivedAt}: quotes fetched for the quote panel
+  market: null, // the route matrix's market block: where the numbers came from
   amountText: "",
   fill: 0, // generation of the current fill; a new fill or an error abandons the old one
   pausedUntil: 0, // after a 429: no request before this time (ms)
@@ -75,9 +77,18 @@ function duration(seconds) {
   return `${Math.floor(seconds / 60)} min ${seconds % 60} s`;
 }
 
-function costBps(quote) {
-  const percent = quote.cost_summary && quote.cost_summary.expected_total_cost_percent;
+function costBps(percent) {
   return typeof percent === "number" ? percent * 100 : null;
+}
+
+/** "modelled snapshot from 2026-11-20 (7 days old)": a market that is not live never looks like a live one. */
+function marketText(market, serverTime) {
+  if (market.live) return "live market data";
+  const day = String(market.data_as_of || "").slice(0, 10);
+  const age = Math.floor((Date.parse(serverTime) - Date.parse(market.data_as_of)) / 86400000);
+  const old = Number.isFinite(age) && age >= 1 ? ` (${age} day${age === 1 ? "" : "s"} old)` : "";
+  const what = market.source === "embedded_snapshot" ? "modelled snapshot" : `${market.source}: modelled data`;
+  return `${what} from ${day}${old}`;
 }
 
 function heat(bps) {
@@ -114,17 +125,25 @@ async function call(method, path, body) {
   }
 }
 
-/** The JSON body of a quote request. A number-shaped amount goes as the number typed (the server judges
- * it, exactly as written); anything else goes as a string, and the server says why it is refused. */
-function quoteBody(from, to, amountText) {
+/** The amount as JSON. A number-shaped amount goes as the number typed (the server judges it, exactly as
+ * written); anything else goes as a string, and the server says why it is refused. */
+function amountJson(amountText) {
   const jsonNumber = /^-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?$/.test(amountText);
+  return jsonNumber ? amountText : JSON.stringify(amountText);
+}
+
+/** The JSON body of a quote request. */
+function quoteBody(from, to, amountText) {
   return JSON.stringify({
     from_chain: chainOf(from), from_token: symbolOf(from), to_chain: chainOf(to), to_token: symbolOf(to),
     amount_usd: "__AMOUNT__",
-  }).replace('"__AMOUNT__"', jsonNumber ? amountText : JSON.stringify(amountText));
+  }).replace('"__AMOUNT__"', amountJson(amountText));
 }
 
 const requestQuote = (from, to) => call("POST", "/v2/quote", quoteBody(from, to, state.amountText));
+
+/** Every route priced at the amount, in one request (same amount rule as a quote). */
+const requestMatrix = (amountText) => call("POST", "/v2/route-matrix", `{"amount_usd":${amountJson(amountText)}}`);
 
 // ---- overview: capabilities, status, prepare and session readiness ---------------------------------
 
@@ -154,17 +173,24 @@ function renderOverview() {
   const sessions = caps.sessions || {};
   const sessionBlocked = state.sessionBlocked;
   const fact = (term, ...value) => [h("dt", { text: term }), h("dd", {}, ...value)];
+  const priced = state.market; // the matrix's market block (null until the first fill)
+  const modelled = priced && !priced.live;
+  // a snapshot is not checked: its time is the data's, and it is modelled
   const sources = (market.sources || []).map((s) =>
-    h("li", { class: s.ok ? "ok" : "bad" },
-      `${s.name}: ${s.ok ? "ok" : "failing"}${s.reason ? ` (${s.reason})` : ""}${s.checked_at ? `, checked ${s.checked_at}` : ""}`));
+    h("li", { class: s.ok ? "ok" : "bad" }, s.name === "embedded_snapshot"
+      ? `${s.name}: ${marketText({ live: false, source: s.name, data_as_of: s.checked_at }, status.time)}`
+      : `${s.name}: ${s.ok ? "ok" : "failing"}${s.reason ? ` (${s.reason})` : ""}${s.checked_at ? `, checked ${s.checked_at}` : ""}`));
+  const badge = !priced ? h("span", { class: "badge", text: `${market.source || "?"} · …` })
+    : h("span", { id: "market-badge", class: `badge ${modelled ? "modelled" : market.healthy ? "ok" : "bad"}`,
+      text: modelled ? marketText(priced, status.time) : `live · ${market.healthy ? "healthy" : "unhealthy"}` });
   const overview = document.getElementById("overview");
   setChildren(overview,
     h("dl", { class: "facts" },
       fact("Service", `${caps.status} · API ${caps.version}`),
       fact("Signing", caps.server_signing === false && caps.server_submission === false
         ? "never signs, never submits" : "UNEXPECTED: server flags not false"),
-      fact("Market", h("span", { class: `badge ${market.healthy ? "ok" : "bad"}`,
-        text: `${market.source || "?"} · ${market.healthy ? "healthy" : "unhealthy"}` }), h("ul", { class: "sources" }, sources)),
+      fact("Market", badge, modelled ? " not live: every number here is an estimate on modelled data" : null,
+        h("ul", { class: "sources" }, sources)),
       fact("Quotable", `${health.quotable_routes ?? "?"} / ${total} routes`),
       fact("Prepare-ready", `${caps.currently_prepare_ready_routes} / ${total} routes now`),
       fact("Session-ready", `${sessions.session_ready_routes ?? 0} / ${total} routes`),
@@ -247,18 +273,16 @@ function paintCell(route) {
     cell.setAttribute("aria-label", `${label}: not quoted yet`);
     return;
   }
-  if (!result.ok) {
+  if (!result.priced) {
     cell.classList.add("failed");
-    const message = (result.data && (result.data.message || result.data.reason_class)) || `HTTP ${result.status}`;
-    setChildren(cell, h("span", { class: "cost", text: result.status ? String(result.status) : "error" }),
-      h("span", { class: "eta", text: "no quote" }));
+    const message = result.message || result.reason_class || result.error || "not priced";
+    setChildren(cell, h("span", { class: "cost", text: "—" }), h("span", { class: "eta", text: "no price" }));
     cell.title = message;
-    cell.setAttribute("aria-label", `${label}: no quote (${message})`);
+    cell.setAttribute("aria-label", `${label}: no price now (${message})`);
     return;
   }
-  const quote = result.data;
-  const bps = costBps(quote);
-  const eta = duration(quote.offer && quote.offer.estimated_time_seconds);
+  const bps = costBps(result.expected_total_cost_percent);
+  const eta = duration(result.estimated_time_seconds);
   cell.classList.add(bps === null ? "failed" : heat(bps));
   const costText = bps === null ? "? bps" : `${bps.toFixed(1)} bps`;
   // the ⊘ mark sits in the ETA line, in the flow: it can never cover the cost ("…bps")
@@ -272,7 +296,7 @@ function paintCell(route) {
 function progress(done, failed, note) {
   document.getElementById("progress").value = done;
   const total = state.caps.directed_conversion_routes;
-  const text = note || `${done} / ${total} routes quoted${failed ? ` (${failed} without a quote)` : ""}`;
+  const text = note || `${done} / ${total} routes priced${failed ? ` (${failed} without a price now)` : ""}`;
   document.getElementById("progress-text").textContent = text;
 }
 
@@ -292,56 +316,34 @@ function refused(result) {
 
 async function fill() {
   const generation = ++state.fill;
-  const queue = [];
-  for (const from of state.endpoints) for (const to of state.endpoints) if (from !== to) queue.push([from, to]);
-  // one request first: an amount the server refuses (400, the same for every route) leaves the matrix the user
-  // is looking at untouched, with one message, instead of wiping it under a contradictory progress line
-  progress(state.results.size, 0, `checking amount ${state.amountText}…`);
-  const first = await requestQuote(...queue[0]);
+  progress(state.results.size, 0, `pricing every route at USD ${state.amountText}…`);
+  const answer = await requestMatrix(state.amountText);
   if (generation !== state.fill) return;
-  if (first.status === 400) {
-    refused(first);
+  if (answer.status === 400) { // the amount is refused: the matrix the user is looking at stays, one message
+    refused(answer);
+    return;
+  }
+  if (!answer.ok) {
+    const data = answer.data || {};
+    showError(`Could not price the routes (HTTP ${answer.status}): ${data.message || data.reason_class || ""}`);
+    progress(state.results.size, 0, "Not filled: the server could not price the routes now.");
     return;
   }
   state.shownAmount = state.amountText;
+  state.market = answer.data.market;
   state.results.clear();
+  state.quotes.clear();
   state.selected = null;
   const panel = document.getElementById("quote");
   delete panel.dataset.expiresAt;
   panel.classList.remove("expired");
   setChildren(panel, h("h2", { id: "quote-title", text: "Quote" }),
-    h("p", { class: "muted", text: "Select a cell of the matrix to see its quote." }));
-  for (const [from, to] of queue) paintCell(routeKey(from, to));
+    h("p", { class: "muted", text: "Select a cell of the matrix to fetch its quote." }));
   showError("");
-  let done = 0;
-  let failed = 0;
-  const [firstFrom, firstTo] = queue.shift();
-  state.results.set(routeKey(firstFrom, firstTo), first);
-  done += 1;
-  if (!first.ok) failed += 1;
-  paintCell(routeKey(firstFrom, firstTo));
-  progress(done, failed);
-  const worker = async () => {
-    while (queue.length && generation === state.fill) {
-      const [from, to] = queue.shift();
-      const result = await requestQuote(from, to);
-      if (generation !== state.fill) return;
-      if (result.status === 400) { // refused after the first was accepted: stop, say where
-        state.fill += 1;
-        showError(`The server refused a quote at amount ${JSON.stringify(state.amountText)}: ` +
-          `${(result.data && result.data.message) || "invalid request"}`);
-        progress(done, failed, `Stopped at ${done} / ${state.caps.directed_conversion_routes}: the amount was refused.`);
-        return;
-      }
-      const route = routeKey(from, to);
-      state.results.set(route, result);
-      done += 1;
-      if (!result.ok) failed += 1;
-      paintCell(route);
-      progress(done, failed);
-    }
-  };
-  await Promise.all(Array.from({ length: CONCURRENCY }, worker));
+  for (const cell of answer.data.routes) state.results.set(cell.route, cell);
+  for (const route of state.results.keys()) paintCell(route);
+  renderOverview();
+  progress(answer.data.priced_routes, answer.data.unpriced_routes);
 }
 
 // ---- the quote panel -----------------------------------------------------------------------------
@@ -352,7 +354,11 @@ function select(route, cell) {
   if (previous && previous !== route) paintCell(previous);
   paintCell(route);
   if (cell) focusCell(cell);
-  renderQuote();
+  const kept = state.quotes.get(route);
+  const live = kept && kept.ok && Date.now() < kept.receivedAt +
+    (Date.parse(kept.data.expires_at) - Date.parse(kept.data.as_of));
+  if (live) renderQuote();
+  else refreshSelected(); // a matrix cell is not a quote: opening it asks for one
 }
 
 async function refreshSelected() {
@@ -360,14 +366,17 @@ async function refreshSelected() {
   const [from, to] = route.split("->");
   const ttl = document.getElementById("ttl");
   if (ttl) ttl.textContent = "fetching a fresh quote…";
+  else if (!state.quotes.has(route)) {
+    setChildren(document.getElementById("quote"), h("h2", { id: "quote-title", text: route.replace("->", " → ") }),
+      h("p", { class: "muted", text: "Fetching this route's quote…" }));
+  }
   const result = await requestQuote(from, to);
   if (result.status === 400) {
     showError(`The server refused amount ${JSON.stringify(state.amountText)}: ` +
       `${(result.data && result.data.message) || "invalid request"}`);
     return;
   }
-  state.results.set(route, result);
-  paintCell(route);
+  state.quotes.set(route, result);
   if (state.selected === route) renderQuote();
 }
 
@@ -451,7 +460,7 @@ function sourceLabel(quote) {
 function renderQuote() {
   const panel = document.getElementById("quote");
   const route = state.selected;
-  const result = state.results.get(route);
+  const result = state.quotes.get(route);
   const title = h("h2", { id: "quote-title", text: route.replace("->", " → ") });
   panel.classList.remove("expired");
   panel.dataset.route = route;
