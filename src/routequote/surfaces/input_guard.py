@@ -10,9 +10,9 @@ place that
   "simple" cross-site request) and reads the body with the same strict JSON reader as REST
   (`routequote.input_rules.loads_strict`: duplicate keys, lone surrogates, NaN, inexact numbers, depth), so
   the SDKs only ever parse bodies that passed it;
-- answers every error of /mcp and /a2a (the SDKs' own 4xx/5xx included: 405, 406, 413, 415, 421, 403, 400)
-  as a JSON-RPC error object with a short generic message chosen by status: never SDK text, validator
-  text, documentation URLs or fragments of the input;
+- answers every error of the JSON-RPC endpoints that the JSON-RPC guard did not already answer (its own
+  refusals here, a GET's 405) as a JSON-RPC error object with a short generic message chosen by status: never
+  SDK text, validator text, documentation URLs or fragments of the input;
 - turns an exception that escaped a surface into a JSON 500, and marks every 5xx `Connection: close`.
 
 `GuardedHttpToolsProtocol` is uvicorn's httptools protocol with the limits an ASGI app cannot enforce
@@ -44,6 +44,9 @@ from routequote.surfaces.response_write import OneWrite
 
 JSONRPC_PATHS = frozenset({"/mcp", "/mcp/v2", "/v2/mcp", "/a2a"})
 CLIENT_CLOSED_REQUEST = 499  # nginx's code: the client hung up before the answer; never sent to anyone
+# set on an answer's `http.response.start` by the JSON-RPC guard (surfaces/jsonrpc_guard.py): its error objects are
+# already rebuilt from their codes, with the request's id and the SDK's status, so the stack sends it as it is
+JSONRPC_ANSWERED = "routequote.jsonrpc_answered"
 
 log = structlog.get_logger("routequote.guard")
 

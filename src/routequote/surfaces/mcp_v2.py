@@ -35,6 +35,7 @@ from routequote.surfaces.a2a_operation import Operation
 from routequote.surfaces.a2a_prepare import prepare_operation
 from routequote.surfaces.a2a_sessions import session_operations
 from routequote.surfaces.http import MAX_BODY_BYTES
+from routequote.surfaces.jsonrpc_guard import JsonRpcGuard
 from routequote.surfaces.mcp_inputs import (
     UUID_PATTERN,
     IdempotencyKey,
@@ -300,8 +301,9 @@ def build_mcp_v2(app: Any, *, limiter: RateLimiter | None) -> McpSurface:
     endpoints = [r.endpoint for r in sub.routes if isinstance(r, Route) and r.path == MCP_V2_PATH]
     if len(endpoints) != 1:
         raise RuntimeError("the MCP SDK did not produce exactly one /mcp/v2 route")
+    guarded = _PostOnly(JsonRpcGuard(endpoints[0], limiter))  # the guard every JSON-RPC endpoint passes
     routes = [
-        Route(path, endpoint=_PostOnly(endpoints[0]), name=name)
+        Route(path, endpoint=guarded, name=name)
         for path, name in ((MCP_V2_PATH, "mcp_v2"), (MCP_V2_ALIAS, "mcp_v2_alias"))
     ]
     return McpSurface(server=server, routes=routes, tools=tools)
