@@ -200,3 +200,58 @@ def test_protocol_errors_are_rate_limited_like_tool_calls(served_limited: str, p
         assert limited.json()["error"]["code"] == -32029
         if path == "/a2a":
             assert limited.json()["error"]["data"][0]["reason"] == "RATE_LIMITED"
+
+
+@pytest.mark.parametrize("profile", ["spec", "v2"])
+def test_stdio_passes_the_same_guard(tmp_path: Any, profile: str) -> None:
+    """MCP over stdio (`routequote mcp`, both profiles): no method comes back, an oversize id is refused."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    exe = Path(sys.executable).with_name("routequote")
+    env = {**os.environ, "ROUTEQUOTE_LOG_LEVEL": "warning"}
+    env["ROUTEQUOTE_DATABASE_URL"] = f"sqlite+aiosqlite:///{tmp_path}/s.db"
+    init = {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "0"},
+    }
+    lines = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        *({"jsonrpc": "2.0", "id": 10 + i, "method": m} for i, m in enumerate(METHODS)),
+        {"jsonrpc": "2.0", "id": "i" * 100_000, "method": "ping"},
+        {"jsonrpc": "2.0", "id": 30, "method": "tools/call", "params": {"name": MNEMONIC, "arguments": {}}},
+    ]
+    process = subprocess.Popen(
+        [str(exe), "mcp", "--profile", profile],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=env,
+    )
+    assert process.stdin is not None and process.stdout is not None
+    answers: dict[Any, Any] = {}
+    raw = b""
+    try:
+        for message in lines:  # one at a time: an answer is read before the next request is written
+            process.stdin.write(json.dumps(message).encode() + b"\n")
+            process.stdin.flush()
+            if "id" in message:
+                line = process.stdout.readline()
+                raw += line
+                answer = json.loads(line)
+                answers[answer["id"]] = answer
+    finally:
+        process.stdin.close()
+        process.wait(30)
+    text = raw.decode()
+    for i in range(len(METHODS)):
+        assert answers[10 + i]["error"] == {"code": -32601, "message": "Method not found"}, answers[10 + i]
+    assert answers[None]["error"] == {"code": -32600, "message": "Invalid Request"}
+    assert answers[30]["error"] == {"code": -32602, "message": "Invalid params"}
+    for piece in PIECES:
+        assert piece not in text
+    assert "i" * 129 not in text and len(text) < 8192, len(text)

@@ -1,4 +1,5 @@
-"""One ASGI guard for every JSON-RPC endpoint (/mcp, /mcp/v2, /v2/mcp, /a2a; stdio uses `clean_mcp_error`).
+"""One guard for every JSON-RPC endpoint: an ASGI layer on /mcp, /mcp/v2, /v2/mcp and /a2a, and
+`guarded_streams` around MCP over stdio (both profiles).
 
 What it is for: nothing the caller sent comes back, sizes are bounded, and protocol errors are rate-limited.
 An SDK's protocol error may quote the request (the MCP SDK answers an unknown method with the method itself in
@@ -16,12 +17,16 @@ an SDK answered a well-formed request with `id: null`). Tool results (`isError` 
 
 from __future__ import annotations
 
+import contextlib
 import re
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
+import anyio
 import orjson
 from a2a.utils.errors import A2A_ERROR_MAPPING, JSON_RPC_ERROR_CODE_MAP
+from mcp.shared.message import SessionMessage
+from mcp_types import ErrorData, JSONRPCError
 from mcp_types.version import KNOWN_PROTOCOL_VERSIONS
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -290,3 +295,52 @@ class JsonRpcGuard:
             {"type": "http.response.start", "status": status, "headers": headers, JSONRPC_ANSWERED: True}
         )
         await send({"type": "http.response.body", "body": raw, "more_body": False})
+
+
+# ---- stdio ------------------------------------------------------------------------------------------------
+
+
+def _clean_message(message: SessionMessage) -> SessionMessage:
+    error = message.message
+    if not isinstance(error, JSONRPCError):
+        return message
+    cleaned = ErrorData.model_validate(clean_mcp_error(error.error.model_dump()))
+    return SessionMessage(JSONRPCError(jsonrpc="2.0", id=error.id, error=cleaned), message.metadata)
+
+
+@contextlib.asynccontextmanager
+async def guarded_streams(read_stream: Any, write_stream: Any) -> AsyncIterator[tuple[Any, Any]]:
+    """The guard on stdio: the streams to hand the MCP server in place of stdio's own. Every error it writes
+    is rebuilt by `clean_mcp_error`; a request whose id is longer than `MAX_ID_CHARS` is answered -32600
+    (id null) and never reaches the server. (One local caller: no rate limit.)"""
+    out_send, out_receive = anyio.create_memory_object_stream[SessionMessage](0)
+    in_send, in_receive = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+
+    async def outgoing() -> None:
+        async with out_receive:
+            async for message in out_receive:
+                await write_stream.send(_clean_message(message))
+
+    async def incoming() -> None:
+        async with in_send:
+            async for message in read_stream:
+                if isinstance(message, SessionMessage) and _bad_id(
+                    {"id": getattr(message.message, "id", None)}
+                ):
+                    refusal = JSONRPCError(
+                        jsonrpc="2.0", id=None, error=ErrorData(code=-32600, message="Invalid Request")
+                    )
+                    await write_stream.send(SessionMessage(refusal))
+                    continue
+                await in_send.send(message)
+
+    try:
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(outgoing)
+            tasks.start_soon(incoming)
+            try:
+                yield in_receive, out_send
+            finally:
+                tasks.cancel_scope.cancel()
+    finally:
+        await write_stream.aclose()  # as the server would have: stdio's writer ends, and the process with it

@@ -35,7 +35,7 @@ from routequote.surfaces.a2a_operation import Operation
 from routequote.surfaces.a2a_prepare import prepare_operation
 from routequote.surfaces.a2a_sessions import session_operations
 from routequote.surfaces.http import MAX_BODY_BYTES
-from routequote.surfaces.jsonrpc_guard import JsonRpcGuard
+from routequote.surfaces.jsonrpc_guard import JsonRpcGuard, guarded_streams
 from routequote.surfaces.mcp_inputs import (
     UUID_PATTERN,
     IdempotencyKey,
@@ -327,5 +327,8 @@ async def run_stdio_v2(app: Any, tools: Sequence[ToolDef] | None = None) -> None
     async with contextlib.AsyncExitStack() as stack:
         for hook in state.lifespan_hooks:
             await stack.enter_async_context(hook())
-        async with stdio_server() as (read_stream, write_stream):
+        async with (
+            stdio_server() as (stdin, stdout),
+            guarded_streams(stdin, stdout) as (read_stream, write_stream),
+        ):
             await server.run(read_stream, write_stream, server.create_initialization_options())
