@@ -158,7 +158,7 @@ def check(r: httpx.Response, sent: Any = None) -> None:
             assert isinstance(item["error"]["code"], int) and isinstance(item["error"]["message"], str), item
             assert len(item["error"]["message"]) < 200, item
             rid = item.get("id")
-            assert rid is None or (isinstance(rid, (str, int)) and len(str(rid)) <= 128), item
+            assert rid is None or (isinstance(rid, (str, int, float)) and len(str(rid)) <= 128), item
             if isinstance(sent, dict) and rid is not None:
                 assert rid == sent.get("id"), (rid, sent.get("id"))
     if r.status_code >= 400:

@@ -175,7 +175,7 @@ def test_an_unsupported_version_names_the_served_ones_and_echoes_only_a_version(
 @pytest.mark.parametrize("path", PATHS)
 def test_an_oversize_id_is_refused_not_echoed(served_open: str, path: str) -> None:
     with httpx.Client(base_url=served_open, timeout=30) as http:
-        for rid in ("i" * 129, "i" * 100_000, "i" * 500_000):
+        for rid in ("i" * 129, "i" * 100_000, "i" * 500_000, 2**63, -(2**63) - 1, 10**40):
             r = _call(http, path, "ping", rid=rid)
             assert r.status_code == 400 and len(r.content) < 1024, r.text[:300]
             assert r.json()["id"] is None and r.json()["error"]["code"] == -32600

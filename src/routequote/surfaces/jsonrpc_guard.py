@@ -18,6 +18,7 @@ an SDK answered a well-formed request with `id: null`). Tool results (`isError` 
 from __future__ import annotations
 
 import contextlib
+import json
 import re
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -153,6 +154,15 @@ def _bad_id(message: Any) -> bool:
     return isinstance(rid, int) and not isinstance(rid, bool) and not -(2**63) <= rid < 2**63
 
 
+def _loads(body: bytes) -> Any:
+    """The request as JSON, or None. Python's reader, not orjson: orjson reads an integer past 64 bits as a
+    float, and an id such as -2**63 - 1 must be seen (and refused), not handed on as -9.2e18."""
+    try:
+        return json.loads(body)
+    except (ValueError, RecursionError):
+        return None
+
+
 def request_id(request: Any) -> str | int | None:
     """The id of a single request (a string or an integer, as MCP and A2A allow), else None."""
     if isinstance(request, dict) and "method" in request:
@@ -202,10 +212,7 @@ class JsonRpcGuard:
                 break
         client = scope.get("client")
         key = str(client[0]) if client else "local"
-        try:
-            request = orjson.loads(body)
-        except orjson.JSONDecodeError:
-            request = None
+        request = _loads(bytes(body))
         if any(_bad_id(m) for m in (request if isinstance(request, list) else [request])):
             await self._answer(send, 400, _error(None, -32600, self.clean), key)
             return
