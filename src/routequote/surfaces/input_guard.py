@@ -22,7 +22,8 @@ closed) and body (408), checked by one sweep per event loop rather than a timer 
 `uvicorn_options(settings)` is what `routequote serve` passes to uvicorn.
 
 `a2a_jsonrpc_routes` mounts the A2A JSON-RPC dispatcher with every error reduced to its code and the SDK's
-fixed message for that code (no raw exception text, no parse details).
+fixed message for that code (no raw exception text, no parse details); the JSON-RPC guard in front of it
+(surfaces/jsonrpc_guard.py) adds the code's fixed `google.rpc.ErrorInfo`.
 """
 
 from __future__ import annotations
@@ -346,7 +347,8 @@ class _QuietTracebacks(logging.Filter):
 
 def a2a_jsonrpc_routes(handler: Any, path: str, context_builder: Any) -> list[Any]:
     """The A2A JSON-RPC route whose every error is `{code, message}` with the SDK's fixed message for the
-    code (`Invalid params`, `Internal error`, ...): never the exception text or parse details."""
+    code (`Invalid params`, `Internal error`, ...): never the exception text or parse details. (The guard
+    mounted around it adds the ErrorInfo detail.)"""
     from a2a.server.request_handlers.response_helpers import build_error_response
     from a2a.server.routes.jsonrpc_dispatcher import JsonRpcDispatcher
     from a2a.utils.errors import (
