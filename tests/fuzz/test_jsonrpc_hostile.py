@@ -1,9 +1,11 @@
-"""Generated hostile JSON-RPC traffic on /mcp and /a2a of a real `routequote serve` process: batches, unknown and
+"""Generated hostile JSON-RPC traffic on every JSON-RPC endpoint (/mcp, /mcp/v2, /v2/mcp, /a2a; the one guard in
+surfaces/jsonrpc_guard.py) of a real `routequote serve` process, MCP requests also at 2026-07-28: batches, unknown and
 hostile methods and ids, hostile params and tool arguments, deep nesting, 1 MB strings, huge numbers,
 duplicate keys, lone surrogates, invalid UTF-8 and bodies that are not JSON at all.
 
 Whatever is sent: never a 5xx, never internals in the answer (tests/support/hostile.py LEAK_MARKERS), an
-error is a JSON-RPC error object, and the server's log holds no traceback at the end. The strict-reader
+error is a JSON-RPC error object whose id is null or the request's own (at most 128 characters), and the
+server's log holds no traceback at the end. The strict-reader
 rules per field are tests/integration/test_hostile_*.py; this suite is about the JSON-RPC envelope.
 `make fuzz` (RQ_FUZZ_EXAMPLES set) runs five times as many examples."""
 
@@ -24,7 +26,8 @@ from tests.support.hostile import JSONRPC_HEADERS, LEAK_MARKERS
 from tests.support.server_process import ServerProcess, start_server
 
 SCALE = 5 if os.environ.get("RQ_FUZZ_EXAMPLES") else 1
-PATHS = ("/mcp", "/a2a")
+PATHS = ("/mcp", "/mcp/v2", "/v2/mcp", "/a2a")
+MODERN = "2026-07-28"
 MCP_METHODS = [
     "initialize",
     "tools/list",
@@ -135,8 +138,11 @@ def http(server: ServerProcess) -> Iterator[httpx.Client]:
         yield client
 
 
-def check(r: httpx.Response) -> None:
+def check(r: httpx.Response, sent: Any = None) -> None:
     assert r.status_code < 500, r.text[:500]
+    assert len(r.content) < 64 * 1024, len(
+        r.content
+    )  # bounded, whatever came in (a 500 KB id came back once)
     for marker in LEAK_MARKERS:
         assert marker not in r.text, (marker, r.text[:500])
     if not r.content:
@@ -151,19 +157,36 @@ def check(r: httpx.Response) -> None:
         if "error" in item:
             assert isinstance(item["error"]["code"], int) and isinstance(item["error"]["message"], str), item
             assert len(item["error"]["message"]) < 200, item
+            rid = item.get("id")
+            assert rid is None or (isinstance(rid, (str, int, float)) and len(str(rid)) <= 128), item
+            if isinstance(sent, dict) and rid is not None:
+                assert rid == sent.get("id"), (rid, sent.get("id"))
     if r.status_code >= 400:
         assert isinstance(body, dict) and "error" in body, body
 
 
-def post(http: httpx.Client, path: str, content: bytes) -> httpx.Response:
-    return http.post(path, content=content, headers=JSONRPC_HEADERS)
+def post(
+    http: httpx.Client, path: str, content: bytes, extra: dict[str, str] | None = None
+) -> httpx.Response:
+    return http.post(path, content=content, headers={**JSONRPC_HEADERS, **(extra or {})})
 
 
 @pytest.mark.parametrize("path", PATHS)
 @settings(max_examples=60 * SCALE, deadline=None, suppress_health_check=list(HealthCheck))
-@given(msg=message())
-def test_single_messages(http: httpx.Client, path: str, msg: dict[str, Any]) -> None:
-    check(post(http, path, encode(msg)))
+@given(msg=message(), modern=st.booleans())
+def test_single_messages(http: httpx.Client, path: str, msg: dict[str, Any], modern: bool) -> None:
+    extra = None
+    if modern and path != "/a2a":  # the 2026-07-28 envelope: no initialize, `_meta` and routing headers
+        meta = {
+            "io.modelcontextprotocol/protocolVersion": MODERN,
+            "io.modelcontextprotocol/clientCapabilities": {},
+        }
+        params = msg.get("params")
+        msg["params"] = {**params, "_meta": meta} if isinstance(params, dict) else {"_meta": meta}
+        extra = {"MCP-Protocol-Version": MODERN}
+        if isinstance(msg["method"], str) and msg["method"].isascii() and msg["method"].isprintable():
+            extra["Mcp-Method"] = msg["method"]
+    check(post(http, path, encode(msg), extra), msg)
 
 
 @pytest.mark.parametrize("path", PATHS)
@@ -250,7 +273,7 @@ def test_megabyte_strings(http: httpx.Client, path: str, size: int, where: str, 
     where=st.sampled_from(["id", "amount"]),
 )
 def test_huge_and_odd_numbers(http: httpx.Client, path: str, literal: str, where: str) -> None:
-    if path == "/mcp":
+    if path != "/a2a":
         args = (
             '{"from_chain":"solana","from_token":"SOL","to_chain":"base","to_token":"USDC","amount_usd":'
             + (literal if where == "amount" else "50")

@@ -48,6 +48,7 @@ from routequote.surfaces import guidance as g
 from routequote.surfaces.a2a_card import (
     A2A_PATH,
     CARD_ALIAS_PATH,
+    CARD_CACHE_CONTROL,
     CARD_PATH,
     agent_card,
     prepare_skill,
@@ -68,7 +69,7 @@ from routequote.surfaces.a2a_prepare import prepare_operation
 from routequote.surfaces.a2a_sessions import session_operations
 from routequote.surfaces.http import MAX_BODY_BYTES
 from routequote.surfaces.input_guard import a2a_jsonrpc_routes
-from routequote.surfaces.jsonrpc_guard import JsonRpcGuard
+from routequote.surfaces.jsonrpc_guard import JsonRpcGuard, clean_a2a_error
 
 # ---- the agent ------------------------------------------------------------------------------------------
 
@@ -211,10 +212,11 @@ def build_a2a(
         handler, A2A_PATH, _ContextBuilder()
     )  # errors: code + fixed message, no SDK text
     for route in rpc:  # the same 1 MiB body limit as every REST POST; protocol errors bounded and limited
-        route.app = RequestBodyLimitMiddleware(JsonRpcGuard(route.app, limiter), MAX_BODY_BYTES)
-    routes: list[Route] = [
-        *create_agent_card_routes(card, card_url=CARD_PATH),
-        *create_agent_card_routes(card, card_url=CARD_ALIAS_PATH),
+        guarded = JsonRpcGuard(route.app, limiter, clean=clean_a2a_error)
+        route.app = RequestBodyLimitMiddleware(guarded, MAX_BODY_BYTES)
+    routes: list[Route] = [  # the SDK's card routes: an ETag, 304 to If-None-Match, and our Cache-Control
+        *create_agent_card_routes(card, card_url=CARD_PATH, cache_control=CARD_CACHE_CONTROL),
+        *create_agent_card_routes(card, card_url=CARD_ALIAS_PATH, cache_control=CARD_CACHE_CONTROL),
         *rpc,
     ]
     return A2aSurface(card=card, agent=agent, routes=routes, task_store=store)

@@ -12,6 +12,8 @@ PROTOCOL_VERSION = "1.0"
 A2A_PATH = "/a2a"
 CARD_PATH = "/.well-known/agent-card.json"
 CARD_ALIAS_PATH = "/.well-known/agent.json"
+# the card changes only with a deploy: caches may keep it five minutes, then revalidate against its ETag (304)
+CARD_CACHE_CONTROL = "public, max-age=300"
 
 
 # ---- the card ------------------------------------------------------------------------------------------

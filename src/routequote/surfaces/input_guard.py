@@ -10,9 +10,9 @@ place that
   "simple" cross-site request) and reads the body with the same strict JSON reader as REST
   (`routequote.input_rules.loads_strict`: duplicate keys, lone surrogates, NaN, inexact numbers, depth), so
   the SDKs only ever parse bodies that passed it;
-- answers every error of /mcp and /a2a (the SDKs' own 4xx/5xx included: 405, 406, 413, 415, 421, 403, 400)
-  as a JSON-RPC error object with a short generic message chosen by status: never SDK text, validator
-  text, documentation URLs or fragments of the input;
+- answers every error of the JSON-RPC endpoints that the JSON-RPC guard did not already answer (its own
+  refusals here, a GET's 405) as a JSON-RPC error object with a short generic message chosen by status: never
+  SDK text, validator text, documentation URLs or fragments of the input;
 - turns an exception that escaped a surface into a JSON 500, and marks every 5xx `Connection: close`.
 
 `GuardedHttpToolsProtocol` is uvicorn's httptools protocol with the limits an ASGI app cannot enforce
@@ -22,7 +22,8 @@ closed) and body (408), checked by one sweep per event loop rather than a timer 
 `uvicorn_options(settings)` is what `routequote serve` passes to uvicorn.
 
 `a2a_jsonrpc_routes` mounts the A2A JSON-RPC dispatcher with every error reduced to its code and the SDK's
-fixed message for that code (no raw exception text, no parse details).
+fixed message for that code (no raw exception text, no parse details); the JSON-RPC guard in front of it
+(surfaces/jsonrpc_guard.py) adds the code's fixed `google.rpc.ErrorInfo`.
 """
 
 from __future__ import annotations
@@ -44,6 +45,9 @@ from routequote.surfaces.response_write import OneWrite
 
 JSONRPC_PATHS = frozenset({"/mcp", "/mcp/v2", "/v2/mcp", "/a2a"})
 CLIENT_CLOSED_REQUEST = 499  # nginx's code: the client hung up before the answer; never sent to anyone
+# set on an answer's `http.response.start` by the JSON-RPC guard (surfaces/jsonrpc_guard.py): its error objects are
+# already rebuilt from their codes, with the request's id and the SDK's status, so the stack sends it as it is
+JSONRPC_ANSWERED = "routequote.jsonrpc_answered"
 
 log = structlog.get_logger("routequote.guard")
 
@@ -343,7 +347,8 @@ class _QuietTracebacks(logging.Filter):
 
 def a2a_jsonrpc_routes(handler: Any, path: str, context_builder: Any) -> list[Any]:
     """The A2A JSON-RPC route whose every error is `{code, message}` with the SDK's fixed message for the
-    code (`Invalid params`, `Internal error`, ...): never the exception text or parse details."""
+    code (`Invalid params`, `Internal error`, ...): never the exception text or parse details. (The guard
+    mounted around it adds the ErrorInfo detail.)"""
     from a2a.server.request_handlers.response_helpers import build_error_response
     from a2a.server.routes.jsonrpc_dispatcher import JsonRpcDispatcher
     from a2a.utils.errors import (

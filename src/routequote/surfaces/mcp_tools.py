@@ -39,7 +39,7 @@ from routequote.ratelimit import RateLimiter
 from routequote.service import RouteQuoteService
 from routequote.surfaces import guidance as g
 from routequote.surfaces.http import MAX_BODY_BYTES
-from routequote.surfaces.jsonrpc_guard import JsonRpcGuard
+from routequote.surfaces.jsonrpc_guard import JsonRpcGuard, guarded_streams
 from routequote.surfaces.legacy import legacy_quote, legacy_status, v1_session_operation
 from routequote.surfaces.mcp_inputs import (
     SESSION_TOOL_INPUTS,
@@ -473,7 +473,10 @@ async def run_stdio(app: Any) -> None:
     async with contextlib.AsyncExitStack() as stack:
         for hook in state.lifespan_hooks:
             await stack.enter_async_context(hook())
-        async with stdio_server() as (read_stream, write_stream):
+        async with (
+            stdio_server() as (stdin, stdout),
+            guarded_streams(stdin, stdout) as (read_stream, write_stream),
+        ):
             await server.run(read_stream, write_stream, server.create_initialization_options())
 
 

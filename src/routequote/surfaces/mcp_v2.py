@@ -35,6 +35,7 @@ from routequote.surfaces.a2a_operation import Operation
 from routequote.surfaces.a2a_prepare import prepare_operation
 from routequote.surfaces.a2a_sessions import session_operations
 from routequote.surfaces.http import MAX_BODY_BYTES
+from routequote.surfaces.jsonrpc_guard import JsonRpcGuard, guarded_streams
 from routequote.surfaces.mcp_inputs import (
     UUID_PATTERN,
     IdempotencyKey,
@@ -300,8 +301,9 @@ def build_mcp_v2(app: Any, *, limiter: RateLimiter | None) -> McpSurface:
     endpoints = [r.endpoint for r in sub.routes if isinstance(r, Route) and r.path == MCP_V2_PATH]
     if len(endpoints) != 1:
         raise RuntimeError("the MCP SDK did not produce exactly one /mcp/v2 route")
+    guarded = _PostOnly(JsonRpcGuard(endpoints[0], limiter))  # the guard every JSON-RPC endpoint passes
     routes = [
-        Route(path, endpoint=_PostOnly(endpoints[0]), name=name)
+        Route(path, endpoint=guarded, name=name)
         for path, name in ((MCP_V2_PATH, "mcp_v2"), (MCP_V2_ALIAS, "mcp_v2_alias"))
     ]
     return McpSurface(server=server, routes=routes, tools=tools)
@@ -325,5 +327,8 @@ async def run_stdio_v2(app: Any, tools: Sequence[ToolDef] | None = None) -> None
     async with contextlib.AsyncExitStack() as stack:
         for hook in state.lifespan_hooks:
             await stack.enter_async_context(hook())
-        async with stdio_server() as (read_stream, write_stream):
+        async with (
+            stdio_server() as (stdin, stdout),
+            guarded_streams(stdin, stdout) as (read_stream, write_stream),
+        ):
             await server.run(read_stream, write_stream, server.create_initialization_options())

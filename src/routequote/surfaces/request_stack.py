@@ -9,8 +9,9 @@ Per HTTP request, in this order:
    before the app runs (bounded in size and time, strict JSON on /mcp and /a2a), a client that hung up counted
    as 499;
 4. the app, behind ONE send wrapper that sets `x-request-id` on every answer, marks every 5xx
-   `Connection: close`, replaces any /mcp or /a2a error answer with a JSON-RPC error object chosen by status,
-   and records the status;
+   `Connection: close`, replaces any JSON-RPC error answer the JSON-RPC guard did not write (which keeps the
+   SDK's code, status and the request's id) with a JSON-RPC error object chosen by status, and records the
+   status;
 5. an exception that escaped a surface becomes a JSON 500 (the log has only its type);
 6. the answer is counted by route template (`/v2/quote`, never a raw path a caller chose) and status, with its
    latency.
@@ -35,6 +36,7 @@ from routequote.surfaces.input_guard import (
     _KEPT_HEADERS,
     BODY_TIMED_OUT,
     CLIENT_CLOSED_REQUEST,
+    JSONRPC_ANSWERED,
     JSONRPC_PATHS,
     TIMED_BY_TRANSPORT,
     TransportLimits,
@@ -76,13 +78,13 @@ class _Reply:
         headers.append(self.header)
         if status >= 500 and (b"connection", b"close") not in headers:
             headers.append((b"connection", b"close"))
-        await self.send({**message, "headers": headers})
+        await self.send({k: v for k, v in message.items() if k != JSONRPC_ANSWERED} | {"headers": headers})
 
     async def __call__(self, message: Message) -> None:
         kind = message["type"]
         if kind == "http.response.start":
             self.started = True
-            if self.jsonrpc and message["status"] >= 400:
+            if self.jsonrpc and message["status"] >= 400 and not message.get(JSONRPC_ANSWERED):
                 self.held = message  # the SDK's own error text is never sent
                 return
             await self.start(message)
