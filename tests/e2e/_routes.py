@@ -551,7 +551,7 @@ class Run:
                 done.result["meta"]["fee"]
             )
         assert not done.failed, (
-            f"{self.route_name}: the Solana transaction failed: {done.result['meta']['logMessages']}"
+            f"{self.route_name}: the Solana transaction failed: {done.result['meta']['logMessages'][-2:]}"
         )
         return self.world.solana.publish(done.result)
 

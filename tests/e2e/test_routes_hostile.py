@@ -155,9 +155,11 @@ def test_a_transfer_before_the_attestation_is_not_an_arrival(world: World) -> No
     with fresh_chains(world):
         run = in_flight(world, CCTP)
         sig = stranger_transfer(world, run, "USDC", TOKEN_PROGRAM, 10**9)
+        before = world.api.read(run.sid, run.token)
         r = world.api.observe(run.sid, run.token, [sig])
         back = world.api.read(run.sid, run.token)
         assert r.status_code == 200 and back["status"] == "awaiting_destination", r.text
+        assert back["session_version"] == before["session_version"] + 1  # one observation, nothing advanced
         assert back["steps"][0]["destination_status"] == "awaiting_attestation"
         assert (
             back["steps"][0].get("destination") is None and back["steps"][0].get("actual_output_base") is None
