@@ -301,8 +301,10 @@ def summary(doc: dict[str, Any]) -> dict[str, Any]:
         "of_which_on_a_live_market_from_recorded_upstreams": len(live),
         "step_kinds": [kinds[k] for k in sorted(kinds)],
         "labels": "real protocol bytecode = the protocol's contracts from a package registry executed on a local "
-        "chain; stand-in = a test contract with the protocol's signatures and message layout; simulator = the "
-        "effect applied by the test, in the wire format the service's observers parse (never an execution)",
+        "chain; stand-in = a test contract with the protocol's signatures and message layout; LiteSVM + simulated "
+        "program = SPL instructions executed in one LiteSVM per route run, the unavailable program's effect applied "
+        "by the test from the instruction's data, the venue SDK's math or the source chain's message (never an "
+        "execution of that program)",
     }
 
 
