@@ -222,6 +222,7 @@ class SolanaVm:
         pubkeys = list(message.account_keys)
         before = {k: self.svm.get_account(k) for k in pubkeys}
         payer_before = self.lamports(payer.pubkey())
+        consumed_before = set(self.consumed)
         assert payer_before > 0, f"the fee payer {payer.pubkey()} has no lamports in the VM"
         logs: list[str] = []
         failed: tuple[int, int] | None = None
@@ -269,6 +270,7 @@ class SolanaVm:
             failed = flush()
         fee = SIG_FEE * message.header.num_required_signatures
         if failed is not None:  # nothing happened but the fee
+            self.consumed = consumed_before
             for k, acct in before.items():
                 gone = SolAccount(0, b"", Pubkey.from_string(SYSTEM_PROGRAM), False, 0)
                 self.svm.set_account(k, acct if acct is not None else gone)
