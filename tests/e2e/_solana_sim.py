@@ -4,14 +4,10 @@ Nothing here is an execution of Circle's or LayerZero's Solana programs: no pack
 
 * `FakeSolanaRpc`: loopback JSON-RPC answering `getTransaction` with what the test published (`null` before),
   in the RPC's JSON wire format, which the production reader (`routequote.observe.solana`) parses.
-* `simulate_cctp_burn`: the prepared `deposit_for_burn` transaction, signed by the wallet and the event account.
-  LiteSVM executes every SPL instruction before the burn (fee account creation, the fee `TransferChecked`); the
-  burn itself is SIMULATED (the burned amount leaves the wallet's token account, the second signature's fee and
-  the MessageSent account's rent leave the wallet), and the whole transaction's `getTransaction` answer is
-  produced from LiteSVM's accounts plus that effect.
-* `simulate_delivery`: a SIMULATED delivery transaction (CCTP `receive_message` relayed by the caller, or the
-  LayerZero executor's `lz_receive` for the USDG OFT), signed with a real key, whose token balances show the
-  delivered amount arriving in the owner's associated token account.
+* `simulate_delivery`: a hand-made delivery transaction with the balances the test names (the hostile tests'
+  arrivals that no bridge made: a stranger's transfer, another recipient's or another GUID's delivery, a failed
+  mint). The route runs themselves execute in one LiteSVM per run (`_solana_vm.py`, `_solana_programs.py`).
+* `simulate_solana_swap`: the swap simulator held against the observer (`test_solana_swap_simulator.py`).
 """
 
 from __future__ import annotations
@@ -64,21 +60,6 @@ def ui_amount(amount: int, decimals: int = 6) -> dict[str, Any]:
     whole, frac = divmod(amount, 10**decimals)
     text = f"{whole}.{frac:0{decimals}d}".rstrip("0").rstrip(".")
     return {"amount": str(amount), "decimals": decimals, "uiAmount": float(text), "uiAmountString": text}
-
-
-def burn_fields(data: bytes) -> dict[str, Any]:
-    """`deposit_for_burn` data: discriminator(8) amount u64, domain u32, mintRecipient 32, destinationCaller
-    32, maxFee u64, minFinalityThreshold u32 (little-endian)."""
-    amount, domain = struct.unpack_from("<QI", data, 8)
-    max_fee, finality = struct.unpack_from("<QI", data, 84)
-    return {
-        "amount": amount,
-        "domain": domain,
-        "mint_recipient": data[20:52],
-        "destination_caller": data[52:84],
-        "max_fee": max_fee,
-        "min_finality": finality,
-    }
 
 
 def to_instruction(d: dict[str, Any]) -> Instruction:
@@ -211,112 +192,6 @@ def _result(
         },
         "version": "legacy",
     }
-
-
-@dataclass
-class SimulatedBurn:
-    signature: str
-    result: dict[str, Any]
-    burned: int
-    fee_paid: int
-    usdc_spent: int
-
-
-def simulate_cctp_burn(
-    action: dict[str, Any], wallet: Keypair, event: Keypair, start_usdc: int, slot: int
-) -> SimulatedBurn:
-    """LiteSVM runs the SPL instructions; the final `deposit_for_burn` is SIMULATED (see the module doc)."""
-    ixs = [to_instruction(d) for d in action["instructions"]]
-    assert str(ixs[-1].program_id) == CCTP_TMM, "the prepared Solana CCTP action ends with deposit_for_burn"
-    burned = burn_fields(bytes(ixs[-1].data))["amount"]
-    owner = wallet.pubkey()
-    svm = LiteSVM()
-    svm.airdrop(owner, START_LAMPORTS)
-    mint = Pubkey.from_string(str(SOLANA_USDC.address))
-    token_program = Pubkey.from_string(TOKEN_PROGRAM)
-    rent = svm.minimum_balance_for_rent_exemption(165)
-    svm.set_account(
-        mint,
-        SolAccount(
-            svm.minimum_balance_for_rent_exemption(82),
-            bytes(Mint(Pubkey.new_unique(), 10**15, 6, True, None)),
-            token_program,
-            False,
-            0,
-        ),
-    )
-    wallet_ata = get_associated_token_address(owner, mint, token_program)
-    state = TokenAccount(mint, owner, start_usdc, None, TokenAccountState.Initialized, None, 0, None)
-    svm.set_account(wallet_ata, SolAccount(rent, bytes(state), token_program, False, 0))
-    blockhash = svm.latest_blockhash()
-    message = Message.new_with_blockhash(ixs, owner, blockhash)
-    signed = Transaction([wallet, event], message, blockhash)
-    signed.verify()
-    pubkeys = list(message.account_keys)
-    keys = [str(k) for k in pubkeys]
-    pre_accounts = [svm.get_account(k) for k in pubkeys]
-    runnable = Transaction([wallet], Message.new_with_blockhash(ixs[:-1], owner, blockhash), blockhash)
-    meta = svm.send_transaction(runnable)
-    assert not hasattr(meta, "err"), meta.err()
-    post_accounts = [svm.get_account(k) for k in pubkeys]
-    w, ev, ata = keys.index(str(owner)), keys.index(str(event.pubkey())), keys.index(str(wallet_ata))
-    pre = [a.lamports if a is not None else 0 for a in pre_accounts]
-    post = [a.lamports if a is not None else 0 for a in post_accounts]
-    for i, (a, b) in enumerate(zip(pre_accounts, post_accounts, strict=True)):
-        if a is None and b is None and i != ev:
-            pre[i] = post[i] = (
-                PLACEHOLDER_PROGRAM if message.is_key_called_as_program(i) else PLACEHOLDER_ACCOUNT
-            )
-    n_sig = message.header.num_required_signatures
-    post[w] -= SIG_FEE * (n_sig - 1) + EVENT_RENT
-    post[ev] = EVENT_RENT
-
-    def balances(accounts: list[SolAccount | None], burn: int) -> list[dict[str, Any]]:
-        out = []
-        for i, acct in enumerate(accounts):
-            if acct is None or str(acct.owner) != TOKEN_PROGRAM or len(bytes(acct.data)) < 165:
-                continue
-            tok = TokenAccount.from_bytes(bytes(acct.data)[:165])
-            amount = int(tok.amount) - (burn if i == ata else 0)
-            out.append(
-                {
-                    "accountIndex": i,
-                    "mint": str(tok.mint),
-                    "owner": str(tok.owner),
-                    "programId": TOKEN_PROGRAM,
-                    "uiTokenAmount": ui_amount(amount),
-                }
-            )
-        return out
-
-    pre_tokens, post_tokens = balances(pre_accounts, 0), balances(post_accounts, burned)
-    logs = [
-        *meta.logs(),
-        f"Program {CCTP_TMM} invoke [1]",
-        "Program log: Instruction: DepositForBurn",
-        f"Program {CCTP_TMM} success",
-    ]
-    result = _result(
-        message,
-        blockhash,
-        signed,
-        fee=SIG_FEE * n_sig,
-        pre=pre,
-        post=post,
-        pre_tokens=pre_tokens,
-        post_tokens=post_tokens,
-        logs=logs,
-        units=meta.compute_units_consumed(),
-        slot=slot,
-    )
-    fee_paid = 0
-    if action.get("feeRecipientTokenAccount"):  # the burn carries the route's 1 bp when it is the fee step
-        fee_ata = keys.index(str(action["feeRecipientTokenAccount"]))
-        fee_paid = next(
-            int(t["uiTokenAmount"]["amount"]) for t in post_tokens if t["accountIndex"] == fee_ata
-        )
-    after = next(int(t["uiTokenAmount"]["amount"]) for t in post_tokens if t["accountIndex"] == ata)
-    return SimulatedBurn(str(signed.signatures[0]), result, burned, fee_paid, start_usdc - after)
 
 
 def simulate_delivery(

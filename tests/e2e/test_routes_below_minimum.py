@@ -16,10 +16,10 @@ The next step, re-quoted from that verified output, projects the route below the
 `reapproval_required` with `funds` and `quote_from_here`; a new session from that fresh quote completes. The
 same strengthened approval with an ordinary delivery completes (the control: the chain's delivery decides).
 
-Solana arrivals (CCTP to Solana, the USDG OFT) CAN deliver below the step minimum (the delivery is simulated one
-base unit below). The tokens are then in the caller's wallet: the session records the verified arrival and
-answers 409 `reapproval_required` with `funds` (where they are) and `quote_from_here`, never 400 leaving it
-waiting.
+Solana arrivals carry what the source chain's message says (`_solana_programs.py`): Circle's least mint is
+amount - maxFee, the step minimum (completes); the USDG OFT delivers the packet's amountSD, which the real
+OFTAdapter already held to the send's minimum. A caller approving more than a burn's maxFee allows is refused by
+its own verifier before signing.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ import pytest
 from _evm import AnvilChain, calldata
 from _routes import Run, World, build_world, check_receipt, fresh_chains
 
-from routequote.core.assets import ASSETS, Chain
+from routequote.core.assets import Chain
 from routequote.core.pricing import price_steps_from
 from routequote.core.routes import ROUTES
 from routequote.market.snapshot import EmbeddedSnapshot
@@ -92,7 +92,7 @@ def continue_from(run: Run, here: dict[str, Any]) -> None:
     per_1000 = int(probe["continuation_v3"]["intent"]["estimated_input_base"])
     amount_usd = int(here["amount_base"]) * 1000 // per_1000  # what the parked funds are worth, rounded down
     nxt = Run(run.world, name, amount_usd, evm_key=run.evm_key, evm_wallet=run.evm_wallet)
-    nxt.sol_wallet, nxt.sol_ledger = run.sol_wallet, run.sol_ledger
+    nxt.sol_wallet, nxt.vm, nxt.programs = run.sol_wallet, run.vm, run.programs
     nxt.create()
     assert int(nxt.session["funds"]["amount_base"]) <= int(here["amount_base"])
     nxt.drive()
@@ -153,36 +153,33 @@ def test_cctp_mint_at_the_full_max_fee_and_the_approved_minimum_needs_reapproval
         continue_from(run, here)
 
 
-@pytest.mark.parametrize("name", ["base:USDC->solana:USDC", "robinhood:USDG->solana:USDG"])
-def test_a_solana_arrival_below_the_minimum_needs_reapproval(world: World, name: str) -> None:
+def test_a_cctp_mint_on_solana_at_the_full_max_fee_is_the_step_minimum_and_completes(world: World) -> None:
+    """The least Circle's programs can deliver on Solana: the fee executed at the burn's full maxFee mints exactly
+    amount - maxFee, the step's minimum (read from the run's VM), and the session completes."""
     with fresh_chains(world):
-        run = Run(world, name, 1000, allow_reapproval=True)
+        run = Run(world, "base:USDC->solana:USDC", 1000)
         run.fund()
         run.create()
-        run.short_delivery = 1  # one base unit below the step's minimum
+        run.fee_at_max = True
         run.drive()
-        body = run.reapproval
-        assert body is not None and body["error"] == "reapproval_required", run.last_answer
-        token = ASSETS[run.route.target.key]
-        assert body["funds"]["endpoint"] == token.key
+        check_receipt(run)
+        step0 = run.quote["direct_route_summary"]["steps"][0]
+        assert run.outcomes[0].measured_output == int(step0["minimum_output_base"])
+        back = run.world.api.read(run.sid, run.token)
+        assert (back["status"], back["session_version"]) == ("complete", run.session["session_version"])
 
 
-def test_a_solana_arrival_below_the_minimum_is_parked_where_it_arrived(world: World) -> None:
-    """The short arrival is recorded (its transaction can advance nothing else) and the session says where the
-    tokens are: in the caller's Solana wallet, in the amount that arrived."""
+def test_a_wallet_refuses_a_burn_whose_max_fee_could_breach_its_stronger_approval(world: World) -> None:
+    """Below a caller's approved minimum no Solana arrival can go: a caller approving more than amount - maxFee
+    is refused, before signing, by its own verifier (`max_fee_too_high`); nothing was sent, the session waits."""
     with fresh_chains(world):
-        run = Run(world, "base:USDC->solana:USDC", 1000, allow_reapproval=True)
+        name = "base:USDC->solana:USDC"
+        q = world.api.quote(name, 1000)
+        expected = int(q["direct_route_summary"]["steps"][0]["expected_output_base"])
+        run = Run(world, name, 1000, approved_minimum=expected)
         run.fund()
         run.create()
-        run.short_delivery = 1
-        run.drive()
-        assert run.reapproval is not None and run.reapproval["quote_from_here"]["from_chain"] == "solana"
+        with pytest.raises(AssertionError, match="max_fee_too_high"):
+            run.wallet_verifies(run.session["current_action"])
         back = world.api.read(run.sid, run.token)
-        assert back["status"] == "reapproval_required"
-        entry = back["steps"][0]
-        minimum = int(run.quote["direct_route_summary"]["steps"][0]["minimum_output_base"])
-        assert int(entry["actual_output_base"]) == minimum - 1 == int(back["funds"]["amount_base"])
-        assert back["funds"]["endpoint"] == "solana:USDC" and back["funds"]["wallet"] == str(
-            run.sol_wallet.pubkey()
-        )
-        assert len(entry["destination"]["tx_ids"]) == 1
+        assert (back["status"], back["session_version"]) == ("action_ready", run.session["session_version"])

@@ -5,13 +5,15 @@ back).
 A Solana arrival counts only as the bridge's own delivery of this session's message
 (`core/bridge_arrivals.py`, called by the engine in `sessions/gather.py`): for CCTP the `receive_message` of the
 Iris-attested message crediting the session's wallet, for the USDG OFT the `lz_receive` of the GUID this
-session's `OFTSent` emitted. The Solana transactions here are SIMULATED in the `getTransaction` wire format
+session's `OFTSent` emitted. The bridges' own deliveries here (this session's or another's mint, another GUID's
+lz_receive, a mint Circle's signature check fails) execute in the runs' LiteSVM with the programs simulated
+(`_solana_programs.py`), in the amounts their messages say; what no bridge made (a stranger's transfer, a mint to
+another recipient, one transaction batching two sessions' mints) is hand-made in the `getTransaction` wire format
 (`_solana_sim.simulate_delivery`); the EVM ones run on anvil.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -28,7 +30,6 @@ from _routes import (
 )
 from _sessions import b32
 from _solana_sim import CCTP_MTV2, simulate_delivery, to_instruction, ui_amount
-from solders.instruction import AccountMeta, Instruction
 from solders.keypair import Keypair
 from solders.pubkey import Pubkey
 from solders.token.associated import get_associated_token_address
@@ -37,9 +38,6 @@ from routequote.core.actions.cctp_solana_receive import receive_message_ix
 from routequote.core.actions.evm import LZ_EID
 from routequote.core.assets import ASSETS, Chain
 from routequote.core.bridge_arrivals import (
-    LzReceive,
-    encode_lz_receive,
-    oft_message,
     verify_oft_solana_delivery,
 )
 from routequote.core.sessions.evidence import ObservationRejected
@@ -118,22 +116,16 @@ def stranger_transfer(world: World, run: Run, token: str, program: str, amount: 
 
 
 def mint_of(world: World, run: Run, *, failed: bool = False) -> str:
-    """The run's own prepared receive_message, signed and landed (SIMULATED program effect), not yet observed."""
-    action = run.session["current_action"]["unsigned_action"]
-    bridge = run.session["steps"][run.session["current_step"]]["bridge"]
-    result = simulate_delivery(
-        relayer=run.sol_wallet,
-        owner=str(run.sol_wallet.pubkey()),
-        token="USDC",
-        amount=int(bridge["burn_amount"]) - int(bridge["fee_executed"] or 0),
-        pre_amount=0,
-        program=CCTP_MTV2,
-        data=b"",
-        slot=world.next_slot(),
-        instructions=[to_instruction(d) for d in action["instructions"]],
-        failed=failed,
-    )
-    return world.solana.publish(result)
+    """The run's own prepared receive_message, signed and executed in its VM (the program's effect simulated),
+    published, not yet observed. `failed`: Circle's signature check refuses it (the transaction fails on chain)."""
+    ixs = [to_instruction(d) for d in run.session["current_action"]["unsigned_action"]["instructions"]]
+    attested = dict(run.sim.attested)
+    if failed:
+        run.sim.attested.clear()
+    done = run.solana.execute(ixs, [run.sol_wallet], run.sim.effects())
+    run.sim.attested.update(attested)
+    assert done.failed is failed, done.result["meta"]["logMessages"]
+    return world.solana.publish(done.result)
 
 
 @pytest.mark.parametrize(
@@ -155,9 +147,11 @@ def test_a_transfer_before_the_attestation_is_not_an_arrival(world: World) -> No
     with fresh_chains(world):
         run = in_flight(world, CCTP)
         sig = stranger_transfer(world, run, "USDC", TOKEN_PROGRAM, 10**9)
+        before = world.api.read(run.sid, run.token)
         r = world.api.observe(run.sid, run.token, [sig])
         back = world.api.read(run.sid, run.token)
         assert r.status_code == 200 and back["status"] == "awaiting_destination", r.text
+        assert back["session_version"] == before["session_version"] + 1  # one observation, nothing advanced
         assert back["steps"][0]["destination_status"] == "awaiting_attestation"
         assert (
             back["steps"][0].get("destination") is None and back["steps"][0].get("actual_output_base") is None
@@ -218,44 +212,11 @@ def test_a_failed_mint_is_refused(world: World) -> None:
 
 
 def test_an_oft_delivery_of_another_guid_is_refused(world: World) -> None:
+    """Another session's real delivery (the lz_receive of the packet its send emitted on anvil), named to this
+    one, and then reported by LayerZero Scan for it: not this GUID's."""
     with fresh_chains(world):
-        run = in_flight(world, OFT)
-        bridge = run.session["steps"][0]["bridge"]
-        owner = str(run.sol_wallet.pubkey())
-        mint = Pubkey.from_string(str(ASSETS["solana:USDG"].address))
-        ata = get_associated_token_address(
-            Pubkey.from_string(owner), mint, Pubkey.from_string(str(ASSETS["solana:USDG"].token_program))
-        )
-        amount = int(bridge["amount_received"])
-        params = LzReceive(
-            LZ_EID[Chain.ROBINHOOD],
-            b32(world.lz["usdg_oft"]),
-            1,
-            os.urandom(32),  # another message's GUID
-            oft_message(bytes(Pubkey.from_string(owner)), amount),
-            b"",
-        )
-        ix = Instruction(
-            Pubkey.from_string(SIMULATED_OFT_PROGRAM),
-            encode_lz_receive(params),
-            [
-                AccountMeta(LZ_EXECUTOR.pubkey(), True, True),
-                AccountMeta(ata, False, True),
-                AccountMeta(mint, False, True),
-            ],
-        )
-        result = simulate_delivery(
-            relayer=LZ_EXECUTOR,
-            owner=owner,
-            token="USDG",
-            amount=amount,
-            pre_amount=0,
-            program=SIMULATED_OFT_PROGRAM,
-            data=b"",
-            slot=world.next_slot(),
-            instruction=ix,
-        )
-        sig = world.solana.publish(result)
+        run, theirs = in_flight(world, OFT), in_flight(world, OFT)
+        sig = theirs.submit_solana([LZ_EXECUTOR], ixs=[theirs.oft_delivery_instruction()])
         refused(world, run, [sig], "observation_bridge_mismatch")
         run.publish_scan(
             run.route.steps[0], sig

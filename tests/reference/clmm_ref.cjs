@@ -217,17 +217,36 @@ function tickOp(op) {
   return out;
 }
 
+function answer(req) {
+  return req.ops.map((op) => {
+    if (op.op === "tick") return tickOp(op);
+    if (op.venue === "orca_whirlpool") return orcaSwap(op.pool, op.swaps);
+    if (op.venue === "raydium_clmm") return raydiumSwap(op.pool, op.swaps);
+    throw new Error(`unsupported op ${JSON.stringify(op).slice(0, 80)}`);
+  });
+}
+
+// `--lines`: one request per stdin line, one `{"results": [...]}` per stdout line (a long-lived oracle for the
+// route suite's Solana swap simulator, tests/e2e/_venue_model.py).
+function serveLines() {
+  const rl = require("readline").createInterface({ input: process.stdin });
+  rl.on("line", (line) => {
+    let out;
+    try {
+      out = { results: answer(JSON.parse(line)) };
+    } catch (e) {
+      out = { error: errText(e) };
+    }
+    process.stdout.write(JSON.stringify(out) + "\n");
+  });
+}
+
 function main() {
+  if (process.argv.includes("--lines")) return serveLines();
   const chunks = [];
   process.stdin.on("data", (c) => chunks.push(c));
   process.stdin.on("end", () => {
-    const req = JSON.parse(Buffer.concat(chunks).toString("utf8"));
-    const results = req.ops.map((op) => {
-      if (op.op === "tick") return tickOp(op);
-      if (op.venue === "orca_whirlpool") return orcaSwap(op.pool, op.swaps);
-      if (op.venue === "raydium_clmm") return raydiumSwap(op.pool, op.swaps);
-      throw new Error(`unsupported op ${JSON.stringify(op).slice(0, 80)}`);
-    });
+    const results = answer(JSON.parse(Buffer.concat(chunks).toString("utf8")));
     process.stdout.write(JSON.stringify({ results }));
   });
 }

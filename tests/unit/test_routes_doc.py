@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import copy
 import importlib.util
 import json
+import os
 from pathlib import Path
 from types import ModuleType
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -20,7 +24,8 @@ def _generator() -> ModuleType:
 
 def test_docs_routes_md_equals_what_the_generator_renders_from_the_committed_results() -> None:
     gen = _generator()
-    rendered = gen.render(json.loads(gen.RESULTS.read_text()))
+    declared = os.environ.get(gen.NOT_RUN_ENV, "").strip() or None
+    rendered = gen.render(json.loads(gen.RESULTS.read_text()), declared)
     assert gen.PAGE.read_text() == rendered, "docs/routes.md is stale or hand-edited: run `make routes-doc`"
 
 
@@ -39,6 +44,33 @@ def test_the_committed_results_cover_every_route_at_every_amount() -> None:
     for key, run in doc["runs"].items():
         assert run["status"] in ("complete", "not_run"), key
         assert run["status"] == "complete" or run["reason"], key
+
+
+def test_every_label_is_recomputed_from_the_executor_that_ran_and_every_run_carries_its_evidence() -> None:
+    gen = _generator()
+    gen.check_evidence(json.loads(gen.RESULTS.read_text()))
+
+
+def test_a_hand_edited_label_or_executor_fails() -> None:
+    """Relabelling a simulated step as real bytecode, or claiming a real executor for it, is caught."""
+    gen = _generator()
+    doc = json.loads(gen.RESULTS.read_text())
+    key, step = next(
+        (k, s) for k, run in doc["live_runs"].items() for s in run["steps"] if s["provider"] == "raydium_clmm"
+    )
+    index = doc["live_runs"][key]["steps"].index(step)
+    relabelled = copy.deepcopy(doc)
+    relabelled["live_runs"][key]["steps"][index]["source"] = "real protocol bytecode: Raydium CLMM"
+    with pytest.raises(AssertionError, match="not its executor's"):
+        gen.check_evidence(relabelled)
+    reclaimed = copy.deepcopy(doc)
+    reclaimed["live_runs"][key]["steps"][index]["executors"] = {"source": "evm_uniswap_v3"}
+    with pytest.raises(AssertionError, match="cannot run"):
+        gen.check_evidence(reclaimed)
+    unmeasured = copy.deepcopy(doc)
+    del unmeasured["live_runs"][key]["steps"][index]["measured"]
+    with pytest.raises(AssertionError):
+        gen.check_evidence(unmeasured)
 
 
 async def test_capabilities_show_how_the_suite_carried_each_step_kind() -> None:
