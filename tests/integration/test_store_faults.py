@@ -19,6 +19,7 @@ from typing import Any
 
 import httpx
 import pytest
+from tests.support.redis_private import private_redis
 from tests.support.server import running_server
 from tests.support.services import require_redis
 from tests.unit.actions.support import approval_for, intent_for, wallets_for
@@ -183,3 +184,63 @@ def test_a_malformed_session_document_is_a_store_fault(
             assert logged(caplog, "store_record_malformed") == 1
             assert logged(caplog, "unhandled_error") == 0
         db.close()
+
+
+def test_a_database_redis_refuses_makes_every_redis_user_unavailable_and_nothing_runs_on_db_0(
+    tmp_path: Path,
+) -> None:
+    import asyncio
+
+    import redis
+
+    from routequote.config_check import load_settings
+    from routequote.errors import DependencyUnavailable
+    from routequote.storage.redis_store import RedisIdempotencyStore, RedisQuoteStore
+
+    with private_redis(tmp_path) as server:  # 16 databases, empty: any key on database 0 came from us
+        url = f"redis://127.0.0.1:{server.port}/99"
+        # `routequote serve` refuses to start: the configuration check asks the server
+        _, found = load_settings(redis_url=url, quote_store="redis")
+        assert found == ["ROUTEQUOTE_REDIS_URL: Redis refuses database 99: this Redis has 16 (0..15)"]
+        assert load_settings(redis_url=f"redis://127.0.0.1:{server.port}/15", quote_store="redis")[1] == []
+
+        # an app built past the check (as create_app allows): every Redis user answers 503, saying why
+        async def quotes(base: str, n: int, streams: int = 16) -> list[httpx.Response]:
+            """`n` quotes from `streams` callers, each asking again once answered: some arrive while a
+            connection's SELECT is pending (before, 1 to 88 of 400 were written to database 0)."""
+            async with httpx.AsyncClient(base_url=base, timeout=30) as client:
+
+                async def stream() -> list[httpx.Response]:
+                    return [
+                        await client.post("/v2/quote", json=intent_for(ROUTE, 100 + i % 7))
+                        for i in range(n // streams)
+                    ]
+
+                return [r for rs in await asyncio.gather(*(stream() for _ in range(streams))) for r in rs]
+
+        limited = create_app(Settings(rate_limit="100000/minute", redis_url=url))
+        with running_server(limited) as base:
+            for r in asyncio.run(quotes(base, 20)):
+                assert_store_fault(r, "rate_limit_store_unavailable", "database_refused")
+        settings = Settings(rate_limit="off", quote_store="redis", redis_url=url)
+        with running_server(create_app(settings)) as base:
+            answers = asyncio.run(quotes(base, 400))
+            for r in answers:  # the issue's 400: none issued from database 0
+                assert_store_fault(r, "quote_store_unavailable", "database_refused")
+            ready = httpx.get(f"{base}/readyz")
+            assert ready.status_code == 503 and ready.json()["failing"] == ["redis"]
+            check = ready.json()["checks"]["redis"]
+            assert check["fault"] == "database_refused" and "database number" in check["reason"]
+            assert str(server.port) not in ready.text
+
+        async def stores() -> None:
+            for store in (RedisIdempotencyStore(url), RedisQuoteStore(url)):
+                try:
+                    with pytest.raises(DependencyUnavailable) as caught:
+                        await store.get("6a1d6f2c-4b7e-4d3c-9a8b-0c1d2e3f4a5b", 0.0)
+                    assert caught.value.details == {"store_fault": "database_refused"}
+                finally:
+                    await store.aclose()
+
+        asyncio.run(stores())
+        assert redis.Redis(port=server.port, db=0).dbsize() == 0
