@@ -52,7 +52,9 @@ class RateLimiter:
             allowed = await self.limiter.hit(self.item, group, client)
             stats = await self.limiter.get_window_stats(self.item, group, client)
         except (RedisError, StorageError, OSError) as exc:  # the shared store cannot serve: 503, never a 500
-            raise store_unavailable("rate_limit_store_unavailable", "rate-limit store", fault_of(exc)) from exc
+            raise store_unavailable(
+                "rate_limit_store_unavailable", "rate-limit store", fault_of(exc)
+            ) from exc
         reset = max(0, math.ceil(stats.reset_time - time.time()))
         headers = {
             "RateLimit-Limit": str(self.item.amount),
