@@ -174,15 +174,19 @@ def test_a_malformed_session_document_is_a_store_fault(
         session_id = made.json()["session_id"]
         assert httpx.get(f"{base}/v2/session/{session_id}", headers=headers).status_code == 200
         db = sqlite3.connect(database)
-        for document in ("notjson", "[1, 2]"):
+        caplog.clear()
+        # not JSON, not an object, an object that is not a session document (each read 3 times)
+        for document in ("notjson", "[1, 2]", "{}", '{"version": "routequote-session-v1"}'):
             with db:
                 db.execute("UPDATE sessions SET state = ? WHERE session_id = ?", (document, session_id))
-            caplog.clear()
             for _ in range(3):
                 r = httpx.get(f"{base}/v2/session/{session_id}", headers=headers)
                 assert_store_fault(r, "session_store_unavailable", "malformed_record")
-            assert logged(caplog, "store_record_malformed") == 1
-            assert logged(caplog, "unhandled_error") == 0
+                r = httpx.get(f"{base}/v2/session/{session_id}?view=receipt", headers=headers)
+                assert_store_fault(r, "session_store_unavailable", "malformed_record")
+        # logged once per damaged record (the text that does not parse, and the session whose state is wrong)
+        assert logged(caplog, "store_record_malformed") == 2
+        assert logged(caplog, "unhandled_error") == 0
         db.close()
 
 
