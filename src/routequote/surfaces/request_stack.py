@@ -196,8 +196,8 @@ class RequestStack:
             while app is not None and not hasattr(app, "routes"):  # the exception and exit-stack layers
                 app = getattr(app, "app", None)
             self._routes = list(app.routes) if app is not None else []
-            if not self._routes:
-                return True  # no router found: nothing is refused here
+        if not self._routes:
+            return True  # no router found: nothing is refused here
         return any(route.matches(scope)[0] is Match.FULL for route in self._routes)
 
     async def _guarded(
