@@ -290,9 +290,9 @@ async def test_a_database_the_server_refuses_fails_every_command_and_none_runs_o
                 await asyncio.sleep(0)
             results = await asyncio.gather(*sent, return_exceptions=True)
             assert await probe.command(b"EXISTS", *keys) == 0  # none ran on database 0
-            assert all(isinstance(r, RedisUnavailable) and r.fault == "database_refused" for r in results), {
-                repr(r) for r in results
-            }
+            # refused (or, on a loaded machine, timed out before the refusal came): never answered
+            faults = {r.fault if isinstance(r, RedisUnavailable) else repr(r) for r in results}
+            assert "database_refused" in faults and faults <= {"database_refused", "timed_out"}, faults
     finally:
         await probe.command(b"DEL", *keys)
         await refused.aclose()

@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import secrets
 import sqlite3
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -222,18 +223,29 @@ def test_a_database_redis_refuses_makes_every_redis_user_unavailable_and_nothing
 
                 return [r for rs in await asyncio.gather(*(stream() for _ in range(streams))) for r in rs]
 
+        def refused(answers: list[httpx.Response], reason_class: str) -> None:
+            """Each a 503 saying the database is refused; on a loaded machine a connection may also have timed
+            out first (the wire waits 1 s), but none is ever answered from another database."""
+            for r in answers:
+                assert_store_fault(r, reason_class, r.json().get("store_fault", ""))
+                assert r.json()["store_fault"] in ("database_refused", "timed_out"), r.text
+            assert any(r.json()["store_fault"] == "database_refused" for r in answers)
+
         limited = create_app(Settings(rate_limit="100000/minute", redis_url=url))
         with running_server(limited) as base:
-            for r in asyncio.run(quotes(base, 20)):
-                assert_store_fault(r, "rate_limit_store_unavailable", "database_refused")
+            refused(asyncio.run(quotes(base, 20)), "rate_limit_store_unavailable")
         settings = Settings(rate_limit="off", quote_store="redis", redis_url=url)
         with running_server(create_app(settings)) as base:
-            answers = asyncio.run(quotes(base, 400))
-            for r in answers:  # the issue's 400: none issued from database 0
-                assert_store_fault(r, "quote_store_unavailable", "database_refused")
-            ready = httpx.get(f"{base}/readyz")
-            assert ready.status_code == 503 and ready.json()["failing"] == ["redis"]
-            check = ready.json()["checks"]["redis"]
+            refused(asyncio.run(quotes(base, 400)), "quote_store_unavailable")  # the issue's 400
+            for _ in range(
+                10
+            ):  # a check that timed out on a loaded machine is asked again (after its 1 s cache)
+                ready = httpx.get(f"{base}/readyz")
+                assert ready.status_code == 503 and ready.json()["failing"] == ["redis"]
+                check = ready.json()["checks"]["redis"]
+                if check["fault"] != "timed_out":
+                    break
+                time.sleep(1.1)
             assert check["fault"] == "database_refused" and "database number" in check["reason"]
             assert str(server.port) not in ready.text
 
