@@ -3,6 +3,7 @@ that value may hold a secret (URLs with passwords, keys).
 
 `load_settings()` reads the environment (pydantic's own type and range errors become lines too) and
 `problems(settings)` checks what types cannot: names of markets and stores, URL schemes, addresses, lists.
+`load_settings()` also asks Redis, when one is configured, whether it has the database the URL selects.
 `routequote serve` prints the lines and exits 2; `create_app` raises one `ConfigurationError` listing them.
 """
 
@@ -44,7 +45,10 @@ def load_settings(**overrides: Any) -> tuple[Settings, list[str]]:
             lines.append(f"{_env(field)}: {err['msg']}")
         defaults = {f: Settings.model_fields[f].default for f in bad if f in Settings.model_fields}
         settings = Settings(**{**overrides, **defaults})
-    return settings, lines + problems(settings)
+    found = lines + problems(settings)
+    if settings.redis_url and not any(line.startswith("ROUTEQUOTE_REDIS_URL") for line in found):
+        found += redis_database_problems(settings.redis_url)
+    return settings, found
 
 
 def _url(value: str, schemes: tuple[str, ...]) -> bool:
@@ -95,6 +99,8 @@ def problems(settings: Settings) -> list[str]:  # noqa: C901 - one flat list of 
         out.append("ROUTEQUOTE_QUOTE_STORE=redis needs ROUTEQUOTE_REDIS_URL")
     if s.redis_url and not _url(s.redis_url, ("redis", "rediss", "unix")):
         out.append("ROUTEQUOTE_REDIS_URL: not a redis://, rediss:// or unix:// URL")
+    elif s.redis_url and redis_database(s.redis_url) is None:
+        out.append("ROUTEQUOTE_REDIS_URL: the database number must be a whole number, 0 or more")
     out.extend(_database(s.database_url))
     try:
         s.confirmations()
@@ -122,6 +128,57 @@ def problems(settings: Settings) -> list[str]:  # noqa: C901 - one flat list of 
     if otel:
         out.append(otel)
     return out
+
+
+def redis_database(url: str) -> int | None:
+    """The database number a Redis URL selects (its path, or `?db=`); None when either is not a whole number 0 or
+    more (redis-py would quietly use database 0 for a path such as `/abc`)."""
+    from urllib.parse import parse_qs, unquote
+
+    parts = urlsplit(url)
+    given = [] if parts.scheme == "unix" else [unquote(parts.path).strip("/")]
+    given += parse_qs(parts.query).get("db", [])
+    db = 0
+    for value in given:
+        if value == "" and given[0] is value:
+            continue  # no path: database 0, or the query's
+        if not value.isascii() or not value.isdigit():
+            return None
+        db = int(value)
+    return db
+
+
+def redis_database_problems(url: str, timeout_seconds: float = 2.0) -> list[str]:
+    """At start (`routequote serve`): a database number this Redis refuses is a configuration error, known by
+    asking the server. A Redis that cannot be asked now (unreachable, other credentials) is not judged here:
+    /readyz says why it cannot serve."""
+    from redis import ConnectionPool, Redis, RedisError
+
+    from routequote.storage.store_faults import fault_of
+
+    db = redis_database(url)
+    if not db:
+        return []
+    options = {"socket_timeout": timeout_seconds, "socket_connect_timeout": timeout_seconds}
+    try:
+        with Redis.from_url(url, **options) as client:  # its connection SELECTs the database first
+            client.ping()
+        return []
+    except RedisError as exc:
+        if fault_of(exc) != "database_refused":
+            return []
+    count = None
+    pool = ConnectionPool.from_url(url, **options)
+    pool.connection_kwargs["db"] = 0
+    try:
+        with Redis(connection_pool=pool) as client:
+            count = int(client.config_get("databases").get("databases", 0)) or None
+    except (RedisError, ValueError):  # CONFIG may be refused (managed Redis): the refusal alone is enough
+        pass
+    finally:
+        pool.disconnect()
+    has = f": this Redis has {count} (0..{count - 1})" if count else ""
+    return [f"ROUTEQUOTE_REDIS_URL: Redis refuses database {db}{has}"]
 
 
 def _database(url: str) -> list[str]:

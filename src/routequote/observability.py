@@ -253,6 +253,10 @@ def install_record_factory() -> None:
 # ---- OpenTelemetry (optional) ----------------------------------------------------------------------------
 
 
+# the method the client asked with, where the app is handed another (HEAD is served as GET)
+ASKED_METHOD = "routequote.asked_method"
+
+
 class Tracing:
     """A tracer provider of this app's own (not the process-global one), with its exporter."""
 
@@ -270,7 +274,7 @@ class Tracing:
             for k, v in scope.get("headers", ())
             if k in (b"traceparent", b"tracestate")
         }
-        method = scope.get("method", "GET")
+        method = scope.get(ASKED_METHOD) or scope.get("method", "GET")  # HEAD, though the app sees GET
         with self.tracer.start_as_current_span(
             f"{method}",
             context=propagate.extract(carrier),

@@ -13,7 +13,8 @@ from limits.errors import StorageError
 from limits.storage import storage_from_string
 from redis.exceptions import RedisError
 
-from routequote.errors import DependencyUnavailable, RateLimited
+from routequote.errors import RateLimited
+from routequote.storage.store_faults import fault_of, store_unavailable
 
 # The client the current request was counted against: every surface names it here (through `check`) before it
 # runs an operation, so per-client rules further in (the cap on open sessions) key on the same address.
@@ -50,9 +51,9 @@ class RateLimiter:
         try:
             allowed = await self.limiter.hit(self.item, group, client)
             stats = await self.limiter.get_window_stats(self.item, group, client)
-        except (RedisError, StorageError, OSError) as exc:  # the shared store is away: 503, never a 500
-            raise DependencyUnavailable(
-                "rate_limit_store_unavailable", "the rate-limit store is unreachable", retry_after_seconds=5
+        except (RedisError, StorageError, OSError) as exc:  # the shared store cannot serve: 503, never a 500
+            raise store_unavailable(
+                "rate_limit_store_unavailable", "rate-limit store", fault_of(exc)
             ) from exc
         reset = max(0, math.ceil(stats.reset_time - time.time()))
         headers = {

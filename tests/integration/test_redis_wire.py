@@ -9,7 +9,7 @@ import socket
 
 import pytest
 
-from routequote.storage.redis_wire import RedisReplyError, RedisUnavailable, RedisWire
+from routequote.storage.redis_wire import RedisReplyError, RedisUnavailable, RedisWire, pack
 
 URL = "redis://127.0.0.1:6379/0"
 
@@ -272,3 +272,86 @@ async def test_a_dropped_connections_late_flush_leaves_the_next_connections_comm
         assert await waiting == b"after"  # written by its own connection's flush, not lost to a timeout
     finally:
         await wire.aclose()
+
+
+@needs_redis
+async def test_a_database_the_server_refuses_fails_every_command_and_none_runs_on_database_0() -> None:
+    # 400 commands put on the wire while the connection's SELECT 99 is pending (16 databases here): before, the
+    # ones sent behind the SELECT ran on database 0 and succeeded
+    refused = RedisWire("redis://127.0.0.1:6379/99", timeout_seconds=2)
+    probe = RedisWire(URL)
+    prefix = f"routequote:test:wire:db99:{secrets.token_hex(6)}:"
+    keys = [f"{prefix}{i}" for i in range(400)]
+    try:
+        for _ in range(2):  # and the next command tries again, and is refused again
+            sent = []
+            for key in keys:  # one command a turn of the loop: some arrive while the SELECT is pending
+                sent.append(asyncio.ensure_future(refused.command(b"SET", key, b"x", b"PX", 60_000)))
+                await asyncio.sleep(0)
+            results = await asyncio.gather(*sent, return_exceptions=True)
+            assert await probe.command(b"EXISTS", *keys) == 0  # none ran on database 0
+            # refused (or, on a loaded machine, timed out before the refusal came): never answered
+            faults = {r.fault if isinstance(r, RedisUnavailable) else repr(r) for r in results}
+            assert "database_refused" in faults and faults <= {"database_refused", "timed_out"}, faults
+    finally:
+        await probe.command(b"DEL", *keys)
+        await refused.aclose()
+        await probe.aclose()
+
+
+async def test_no_command_is_written_before_auth_and_select_are_answered() -> None:
+    received: list[bytes] = []
+    answered = asyncio.Event()
+
+    async def slow_hello(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        unanswered = 0
+
+        async def answer_hello() -> None:  # late: every command sent meanwhile arrives before it
+            nonlocal unanswered
+            await asyncio.sleep(0.2)
+            received.append(b"|answered|")
+            writer.write(b"+OK\r\n+OK\r\n" + b"$2\r\nv7\r\n" * unanswered)  # AUTH, SELECT, then the GETs
+            unanswered = 0
+            answered.set()
+
+        hello: asyncio.Task[None] | None = None
+        while chunk := await reader.read(65536):  # read as it arrives, while the hello's answer waits
+            received.append(chunk)
+            if hello is None and b"SELECT" in chunk:
+                hello = asyncio.ensure_future(answer_hello())
+            if answered.is_set():
+                writer.write(b"$2\r\nv7\r\n" * chunk.count(b"GET"))
+            else:
+                unanswered += chunk.count(b"GET")
+
+    server = await asyncio.start_server(slow_hello, "127.0.0.1", 0)
+    wire = RedisWire(f"redis://:secret@127.0.0.1:{server.sockets[0].getsockname()[1]}/7", timeout_seconds=5)
+    try:
+        first = asyncio.ensure_future(wire.command(b"GET", b"k"))
+        while not received:  # connected, AUTH and SELECT written: commands from now on must wait for them
+            await asyncio.sleep(0.01)
+        later = [asyncio.ensure_future(wire.command(b"GET", f"k{i}")) for i in range(20)]
+        assert await asyncio.gather(first, *later) == [b"v7"] * 21
+        before = b"".join(received).split(b"|answered|")[0]
+        assert before == pack((b"AUTH", b"secret")) + pack((b"SELECT", 7))
+    finally:
+        await wire.aclose()
+        server.close()
+
+
+async def test_refused_credentials_and_a_refused_database_are_told_apart() -> None:
+    for reply, fault in (
+        (b"-WRONGPASS invalid password\r\n+OK\r\n", "credentials_refused"),
+        (b"+OK\r\n-ERR DB index is out of range\r\n", "database_refused"),
+    ):
+        server, port = await _scripted([reply], byte_by_byte=False)
+        wire = RedisWire(f"redis://:pw@127.0.0.1:{port}/3", timeout_seconds=2)
+        try:
+            results = await asyncio.gather(
+                *(wire.command(b"GET", b"k") for _ in range(5)), return_exceptions=True
+            )
+            assert all(isinstance(r, RedisUnavailable) and r.fault == fault for r in results), results
+            assert "pw" not in str(results[0]) and "invalid password" not in str(results[0])
+        finally:
+            await wire.aclose()
+            server.close()

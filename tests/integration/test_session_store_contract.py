@@ -681,3 +681,37 @@ async def test_one_transaction_advances_one_step_across_sessions(store: SessionS
         None,
         (("0x" + secrets.token_hex(32), 0),),
     )
+
+
+async def test_a_stored_document_that_does_not_parse_is_a_store_fault(store: SessionStore) -> None:
+    """A session's state or an idempotent answer changed under the store (not JSON, or not a JSON object) is
+    StoreUnavailable with fault malformed_record (503 session_store_unavailable), never a KeyError's 500."""
+    if not isinstance(store, SqlSessionStore):
+        pytest.skip("the memory store keeps only what it wrote itself")
+    record, event = new_session()
+    scope = create_scope(record.token_sha256)
+    assert (
+        await store.create(record, event, scope, "k-doc", "a" * 64, {"session_id": record.session_id}) is None
+    )
+    documents = ["[1, 2]", '"text"'] + (["notjson"] if store.scope == "sqlite" else [])
+    for document in documents:
+        cast = "::jsonb" if store.scope == "postgresql" else ""
+        statements = (
+            f"UPDATE sessions SET state = '{document}'{cast} WHERE session_id = '{record.session_id}'",
+            f"UPDATE session_idempotency SET response = '{document}'{cast} WHERE key = 'k-doc'",
+        )
+        if store.scope == "postgresql":  # white box: the documents changed under the store
+            async with store._engine.begin() as conn:
+                for statement in statements:
+                    await conn.exec_driver_sql(statement)
+        else:
+            with store._sync.begin() as sync:
+                for statement in statements:
+                    sync.exec_driver_sql(statement)
+        with pytest.raises(StoreUnavailable) as read:
+            await store.get(record.session_id)
+        with pytest.raises(StoreUnavailable) as answered:
+            await store.idempotent(scope, "k-doc")
+        assert (
+            getattr(read.value, "fault", None) == getattr(answered.value, "fault", None) == "malformed_record"
+        )

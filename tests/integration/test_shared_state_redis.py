@@ -17,6 +17,7 @@ from tests.unit.actions.support import approval_for, intent_for, wallets_for
 
 from routequote.app import create_app
 from routequote.config import Settings
+from routequote.errors import DependencyUnavailable
 
 pytestmark = pytest.mark.redis
 REDIS_URL = "redis://127.0.0.1:6379/14"
@@ -196,11 +197,14 @@ async def test_quotes_of_a_compiled_issue_are_stored_compact_and_read_back_exact
             assert loaded is not None and loaded.json == q.json and loaded.payload == orjson.loads(q.json)
             assert loaded.intent == q.intent and loaded.body.pricing == q.body.pricing
             assert 58.0 < loaded.expires_at_monotonic <= 60.0  # its lifetime, from the record's expiry
-        # a shared record changed under its key is refused; one that is gone fails closed
+        # a shared record changed under its key is a fault of the store (503, never bound); one that is gone
+        # fails closed, as an expired quote
         original = raw.get(shared_key)
         assert original is not None
         raw.set(shared_key, original.replace(b"routequote", b"routequotX", 1))
-        assert await reader.get(quotes[1].quote_id, 0.0) is None
+        with pytest.raises(DependencyUnavailable) as caught:
+            await reader.get(quotes[1].quote_id, 0.0)
+        assert caught.value.details == {"store_fault": "malformed_record"}
         raw.delete(shared_key)
         assert await reader.get(quotes[2].quote_id, 0.0) is None
         assert (await reader.get(quotes[0].quote_id, 0.0)) is not None  # the whole record needs nothing

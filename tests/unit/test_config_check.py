@@ -32,6 +32,16 @@ CASES = [
     ),
     ({"quote_store": "redis"}, "ROUTEQUOTE_QUOTE_STORE=redis needs ROUTEQUOTE_REDIS_URL"),
     ({"redis_url": "http://cache.example"}, "ROUTEQUOTE_REDIS_URL: not a redis://, rediss:// or unix:// URL"),
+    # a database number the clients would read as 0, or send to be refused (issue 38)
+    *(
+        ({"redis_url": url}, "ROUTEQUOTE_REDIS_URL: the database number must be a whole number, 0 or more")
+        for url in (
+            "redis://cache.example/-1",
+            "redis://cache.example/abc",
+            "redis://c/1?db=x",
+            "unix:///r?db=-2",
+        )
+    ),
     (
         {"database_url": "mysql://u:p@db/x"},
         "ROUTEQUOTE_DATABASE_URL: unsupported database backend 'mysql' (expected sqlite or postgresql)",

@@ -15,6 +15,7 @@ import pytest
 
 from routequote.clock import SystemClock
 from routequote.core.intent import parse_quote_request
+from routequote.errors import DependencyUnavailable
 from routequote.market.snapshot import EmbeddedSnapshot
 from routequote.service import RouteQuoteService, ServiceConfig
 from routequote.storage import peer_quotes
@@ -178,7 +179,7 @@ async def test_a_short_answer_fails_closed(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     "kind", ["garbage", "not_a_record", "another_quote", "no_lifetime", "too_long_lifetime"]
 )
-async def test_a_malformed_answer_fails_closed(tmp_path: Path, kind: str) -> None:
+async def test_a_malformed_answer_is_a_store_fault_and_never_bound(tmp_path: Path, kind: str) -> None:
     (tmp_path / "peers").mkdir()
     async with workers(tmp_path / "peers", n=2, serving=1) as (a,):
         # a real quote bearing slot 1, priced outside any store; a fake peer stands in slot 1's socket
@@ -201,7 +202,13 @@ async def test_a_malformed_answer_fails_closed(tmp_path: Path, kind: str) -> Non
         body, remaining = bodies[kind]
         handler = await answering(struct.pack(">II", len(body), remaining) + body)
         async with fake_peer(tmp_path / "peers" / "slot-1.sock", handler):
-            assert await a.get(quote_id, 0.0) is None
+            if kind == "no_lifetime":  # an expired quote: absent, as in memory
+                assert await a.get(quote_id, 0.0) is None
+            else:  # an answer that does not parse, or is not the quote asked for: 503, never a quote, never a 500
+                with pytest.raises(DependencyUnavailable) as caught:
+                    await a.get(quote_id, 0.0)
+                assert caught.value.reason_class == "quote_store_unavailable"
+                assert caught.value.details == {"store_fault": "malformed_record"}
         good = await answering(struct.pack(">II", len(record), 60_000) + record)
         async with fake_peer(tmp_path / "peers" / "slot-1.sock", good):  # the same path answers a real record
             found = await a.get(quote_id, 0.0)

@@ -48,8 +48,19 @@ from routequote.sessions.advance import ActionBuilder
 from routequote.sessions.gather import ChainFacts, SessionConfig
 from routequote.sessions.inputs import UUID_RE, is_session_token, token_sha256
 from routequote.storage.sessions_common import stored
+from routequote.storage.store_faults import log_malformed, store_unavailable
 
 log = structlog.get_logger("routequote.sessions")  # ids, statuses and events only: never a token or a key
+
+
+def stored_document(record: SessionRecord) -> SessionDocument:
+    """A stored session's document; one that does not parse is a fault of the store (503
+    session_store_unavailable, store_fault malformed_record), logged once, never a 500."""
+    try:
+        return SessionDocument.parse(record.state)
+    except (ValueError, TypeError, KeyError) as exc:
+        log_malformed("session_database:state", record.session_id, exc)
+        raise store_unavailable("session_store_unavailable", "session database", "malformed_record") from None
 
 
 @dataclass(frozen=True)
@@ -372,7 +383,7 @@ class SessionBase:
     @staticmethod
     def _document(record: SessionRecord) -> SessionDocument:
         """The store boundary: the stored JSON parsed into the typed document (its version checked)."""
-        return SessionDocument.parse(record.state)
+        return stored_document(record)
 
     @staticmethod
     def _view(record: SessionRecord, view: str, note: str | None = None) -> dict[str, Any]:
@@ -383,6 +394,6 @@ class SessionBase:
             version=record.version,
             route=record.route,
             updated_at=record.updated_at,
-            document=SessionDocument.parse(record.state),
+            document=stored_document(record),
             note=note,
         )

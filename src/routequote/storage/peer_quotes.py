@@ -9,7 +9,8 @@
 - Each worker listens on `slot-<n>.sock` there. A prepare whose quote misses locally asks that one worker: one
   37-byte request (the id and a newline), one answer (length and remaining lifetime, then the record in the form
   the Redis store keeps), bounded in size and time. Whatever cannot be answered (a slot no worker holds, a worker
-  gone, a timeout, an oversized or malformed answer) is simply absent: binding fails closed, as in memory.
+  gone, a timeout, an oversized answer) is simply absent: binding fails closed, as in memory. An answer that does
+  not parse, or is not the quote asked for, is a fault of the store: 503 `quote_store_unavailable`, logged once.
 - Prepare idempotency records are not on the quote path: one SQLite file in the same directory, first answer wins
   on every worker (`sqlite_quotes.SqliteIdempotencyStore`).
 """
@@ -31,9 +32,10 @@ import orjson
 
 from routequote.clock import random_uuid4
 from routequote.ports import IssuedQuote
-from routequote.storage.quote_records import issued_from_record, issued_to_record, record_head
+from routequote.storage.quote_records import issued_from_stored, issued_to_record, record_head
 from routequote.storage.quotes import MemoryQuoteStore
 from routequote.storage.sqlite_quotes import IdempotencyFile
+from routequote.storage.store_faults import MalformedRecord, log_malformed, store_unavailable
 
 PEER_DIR_ENV = "ROUTEQUOTE_SERVE_PEER_DIR"  # set by `routequote serve` for its workers, never by hand
 MAX_SLOTS = 256  # one byte of the id
@@ -160,12 +162,19 @@ class PeerQuoteStore:
             return None
         remaining_ms, raw = answer
         try:
-            head = record_head(raw)
-            if head["quote_id"] != quote_id or remaining_ms > int(head["ttl_seconds"]) * 1000:
-                return None  # another quote, or a lifetime longer than the quote was issued with
-            return issued_from_record(raw, now_monotonic + remaining_ms / 1000)
-        except (orjson.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError):
-            return None  # a malformed answer fails closed
+            try:
+                head = record_head(raw)
+                if head["quote_id"] != quote_id or remaining_ms > int(head["ttl_seconds"]) * 1000:
+                    # another quote, or a lifetime longer than the quote was issued with
+                    raise MalformedRecord("a peer's answer that is not the quote asked for")
+            except (orjson.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError) as exc:
+                raise MalformedRecord("a peer's answer that does not parse") from exc
+            return issued_from_stored(raw, now_monotonic + remaining_ms / 1000)
+        except MalformedRecord as exc:  # a fault of the store: 503 (never bound, never a 500), logged once
+            log_malformed(f"peer:{slot}", quote_id, exc)
+            raise store_unavailable(
+                "quote_store_unavailable", "workers' shared quote store", "malformed_record"
+            ) from None
 
     async def _answer(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         """Only this worker's own memory answers (never forwarded on: no loops)."""

@@ -15,6 +15,7 @@ from routequote.core.quote import QuoteBody
 from routequote.core.quote_issue import fill_json
 from routequote.core.routes import ROUTES
 from routequote.ports import IssuedQuote
+from routequote.storage.store_faults import MalformedRecord
 
 _STEP_INTS = (
     "expected_input_base",
@@ -121,13 +122,39 @@ def record_head(raw: bytes) -> dict[str, Any]:
     return head
 
 
-def issued_or_none(raw: bytes, expires_at_monotonic: float) -> IssuedQuote | None:
-    """`issued_from_record`, or None for a record this version cannot read (one left by an older release
-    across a restart, or a damaged one): binding to it fails closed, as for an expired quote."""
+def issued_from_stored(raw: bytes, expires_at_monotonic: float) -> IssuedQuote:
+    """`issued_from_record` for a record a store read back: one that does not parse (damaged, or left by an older
+    release in the moments of an upgrade) is a fault of the store, `MalformedRecord` (503), never a 500."""
     try:
         return issued_from_record(raw, expires_at_monotonic)
-    except (ValueError, KeyError, TypeError, AttributeError):
-        return None
+    except (ValueError, KeyError, TypeError, AttributeError, IndexError) as exc:
+        raise MalformedRecord("an issued-quote record that does not parse") from exc
+
+
+def idempotency_answer(raw: bytes) -> tuple[str, dict[str, Any]]:
+    """A stored prepare idempotency record (`{"request_sha256": ..., "response": {...}}`) read back; one that does
+    not parse, or holds other types, is `MalformedRecord`."""
+    try:
+        record = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise MalformedRecord("an idempotency record that is not JSON") from exc
+    if not isinstance(record, dict):
+        raise MalformedRecord("an idempotency record that is not an object")
+    request_sha256, response = record.get("request_sha256"), record.get("response")
+    if not isinstance(request_sha256, str) or not isinstance(response, dict):
+        raise MalformedRecord("an idempotency record without its request hash and response")
+    return request_sha256, response
+
+
+def stored_response(raw: bytes | str) -> dict[str, Any]:
+    """A stored idempotent response (a JSON object) read back; `MalformedRecord` when it is not one."""
+    try:
+        response = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise MalformedRecord("a stored response that is not JSON") from exc
+    if not isinstance(response, dict):
+        raise MalformedRecord("a stored response that is not an object")
+    return response
 
 
 def issued_from_record(raw: bytes, expires_at_monotonic: float) -> IssuedQuote:

@@ -32,7 +32,8 @@ from routequote.ports import IssuedQuote
 from routequote.storage.quote_records import (
     compact_head,
     compact_tail,
-    issued_or_none,
+    idempotency_answer,
+    issued_from_stored,
     issued_to_record,
     shared_key,
     shared_key_of,
@@ -40,6 +41,7 @@ from routequote.storage.quote_records import (
     whole_record,
 )
 from routequote.storage.redis_wire import RedisReplyError, RedisUnavailable, RedisWire, pack
+from routequote.storage.store_faults import MalformedRecord, fault_of, log_malformed, store_unavailable
 
 
 class _RedisClient:
@@ -49,10 +51,14 @@ class _RedisClient:
         self.wire = RedisWire(url, timeout_seconds=1.0)  # connects on first use, in the serving event loop
 
     def unavailable(self, exc: Exception) -> DependencyUnavailable:
-        """Redis is away: 503 quote_store_unavailable (fails closed, never a 500; the reason names no URL)."""
-        return DependencyUnavailable(
-            "quote_store_unavailable", "the shared quote store is unreachable", retry_after_seconds=5
-        )
+        """Redis cannot serve: 503 quote_store_unavailable with its `store_fault` (fails closed, never a 500;
+        the answer names no URL)."""
+        return store_unavailable("quote_store_unavailable", "shared quote store", fault_of(exc))
+
+    def malformed(self, key: str, exc: Exception) -> DependencyUnavailable:
+        """A record under `key` that does not parse: a fault of the store, logged once, 503 (never a 500)."""
+        log_malformed(f"redis:{self.prefix}", key, exc)
+        return store_unavailable("quote_store_unavailable", "shared quote store", "malformed_record")
 
     def observe_writes(self, observe: Callable[[float, int], None]) -> None:
         """`observe(round trip in seconds, commands)` for each write this store's connection makes."""
@@ -222,15 +228,25 @@ class RedisQuoteStore(_RedisClient):
             reply = await self.wire.command(b"EVAL", _LOOKUP, 2, bucket, self.prefix + quote_id, quote_id)
         except (RedisUnavailable, RedisReplyError) as exc:
             raise self.unavailable(exc) from exc
+        if reply is None:
+            return None  # no such quote
+        try:
+            return self._loaded(reply, now_monotonic)
+        except MalformedRecord as exc:
+            raise self.malformed(quote_id, exc) from None
+
+    def _loaded(self, reply: Any, now_monotonic: float) -> IssuedQuote | None:
+        """The lookup's reply as a quote; None when it expired or its shared record is gone (fails closed, as an
+        expired quote); MalformedRecord when what Redis holds does not parse."""
         if not isinstance(reply, list) or len(reply) < 2:
-            return None
+            raise MalformedRecord("a quote lookup's reply is not [record, pttl, ...]")
         raw, pttl = reply[0], reply[1]
         if not isinstance(raw, bytes) or not isinstance(pttl, int):
-            return None
+            raise MalformedRecord("a quote lookup's reply is not [record, pttl, ...]")
         if pttl == -1:  # a field of a second's hash: its expiry (unix ms), '|', the record
             expiry, bar, raw = raw.partition(b"|")
             if not bar or not expiry.isdigit():
-                return None
+                raise MalformedRecord("a quote field without its expiry")
             pttl = int(expiry) - int(self.wall() * 1000)
         if pttl <= 0:
             return None
@@ -240,9 +256,9 @@ class RedisQuoteStore(_RedisClient):
                 return None  # the shared record is gone: fails closed, as an expired quote
             try:
                 raw = whole_record(raw, common)
-            except (ValueError, KeyError, TypeError, AttributeError):
-                return None
-        return issued_or_none(raw, now_monotonic + pttl / 1000)
+            except (ValueError, KeyError, TypeError, AttributeError, IndexError) as exc:
+                raise MalformedRecord("a compact quote record that does not parse") from exc
+        return issued_from_stored(raw, now_monotonic + pttl / 1000)
 
     def retained(self) -> int | None:
         return None  # counting keys would scan the shared keyspace
@@ -257,10 +273,14 @@ class RedisIdempotencyStore(_RedisClient):
             raw = await self.wire.command(b"GET", self.prefix + key)
         except (RedisUnavailable, RedisReplyError) as exc:
             raise self.unavailable(exc) from exc
-        if not isinstance(raw, bytes):
+        if raw is None:
             return None
-        record = orjson.loads(raw)
-        return record["request_sha256"], record["response"]
+        try:
+            if not isinstance(raw, bytes):
+                raise MalformedRecord("an idempotency record that is not a string")
+            return idempotency_answer(raw)
+        except MalformedRecord as exc:
+            raise self.malformed(key, exc) from None
 
     async def put(
         self,

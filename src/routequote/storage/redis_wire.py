@@ -12,6 +12,11 @@ Replies are RESP2: simple strings, errors, integers, bulk strings and arrays. A 
 fails every waiting command with `RedisUnavailable`; the next command connects again. An error reply fails only
 its own command. URLs: redis://, rediss:// (TLS) and unix://, with user, password and database number.
 
+A connection is used only once its AUTH and SELECT succeeded: they are written alone, before the connection is
+handed to any command, so no command can run on database 0 (or unauthenticated) while they are pending. A refused
+AUTH or SELECT fails the commands that waited for the connection with `RedisUnavailable` whose `fault` says which
+(`credentials_refused`, `database_refused`); the next command tries again.
+
 `on_write`, when set, is told each write's round trip (from the write to its last reply) and its number of
 commands: what a quote waits on Redis, and how many commands share each of redis-server's wake-ups.
 """
@@ -32,7 +37,11 @@ Reply = bytes | int | None | list[Any]  # an error reply is handed to its waiter
 
 
 class RedisUnavailable(ConnectionError):
-    pass
+    """Redis cannot serve this command; `fault` classifies why (`routequote.storage.redis_faults`)."""
+
+    def __init__(self, message: str, fault: str = "unreachable") -> None:
+        super().__init__(message)
+        self.fault = fault
 
 
 class RedisReplyError(Exception):
@@ -68,7 +77,7 @@ class RedisWire:
         self.timeout = timeout_seconds
         self._connection: _Connection | None = None
         self._waiting: collections.deque[tuple[asyncio.Future[Any], float]] = collections.deque()
-        self._connecting: asyncio.Future[None] | None = None
+        self._connecting: asyncio.Future[RedisUnavailable | None] | None = None
         self._watchdog: asyncio.TimerHandle | None = None
         self._pending: list[bytes] = []  # commands of this turn of the loop and the next, written together
         self._pending_replies = 0  # the replies `_pending` asks for
@@ -135,13 +144,16 @@ class RedisWire:
             connection.write(b"".join(pending))
 
     async def _connect(self) -> _Connection:
-        if self._connecting is not None:  # another command is connecting: share it
-            await asyncio.shield(self._connecting)
+        if self._connecting is not None:  # another command is connecting: share it, and its failure
+            failure = await asyncio.shield(self._connecting)
             if self._connection is None:
+                if failure is not None:
+                    raise RedisUnavailable(str(failure), failure.fault)
                 raise RedisUnavailable("redis connection failed")
             return self._connection
         loop = asyncio.get_running_loop()
         self._connecting = loop.create_future()
+        failure = None
         try:
             o = self.options
             cls = o.get("connection_class")
@@ -154,23 +166,48 @@ class RedisWire:
                     lambda: _Connection(self), host, o.get("port", 6379), ssl=tls
                 )
             _, connection = await asyncio.wait_for(opening, self.timeout)
-            self._connection = connection
-            hello: list[tuple[bytes | str | int, ...]] = []
-            if o.get("password"):
-                hello.append(
-                    ("AUTH", o["username"], o["password"]) if o.get("username") else ("AUTH", o["password"])
-                )
-            if o.get("db"):
-                hello.append(("SELECT", o["db"]))
-            if hello:
-                await self.commands(*hello)
+            try:
+                await self._greet(connection)
+            except BaseException:
+                connection.close()
+                raise
+            self._connection = connection  # usable from here on: AUTH and SELECT succeeded
             return connection
-        except (OSError, TimeoutError, RedisReplyError) as exc:
-            self._drop(RedisUnavailable(f"redis connection failed: {type(exc).__name__}"))
-            raise RedisUnavailable(f"redis connection failed: {type(exc).__name__}") from exc
+        except RedisUnavailable as exc:
+            failure = exc
+            self._drop(exc)
+            raise
+        except (OSError, TimeoutError) as exc:
+            fault = "timed_out" if isinstance(exc, TimeoutError) else "unreachable"
+            failure = RedisUnavailable(f"redis connection failed: {type(exc).__name__}", fault)
+            self._drop(failure)
+            raise failure from exc
         finally:
             connecting, self._connecting = self._connecting, None
-            connecting.set_result(None)
+            connecting.set_result(failure)
+
+    async def _greet(self, connection: _Connection) -> None:
+        """AUTH and SELECT, alone on the new connection and answered, before any command may use it."""
+        o = self.options
+        hello: list[tuple[tuple[bytes | str | int, ...], str, str]] = []  # (command, its name, its fault)
+        if o.get("password"):
+            auth = ("AUTH", o["username"], o["password"]) if o.get("username") else ("AUTH", o["password"])
+            hello.append((auth, "AUTH", "credentials_refused"))
+        if o.get("db"):
+            hello.append((("SELECT", o["db"]), "SELECT", "database_refused"))
+        if not hello:
+            return
+        try:
+            replies = await asyncio.wait_for(
+                connection.greet(b"".join(pack(c) for c, _, _ in hello), len(hello)), self.timeout
+            )
+        except TimeoutError:
+            raise RedisUnavailable(
+                f"no reply to AUTH / SELECT within {self.timeout:g} s", "timed_out"
+            ) from None
+        for reply, (_, name, fault) in zip(replies, hello, strict=True):
+            if isinstance(reply, RedisReplyError):  # its error class only (`_parse`): never the password
+                raise RedisUnavailable(f"redis refused {name}: {reply}", fault)
 
     def _received(self, connection: _Connection, replies: list[Reply | RedisReplyError]) -> None:
         """Each reply to the oldest waiting command (a waiter that was cancelled still had its reply read)."""
@@ -201,9 +238,9 @@ class RedisWire:
                 now = now or time.perf_counter()
                 self.on_write(now - write.at, write.commands)
 
-    def _lost(self, connection: _Connection, reason: str) -> None:
+    def _lost(self, connection: _Connection, reason: str, fault: str = "unreachable") -> None:
         if connection is self._connection:
-            self._drop(RedisUnavailable(f"redis connection lost: {reason}"))
+            self._drop(RedisUnavailable(f"redis connection lost: {reason}", fault))
 
     def _check_timeout(self) -> None:
         self._watchdog = None
@@ -212,7 +249,7 @@ class RedisWire:
         loop = asyncio.get_running_loop()
         oldest = self._waiting[0][1]
         if loop.time() - oldest >= self.timeout:
-            self._drop(RedisUnavailable(f"no reply within {self.timeout:g} s"))
+            self._drop(RedisUnavailable(f"no reply within {self.timeout:g} s", "timed_out"))
         else:
             self._watchdog = loop.call_later(oldest + self.timeout - loop.time(), self._check_timeout)
 
@@ -248,6 +285,22 @@ class _Connection(asyncio.Protocol):
         self.buffer = bytearray()
         self.loop = asyncio.get_running_loop()  # the loop it was opened in: its waiters' loop
         self.closed: asyncio.Future[None] = self.loop.create_future()
+        # the replies to AUTH / SELECT, collected before the connection is handed to the wire
+        self._greeting: asyncio.Future[list[Reply | RedisReplyError]] | None = None
+        self._greeting_replies: list[Reply | RedisReplyError] = []
+        self._greeting_wanted = 0
+
+    def greet(self, data: bytes, replies: int) -> asyncio.Future[list[Reply | RedisReplyError]]:
+        """Write `data` and settle with its `replies` replies (or fail when the connection is lost first)."""
+        self._greeting = self.loop.create_future()
+        self._greeting_wanted = replies
+        self.write(data)
+        return self._greeting
+
+    def _greeting_failed(self, reason: str) -> None:
+        greeting = self._greeting
+        if greeting is not None and not greeting.done():
+            greeting.set_exception(RedisUnavailable(f"redis connection lost during AUTH / SELECT: {reason}"))
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = cast(asyncio.Transport, transport)  # uvloop's transports do not subclass asyncio's
@@ -277,18 +330,34 @@ class _Connection(asyncio.Protocol):
         except (ValueError, RecursionError) as exc:
             # not Redis: what was whole goes to its waiters, then the rest fail
             del buffer[:at]
-            self.wire._received(self, replies)
-            self.wire._lost(self, type(exc).__name__)
+            self._deliver(replies)
+            self._greeting_failed(type(exc).__name__)
+            self.wire._lost(self, type(exc).__name__, "protocol_error")
             return
         del buffer[:at]
+        if replies:
+            self._deliver(replies)
+
+    def _deliver(self, replies: list[Reply | RedisReplyError]) -> None:
+        greeting = self._greeting
+        if greeting is not None:  # AUTH / SELECT first (the wire does not know this connection yet)
+            wanted = self._greeting_wanted - len(self._greeting_replies)
+            self._greeting_replies += replies[:wanted]
+            replies = replies[wanted:]
+            if len(self._greeting_replies) == self._greeting_wanted:
+                self._greeting = None
+                if not greeting.done():
+                    greeting.set_result(self._greeting_replies)
         if replies:
             self.wire._received(self, replies)
 
     def eof_received(self) -> bool:
+        self._greeting_failed("EOFError")
         self.wire._lost(self, "EOFError")
         return False
 
     def connection_lost(self, exc: Exception | None) -> None:
+        self._greeting_failed(type(exc).__name__ if exc is not None else "EOFError")
         self.wire._lost(self, type(exc).__name__ if exc is not None else "EOFError")
         if not self.closed.done():
             self.closed.set_result(None)

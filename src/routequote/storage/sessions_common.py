@@ -12,6 +12,7 @@ types JSON does not have) takes the stdlib encoder, which writes or refuses it e
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Awaitable
 from datetime import UTC, datetime
@@ -36,12 +37,39 @@ async def stored(awaitable: Awaitable[T]) -> T:
     try:
         return await awaitable
     except StoreUnavailable as exc:
-        log.warning("session_store_unavailable", detail=str(exc)[:200])
+        fault = getattr(exc, "fault", None)
+        if fault is None:  # a malformed document was logged once where it was read
+            log.warning("session_store_unavailable", detail=str(exc)[:200])
         raise DependencyUnavailable(
             "session_store_unavailable",
             f"the session database is unavailable; nothing was changed; retry in {STORE_RETRY_SECONDS} s",
             retry_after_seconds=STORE_RETRY_SECONDS,
+            details={"store_fault": fault} if fault else None,
         ) from None
+
+
+class MalformedDocument(StoreUnavailable):
+    """A stored session document that does not parse, or is not a JSON object: a fault of the store (503
+    session_store_unavailable, store_fault malformed_record), never a 500."""
+
+    fault = "malformed_record"
+
+
+def stored_json_loads(text: str | bytes) -> Any:
+    """The JSON columns' reader: a document that does not parse is the store's fault, logged once."""
+    try:
+        return json_loads(text)
+    except ValueError as exc:  # JSONDecodeError, and UnicodeDecodeError of bytes
+        named = text if isinstance(text, bytes) else text.encode("utf-8", "replace")
+        raise malformed_document("document", hashlib.sha256(named).hexdigest(), exc) from None
+
+
+def malformed_document(what: str, key: str, exc: Exception) -> MalformedDocument:
+    """`key` names the record (logged once per record, as a hash)."""
+    from routequote.storage.store_faults import log_malformed
+
+    log_malformed(f"session_database:{what}", key, exc)
+    return MalformedDocument(f"a stored session {what} that does not parse")
 
 
 def json_dumps(value: Any) -> str:

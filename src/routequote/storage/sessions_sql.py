@@ -45,7 +45,14 @@ from routequote.ports import (
     StoreUnavailable,
     TransactionAlreadyUsed,
 )
-from routequote.storage.sessions_common import check_create, check_transition, json_dumps, json_loads, utc
+from routequote.storage.sessions_common import (
+    check_create,
+    check_transition,
+    json_dumps,
+    malformed_document,
+    stored_json_loads,
+    utc,
+)
 from routequote.storage.sessions_schema import (
     access_tokens,
     login_challenges,
@@ -124,7 +131,7 @@ class SqlSessionStore:
                 pool_timeout=connect_timeout + statement_timeout,
                 pool_recycle=1800,
                 json_serializer=_serialize,
-                json_deserializer=json_loads,
+                json_deserializer=stored_json_loads,
                 connect_args={
                     "timeout": connect_timeout,
                     "command_timeout": statement_timeout,
@@ -324,6 +331,8 @@ class SqlSessionStore:
         row = await self._run(operation, write=False)
         if row is None:
             return None
+        if not isinstance(row.state, dict):
+            raise malformed_document("state", session_id, TypeError(type(row.state).__name__))
         return SessionRecord(
             session_id=row.session_id,
             token_sha256=row.token_sha256,
@@ -470,6 +479,8 @@ class SqlSessionStore:
     @staticmethod
     def _idempotent(conn: Connection, scope: str, key: str) -> IdempotentAnswer | None:
         row = conn.execute(_SELECT_ANSWER, {"b_scope": scope, "b_key": key}).first()
+        if row is not None and not isinstance(row.response, dict):
+            raise malformed_document("answer", f"{scope}\0{key}", TypeError(type(row.response).__name__))
         return None if row is None else IdempotentAnswer(row.request_sha256, row.response)
 
     @staticmethod

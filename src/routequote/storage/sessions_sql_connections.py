@@ -15,7 +15,7 @@ from sqlalchemy import event
 from sqlalchemy.engine import URL, Connection, Engine, create_engine, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, OperationalError, SQLAlchemyError
 
-from routequote.storage.sessions_common import json_dumps, json_loads
+from routequote.storage.sessions_common import json_dumps, stored_json_loads
 
 _WRITE = (
     "routequote_write"  # execution option: this connection's transactions write (SQLite: BEGIN IMMEDIATE)
@@ -41,7 +41,7 @@ def _sqlite_engine(url: URL, pool_size: int, busy_timeout: float, *, autocheckpo
         max_overflow=pool_size,
         pool_timeout=max(busy_timeout, 1.0),
         json_serializer=_serialize,
-        json_deserializer=json_loads,
+        json_deserializer=stored_json_loads,
         connect_args={"timeout": busy_timeout, "check_same_thread": False},
     )
 

@@ -33,8 +33,9 @@ import orjson
 
 from routequote.errors import DependencyUnavailable
 from routequote.ports import IssuedQuote
-from routequote.storage.quote_records import issued_or_none, issued_to_record
+from routequote.storage.quote_records import issued_from_stored, issued_to_record, stored_response
 from routequote.storage.quotes import MAX_RECORDS, MemoryQuoteStore
+from routequote.storage.store_faults import MalformedRecord, log_malformed, store_unavailable
 
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS issued_quotes (quote_id TEXT PRIMARY KEY, expires_unix REAL NOT NULL, "
@@ -123,6 +124,12 @@ class IdempotencyFile:
 
         self.thread.submit(close_db).result()
         self.thread.shutdown(wait=True)
+
+
+def malformed(path: str, key: str, exc: Exception) -> DependencyUnavailable:
+    """A row that does not parse: a fault of the store, logged once, 503 (never a 500)."""
+    log_malformed(f"sqlite:{os.path.basename(path)}", key, exc)
+    return store_unavailable("quote_store_unavailable", "machine's shared quote store", "malformed_record")
 
 
 class SqliteQuoteStore:
@@ -233,7 +240,12 @@ class SqliteQuoteStore:
                 continue
             if row is not None:
                 expires, record = row
-                return issued_or_none(record, now_monotonic + (expires - now))
+                try:
+                    if not isinstance(record, bytes) or not isinstance(expires, float | int):
+                        raise MalformedRecord("an issued-quote row of other types")
+                    return issued_from_stored(record, now_monotonic + (expires - now))
+                except MalformedRecord as exc:
+                    raise malformed(name, quote_id, exc) from None
         return None
 
     def retained(self) -> int | None:
@@ -264,7 +276,12 @@ class SqliteIdempotencyStore:
         if row is None:
             return None
         _, request_sha256, response = row
-        return request_sha256, orjson.loads(response)
+        try:
+            if not isinstance(request_sha256, str) or not isinstance(response, bytes | str):
+                raise MalformedRecord("an idempotency row of other types")
+            return request_sha256, stored_response(response)
+        except MalformedRecord as exc:
+            raise malformed(self.file.path, key, exc) from None
 
     async def put(
         self,

@@ -4,7 +4,7 @@
   restarted).
 - /readyz: can this replica serve? The market source (at least one healthy source, or the embedded
   fallback configured), the session database (a `SELECT 1`), and Redis when ROUTEQUOTE_REDIS_URL is set
-  (PING). 200 when all are, else 503 naming the failing components. A reason says what is unavailable,
+  (PING, after the connection's AUTH and SELECT: a refused database number or password is named by its `fault`). 200 when all are, else 503 naming the failing components. A reason says what is unavailable,
   never a driver class, SQLSTATE, URL, host name or password: those go to the log. One check serves every probe for a second (a probe flood never
   becomes a database flood).
 """
@@ -138,9 +138,12 @@ class Probes:
             async with asyncio.timeout(CHECK_TIMEOUT_SECONDS):
                 await self._redis.ping()
             return Component(True)
-        except Exception as exc:  # the answer names no internals (driver class, host)
-            log.warning("readiness_redis_unavailable", detail=_detail(exc))
-            return Component(False, "redis unavailable")
+        except Exception as exc:  # the answer names no internals (driver class, host): only its fault
+            from routequote.storage.store_faults import FAULTS, fault_of
+
+            fault = fault_of(exc)
+            log.warning("readiness_redis_unavailable", detail=_detail(exc), fault=fault)
+            return Component(False, f"redis unavailable: {FAULTS[fault]}", {"fault": fault})
 
     async def check(self, *, fresh: bool = False) -> Readiness:
         now = time.monotonic()

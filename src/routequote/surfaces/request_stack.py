@@ -15,6 +15,11 @@ Per HTTP request, in this order:
 5. an exception that escaped a surface becomes a JSON 500 (the log has only its type);
 6. the answer is counted by route template (`/v2/quote`, never a raw path a caller chose) and status, with its
    latency.
+
+HEAD is answered as GET on every route (the app sees GET; the send wrapper drops the body and keeps GET's
+headers, Content-Length included). A request with `Expect: 100-continue` that no route takes (404, 405) is answered
+before its body is read: uvicorn sends `100 Continue` at the app's first `receive()`, so the body is never asked
+for, and the connection is closed after the answer (the client may or may not send the body now).
 """
 
 from __future__ import annotations
@@ -23,12 +28,13 @@ import asyncio
 import time
 from typing import TYPE_CHECKING, Any
 
+from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from structlog.contextvars import bind_contextvars, reset_contextvars
 
 from routequote.errors import InvalidRequest
 from routequote.input_rules import loads_strict
-from routequote.observability import new_request_id, request_id_var, sane_request_id
+from routequote.observability import ASKED_METHOD, new_request_id, request_id_var, sane_request_id
 from routequote.surfaces import input_guard
 from routequote.surfaces.http import BODY_CONTENT_TYPE, BODY_READ
 from routequote.surfaces.http import _is_json as is_json_media
@@ -57,30 +63,40 @@ if TYPE_CHECKING:
 from routequote.observability import Tracing
 
 
+async def _no_body() -> Message:
+    """The receive of a request refused before its body is read: an empty body, never uvicorn's receive (which
+    would send `100 Continue`)."""
+    return {"type": "http.request", "body": b"", "more_body": False}
+
+
 class _Reply:
     """The one send wrapper: request id on every answer, status recorded, 5xx closes the connection, and on the
     JSON-RPC endpoints an error answer of the app replaced by a JSON-RPC error object chosen by status alone."""
 
-    __slots__ = ("send", "header", "jsonrpc", "status", "started", "held")
+    __slots__ = ("send", "header", "jsonrpc", "status", "started", "held", "head", "close")
 
-    def __init__(self, send: Send, header: tuple[bytes, bytes], jsonrpc: bool) -> None:
+    def __init__(self, send: Send, header: tuple[bytes, bytes], jsonrpc: bool, head: bool = False) -> None:
         self.send = send
         self.header = header
         self.jsonrpc = jsonrpc
         self.status = [500]  # a list: the tracing span reads the final status through it
         self.started = False
         self.held: Message | None = None
+        self.head = head  # a HEAD request answered as GET: every body is dropped here
+        self.close = False  # the answer closes the connection (a body announced and never read)
 
     async def start(self, message: Message) -> None:
         status = message["status"]
         self.status[0] = status
         headers = [h for h in message.get("headers", ()) if h[0].lower() != b"x-request-id"]
         headers.append(self.header)
-        if status >= 500 and (b"connection", b"close") not in headers:
+        if (status >= 500 or self.close) and (b"connection", b"close") not in headers:
             headers.append((b"connection", b"close"))
         await self.send({k: v for k, v in message.items() if k != JSONRPC_ANSWERED} | {"headers": headers})
 
     async def __call__(self, message: Message) -> None:
+        if self.head and message["type"] == "http.response.body" and message.get("body"):
+            message = {**message, "body": b""}
         kind = message["type"]
         if kind == "http.response.start":
             self.started = True
@@ -103,6 +119,8 @@ class _Reply:
         if message["type"] == "http.response.start":
             self.started = True
             await self.start(message)
+        elif self.head and message.get("body"):
+            await self.send({**message, "body": b""})
         else:
             await self.send(message)
 
@@ -119,13 +137,14 @@ class RequestStack:
         self.metrics = metrics
         self.limits = limits or TransportLimits()
         self.tracing = tracing
+        self._routes: list[Any] | None = None  # the router's, found on first use (`_routed`)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         started = time.perf_counter()
-        supplied = length = content_type = chunked = None
+        supplied = length = content_type = chunked = expect = None
         size = 0
         headers: list[tuple[bytes, bytes]] = scope["headers"]
         for name, value in headers:  # one pass: request id, size, and the three headers the guard reads
@@ -140,9 +159,19 @@ class RequestStack:
                 chunked = value
             elif name == b"x-request-id" and supplied is None:
                 supplied = value.decode("latin-1")
+            elif name == b"expect":
+                expect = value
         rid = sane_request_id(supplied) or new_request_id()
         jsonrpc = scope["path"] in JSONRPC_PATHS
-        reply = _Reply(send, (b"x-request-id", rid.encode("ascii")), jsonrpc)
+        method = scope["method"]
+        head = method == "HEAD"
+        if head:  # answered as GET, without its body (uvicorn's own scope still says HEAD)
+            scope = {**scope, "method": "GET", ASKED_METHOD: method}
+        reply = _Reply(send, (b"x-request-id", rid.encode("ascii")), jsonrpc, head)
+        if expect is not None and expect.lower() == b"100-continue" and not self._routed(scope):
+            # refused before its body is read (404, 405): never invited to send it
+            receive, reply.close = _no_body, True
+            length = chunked = None
         token = request_id_var.set(rid)
         bound = bind_contextvars(request_id=rid)
         try:
@@ -160,9 +189,18 @@ class RequestStack:
                 template = getattr(route, "path", None) or (
                     scope["path"] if scope.get("endpoint") else "unmatched"
                 )
-                self.metrics.observe_request(
-                    scope.get("method", "GET"), template, reply.status[0], time.perf_counter() - started
-                )
+                self.metrics.observe_request(method, template, reply.status[0], time.perf_counter() - started)
+
+    def _routed(self, scope: Scope) -> bool:
+        """Whether a route of the app takes this path and method (else the router answers 404 or 405)."""
+        if self._routes is None:
+            app: Any = self.app
+            while app is not None and not hasattr(app, "routes"):  # the exception and exit-stack layers
+                app = getattr(app, "app", None)
+            self._routes = list(app.routes) if app is not None else []
+        if not self._routes:
+            return True  # no router found: nothing is refused here
+        return any(route.matches(scope)[0] is Match.FULL for route in self._routes)
 
     async def _guarded(
         self,
