@@ -14,6 +14,7 @@ from routequote.core.actions.cctp_solana_receive import assemble_solana_receive_
 from routequote.core.actions.cctp_solana_state import fee_recipient_token_account, token_messenger_address
 from routequote.core.actions.common import ActionUnavailable
 from routequote.core.assets import CHAINS, Chain, ChainFamily
+from routequote.core.bounds import market_label, step_components
 from routequote.core.hashing import canonical_sha256
 from routequote.core.pricing import price_steps_from
 from routequote.core.routes import Provider, Route
@@ -96,6 +97,10 @@ class ActionBuilder:
             summary_steps=list(state.summary_steps),
             workflow_id=session_id,
             quote_expiry_unix=None,
+            market=market_label(view.source, view.live, view.as_of, view.fallback_components),
+            # held to the approved quote's step minimums: priced along steps 0..k of that quote
+            approved_quote_market=state.quote.get("market"),
+            approved_quote_components=[c for s in route.steps[: k + 1] for c in step_components(s)],
         )
         return install_action(state, k, bundle, minimum, event)
 

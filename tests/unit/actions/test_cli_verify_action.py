@@ -50,6 +50,8 @@ def _args(f: dict[str, str], p: Prepared) -> list[str]:
         "--json",
         # these bundles pay the development placeholder (the refusal: test_verify_action_refuses_...)
         "--accept-unconfigured-fee-recipient",
+        # and their bounds are modelled from the embedded snapshot (test_verify_action_refuses_modelled_...)
+        "--accept-modelled-bounds",
     ]
 
 
@@ -61,7 +63,8 @@ def test_verify_action_refuses_a_placeholder_fee_recipient_unless_accepted(tmp_p
     refused = runner.invoke(app, [a for a in args if a != "--accept-unconfigured-fee-recipient"])
     assert refused.exit_code == 1, refused.output
     out = json.loads(refused.output)
-    assert out["ok"] is False and [x["code"] for x in out["findings"]] == ["fee_recipient_not_configured"]
+    errors = [x["code"] for x in out["findings"] if x["severity"] == "error"]
+    assert out["ok"] is False and errors == ["fee_recipient_not_configured"]
     # a server claiming `configured` while the receipt names the placeholder is refused as well
     lying = copy.deepcopy(p.bundle)
     lying["fee_recipient_configured"] = True
@@ -110,6 +113,7 @@ def test_verify_action_with_verification_context(tmp_path: Path) -> None:
         "--now",
         str(p.now_unix),
         "--accept-unconfigured-fee-recipient",
+        "--accept-modelled-bounds",
     ]
     res = runner.invoke(app, args)
     assert res.exit_code == 0, res.output
