@@ -25,7 +25,12 @@ def check_bounds(
 ) -> None:
     bounds = receipt.get("bounds")
     if bounds is None:  # a bundle that does not say where its numbers came from is taken as modelled
-        bounds = {"basis": BASIS_MODELLED, "modelled_parts": ["unknown: the receipt has no bounds block"]}
+        _modelled(
+            c,
+            {"basis": BASIS_MODELLED, "modelled_parts": ["unknown: the receipt has no bounds block"]},
+            accept_modelled,
+        )
+        return
     parts = bounds.get("modelled_parts") if isinstance(bounds, dict) else None
     if (
         not isinstance(bounds, dict)
@@ -51,12 +56,12 @@ def check_bounds(
         "safety_receipt.bounds contradicts the action (a snapshot source or snapshot pool state under a live "
         "basis, or a basis that does not match its modelled_parts)",
     )
-    if not modelled:
-        return
+    if modelled:
+        _modelled(c, bounds, accept_modelled)
+
+
+def _modelled(c: Checker, bounds: dict[str, Any], accept_modelled: bool) -> None:
     if accept_modelled:
-        c.warn(
-            ACCEPTED_CODE,
-            f"accepted as modelled ({ACCEPT_HINT}): {bounds_sentence(bounds)}",
-        )
+        c.warn(ACCEPTED_CODE, f"accepted as modelled ({ACCEPT_HINT}): {bounds_sentence(bounds)}")
     else:
         c.fail(REFUSAL_CODE, refusal_message(bounds))
