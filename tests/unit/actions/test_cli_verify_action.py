@@ -142,7 +142,9 @@ def test_verify_action_names_an_error_answer_with_its_reason(tmp_path: Path) -> 
     assert "reapproval_required, reason_class approval_v3_fingerprint_mismatch" in findings[0]["message"]
     assert "quote_fingerprint differs" in findings[0]["message"]
     # an agent channel's error object is named the same way
-    Path(f["bundle"]).write_text(json.dumps({"error": {"code": "safety_boundary_failed", "message": "withheld"}}))
+    Path(f["bundle"]).write_text(
+        json.dumps({"error": {"code": "safety_boundary_failed", "message": "withheld"}})
+    )
     text = runner.invoke(app, [a for a in _args(f, p) if a != "--json"])
     assert text.exit_code == 1 and "FAIL error_answer_not_a_bundle" in text.output
     assert "safety_boundary_failed: withheld" in text.output and "payload_sha256" not in text.output

@@ -280,7 +280,10 @@ async def test_capabilities_and_the_safety_document_say_the_bounds_are_modelled(
     safety = await d.safety_document()
     mode = safety["claims"]["action_bounds"]
     assert mode["bounds"] == "modelled" and mode["market"] == "embedded_snapshot"
-    assert mode["snapshot_as_of"] == "2026-11-20T00:00:00Z" and mode["refusal_code"] == "bounds_modelled_not_live"
+    assert (
+        mode["snapshot_as_of"] == "2026-11-20T00:00:00Z"
+        and mode["refusal_code"] == "bounds_modelled_not_live"
+    )
     assert "not live market data" in mode["statement"]
     assert any(x["id"] == "action_bounds_modelled" for x in safety["known_limitations"])
     assert d.service.capabilities()["action_bounds"] == mode
