@@ -796,6 +796,8 @@ class Run:
             direct_route_summary=self.quote["direct_route_summary"],
             now_unix=int(time.time()),
             deployments=self.world.deployments,
+            # local chains priced from the embedded snapshot: modelled bounds, accepted explicitly
+            accept_modelled_bounds=True,
         )
         assert [f for f in findings if f.severity == "error"] == [], findings
 
