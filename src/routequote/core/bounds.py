@@ -11,9 +11,9 @@ unless the caller explicitly accepts it (a test, a local chain): a week-old numb
 market justifies when prices rose, and a reverted transaction when they fell.
 
 Shape (hashed with the receipt): `{basis: "live" | "modelled", market_source, live, data_as_of,
-modelled_parts: [...], snapshot_as_of, statement}`. `market_source` / `live` / `data_as_of` are the pricing market's own
-label (as in the quote's `market` block); `basis` is about this action's bounds only, so a live market with
-a fallback component this step does not use still gives `basis: "live"`.
+modelled_parts: [...], snapshot_as_of, statement}`. `market_source` / `live` / `data_as_of` are the pricing
+market's own label (as in the quote's `market` block); `basis` is about this action's bounds only, so a live
+market with a fallback component this step does not use still gives `basis: "live"`.
 """
 
 from __future__ import annotations
@@ -68,8 +68,9 @@ def bounds_block(
     approved_quote_components: Sequence[str] = (),
 ) -> dict[str, Any]:
     """The receipt's `bounds` for an action of `step` priced on `market`. `pool_state_from_snapshot`: a Solana
-    swap whose tick arrays were chosen from the snapshot's pool state; `approved_quote_market` / `_components` name the approved quote
-    a session step is held to (its step minimums) and the components those minimums were priced from."""
+    swap whose tick arrays were chosen from the snapshot's pool state; `approved_quote_market` / `_components`
+    name the approved quote a session step is held to (its step minimums) and the components those minimums
+    were priced from."""
     parts = [f"market:{c}" for c in modelled_components(market, step_components(step))]
     if pool_state_from_snapshot:
         parts.append(f"solana_tick_arrays:{step.pool_id}")
@@ -118,12 +119,6 @@ def receipt_bounds(bundle: Any) -> dict[str, Any] | None:
     receipt = action.get("safety_receipt") if isinstance(action, dict) else None
     bounds = receipt.get("bounds") if isinstance(receipt, dict) else None
     return bounds if isinstance(bounds, dict) else None
-
-
-def is_modelled(bundle: Any) -> bool:
-    """True when the bundle says its bounds are modelled (what describe_action and the CLI say in words)."""
-    bounds = receipt_bounds(bundle)
-    return bounds is not None and bounds.get("basis") != BASIS_LIVE
 
 
 def refusal_message(bounds: Mapping[str, Any]) -> str:
