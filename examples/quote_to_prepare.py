@@ -3,8 +3,9 @@
     python examples/quote_to_prepare.py --url http://127.0.0.1:8080 \
         --route 'base:ETH->base:USDC' --amounts 100 1000 --wallet base=0xYourPublicAddress
 
-Against `make serve` (development fee placeholders) add --accept-unconfigured-fee-recipient: otherwise the
-client refuses the action because its fee would go nowhere. Nothing here signs or submits. The client validates every answer (custody flags, amounts chaining, quote
+Against `make serve` (development fee placeholders, the embedded market snapshot) add
+--accept-unconfigured-fee-recipient and --accept-modelled-bounds: otherwise the client refuses the action because
+its fee would go nowhere and its bounds are modelled, not live market data. Nothing here signs or submits. The client validates every answer (custody flags, amounts chaining, quote
 hashes recomputed) and runs routequote.verify on the prepared action before returning it.
 """
 
@@ -34,12 +35,19 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="accept a fee going to the server's development placeholder (local tests only)",
     )
+    p.add_argument(
+        "--accept-modelled-bounds",
+        action="store_true",
+        help="accept bounds modelled from the embedded snapshot, not live market data (local tests only)",
+    )
     args = p.parse_args(argv)
     source, target = args.route.split("->")
     wallets = dict(w.split("=", 1) for w in args.wallet)
 
     with RouteQuoteClient(
-        args.url, accept_unconfigured_fee_recipient=args.accept_unconfigured_fee_recipient
+        args.url,
+        accept_unconfigured_fee_recipient=args.accept_unconfigured_fee_recipient,
+        accept_modelled_bounds=args.accept_modelled_bounds,
     ) as rq:
         try:
             # 1. quote the route at two amounts and compare what each returns per dollar
@@ -82,6 +90,7 @@ def main(argv: list[str] | None = None) -> int:
         approval_v3=approval,
         direct_route_summary=chosen.raw["direct_route_summary"],
         now_unix=int(time.time()),
+        accept_modelled_bounds=args.accept_modelled_bounds,
     )
     errors = [f for f in findings if f.severity == "error"]
     print(f"verify_bundle: {len(errors)} error(s), {len(findings) - len(errors)} warning(s)")

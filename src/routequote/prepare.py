@@ -9,6 +9,7 @@ Without approval_v3 the request is served as `legacy_advisory` from a fresh inte
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -41,6 +42,7 @@ from routequote.core.actions.solana_swaps import (
     raydium_sdk_tick_arrays,
 )
 from routequote.core.assets import CHAINS, Chain, ChainFamily
+from routequote.core.bounds import bounds_block
 from routequote.core.field_rules import EVM_ADDRESS_RE, SOLANA_ADDRESS_RE, require_object
 from routequote.core.hashing import canonical_sha256
 from routequote.core.intent import QUOTE_FIELDS, parse_quote_request
@@ -399,6 +401,7 @@ class PrepareService:
             summary_steps=quote["direct_route_summary"]["steps"],
             workflow_id=self.service.ids.new_id(),
             quote_expiry_unix=quote_expiry,
+            market=quote["market"],
         )
 
     def quote_binding(self, quote: dict[str, Any], approval: dict[str, Any] | None) -> dict[str, Any]:
@@ -448,9 +451,14 @@ class PrepareService:
         summary_steps: list[dict[str, Any]],
         workflow_id: str,
         quote_expiry_unix: int | None,
+        market: Mapping[str, Any],
+        approved_quote_market: Mapping[str, Any] | None = None,
+        approved_quote_components: Sequence[str] = (),
     ) -> dict[str, Any]:
         """The bundle for one priced step of `route` (the first step on prepare; any step in a session).
-        `raydium_live` is the `SolanaPoolRead` of a Solana swap step (`_solana_pool_tick`), whatever the venue."""
+        `raydium_live` is the `SolanaPoolRead` of a Solana swap step (`_solana_pool_tick`), whatever the venue.
+        `market` labels the market `ps` was priced on (a quote's `market` block or `market_label`); a session
+        step also names the approved quote whose minimums it is held to (`core/bounds.py`)."""
         step = ps.step
         source: str | None = None
         if isinstance(raydium_live, SolanaPoolRead):
@@ -501,4 +509,11 @@ class PrepareService:
             quote_binding=binding,
             summary_steps=summary_steps,
             quote_expiry_unix=quote_expiry_unix,
+            bounds=bounds_block(
+                market,
+                step,
+                pool_state_from_snapshot=source == POOL_STATE_SNAPSHOT,
+                approved_quote_market=approved_quote_market,
+                approved_quote_components=approved_quote_components,
+            ),
         )

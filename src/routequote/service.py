@@ -30,6 +30,7 @@ from routequote.core.quote_issue import issue_json
 from routequote.core.route_matrix import matrix_document, parse_matrix_request, priced_cell, unpriced_cell
 from routequote.core.routes import ROUTES
 from routequote.errors import CapacityBusy, RouteQuoteError, UpstreamUnavailable
+from routequote.market.mode import market_execution_mode
 from routequote.ports import Clock, IdFactory, IssuedQuote, MarketData, QuoteStore
 from routequote.route_proof import route_proof
 
@@ -266,6 +267,8 @@ class RouteQuoteService:
             "asset_details": [{"endpoint": a.key, "decimals": a.decimals} for a in ASSETS.values()],
             "directed_conversion_routes": len(ROUTES),
             "unsigned_route_plans_ready": len(ROUTES),
+            # whether the bounds of every prepared action are live or modelled (core/bounds.py)
+            "action_bounds": market_execution_mode(self.market),
             "amount_usd": {"minimum": MIN_AMOUNT_USD, "maximum": MAX_AMOUNT_USD},
             "service_fee": {
                 "bps": SERVICE_FEE_BPS,

@@ -2,8 +2,9 @@
 and imports no server stack; this module only re-exports it.
 
 `verify_bundle(bundle, intent=..., wallets=..., now_unix=..., approval_v3=..., direct_route_summary=...,
-event_signer_public=..., fee_recipients=..., deployments=..., session_actual_input_base=...)` returns the
-findings; `assert_bundle_ok` raises `BundleRejected` on an error; `verify_settlement_plan` checks the v1
+event_signer_public=..., fee_recipients=..., deployments=..., session_actual_input_base=...,
+accept_modelled_bounds=False)` returns the findings (a bundle whose bounds are modelled from the embedded
+snapshot is refused with `bounds_modelled_not_live` unless `accept_modelled_bounds=True`); `assert_bundle_ok` raises `BundleRejected` on an error; `verify_settlement_plan` checks the v1
 corridor's ERC-4337 plan; `verification_context` / `check_verification_context` build and check the
 hash-bound context a caller keeps.
 """

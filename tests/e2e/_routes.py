@@ -527,6 +527,8 @@ class Run:
             now_unix=int(time.time()),
             deployments=self.world.deployments,
             fee_recipients={"evm": FEE_RECIPIENT_EVM, "solana": str(FEE_RECIPIENT_SOLANA)},
+            # local chains priced from the embedded snapshot: modelled bounds, accepted explicitly
+            accept_modelled_bounds=True,
             **extra,
         )
         assert [f for f in findings if f.severity == "error"] == [], findings

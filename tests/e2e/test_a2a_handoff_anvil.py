@@ -139,11 +139,18 @@ async def test_a2a_handoff_executes_on_chain(
                 "approvalV3": approval,
                 "verificationContext": ctx,
                 "acceptUnconfiguredFeeRecipient": True,  # a local chain: the development placeholder is fine
+                "acceptModelledBounds": True,  # and bounds priced from the embedded snapshot
             },
         )
     assert "error" not in reply, reply
     bundle, handoff = reply["bundle"], reply["caller_wallet_handoff"]
     assert verify_handoff(handoff, bundle) == []
+    # the handoff says the bounds are modelled, not live: never passed off as safe to sign on mainnet
+    assert (
+        handoff["bounds"]["modelled_not_live"] is True
+        and "not live market data" in handoff["bounds"]["statement"]
+    )
+    assert reply["action_verification"]["bounds"]["accepted_as_modelled"] is True
     action = bundle["unsigned_action"]
     fee, min_out = int(action["routeFee"]), int(action["minimumOutput"])
     fee_to = settings.fee_recipient_evm

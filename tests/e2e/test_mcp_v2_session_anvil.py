@@ -64,13 +64,20 @@ async def test_a_whole_v2_session_through_mcp_alone(w: World) -> None:
                     "verification_context": ctx,
                     "idempotency_key": idem,
                     "session_token": token,
+                    "accept_modelled_bounds": True,  # a local chain priced from the embedded snapshot
                 },
             ),
             token,
         )
         session = created["session"]
         assert session["status"] == "action_ready" and created["action_verification"]["verified"] is True
-        call = {"session_token": token, "session_id": session["session_id"], "verification_context": ctx}
+        assert created["caller_wallet_handoff"]["bounds"]["modelled_not_live"] is True
+        call = {
+            "session_token": token,
+            "session_id": session["session_id"],
+            "verification_context": ctx,
+            "accept_modelled_bounds": True,
+        }
         read = ok(await c.call_tool("service_v2_session_get", call), token)["session"]
         assert read["current_action"] == session["current_action"]
 

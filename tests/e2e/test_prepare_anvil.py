@@ -105,6 +105,12 @@ def _prepare(
     p = asyncio.run(prepare_route(env, route, amount, wallets=wallets))
     findings = verify_bundle(p.bundle, **{**p.verify_kwargs(), "deployments": deps})
     assert [f for f in findings if f.severity == "error"] == [], findings
+    # priced from the embedded snapshot: the receipt says so and the default verifier refuses it
+    assert p.bundle["unsigned_action"]["safety_receipt"]["bounds"]["basis"] == "modelled"
+    strict = {**p.verify_kwargs(), "deployments": deps, "accept_modelled_bounds": False}
+    assert [f.code for f in verify_bundle(p.bundle, **strict) if f.severity == "error"] == [
+        "bounds_modelled_not_live"
+    ]
     return p
 
 

@@ -506,6 +506,10 @@ async def test_whole_v1_corridor_through_the_mcp_tools(env: Env) -> None:
             await c.call_tool("service_prepare_destination_action", {**sess, "idempotency_key": k("dst")})
         )["session"]
         plan = s["current_action"]["plan"]
+        # its minimum ETH out is priced from the live market (recorded upstreams), as was the approved quote
+        provenance = s["current_action"]["bounds_provenance"]
+        assert provenance["basis"] == "live" and provenance["modelled_parts"] == []
+        assert provenance["statement"].startswith("bounds are from live market data as of")
         findings = verify_settlement_plan(
             plan,
             wallet=dest.address,

@@ -94,6 +94,9 @@ class Caller:
             # this server keeps the development fee placeholders: the caller accepts that explicitly
             # (the refusal without it: test_prepare_refused_while_the_fee_recipient_is_a_placeholder)
             "acceptUnconfiguredFeeRecipient": True,
+            # and prices from the embedded snapshot: its bounds are modelled, accepted explicitly
+            # (the refusal without it: test_prepare_refused_while_the_bounds_are_modelled)
+            "acceptModelledBounds": True,
         }
         if self.signer is not None:
             msg["eventSignerPublic"] = self.signer
@@ -117,9 +120,15 @@ def check_prepared(reply: dict[str, Any], caller: Caller, approval: dict[str, An
         approval_v3=approval,
         direct_route_summary=caller.q["direct_route_summary"],
         event_signer_public=caller.signer,
+        accept_modelled_bounds=True,  # the embedded market
     )
     assert [f for f in findings if f.severity == "error"] == []
     assert reply["action_verification"]["verified"] is True
+    # modelled bounds, accepted: the verification, the handoff and the guidance say so in words
+    assert reply["action_verification"]["bounds"]["accepted_as_modelled"] is True
+    assert "bounds_modelled_accepted" in {w["code"] for w in reply["action_verification"]["warnings"]}
+    assert reply["caller_wallet_handoff"]["bounds"]["modelled_not_live"] is True
+    assert reply["guidance"]["bounds"]["basis"] == "modelled"
     handoff = reply["caller_wallet_handoff"]
     assert verify_handoff(handoff, bundle) == []
     assert handoff["bundle_payload_sha256"] == bundle["payload_sha256"]
@@ -172,6 +181,29 @@ async def test_prepare_refused_while_the_fee_recipient_is_a_placeholder(client: 
     assert error["reason_class"] == "prepared_action_failed_verification"
     assert "fee_recipient_not_configured" in {f["code"] for f in error["findings"]}
     bad = await send(client, {**message, "acceptUnconfiguredFeeRecipient": "yes"})
+    assert bad["error"]["reason_class"] == "wrong_type"
+
+
+async def test_prepare_refused_while_the_bounds_are_modelled(client: Client) -> None:
+    intent = {
+        "from_chain": "base",
+        "from_token": "ETH",
+        "to_chain": "base",
+        "to_token": "USDC",
+        "amount_usd": 100,
+    }
+    caller = Caller(client, intent, {"base": EVM_A})
+    await caller.quote()
+    approval = caller.approval()
+    message = caller.message(approval, caller.context(approval))
+    del message["acceptModelledBounds"]
+    reply = await send(client, message)
+    assert "bundle" not in reply and "caller_wallet_handoff" not in reply, reply
+    error = reply["error"]
+    assert error["reason_class"] == "prepared_action_failed_verification"
+    assert [f["code"] for f in error["findings"]] == ["bounds_modelled_not_live"]
+    assert "modelled from the embedded snapshot of" in error["findings"][0]["message"]
+    bad = await send(client, {**message, "acceptModelledBounds": 1})
     assert bad["error"]["reason_class"] == "wrong_type"
 
 

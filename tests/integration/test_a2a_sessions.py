@@ -84,9 +84,13 @@ def check_action(
         now_unix=now,
         approval_v3=caller.approval,
         direct_route_summary=caller.q["direct_route_summary"],
+        accept_modelled_bounds=True,  # the embedded market
     )
     assert [f for f in findings if f.severity == "error"] == []
     assert reply["action_verification"]["verified"] is True
+    # the bounds are modelled and accepted as such: the handoff and the verification say so in words
+    assert reply["action_verification"]["bounds"]["accepted_as_modelled"] is True
+    assert reply["caller_wallet_handoff"]["bounds"]["modelled_not_live"] is True
     assert reply["action_verification"]["verifier"] == "routequote.verify.verify_bundle"
     handoff = reply["caller_wallet_handoff"]
     assert verify_handoff(handoff, bundle) == []
@@ -802,3 +806,37 @@ async def test_token_never_in_a_reply_or_a_log(
     assert caller.token not in logs
     blob = b"".join(p.read_bytes() for p in served_sessions.db.parent.iterdir() if p.is_file())
     assert caller.sid.encode() in blob and caller.token.encode() not in blob
+
+
+async def test_a_modelled_action_is_withheld_unless_the_caller_accepts_modelled_bounds(
+    client: Client, served_sessions: Served
+) -> None:
+    """The embedded market's actions carry modelled bounds: by default the adapter's verifier withholds them
+    (the session exists: its id comes back to continue or cancel); accepting says so in the handoff."""
+    caller = Caller(client, ONE_STEP)
+    caller.accept_modelled_bounds = False
+    await caller.quote()
+    reply = await send(
+        client, {k: v for k, v in caller.create_message().items() if k != "acceptModelledBounds"}
+    )
+    assert set(reply) == {"error"}, reply
+    err = reply["error"]
+    assert (err["code"], err["reason_class"]) == (
+        "safety_boundary_failed",
+        "prepared_action_failed_verification",
+    )
+    assert [f["code"] for f in err["findings"]] == ["bounds_modelled_not_live"]
+    assert "not live market data" in err["findings"][0]["message"]
+    assert err["action_withheld"] is True and err["session"]["status"] == "action_ready"
+    assert "unsigned_action" not in str(err) and "transactions" not in str(err)
+    caller.sid = err["session"]["session_id"]
+    refused = await send(client, caller.call("session_get"))
+    assert refused["error"]["findings"][0]["code"] == "bounds_modelled_not_live"
+    caller.accept_modelled_bounds = True
+    accepted = await send(client, caller.call("session_get"))
+    check_action(accepted, caller, now(served_sessions))
+    bounds = accepted["caller_wallet_handoff"]["bounds"]
+    assert bounds["basis"] == "modelled" and bounds["sign_only_on_a_test_or_local_chain"] is True
+    assert "not live market data" in accepted["action_verification"]["bounds"]["statement"]
+    wrong = await send(client, caller.call("session_get", acceptModelledBounds="yes"))
+    assert wrong["error"]["reason_class"] == "wrong_type"

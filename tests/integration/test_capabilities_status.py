@@ -51,6 +51,15 @@ def test_capabilities_contract(http: httpx.Client) -> None:
     assert "routes" not in caps  # per-route detail is the linked document
     assert caps["links"]["routes"].endswith("/v2/capabilities/routes")
     assert caps["direct_route_summary"]["step_count"] == 164
+    # the embedded market: every action's bounds are modelled, and verifiers refuse them unless accepted
+    mode = caps["action_bounds"]
+    assert mode["bounds"] == "modelled" and mode["market"] == "embedded_snapshot" and mode["snapshot_as_of"]
+    assert (
+        mode["refusal_code"] == "bounds_modelled_not_live"
+        and mode["verifiers_refuse_modelled_bounds_by_default"]
+    )
+    safety = http.get("/.well-known/routequote-safety.json").json()
+    assert safety["claims"]["action_bounds"] == mode
 
 
 def test_capabilities_availability_is_all_or_nothing_and_consistent(http: httpx.Client) -> None:

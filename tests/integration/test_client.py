@@ -59,6 +59,11 @@ def url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield base
 
 
+# the suite's servers price from the embedded snapshot: their actions' bounds are modelled, which a caller
+# accepts explicitly (the refusal without it: test_client_refuses_modelled_bounds_unless_accepted)
+EMBEDDED: dict[str, Any] = {"accept_modelled_bounds": True}
+MODELLED_OK = ["--accept-modelled-bounds"]  # the same for the CLI and the example
+
 # an operator's own recipients (the placeholders' refusal: test_client_refuses_a_placeholder_fee_recipient)
 OPERATOR_FEE_RECIPIENTS = {
     "fee_recipient_evm": "0x" + "fe" * 20,
@@ -110,7 +115,7 @@ class AsyncTamper(httpx.AsyncBaseTransport):
 
 
 def test_typed_and_validated_answers(url: str) -> None:
-    with RouteQuoteClient(url) as rq:
+    with RouteQuoteClient(url, **EMBEDDED) as rq:
         caps = rq.capabilities()
         assert caps.directed_conversion_routes == 72 and caps.server_signing is False
         assert rq.status().status == "capped_public_agent_release"
@@ -162,7 +167,7 @@ TAMPERED_QUOTES: dict[str, tuple[Edit, str]] = {
 def test_quote_tampered_in_transit_is_refused(url: str, case: str) -> None:
     edit, words = TAMPERED_QUOTES[case]
     with (
-        RouteQuoteClient(url, transport=Tamper("/v2/quote", edit)) as rq,
+        RouteQuoteClient(url, **EMBEDDED, transport=Tamper("/v2/quote", edit)) as rq,
         pytest.raises(ResponseInvalid) as err,
     ):
         rq.quote(*ends(MULTI), 100)
@@ -174,7 +179,7 @@ def test_quote_for_another_intent_is_refused(url: str) -> None:
         q["intent"]["amount_usd"] = 101
 
     with (
-        RouteQuoteClient(url, transport=Tamper("/v2/quote", swap)) as rq,
+        RouteQuoteClient(url, **EMBEDDED, transport=Tamper("/v2/quote", swap)) as rq,
         pytest.raises(ResponseInvalid) as err,
     ):
         rq.quote(*ends(ONE_STEP), 100)
@@ -185,7 +190,7 @@ def test_quote_for_another_intent_is_refused(url: str) -> None:
 
 
 def test_approval_only_stricter(url: str) -> None:
-    with RouteQuoteClient(url) as rq:
+    with RouteQuoteClient(url, **EMBEDDED) as rq:
         q = rq.quote(*ends(ONE_STEP), 50)
     a = approval_for(
         q, "one_shot", minimum_output_base=q.minimum_output_base + 5, idempotency_key="mine-00000001"
@@ -199,14 +204,14 @@ def test_approval_only_stricter(url: str) -> None:
         approval_for(q, "one_shot", maximum_input_base=q.input_base + 1)
     with pytest.raises(ApprovalRefused, match="maximum_input_below_exact_input"):
         approval_for(q, "one_shot", maximum_input_base=q.input_base - 1)
-    with RouteQuoteClient(url) as rq:
+    with RouteQuoteClient(url, **EMBEDDED) as rq:
         multi = rq.quote(*ends(MULTI), 50)
     with pytest.raises(ApprovalRefused, match="mode_not_allowed"):
         approval_for(multi, "one_shot")
 
 
 def test_prepare_verified_and_described(url: str) -> None:
-    with RouteQuoteClient(url) as rq:
+    with RouteQuoteClient(url, **EMBEDDED) as rq:
         q = rq.quote(*ends(ONE_STEP), 100)
         stricter = q.minimum_output_base + 1
         action = rq.prepare(
@@ -222,21 +227,46 @@ def test_prepare_verified_and_described(url: str) -> None:
 
 def test_client_refuses_a_placeholder_fee_recipient(base_url: str) -> None:
     """`base_url` serves the embedded defaults: the fee would go to the development placeholder."""
-    with RouteQuoteClient(base_url) as rq:
+    with RouteQuoteClient(base_url, **EMBEDDED) as rq:
         q = rq.quote(*ends(ONE_STEP), 100)
         with pytest.raises(ActionVerificationFailed) as exc:
             rq.prepare(q, wallets_for(ONE_STEP), approval=approval_for(q, "one_shot"))
         assert [f.code for f in exc.value.findings if f.severity == "error"] == [
             "fee_recipient_not_configured"
         ]
-    with RouteQuoteClient(base_url, accept_unconfigured_fee_recipient=True) as rq:
+    with RouteQuoteClient(base_url, **EMBEDDED, accept_unconfigured_fee_recipient=True) as rq:
         q = rq.quote(*ends(ONE_STEP), 100)
         action = rq.prepare(q, wallets_for(ONE_STEP), approval=approval_for(q, "one_shot"))
         assert action.raw["fee_recipient_configured"] is False
 
 
-def test_actions_say_whether_the_fee_recipient_is_configured(url: str) -> None:
+def test_client_refuses_modelled_bounds_unless_accepted(url: str) -> None:
+    """`url` prices from the embedded snapshot: every action's bounds are modelled, and the client refuses them
+    by default; accepted, the action keeps the warning and describe_action says it in words."""
     with RouteQuoteClient(url) as rq:
+        q = rq.quote(*ends(ONE_STEP), 100)
+        with pytest.raises(ActionVerificationFailed) as exc:
+            rq.prepare(q, wallets_for(ONE_STEP), approval=approval_for(q, "one_shot"))
+        errors = [f for f in exc.value.findings if f.severity == "error"]
+        assert [f.code for f in errors] == ["bounds_modelled_not_live"]
+        assert "not live market data" in errors[0].message
+        with pytest.raises(ActionVerificationFailed):
+            rq.create_session(q, wallets_for(ONE_STEP), approval=approval_for(q, "session"))
+    with RouteQuoteClient(url, **EMBEDDED) as rq:
+        q = rq.quote(*ends(ONE_STEP), 100)
+        action = rq.prepare(q, wallets_for(ONE_STEP), approval=approval_for(q, "one_shot"))
+    assert "bounds_modelled_accepted" in [w.code for w in action.warnings]
+    bounds = action.unsigned_action["safety_receipt"]["bounds"]
+    assert bounds["basis"] == "modelled" and bounds["market_source"] == "embedded_snapshot"
+    said = [line for line in describe_action(action) if "bounds" in line]
+    assert said == [
+        f"WARNING: bounds are modelled from the embedded snapshot of {bounds['snapshot_as_of']}, not live market "
+        f"data ({', '.join(bounds['modelled_parts'])}); accepted as modelled: sign it only on a test or local chain"
+    ]
+
+
+def test_actions_say_whether_the_fee_recipient_is_configured(url: str) -> None:
+    with RouteQuoteClient(url, **EMBEDDED) as rq:
         q = rq.quote(*ends(ONE_STEP), 100)
         action = rq.prepare(q, wallets_for(ONE_STEP), approval=approval_for(q, "one_shot"))
     assert action.raw["fee_recipient_configured"] is True
@@ -257,7 +287,7 @@ def test_bundle_with_one_calldata_byte_changed_is_refused(url: str, rehashed: bo
         if rehashed:  # a hostile server that makes every hash consistent again: decoding still catches it
             rehash(b)
 
-    with RouteQuoteClient(url, transport=Tamper("/v2/prepare", edit)) as rq:
+    with RouteQuoteClient(url, **EMBEDDED, transport=Tamper("/v2/prepare", edit)) as rq:
         q = rq.quote(*ends(ONE_STEP), 100)
         with pytest.raises(ActionVerificationFailed) as err:
             rq.prepare(q, wallets_for(ONE_STEP))
@@ -269,7 +299,7 @@ def test_bundle_with_one_calldata_byte_changed_is_refused(url: str, rehashed: bo
 
 def test_bundle_custody_flag_is_refused(url: str) -> None:
     with RouteQuoteClient(
-        url, transport=Tamper("/v2/prepare", lambda b: b.update(server_signing=True))
+        url, **EMBEDDED, transport=Tamper("/v2/prepare", lambda b: b.update(server_signing=True))
     ) as rq:
         q = rq.quote(*ends(ONE_STEP), 100)
         with pytest.raises(ActionVerificationFailed):
@@ -278,7 +308,7 @@ def test_bundle_custody_flag_is_refused(url: str) -> None:
 
 def test_async_client_and_its_tamper_refusal(url: str) -> None:
     async def run() -> None:
-        async with AsyncRouteQuoteClient(url) as rq:
+        async with AsyncRouteQuoteClient(url, **EMBEDDED) as rq:
             caps, q = await asyncio.gather(rq.capabilities(), rq.quote(*ends(ONE_STEP), 100))
             assert caps.unsigned_route_plans_ready == 72
             action = await rq.prepare(q, wallets_for(ONE_STEP))
@@ -286,7 +316,7 @@ def test_async_client_and_its_tamper_refusal(url: str) -> None:
             s = await rq.create_session(q, wallets_for(ONE_STEP), approval=approval_for(q, "session"))
             assert (await rq.read_session(s.handle)).status == "action_ready"
         async with AsyncRouteQuoteClient(
-            url, transport=AsyncTamper("/v2/prepare", _flip_calldata_byte)
+            url, **EMBEDDED, transport=AsyncTamper("/v2/prepare", _flip_calldata_byte)
         ) as rq:
             q = await rq.quote(*ends(ONE_STEP), 100)
             with pytest.raises(ActionVerificationFailed):
@@ -300,7 +330,7 @@ def test_async_client_and_its_tamper_refusal(url: str) -> None:
 
 def test_session_lifecycle_token_never_shown(url: str) -> None:
     transport = Tamper("/none", lambda b: None)
-    with RouteQuoteClient(url, transport=transport) as rq:
+    with RouteQuoteClient(url, **EMBEDDED, transport=transport) as rq:
         q = rq.quote(*ends(MULTI), 100)
         s = rq.create_session(q, wallets_for(MULTI))
         handle = s.handle
@@ -342,7 +372,7 @@ def test_session_lifecycle_token_never_shown(url: str) -> None:
 
 
 def test_session_wrong_token_and_reapproval(url: str) -> None:
-    with RouteQuoteClient(url) as rq:
+    with RouteQuoteClient(url, **EMBEDDED) as rq:
         q = rq.quote(*ends(ONE_STEP), 100)
         s = rq.create_session(q, wallets_for(ONE_STEP))
         stranger = type(s.handle)(s.session_id, SessionToken.generate(), s.handle.context)
@@ -364,7 +394,7 @@ def test_session_action_tampered_is_refused(url: str) -> None:
         _flip_calldata_byte(body["current_action"])
 
     kept: list[Any] = []
-    with RouteQuoteClient(url, transport=Tamper("/v2/session", edit)) as rq:
+    with RouteQuoteClient(url, **EMBEDDED, transport=Tamper("/v2/session", edit)) as rq:
         q = rq.quote(*ends(ONE_STEP), 100)
         with pytest.raises(ActionVerificationFailed):
             rq.create_session(q, wallets_for(ONE_STEP), on_created=kept.append)
@@ -376,7 +406,7 @@ def test_session_action_tampered_is_refused(url: str) -> None:
 def test_rate_limited_with_retry_after() -> None:
     port = free_port()
     app = create_app(Settings(rate_limit="2/minute", port=port))
-    with running_server(app, port) as base, RouteQuoteClient(base) as rq:
+    with running_server(app, port) as base, RouteQuoteClient(base, **EMBEDDED) as rq:
         rq.capabilities()
         rq.capabilities()
         with pytest.raises(RateLimited) as err:
@@ -435,7 +465,9 @@ def test_cli_session_commands(url: str, tmp_path: Path) -> None:
     assert "0.0" in r.output and " ETH" in r.output and qfile.exists()
     files = ["--token-file", str(tfile), "--session-file", str(sfile)]
     wallets = [x for chain, addr in wallets_for(MULTI).items() for x in ("--wallet", f"{chain}={addr}")]
-    r = runner.invoke(cli_app, ["session", "create", "--quote", str(qfile), "--url", url, *wallets, *files])
+    r = runner.invoke(
+        cli_app, ["session", "create", "--quote", str(qfile), "--url", url, *wallets, *files, *MODELLED_OK]
+    )
     assert r.exit_code == 0, r.output
     token = tfile.read_text().strip()
     assert stat.S_IMODE(os.stat(tfile).st_mode) == 0o600 and len(token) == 43
@@ -457,6 +489,11 @@ def test_cli_session_commands(url: str, tmp_path: Path) -> None:
     r = runner.invoke(cli_app, ["session", "next", *files])
     assert r.exit_code == 0, r.output
     assert "your wallet would be asked to sign" in r.output and "exactInputSingle" in r.output
+    # before anyone signs, in words: the bounds are modelled, accepted at create (kept in the session file)
+    said = " ".join(r.output.split())
+    assert "WARNING: bounds are modelled from the embedded snapshot of 2026-11-20" in said
+    assert "not live market data" in said and "accepted as modelled" in said
+    assert doc["accept_modelled_bounds"] is True
     r = runner.invoke(cli_app, ["session", "next", "--json", *files])
     bundle = json.loads(r.output)
     assert bundle["step_index"] == 0 and bundle["signed"] is False
@@ -470,7 +507,9 @@ def test_cli_session_commands(url: str, tmp_path: Path) -> None:
     assert step0 and "cancelled (was action_ready)" in step0[0], r.output  # not "action_ready" any more
     r = runner.invoke(cli_app, ["session", "next", *files])
     assert r.exit_code == 3 and "no action to sign" in r.output
-    r = runner.invoke(cli_app, ["session", "create", "--quote", str(qfile), "--url", url, *wallets, *files])
+    r = runner.invoke(
+        cli_app, ["session", "create", "--quote", str(qfile), "--url", url, *wallets, *files, *MODELLED_OK]
+    )
     assert r.exit_code == 1 and "exists" in r.output  # one session per file
     # a second session with the same token file reuses the token (never printed)
     other = tmp_path / "s2.json"
@@ -488,10 +527,24 @@ def test_cli_session_commands(url: str, tmp_path: Path) -> None:
             str(tfile),
             "--session-file",
             str(other),
+            *MODELLED_OK,
         ],
     )
     assert tfile.read_text().strip() == token
     assert token not in r.output
+
+
+def test_cli_session_create_refuses_modelled_bounds_without_the_flag(url: str, tmp_path: Path) -> None:
+    runner = CliRunner()
+    qfile = tmp_path / "q.json"
+    r = runner.invoke(cli_app, ["quote", "base:ETH", "base:USDC", "100", "--url", url, "--save", str(qfile)])
+    assert r.exit_code == 0, r.output
+    files = ["--token-file", str(tmp_path / "t"), "--session-file", str(tmp_path / "s.json")]
+    wallets = ["--wallet", f"base={wallets_for(ONE_STEP)['base']}"]
+    r = runner.invoke(cli_app, ["session", "create", "--quote", str(qfile), "--url", url, *wallets, *files])
+    said = " ".join(r.output.split())
+    assert r.exit_code == 1 and "bounds_modelled_not_live" in said, r.output
+    assert "modelled from the embedded snapshot of 2026-11-20" in said and "--accept-modelled-bounds" in said
 
 
 def test_cli_session_reapproval_and_tampered_quote_file(url: str, tmp_path: Path) -> None:
@@ -530,7 +583,17 @@ def test_cli_session_reapproval_and_tampered_quote_file(url: str, tmp_path: Path
     )
     r = runner.invoke(
         cli_app,
-        ["session", "create", "--quote", str(tmp_path / "local.json"), "--url", url, *wallets, *files],
+        [
+            "session",
+            "create",
+            "--quote",
+            str(tmp_path / "local.json"),
+            "--url",
+            url,
+            *wallets,
+            *files,
+            *MODELLED_OK,
+        ],
     )
     assert r.exit_code == 1 and "reapproval required" in r.output
     assert not (tmp_path / "s.json").exists()
@@ -554,7 +617,10 @@ def test_example_quote_to_prepare(url: str, capsys: pytest.CaptureFixture[str]) 
     spec.loader.exec_module(example)
     wallet = wallets_for(ONE_STEP)["base"]
     code = example.main(
-        ["--url", url, "--route", ONE_STEP, "--amounts", "100", "1000", "--wallet", f"base={wallet}"]
+        [
+            *("--url", url, "--route", ONE_STEP, "--amounts", "100", "1000", "--wallet", f"base={wallet}"),
+            *MODELLED_OK,
+        ]
     )
     out = capsys.readouterr().out
     assert code == 0, out
@@ -594,7 +660,7 @@ def test_cli_session_on_placeholder_fee_recipients_needs_the_explicit_flag(
     assert r.exit_code == 0, r.output
     files = ["--token-file", str(tmp_path / "s.token"), "--session-file", str(tmp_path / "s.json")]
     wallets = [x for chain, addr in wallets_for(ONE_STEP).items() for x in ("--wallet", f"{chain}={addr}")]
-    create = ["session", "create", "--quote", str(qfile), "--url", base_url, *wallets, *files]
+    create = ["session", "create", "--quote", str(qfile), "--url", base_url, *wallets, *files, *MODELLED_OK]
     r = runner.invoke(cli_app, create)
     assert r.exit_code == 1 and "fee_recipient_not_configured" in r.output, r.output
     # the session the server opened is kept (saved before its answer was verified), and the output says

@@ -373,6 +373,7 @@ async def test_addresses_are_stored_checksummed_and_the_callers_spelling_still_v
         intent=intent_for(ONE_STEP, 100),
         wallets={"base": lower},
         now_unix=int(START.timestamp()),
+        accept_modelled_bounds=True,  # the embedded market
         approval_v3=body["approval_v3"],
     )
     assert [f for f in findings if f.severity == "error"] == []

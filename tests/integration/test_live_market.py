@@ -84,7 +84,7 @@ async def test_every_route_quotes_live_from_every_source(rig: Rig) -> None:
     for key in ROUTES:
         q = await rig.quote(key, 100)
         assert q["market"]["source"] == "live" and q["market"]["live"] is True
-        assert q["market"]["label"] == "live market data"
+        assert q["market"]["label"] == "live market data" and "fallback_components" not in q["market"]
         ok += 1
     assert ok == 72
     view = await rig.market.view()
@@ -289,6 +289,8 @@ async def test_embedded_fallback_only_when_configured_and_the_quote_says_so() ->
         assert m["source"] == "live+embedded_fallback" and m["live"] is False
         assert "not live" in m["label"]
         assert any(n.startswith("FALLBACK: circle_cctp") and "timeout" in n for n in m["notes"])
+        # listed for the prepared actions' bounds block (core/bounds.py): only the component that fell back
+        assert m["fallback_components"] == ["circle_cctp"]
         # a route that needs no fallback component is priced from live numbers in the same view
         view = await r.market.view()
         assert (

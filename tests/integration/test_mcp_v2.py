@@ -116,13 +116,15 @@ async def test_prepare_is_verified_and_refuses_a_placeholder_fee_recipient(base_
         refused = error(await c.call_tool("service_v2_prepare", {**args, "verification_context": ctx}))
         assert refused["reason_class"] == "prepared_action_failed_verification"
         assert "fee_recipient_not_configured" in {f["code"] for f in refused["findings"]}
-        out = ok(
-            await c.call_tool(
-                "service_v2_prepare",
-                {**args, "verification_context": ctx, "accept_unconfigured_fee_recipient": True},
-            )
-        )
+        # with the fee placeholder accepted, the bounds (modelled from the embedded snapshot) are refused
+        fee_only = {**args, "verification_context": ctx, "accept_unconfigured_fee_recipient": True}
+        refused = error(await c.call_tool("service_v2_prepare", fee_only))
+        assert [f["code"] for f in refused["findings"]] == ["bounds_modelled_not_live"]
+        assert "not live market data" in refused["findings"][0]["message"]
+        out = ok(await c.call_tool("service_v2_prepare", {**fee_only, "accept_modelled_bounds": True}))
         assert out["action_verification"]["verified"] is True
+        assert out["action_verification"]["bounds"]["accepted_as_modelled"] is True
+        assert out["caller_wallet_handoff"]["bounds"]["modelled_not_live"] is True
         assert out["bundle"]["fee_recipient_configured"] is False
         assert out["caller_wallet_handoff"]["bundle_payload_sha256"] == out["bundle"]["payload_sha256"]
 
@@ -145,12 +147,22 @@ async def test_session_lifecycle_never_echoes_or_logs_the_token(
             "idempotency_key": key,
             "session_token": secret,
         }
+        withheld = error(await c.call_tool("service_v2_session_create", create))  # modelled bounds
+        assert withheld["reason_class"] == "prepared_action_failed_verification"
+        assert [f["code"] for f in withheld["findings"]] == ["bounds_modelled_not_live"]
+        assert withheld["action_withheld"] is True and withheld["session"]["session_id"]
+        create["accept_modelled_bounds"] = True  # the embedded market: accepted explicitly from here on
         created = await c.call_tool("service_v2_session_create", create)
         answers = [created]
         s = ok(created)
         sid = s["session"]["session_id"]
         assert s["action_verification"]["verified"] is True and s["caller_wallet_handoff"]
-        call = {"session_token": secret, "session_id": sid, "verification_context": ctx}
+        call = {
+            "session_token": secret,
+            "session_id": sid,
+            "verification_context": ctx,
+            "accept_modelled_bounds": True,
+        }
         for view in ("session", "workflow", "receipt", "next_action"):
             answers.append(await c.call_tool("service_v2_session_get", {**call, "view": view}))
             assert ok(answers[-1])["session"]["session_id"] == sid

@@ -112,5 +112,18 @@ def test_the_readmes_curl_prepare_flow_runs(operator_url: str, tmp_path: Path) -
     done = subprocess.run(
         ["bash", "-euo", "pipefail", "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=120
     )
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert done.stdout.startswith("OK base:USDC->base:ETH step 0"), done.stdout
+    # this server prices from the embedded snapshot: as pasted, the verifier refuses the modelled bounds
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "FAIL bounds_modelled_not_live: bounds are modelled from the embedded snapshot" in done.stderr
+    # and the flag the README names lets it through, saying so instead of "safe to hand to your wallet"
+    accepted = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", script.rstrip() + " --accept-modelled-bounds\n"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert accepted.returncode == 0, accepted.stdout + accepted.stderr
+    ok = [line for line in accepted.stdout.splitlines() if line.startswith("OK ")]
+    assert ok and ok[0].startswith("OK base:USDC->base:ETH step 0"), accepted.stdout
+    assert "ACCEPTED AS MODELLED" in accepted.stdout and "safe to hand" not in accepted.stdout

@@ -107,6 +107,11 @@ async def test_prepare_approved_quote_returns_verified_bundle(api: Api) -> None:
         "now_unix": int(START.timestamp()),
         "fee_recipients": FEE_RECIPIENTS,
     }
+    # the embedded market: modelled bounds are refused unless accepted, and the receipt says why
+    refused = [f for f in verify_bundle(b, **kwargs) if f.severity == "error"]
+    assert [f.code for f in refused] == ["bounds_modelled_not_live"]
+    assert b["unsigned_action"]["safety_receipt"]["bounds"]["basis"] == "modelled"
+    kwargs["accept_modelled_bounds"] = True
     findings = verify_bundle(b, **kwargs)
     assert [f for f in findings if f.severity == "error"] == []
     # same request again: the same bundle, flagged as a replay, nothing new created

@@ -139,6 +139,15 @@ async def test_live_pinned_pool_prepares_a_verified_swap(live: Api, route_key: s
     assert swap["programId"] == str(sw.ORCA_WHIRLPOOL_PROGRAM)
     keys = [k["pubkey"] for k in swap["keys"]]
     assert keys[4] == sw.ORCA_USDG_USDC.whirlpool and keys[14] == sw.ORCA_USDG_USDC.oracle
+    assert action["safety_receipt"]["bounds"] == {
+        "basis": "live",
+        "market_source": "live",
+        "live": True,
+        "data_as_of": quote["market"]["data_as_of"],
+        "modelled_parts": [],
+        "snapshot_as_of": None,
+        "statement": f"bounds are from live market data as of {quote['market']['data_as_of']}",
+    }
     amount, minimum = struct.unpack_from("<QQ", base64.b64decode(swap["data"]), 8)
     assert (amount, minimum) == (int(action["netInputAmount"]), int(action["minimumOutput"]))
     assert minimum >= int(approval["minimum_output_base"])
@@ -179,6 +188,7 @@ async def _prepare_verified(api: Api, route_key: str, usd: float = 100) -> dict[
         intent=intent_for(route_key, usd),
         wallets=wallets,
         now_unix=int(api.clock.now().timestamp()),
+        accept_modelled_bounds=True,  # the embedded market
         approval_v3=approval,
         direct_route_summary=quote["direct_route_summary"],
         fee_recipients=FEE_RECIPIENTS,
@@ -242,7 +252,7 @@ async def test_live_pinned_raydium_pool_prepares_every_raydium_route(
         bundle,
         intent=intent_for(route_key, 300),
         wallets=wallets,
-        now_unix=int(T0.timestamp()),
+        now_unix=int(T0.timestamp()),  # a live market: no modelled bounds to accept
         approval_v3=approval,
         direct_route_summary=quote["direct_route_summary"],
         fee_recipients=FEE_RECIPIENTS,
@@ -253,6 +263,7 @@ async def test_live_pinned_raydium_pool_prepares_every_raydium_route(
     swap = next(i for i in action["instructions"] if i["programId"] == str(sw.RAYDIUM_CLMM_PROGRAM))
     keys = [k["pubkey"] for k in swap["keys"]]
     stated = action["poolAccountsFromLiveChainState"]
+    assert action["safety_receipt"]["bounds"]["basis"] == "live"
     assert keys[2] == sw.RAYDIUM_SOL_USDC.pool and keys[7] == stated["observationState"]
     assert keys[14:] == stated["tickArrays"]
     amount, minimum = struct.unpack_from("<QQ", base64.b64decode(swap["data"]), 8)

@@ -151,6 +151,7 @@ def test_create_returns_a_verifiable_first_action(api: Api) -> None:
         approval_v3=body["approval_v3"],
         direct_route_summary=q["direct_route_summary"],
         now_unix=int(api.clock.now().timestamp()),
+        accept_modelled_bounds=True,  # the embedded market
     )
     assert [f for f in findings if f.severity == "error"] == []
     assert s["funds"]["endpoint"] == "base:ETH" and s["funds"]["state"] == "in_wallet"

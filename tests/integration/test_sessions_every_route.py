@@ -63,6 +63,7 @@ def test_every_route_opens_a_session_with_a_verifiable_first_action(base: str) -
                 approval_v3=body["approval_v3"],
                 direct_route_summary=quote["direct_route_summary"],
                 now_unix=int(START.timestamp()),
+                accept_modelled_bounds=True,  # the embedded market
                 event_signer_public=signer,
             )
             assert not [f for f in findings if f.severity == "error"], (key, findings)

@@ -32,6 +32,8 @@ SESSION_OPT = typer.Option(
 URL_OPT = typer.Option(
     None, "--url", envvar="ROUTEQUOTE_URL", help="Server base URL (default: the session file's)"
 )
+# what the caller accepted at create, kept in the session file for every later action
+ACCEPT_OPTIONS = ("accept_unconfigured_fee_recipient", "accept_modelled_bounds")
 KEY_OPT = typer.Option(None, "--idempotency-key", help="Reuse a key to retry the same request safely")
 
 
@@ -87,8 +89,9 @@ def _token(path: Path, *, create: bool) -> Any:
     return token
 
 
-def _load(session_file: Path, token_file: Path, url: str | None) -> tuple[Any, str, bool]:
-    """(session handle, server URL, whether the session was created accepting a placeholder fee recipient)."""
+def _load(session_file: Path, token_file: Path, url: str | None) -> tuple[Any, str, dict[str, Any]]:
+    """(session handle, server URL, the client's accept options the session was created with: a placeholder
+    fee recipient, modelled bounds)."""
     from routequote.client.token import SessionHandle
 
     try:
@@ -103,7 +106,7 @@ def _load(session_file: Path, token_file: Path, url: str | None) -> tuple[Any, s
     if not base:
         _fail("[red]no server[/red]: pass --url")
     handle = SessionHandle(doc["session_id"], _token(token_file, create=False), doc["context"])
-    return handle, base, doc.get("accept_unconfigured_fee_recipient") is True
+    return handle, base, {k: doc.get(k) is True for k in ACCEPT_OPTIONS}
 
 
 _TERMINAL_STEP = ("complete", "failed", "cancelled")
@@ -254,6 +257,11 @@ def create_cmd(
         False,
         help="Accept fees going to the server's development placeholder (local tests; kept for the session)",
     ),
+    accept_modelled_bounds: bool = typer.Option(
+        False,
+        help="Accept actions whose bounds are modelled from the embedded snapshot, not live market data "
+        "(local tests; kept for the session)",
+    ),
 ) -> None:
     """Create a session from a saved quote; prints its first action, verified."""
     from routequote.client import ClientError, RouteQuoteClient, approval_for
@@ -271,6 +279,10 @@ def create_cmd(
     if problems:
         _fail(f"[red]quote refused[/red]: {'; '.join(problems)}")
     token = _token(token_file, create=True)
+    accepted: dict[str, Any] = {
+        "accept_unconfigured_fee_recipient": accept_unconfigured_fee_recipient,
+        "accept_modelled_bounds": accept_modelled_bounds,
+    }
     opened: list[str] = []
 
     def keep(handle: Any) -> None:  # the server opened it: saved before its answer is verified
@@ -279,7 +291,7 @@ def create_cmd(
             "base_url": url,
             "session_id": handle.session_id,
             "context": handle.context,
-            **({"accept_unconfigured_fee_recipient": True} if accept_unconfigured_fee_recipient else {}),
+            **{k: True for k, v in accepted.items() if v},
         }
         session_file.write_text(json.dumps(doc, indent=1) + "\n")
         opened.append(handle.session_id)
@@ -288,7 +300,7 @@ def create_cmd(
         approval = approval_for(
             quote, "session", minimum_output_base=min_output_base, idempotency_key=idempotency_key
         )
-        with RouteQuoteClient(url, accept_unconfigured_fee_recipient=accept_unconfigured_fee_recipient) as rq:
+        with RouteQuoteClient(url, **accepted) as rq:
             s = rq.create_session(
                 quote,
                 _wallets(wallet),
@@ -323,7 +335,7 @@ def show_cmd(
 
     handle, base, accept = _load(session_file, token_file, url)
     try:
-        with RouteQuoteClient(base, accept_unconfigured_fee_recipient=accept) as rq:
+        with RouteQuoteClient(base, **accept) as rq:
             answer = rq.read_session(handle) if view == "session" else rq.session_view(handle, view)
     except ClientError as exc:
         show_client_error(exc)
@@ -352,7 +364,7 @@ def next_cmd(
 
     handle, base, accept = _load(session_file, token_file, url)
     try:
-        with RouteQuoteClient(base, accept_unconfigured_fee_recipient=accept) as rq:
+        with RouteQuoteClient(base, **accept) as rq:
             s = rq.read_session(handle)
     except ClientError as exc:
         show_client_error(exc)
@@ -383,7 +395,7 @@ def observe_cmd(
 
     handle, base, accept = _load(session_file, token_file, url)
     try:
-        with RouteQuoteClient(base, accept_unconfigured_fee_recipient=accept) as rq:
+        with RouteQuoteClient(base, **accept) as rq:
             s = rq.observe(handle, tx or None, idempotency_key=idempotency_key)
     except ClientError as exc:
         show_client_error(exc)
@@ -397,7 +409,7 @@ def _key_only(
 
     handle, base, accept = _load(session_file, token_file, url)
     try:
-        with RouteQuoteClient(base, accept_unconfigured_fee_recipient=accept) as rq:
+        with RouteQuoteClient(base, **accept) as rq:
             s = getattr(rq, op)(handle, idempotency_key=idempotency_key)
     except ClientError as exc:
         show_client_error(exc)

@@ -10,6 +10,7 @@ from typing import Any
 from routequote.client.units import token_amount
 from routequote.core.actions.evm import DEFAULT_DEPLOYMENTS, decode_call
 from routequote.core.assets import ASSETS, CHAINS, Chain
+from routequote.core.bounds import BASIS_LIVE, bounds_sentence, receipt_bounds
 
 _SOLANA_PROGRAMS = {
     "11111111111111111111111111111111": "System Program",
@@ -111,6 +112,16 @@ def _call_lines(call: Any, chain: Chain, to: str, indent: str) -> list[str]:
     return [f"{indent}{n}{tuple(a)}"]
 
 
+def bounds_line(bundle: Any) -> str:
+    """Where the action's bounds came from, in words, before anyone signs."""
+    bounds = receipt_bounds(bundle)
+    if bounds is None:
+        return "bounds: none priced from a market (a CCTP mint of the attested amount)"
+    if bounds.get("basis") == BASIS_LIVE:
+        return f"bounds: {bounds_sentence(bounds)}"
+    return f"WARNING: {bounds_sentence(bounds)}; accepted as modelled: sign it only on a test or local chain"
+
+
 def describe_action(action: Any) -> list[str]:
     """Lines describing every transaction or instruction of a prepared action, in signing order."""
     bundle = getattr(action, "raw", None) or action
@@ -133,6 +144,7 @@ def describe_action(action: Any) -> list[str]:
             f"receive about {token_amount(ua['expectedOutput'], dst)}, at least "
             f"{token_amount(ua['minimumOutput'], dst)}, to {ua.get('recipient')}"
         )
+    lines.append(bounds_line(bundle))
     if ua.get("family") == "evm":
         chain = Chain(ua["chain"])
         labels, _ = _evm_labels(chain)

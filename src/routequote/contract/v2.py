@@ -135,6 +135,52 @@ class QuoteResponse(Open):
     execution: Execution
 
 
+class ActionBounds(Closed):
+    """`unsigned_action.safety_receipt.bounds` of every market-priced action (hashed with the receipt): where the
+    numbers it enforces came from. `basis` is `modelled` when any bound came wholly or partly from the embedded
+    snapshot (`modelled_parts` names each: `market:<component>`, `solana_tick_arrays:<pool>`,
+    `approved_quote:<component>`); verifiers refuse such an action (`bounds_modelled_not_live`) unless the
+    caller accepts modelled bounds. A CCTP destination mint has no `bounds`: it mints the attested amount."""
+
+    basis: Literal["live", "modelled"]
+    market_source: str = Field(description="The pricing market's label: embedded_snapshot, live, ...")
+    live: bool = Field(description="The pricing market's own live flag (as the quote's market block)")
+    data_as_of: str = Field(description="RFC 3339 time of the market data")
+    modelled_parts: list[str]
+    snapshot_as_of: str | None = Field(description="The snapshot's time when modelled, else null")
+    statement: str
+
+
+class SafetyReceipt(Open):
+    bounds: ActionBounds | None = None
+
+
+class UnsignedAction(Open):
+    safety_receipt: SafetyReceipt
+
+
+class PreparedBundle(Open):
+    """An unsigned action bundle (POST /v2/prepare; a session's current action). Verify before signing."""
+
+    payload_sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    unsigned_action: UnsignedAction
+    server_signing: Literal[False]
+    server_submission: Literal[False]
+
+
+class ExecutionMode(Open):
+    """Whether this instance's actions carry live or modelled bounds (capabilities `action_bounds`, the safety
+    document's `claims.action_bounds`)."""
+
+    bounds: Literal["live", "modelled"]
+    market: str
+    snapshot_as_of: str | None
+    fallback_to_snapshot: bool
+    verifiers_refuse_modelled_bounds_by_default: Literal[True]
+    refusal_code: Literal["bounds_modelled_not_live"]
+    statement: str
+
+
 class CapabilitiesResponse(Open):
     status: Literal["capped_public_agent_release"]
     public_api_enabled: Literal[True]
@@ -142,6 +188,7 @@ class CapabilitiesResponse(Open):
     asset_endpoints: list[AssetEndpoint] = Field(min_length=9, max_length=9)
     directed_conversion_routes: Literal[72]
     unsigned_route_plans_ready: Literal[72]
+    action_bounds: ExecutionMode
     server_signing: Literal[False]
     server_submission: Literal[False]
 

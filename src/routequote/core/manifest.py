@@ -228,6 +228,10 @@ def _signature_metadata_rules(
             )
 
 
+def _says_development_key(signing_key: Any) -> bool:
+    return isinstance(signing_key, dict) and signing_key.get("development_key") is True
+
+
 def verify_documents(
     *,
     manifest_raw: bytes,
@@ -270,6 +274,8 @@ def verify_documents(
         issued_at=manifest.get("issued_at"),
         valid_until=manifest.get("valid_until"),
         key_id=sig.get("key_id"),
+        # the instance's own signed statement that its key is a development one (not an operator release key)
+        development_key=_says_development_key(manifest.get("signing_key")),
     )
 
     _signature_metadata_rules(manifest, sig, report)

@@ -76,6 +76,8 @@ class MarketView:
     swap_tolerance_bps: dict[str, int]  # by pool id: min-out tolerance of each swap venue
     swap_seconds: dict[Chain, int]
     unavailable: dict[str, str] = field(default_factory=dict)  # market component -> reason
+    # components a live view priced from the embedded snapshot because their live source failed (fallback)
+    fallback_components: tuple[str, ...] = ()
 
     def price(self, token: Token) -> Fraction:
         return Fraction(self.prices_usd_e8[token], USD_E8)

@@ -178,6 +178,8 @@ def market_block(view: MarketView) -> dict[str, Any]:
         "data_as_of": view.as_of,
         "version": view.version,
         "notes": list(view.notes),
+        # only a live view with fallbacks lists them (what a prepared action's `bounds` block reads)
+        **({"fallback_components": sorted(view.fallback_components)} if view.fallback_components else {}),
         "label": (
             "live market data"
             if view.live

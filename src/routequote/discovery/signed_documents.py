@@ -25,6 +25,7 @@ from routequote.core.market import MarketView
 from routequote.core.quote import RELEASE_STATUS, SERVER_FLAGS
 from routequote.core.routes import ROUTES
 from routequote.discovery.instance import ECONOMICS_PATH, SERVICE_NAME, V2_OPENAPI_PATH, InstanceFacts
+from routequote.market.mode import market_execution_mode
 from routequote.storage.quotes import MAX_RECORDS
 
 
@@ -110,6 +111,14 @@ class SignedDocuments(InstanceFacts):
                 {
                     "id": "market_data_modelled",
                     "text": f"quotes are priced from the embedded market snapshot of {view.as_of}, not live data",
+                }
+            )
+            out.append(
+                {
+                    "id": "action_bounds_modelled",
+                    "text": "the bounds of prepared actions (minimum output, CCTP maxFee, Across output, LayerZero "
+                    f"native fee, Solana tick arrays) are modelled from the snapshot of {view.as_of} where their "
+                    "receipt says bounds.basis modelled; verifiers refuse those unless the caller accepts them",
                 }
             )
         modelled = sorted(
@@ -240,6 +249,8 @@ class SignedDocuments(InstanceFacts):
             },
             "claims": {
                 "scope": self._scope(view),
+                # live or modelled: where the bounds of every prepared action come from (core/bounds.py)
+                "action_bounds": market_execution_mode(self.service.market, view),
                 "fee_policy": {
                     **self.fee_policy(),
                     "fee_recipients": self.fee_recipients(),

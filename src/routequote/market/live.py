@@ -500,6 +500,7 @@ class LiveMarket:
             swap_tolerance_bps=snap.swap_tolerance_bps,
             swap_seconds=snap.swap_seconds,
             unavailable=unavailable,
+            fallback_components=tuple(fallback_used),
         )
 
     def health(self) -> list[SourceHealth]:

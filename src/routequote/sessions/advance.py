@@ -14,6 +14,7 @@ from routequote.core.actions.cctp_solana_receive import assemble_solana_receive_
 from routequote.core.actions.cctp_solana_state import fee_recipient_token_account, token_messenger_address
 from routequote.core.actions.common import ActionUnavailable
 from routequote.core.assets import CHAINS, Chain, ChainFamily
+from routequote.core.bounds import bounds_block, market_label, step_components
 from routequote.core.hashing import canonical_sha256
 from routequote.core.pricing import price_steps_from
 from routequote.core.routes import Provider, Route
@@ -76,9 +77,16 @@ class ActionBuilder:
         if k == len(route.steps) - 1:
             minimum = max(minimum, approved_min)
         pool = view.pools.get(step.pool_id or "")
+        market = market_label(view.source, view.live, view.as_of, view.fallback_components)
+        # held to the approved quote's step minimums: priced along steps 0..k of that quote
+        held = [c for s in route.steps[: k + 1] for c in step_components(s)]
         if state.is_v1 and CHAINS[step.source.chain].family is ChainFamily.EVM:
             fee_pips = pool.clmm.fee_pips if pool is not None else 0
             bundle = await self.settlement(state, route, k, input_base, minimum, fee_pips)
+            # the plan has no safety receipt: where its minimum came from sits beside it (not hashed)
+            bundle["bounds_provenance"] = bounds_block(
+                market, step, approved_quote_market=state.quote.get("market"), approved_quote_components=held
+            )
             return install_action(state, k, bundle, minimum, event)
         pool_tick, raydium_live = await self.prepare._solana_pool_tick(route, step)
         bundle = self.prepare.build_step(
@@ -96,6 +104,9 @@ class ActionBuilder:
             summary_steps=list(state.summary_steps),
             workflow_id=session_id,
             quote_expiry_unix=None,
+            market=market,
+            approved_quote_market=state.quote.get("market"),
+            approved_quote_components=held,
         )
         return install_action(state, k, bundle, minimum, event)
 

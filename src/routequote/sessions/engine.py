@@ -134,6 +134,7 @@ class SessionService(V1CorridorMode):
             summary_steps=quote["direct_route_summary"]["steps"],
             workflow_id=session_id,
             quote_expiry_unix=int(parse_ts(quote["expires_at"]).timestamp()),
+            market=quote["market"],
         )
         now = clock.now()
         state = new_state(

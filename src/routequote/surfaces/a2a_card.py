@@ -53,8 +53,9 @@ def prepare_skill() -> AgentSkill:
             "public address), eventSignerPublic (Solana CCTP burns only), approvalV3 with selected_mode one_shot "
             "and the hash-bound verificationContext. Multi-step quotes reject one-shot. The context is checked "
             "before anything is prepared; the returned action is verified against your bounds and comes with a "
-            "caller-wallet handoff carrying its own SHA-256. Nothing is signed or submitted, and the agent never "
-            "chains actions."
+            "caller-wallet handoff carrying its own SHA-256. An action whose bounds are modelled from the "
+            "embedded snapshot (safety_receipt.bounds.basis modelled) is withheld unless acceptModelledBounds is "
+            "true. Nothing is signed or submitted, and the agent never chains actions."
         ),
         tags=["prepare", "unsigned-action", "one-shot", "non-custodial", "caller-approved"],
         examples=[
@@ -87,7 +88,8 @@ def session_skill() -> AgentSkill:
             "verificationContext, checked before any call and against the session's route and wallets. Returns "
             "{session, guidance} plus, when the session holds an action, action_verification (routequote.verify) "
             "and a caller_wallet_handoff carrying its own SHA-256. A next step priced below your approval is "
-            "reapproval_required with where the funds are (funds) and the intent to quote from there."
+            "reapproval_required with where the funds are (funds) and the intent to quote from there. An action "
+            "with modelled bounds is withheld unless the call says acceptModelledBounds true."
         ),
         tags=[
             "session",

@@ -7,10 +7,11 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from routequote.core.actions.approval import check_verification_context, parse_approval
+from routequote.core.bounds import BASIS_MODELLED
 from routequote.core.intent import parse_quote_request
 from routequote.core.routes import ROUTES
 from routequote.core.verify import verify_bundle
-from routequote.core.verify.handoff import caller_wallet_handoff
+from routequote.core.verify.handoff import caller_wallet_handoff, handoff_bounds
 from routequote.errors import InvalidRequest, RouteQuoteError
 from routequote.fee_recipient_check import A2A_ACCEPT_FIELD, a2a_accepts_unconfigured, fee_recipient_findings
 from routequote.ports import Clock
@@ -24,6 +25,34 @@ PREPARE_FIELDS = {
     "eventSignerPublic": "event_signer_public",
     "approvalV3": "approval_v3",
 }
+
+
+A2A_ACCEPT_MODELLED_FIELD = "acceptModelledBounds"
+
+
+def a2a_accepts_modelled(data: dict[str, Any]) -> bool:
+    """The A2A caller's explicit acceptance of modelled bounds (a boolean field; absent means no)."""
+    value = data.get(A2A_ACCEPT_MODELLED_FIELD, False)
+    if not isinstance(value, bool):
+        raise InvalidRequest("wrong_type", f"{A2A_ACCEPT_MODELLED_FIELD} must be a boolean")
+    return value
+
+
+def bounds_verification(bundle: dict[str, Any], accepted: bool) -> dict[str, Any]:
+    """The `bounds` entry of an action_verification block: what the verifier checked about the bounds'
+    provenance, and whether the caller accepted modelled ones (then it is not called safe to sign on mainnet)."""
+    bounds = handoff_bounds(bundle)
+    modelled = bounds["basis"] == BASIS_MODELLED
+    return {
+        **bounds,
+        "accepted_as_modelled": modelled and accepted,
+        "note": (
+            "accepted as modelled at your request (acceptModelledBounds): these bounds were not priced from the "
+            "live market; sign only on a test or local chain"
+            if modelled
+            else "bounds provenance checked"
+        ),
+    }
 
 
 class SafetyBoundaryFailed(RouteQuoteError):
@@ -96,6 +125,7 @@ def prepare_operation(prepare: PrepareCapability, clock: Clock) -> Operation:
     async def run(data: dict[str, Any]) -> dict[str, Any]:
         body, approval, ctx = check_prepare_request(data)
         accept_unconfigured = a2a_accepts_unconfigured(data)  # checked before anything is prepared
+        accept_modelled = a2a_accepts_modelled(data)
         bundle = await prepare.prepare(body)
         findings = verify_bundle(
             bundle,
@@ -107,6 +137,7 @@ def prepare_operation(prepare: PrepareCapability, clock: Clock) -> Operation:
             event_signer_public=body.get("event_signer_public"),
             fee_recipients=fee_recipients,
             deployments=prepare.deployments,
+            accept_modelled_bounds=accept_modelled,
         )
         errors = [f.as_dict() for f in findings if f.severity == "error"]
         errors += fee_recipient_findings(bundle, accept_unconfigured=accept_unconfigured)
@@ -134,10 +165,13 @@ def prepare_operation(prepare: PrepareCapability, clock: Clock) -> Operation:
                     "pinned_contracts_and_programs",
                     "deadlines",
                     "payload_hashes",
+                    "bounds_provenance",
                 ],
+                "bounds": bounds_verification(bundle, accept_modelled),
                 "warnings": [f.as_dict() for f in findings],
             },
             "caller_wallet_handoff": caller_wallet_handoff(bundle),
         }
 
-    return Operation("prepare", frozenset(PREPARE_FIELDS) | {"verificationContext", A2A_ACCEPT_FIELD}, run)
+    fields = frozenset(PREPARE_FIELDS) | {"verificationContext", A2A_ACCEPT_FIELD, A2A_ACCEPT_MODELLED_FIELD}
+    return Operation("prepare", fields, run)

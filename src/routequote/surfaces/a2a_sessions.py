@@ -25,7 +25,14 @@ from routequote.core.verify.handoff import caller_wallet_handoff
 from routequote.errors import InvalidRequest
 from routequote.ports import Clock
 from routequote.surfaces.a2a_operation import Handler, Operation, log, quote_body
-from routequote.surfaces.a2a_prepare import PREPARE_FIELDS, SafetyBoundaryFailed, _same_copy
+from routequote.surfaces.a2a_prepare import (
+    A2A_ACCEPT_MODELLED_FIELD,
+    PREPARE_FIELDS,
+    SafetyBoundaryFailed,
+    _same_copy,
+    a2a_accepts_modelled,
+    bounds_verification,
+)
 
 # ---- session-lifecycle ----------------------------------------------------------------------------------
 # One operation per message, never chained. Every call carries the hash-bound session verificationContext,
@@ -35,8 +42,15 @@ from routequote.surfaces.a2a_prepare import PREPARE_FIELDS, SafetyBoundaryFailed
 
 SESSION_VIEWS = ("session", "workflow", "receipt", "next_action")
 MAX_TRANSACTION_HASHES = MAX_TRANSACTION_IDS
-SESSION_CALL_FIELDS = frozenset({"sessionToken", "sessionId", "verificationContext"})
-SESSION_CREATE_FIELDS = frozenset(PREPARE_FIELDS) | {"idempotencyKey", "sessionToken", "verificationContext"}
+SESSION_CALL_FIELDS = frozenset(
+    {"sessionToken", "sessionId", "verificationContext", A2A_ACCEPT_MODELLED_FIELD}
+)
+SESSION_CREATE_FIELDS = frozenset(PREPARE_FIELDS) | {
+    "idempotencyKey",
+    "sessionToken",
+    "verificationContext",
+    A2A_ACCEPT_MODELLED_FIELD,
+}
 RECEIVE_PHASE = "cctp_destination_mint"  # a CCTP destination mint (receiveMessage): spends nothing
 SESSION_CHECKED_AGAINST = [
     "intent",
@@ -47,6 +61,7 @@ SESSION_CHECKED_AGAINST = [
     "pinned_contracts_and_programs",
     "deadlines",
     "payload_hashes",
+    "bounds_provenance",
 ]
 
 
@@ -223,6 +238,7 @@ def verify_session_action(
     now_unix: int,
     fee_recipients: dict[str, str],
     deployments: dict[Any, Any],
+    accept_modelled_bounds: bool = False,
 ) -> dict[str, Any]:
     """verify_bundle against the caller's context; the action_verification block, or SafetyBoundaryFailed."""
     kwargs: dict[str, Any] = {
@@ -234,6 +250,7 @@ def verify_session_action(
         "event_signer_public": ctx["event_signer_public"],
         "fee_recipients": fee_recipients,
         "deployments": deployments,
+        "accept_modelled_bounds": accept_modelled_bounds,
     }
     raw_idx = bundle.get("step_index")
     idx = (
@@ -274,6 +291,7 @@ def verify_session_action(
         "verifier": "routequote.verify.verify_bundle",
         "checked_against": SESSION_CHECKED_AGAINST + (["session_actual_input_base"] if later_step else []),
         "step_index": raw_idx,
+        "bounds": bounds_verification(bundle, accept_modelled_bounds),
         "warnings": [f.as_dict() for f in findings],
     }
 
@@ -324,6 +342,7 @@ def session_operations(sessions: SessionCapability, clock: Clock) -> list[Operat
         approval: dict[str, Any],
         route_key: str,
         token: str,
+        accept_modelled: bool,
     ) -> dict[str, Any]:
         if session.get("route") != route_key:
             raise _withheld("session_route_mismatch", "the session answered for another route", session)
@@ -346,6 +365,7 @@ def session_operations(sessions: SessionCapability, clock: Clock) -> list[Operat
                 now_unix=int(clock.now().timestamp()),
                 fee_recipients=fee_recipients,
                 deployments=deployments,
+                accept_modelled_bounds=accept_modelled,
             )
             out["caller_wallet_handoff"] = caller_wallet_handoff(bundle)
         out["guidance"] = session_guidance(session, operation, "caller_wallet_handoff" in out)
@@ -364,10 +384,10 @@ def session_operations(sessions: SessionCapability, clock: Clock) -> list[Operat
 
     async def create(data: dict[str, Any]) -> dict[str, Any]:
         body, approval, ctx, token = check_session_create(data)
+        accept = a2a_accepts_modelled(data)  # checked before the session is created
         answer = await sessions.create(body, token)
-        return reply(
-            "session_create", answer.body, ctx, approval, parse_quote_request(ctx["intent"]).route_key, token
-        )
+        route_key = parse_quote_request(ctx["intent"]).route_key
+        return reply("session_create", answer.body, ctx, approval, route_key, token, accept)
 
     async def checked(
         data: dict[str, Any],
@@ -385,12 +405,14 @@ def session_operations(sessions: SessionCapability, clock: Clock) -> list[Operat
         view = data.get("view", "session")
         if view not in SESSION_VIEWS:
             raise InvalidRequest("invalid_view", f"view must be one of {', '.join(SESSION_VIEWS)}")
+        accept = a2a_accepts_modelled(data)
         token, sid, ctx, approval, route_key, read = await checked(data)
         session = read[view] if view in read else await sessions.read(sid, token, view)
-        return reply("session_get", session, ctx, approval, route_key, token)
+        return reply("session_get", session, ctx, approval, route_key, token, accept)
 
     async def observe(data: dict[str, Any]) -> dict[str, Any]:
         key = _idempotency_key(data)
+        accept = a2a_accepts_modelled(data)
         hashes = data.get("transactionHashes")
         if (
             not isinstance(hashes, list)
@@ -403,14 +425,15 @@ def session_operations(sessions: SessionCapability, clock: Clock) -> list[Operat
             )
         token, sid, ctx, approval, route_key, _ = await checked(data)
         answer = await sessions.observe(sid, token, {"idempotency_key": key, "transaction_hashes": hashes})
-        return reply("observe_source", answer.body, ctx, approval, route_key, token)
+        return reply("observe_source", answer.body, ctx, approval, route_key, token, accept)
 
     def key_only(name: str, method: str) -> Handler:
         async def run(data: dict[str, Any]) -> dict[str, Any]:
             key = _idempotency_key(data)
+            accept = a2a_accepts_modelled(data)
             token, sid, ctx, approval, route_key, _ = await checked(data)
             answer = await getattr(sessions, method)(sid, token, {"idempotency_key": key})
-            return reply(name, answer.body, ctx, approval, route_key, token)
+            return reply(name, answer.body, ctx, approval, route_key, token, accept)
 
         return run
 

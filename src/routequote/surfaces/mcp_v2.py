@@ -32,7 +32,7 @@ from routequote.fee_recipient_check import A2A_ACCEPT_FIELD
 from routequote.ratelimit import RateLimiter
 from routequote.surfaces import guidance as g
 from routequote.surfaces.a2a_operation import Operation
-from routequote.surfaces.a2a_prepare import prepare_operation
+from routequote.surfaces.a2a_prepare import A2A_ACCEPT_MODELLED_FIELD, prepare_operation
 from routequote.surfaces.a2a_sessions import session_operations
 from routequote.surfaces.http import MAX_BODY_BYTES
 from routequote.surfaces.jsonrpc_guard import JsonRpcGuard, guarded_streams
@@ -80,6 +80,12 @@ PublicAddress = Annotated[
 ]
 
 
+ACCEPT_MODELLED_DESCRIPTION = (
+    "Accept an action whose bounds are modelled from the embedded snapshot, not live market data (tests and "
+    "local chains only); without it such an action is withheld"
+)
+
+
 class _IntentArguments(ToolInput):
     caller_approved: Literal[True]
     from_chain: ChainName
@@ -97,6 +103,7 @@ class _IntentArguments(ToolInput):
     verification_context: dict[str, Any] = Field(
         description="The hash-bound context you built from the approved quote"
     )
+    accept_modelled_bounds: bool = Field(False, description=ACCEPT_MODELLED_DESCRIPTION)
 
 
 class PrepareArguments(_IntentArguments):
@@ -119,6 +126,7 @@ class SessionCallArguments(ToolInput):
     session_token: SessionToken
     session_id: SessionId
     verification_context: dict[str, Any]
+    accept_modelled_bounds: bool = Field(False, description=ACCEPT_MODELLED_DESCRIPTION)
 
 
 class SessionGetArguments(SessionCallArguments):
@@ -149,6 +157,7 @@ _CAMEL = {
     "approval_v3": "approvalV3",
     "verification_context": "verificationContext",
     "accept_unconfigured_fee_recipient": A2A_ACCEPT_FIELD,
+    "accept_modelled_bounds": A2A_ACCEPT_MODELLED_FIELD,
     "idempotency_key": "idempotencyKey",
     "session_token": "sessionToken",
     "session_id": "sessionId",

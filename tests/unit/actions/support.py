@@ -101,6 +101,8 @@ class Prepared:
             "event_signer_public": self.signer,
             "now_unix": self.now_unix,
             "fee_recipients": FEE_RECIPIENTS,
+            # the embedded market: every bundle's bounds are modelled, accepted explicitly here
+            "accept_modelled_bounds": True,
         }
 
 

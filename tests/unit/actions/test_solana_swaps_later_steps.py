@@ -56,9 +56,12 @@ async def test_later_solana_swap_step_builds_from_the_snapshot_and_verifies(
         summary_steps=issued.payload["direct_route_summary"]["steps"],
         workflow_id="wf-later",
         quote_expiry_unix=None,
+        market=issued.payload["market"],
     )
     action = bundle["unsigned_action"]
     assert action["step_index"] == index and action["pool_state_source"] == "snapshot"
+    bounds = action["safety_receipt"]["bounds"]
+    assert bounds["basis"] == "modelled" and f"solana_tick_arrays:{step.pool_id}" in bounds["modelled_parts"]
     errors = [
         f
         for f in verify_bundle(
@@ -70,6 +73,7 @@ async def test_later_solana_swap_step_builds_from_the_snapshot_and_verifies(
             fee_recipients=FEE_RECIPIENTS,
             event_signer_public=signer,
             session_actual_input_base=ps.expected_input_base,
+            accept_modelled_bounds=True,  # the embedded market
         )
         if f.severity == "error"
     ]

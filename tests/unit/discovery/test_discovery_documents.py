@@ -257,3 +257,33 @@ async def test_route_economics_is_cached_per_market_version_and_throttled(tmp_pa
     clock.advance(31)
     assert (await d.route_economics()) == {"v": "v2"}
     assert calls == ["v0", "v2"]
+
+
+async def test_the_verifier_reports_whether_the_key_is_a_development_one(tmp_path) -> None:
+    dev, clock = _discovery(tmp_path)
+    private = Ed25519PrivateKey.generate()
+    path = tmp_path / "op.pem"
+    path.write_bytes(private_key_pem(private))
+    operator, _ = _discovery(tmp_path, signing_key_path=str(path))
+    for d, development in ((dev, True), (operator, False)):
+        report = verify_documents(
+            manifest_raw=canonical_json(await d.signed_manifest()),
+            public_key_pem_text=d.public_key_pem(),
+            safety_raw=canonical_json(await d.safety_document()),
+            now=clock.now(),
+        )
+        assert report.ok and report.facts["development_key"] is development
+
+
+async def test_capabilities_and_the_safety_document_say_the_bounds_are_modelled(tmp_path) -> None:
+    d, _ = _discovery(tmp_path)
+    safety = await d.safety_document()
+    mode = safety["claims"]["action_bounds"]
+    assert mode["bounds"] == "modelled" and mode["market"] == "embedded_snapshot"
+    assert (
+        mode["snapshot_as_of"] == "2026-11-20T00:00:00Z"
+        and mode["refusal_code"] == "bounds_modelled_not_live"
+    )
+    assert "not live market data" in mode["statement"]
+    assert any(x["id"] == "action_bounds_modelled" for x in safety["known_limitations"])
+    assert d.service.capabilities()["action_bounds"] == mode

@@ -302,6 +302,7 @@ def safety_receipt(
     quote_expiry_unix: int | None,
     bundle_expires_at: str,
     unpriced_costs: list[str],
+    bounds: dict[str, Any],
 ) -> dict[str, Any]:
     step = plan.step
     src, dst = step.source, step.target
@@ -364,6 +365,8 @@ def safety_receipt(
             "expected_amount_base": str(plan.expected_output_base),
             "minimum_amount_base": str(plan.minimum_output_base),
         },
+        # where the enforced numbers came from (core/bounds.py): a modelled basis is refused by verifiers
+        "bounds": bounds,
         "destination": build.destination,
         "timing": {
             "prepared_at_unix": plan.prepared_at_unix,
@@ -413,8 +416,10 @@ def assemble_bundle(
     quote_binding: dict[str, Any],
     summary_steps: list[dict[str, Any]],
     quote_expiry_unix: int | None,
+    bounds: dict[str, Any],
 ) -> dict[str, Any]:
-    """The complete bundle with receipt and payload hash. `prepared_at` is the caller-handed time."""
+    """The complete bundle with receipt and payload hash. `prepared_at` is the caller-handed time;
+    `bounds` is where its numbers came from (`core.bounds.bounds_block`)."""
     from datetime import timedelta
 
     expires = prepared_at + timedelta(seconds=BUNDLE_TTL_SECONDS)
@@ -438,6 +443,7 @@ def assemble_bundle(
         quote_expiry_unix=quote_expiry_unix,
         bundle_expires_at=iso_ms(expires),
         unpriced_costs=unpriced,
+        bounds=bounds,
     )
     return seal_bundle(
         workflow_id=workflow_id,

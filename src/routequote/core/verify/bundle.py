@@ -25,6 +25,7 @@ from routequote.core.actions.evm import (
 from routequote.core.assets import CHAINS, Chain, ChainFamily
 from routequote.core.hashing import canonical_sha256
 from routequote.core.routes import ROUTES, Step
+from routequote.core.verify.bounds import check_bounds
 from routequote.core.verify.cctp_receive import is_receive, verify_receive
 from routequote.core.verify.common import (
     BundleRejected,
@@ -50,7 +51,10 @@ def verify_bundle(bundle: Any, **kwargs: Any) -> list[Finding]:
     `event_signer_public`, `fee_recipients` ({"evm": ..., "solana": ...} as the operator published them),
     `deployments` (contract addresses; default: the pinned mainnet ones) and, for a session's later step,
     `session_actual_input_base` (the verified output of the previous step, which that step must spend; the
-    last step must then also meet approval_v3.minimum_output_base). Hostile or malformed input
+    last step must then also meet approval_v3.minimum_output_base) and `accept_modelled_bounds` (default
+    False: a bundle whose receipt says its bounds are modelled from the embedded snapshot, or does not say,
+    is refused with `bounds_modelled_not_live`; True reports it as the warning `bounds_modelled_accepted`).
+    Hostile or malformed input
     yields findings, never an exception.
     """
     c = Checker()
@@ -74,6 +78,7 @@ def _verify_bundle(
     fee_recipients: dict[str, str] | None = None,
     deployments: dict[Chain, EvmDeployment] | None = None,
     session_actual_input_base: int | None = None,
+    accept_modelled_bounds: bool = False,
 ) -> list[Finding]:
     if not isinstance(bundle, dict):
         return [Finding("bundle_not_object", "the bundle must be a JSON object")]
@@ -281,6 +286,7 @@ def _verify_bundle(
     if receipt.get("service_fee", {}).get("exact_amount_base") != str(fee):
         c.fail("receipt_fee_mismatch", "the receipt's fee differs from the action's")
     _check_receipt(c, bundle, action, receipt, step, input_base, fee, net, min_out, deadline, family, deps)
+    check_bounds(c, action, receipt, step, accept_modelled=accept_modelled_bounds)
     # ---- payloads -----------------------------------------------------------------------------------
     ctx = StepContext(
         c,

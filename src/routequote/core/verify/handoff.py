@@ -6,11 +6,30 @@ from __future__ import annotations
 from typing import Any
 
 from routequote.core.actions.bundle import payload_sha256
+from routequote.core.bounds import BASIS_LIVE, BASIS_MODELLED, bounds_sentence, receipt_bounds
 from routequote.core.hashing import CANONICAL_JSON_SPEC, canonical_sha256
 from routequote.core.quote import SERVER_FLAGS
 
 HANDOFF_VERSION = "routequote-caller-wallet-handoff-v1"
 HANDOFF_HASH_SPEC = "sha256 of " + CANONICAL_JSON_SPEC + " of the handoff without handoff_sha256"
+
+
+def handoff_bounds(bundle: dict[str, Any]) -> dict[str, Any]:
+    """Where the bounds the wallet would sign came from: a modelled basis says so, and never passes for live."""
+    bounds = receipt_bounds(bundle)
+    if bounds is None:
+        return {
+            "basis": "none",
+            "statement": "no bounds priced from a market (a CCTP mint of the attested amount)",
+        }
+    if bounds.get("basis") == BASIS_LIVE:
+        return {"basis": BASIS_LIVE, "statement": bounds_sentence(bounds)}
+    return {
+        "basis": BASIS_MODELLED,
+        "statement": bounds_sentence(bounds),
+        "modelled_not_live": True,
+        "sign_only_on_a_test_or_local_chain": True,
+    }
 
 
 def caller_wallet_handoff(bundle: dict[str, Any]) -> dict[str, Any]:
@@ -29,6 +48,7 @@ def caller_wallet_handoff(bundle: dict[str, Any]) -> dict[str, Any]:
         "caller_must_verify_sign_and_submit": True,
         "adapter_chains_actions": False,
         "next_step_requires_fresh_quote_and_verified_receipt": True,
+        "bounds": handoff_bounds(bundle),
         **SERVER_FLAGS,
     }
     if action["family"] == "evm":
