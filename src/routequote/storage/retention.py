@@ -30,7 +30,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import structlog
-from sqlalchemy import Column, MetaData, String, Table, delete, func, insert, select
+from sqlalchemy import Column, MetaData, String, Table, delete, func, insert, select, tuple_
 from sqlalchemy.engine import Connection
 
 from routequote.errors import RateLimited
@@ -160,10 +160,14 @@ class Purger:
                 sessions.c.updated_at < cutoff
             )
             with conn.begin():
-                rows = conn.execute(select(sessions).where(purgeable).limit(self.policy.session_batch)).all()
-                ids = [r.session_id for r in rows]
-                if not ids:
+                read = conn.execute(
+                    select(sessions.c.session_id, sessions.c.version)
+                    .where(purgeable)
+                    .limit(self.policy.session_batch)
+                ).all()
+                if not read:
                     return 0
+                ids = [r.session_id for r in read]
                 events: dict[str, list[Any]] = {}
                 for e in conn.execute(
                     select(session_events)
@@ -171,7 +175,21 @@ class Purger:
                     .order_by(session_events.c.seq)
                 ):
                     events.setdefault(e.session_id, []).append(e)
-                conn.execute(delete(session_receipts).where(session_receipts.c.session_id.in_(ids)))
+                # Nothing is locked between the read and this delete (PostgreSQL, READ COMMITTED): an observe may
+                # commit in between. The delete re-checks the condition and the version read, on the row as it is
+                # now, so a session that moved on (funds in flight) stays; it archives what it deleted.
+                rows = conn.execute(
+                    delete(sessions)
+                    .where(
+                        purgeable,
+                        tuple_(sessions.c.session_id, sessions.c.version).in_(list(map(tuple, read))),
+                    )
+                    .returning(*sessions.c)
+                ).all()
+                if not rows:
+                    return 0
+                gone = [r.session_id for r in rows]
+                conn.execute(delete(session_receipts).where(session_receipts.c.session_id.in_(gone)))
                 conn.execute(
                     insert(session_receipts),
                     [
@@ -191,13 +209,13 @@ class Purger:
                 )
                 conn.execute(
                     delete(session_idempotency).where(
-                        session_idempotency.c.scope.in_([f"session:{i}" for i in ids])
+                        session_idempotency.c.scope.in_([f"session:{i}" for i in gone])
                     )
                 )
-                conn.execute(delete(session_events).where(session_events.c.session_id.in_(ids)))
-                conn.execute(delete(session_clients).where(session_clients.c.session_id.in_(ids)))
-                conn.execute(delete(sessions).where(sessions.c.session_id.in_(ids)))
-                return len(ids)
+                # (its events went with it: foreign key ON DELETE CASCADE)
+                conn.execute(delete(session_events).where(session_events.c.session_id.in_(gone)))
+                conn.execute(delete(session_clients).where(session_clients.c.session_id.in_(gone)))
+                return len(rows)
 
         return operation
 
