@@ -4,8 +4,10 @@ per-client cap on open sessions (SQLite and PostgreSQL; the in-memory store is f
 * Login challenges and access tokens: deleted as soon as they expire (a used challenge at its expiry too).
 * Sessions: once `session_days` have passed since their last change, a session that is finished (complete,
   cancelled, failed) or that never had funds in flight (its action expired or was never submitted) is deleted,
-  with its events and idempotency records. Its receipt (route, final status, the steps with quoted and actual
-  amounts, the transition history) is first copied to `session_receipts`, kept `receipt_days` (0: forever).
+  with its events and idempotency records. The delete re-checks that condition and the version the purge read
+  (an observe may commit in between on PostgreSQL) and returns the rows it deleted; their receipts (route, final
+  status, the steps with quoted and actual amounts, the transition history, and `recovery`: where the funds could
+  be, as a late CCTP burn has no deadline) go to `session_receipts`, kept `receipt_days` (0: forever).
   Sessions that may have funds in flight (awaiting a receipt or the destination, re-approval required) are
   never deleted by age: they hold the evidence of where the funds are.
 * Create idempotency records (`create:` / `v1create:` scopes) older than `session_days`: deleted (their quote
@@ -93,8 +95,41 @@ class RetentionPolicy:
     max_open_sessions_per_client: int = 20  # 0: no cap
 
 
+ACTION_KEYS = ("action_id", "step_index", "phase", "payload_sha256", "prepared_at", "expires_at")
+UNOBSERVED_NOTE = (
+    "deleted with nothing observed on chain after its last change. If the current action was signed and submitted "
+    "after all, its funds left `funds.endpoint`: a CCTP burn has no on-chain deadline, so a late burn is in the "
+    "bridge, mintable to the step's destination wallet once Circle attests it (find it by the transaction you "
+    "sent; this service no longer follows the session). Otherwise nothing moved: the funds are as `funds` says"
+)
+
+
+def _recovery(row: Any, state: dict[str, Any]) -> dict[str, Any]:
+    """What a caller needs after the session is gone: its id, route, and where the funds could be (the step it
+    was on, the wallets, the funds as last known, and every action prepared, by its payload hash)."""
+    steps = state.get("steps") if isinstance(state.get("steps"), list) else []
+    k = state.get("current_step")
+    current = steps[k] if isinstance(k, int) and 0 <= k < len(steps) else None
+    action = state.get("current_action") if isinstance(state.get("current_action"), dict) else None
+    return {
+        "session_id": row.session_id,
+        "route": row.route,
+        "status_when_deleted": row.status,
+        "current_step": k,
+        "step": current,
+        "phase": state.get("phase"),
+        "wallets": state.get("wallets"),
+        "funds": state.get("funds"),
+        "current_action": None if action is None else {key: action.get(key) for key in ACTION_KEYS},
+        "actions_prepared": state.get("actions"),
+        "note": UNOBSERVED_NOTE
+        if row.status in NO_FUNDS_IN_FLIGHT
+        else "finished before it was deleted: the funds are as `funds` says",
+    }
+
+
 def _receipt(row: Any, events: list[Any]) -> dict[str, Any]:
-    """What the receipt view is computed from, and the history: kept after the session itself is deleted."""
+    """What the receipt view is computed from, the history, and how to recover: kept after the session is deleted."""
     state = row.state if isinstance(row.state, dict) else {}
     return {
         "session_id": row.session_id,
@@ -104,6 +139,7 @@ def _receipt(row: Any, events: list[Any]) -> dict[str, Any]:
         "summary_steps": state.get("summary_steps"),
         "steps": state.get("steps"),
         "events": [{"event": e.event, "to_status": e.to_status, "at": e.at.isoformat()} for e in events],
+        "recovery": _recovery(row, state),
     }
 
 
