@@ -107,7 +107,8 @@ UNOBSERVED_NOTE = (
 def _recovery(row: Any, state: dict[str, Any]) -> dict[str, Any]:
     """What a caller needs after the session is gone: its id, route, and where the funds could be (the step it
     was on, the wallets, the funds as last known, and every action prepared, by its payload hash)."""
-    steps = state.get("steps") if isinstance(state.get("steps"), list) else []
+    raw_steps = state.get("steps")
+    steps: list[Any] = raw_steps if isinstance(raw_steps, list) else []
     k = state.get("current_step")
     current = steps[k] if isinstance(k, int) and 0 <= k < len(steps) else None
     action = state.get("current_action") if isinstance(state.get("current_action"), dict) else None
