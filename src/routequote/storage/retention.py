@@ -18,7 +18,9 @@ short transaction (on SQLite in a worker thread, not on the event loop), and yie
 batches, so a large backlog never holds a lock or the loop for long. `Purger.loop()`
 runs it every `interval_seconds` in a background task. `CappedSessionStore` wraps the store: a create from a
 client already holding `max_open` unfinished sessions answers 429 (a replay of an earlier create still
-replays); the client is the one the rate limiter saw for this request (`ratelimit.current_client`).
+replays); the client is the one the rate limiter saw for this request (`ratelimit.current_client`). The count
+and the insert are one transaction, and the session's `session_clients` row is written with it
+(`sessions_sql_create`): exact under concurrency, across processes and replicas, and after a crash.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from sqlalchemy.engine import Connection
 from routequote.errors import RateLimited
 from routequote.ports import IdempotentAnswer, SessionEvent, SessionRecord
 from routequote.ratelimit import current_client
+from routequote.storage.sessions_common import FINISHED
 from routequote.storage.sessions_schema import (
     UtcDateTime,
     _Json,
@@ -47,10 +50,9 @@ from routequote.storage.sessions_schema import (
     session_idempotency,
     sessions,
 )
+from routequote.storage.sessions_sql_create import OpenSessionCapReached
 
-FINISHED = ("complete", "cancelled", "failed")
 NO_FUNDS_IN_FLIGHT = ("action_ready", "action_expired", "action_required")  # nothing was submitted on chain
-OPEN_EXCLUDED = FINISHED
 log = structlog.get_logger("routequote.retention")
 
 _meta = MetaData()
@@ -341,19 +343,6 @@ class CappedSessionStore:
     async def table_sizes(self) -> dict[str, int]:
         return await store_sizes(self.inner)
 
-    def _open_count(self, client: str) -> Callable[[Connection], int]:
-        def operation(conn: Connection) -> int:
-            q = (
-                select(func.count())
-                .select_from(
-                    session_clients.join(sessions, session_clients.c.session_id == sessions.c.session_id)
-                )
-                .where(session_clients.c.client == client, sessions.c.status.not_in(OPEN_EXCLUDED))
-            )
-            return int(conn.execute(q).scalar_one())
-
-        return operation
-
     async def create(
         self,
         record: SessionRecord,
@@ -363,31 +352,22 @@ class CappedSessionStore:
         request_sha256: str,
         response: dict[str, Any],
     ) -> IdempotentAnswer | None:
-        client = current_client.get()
-        if self.max_open <= 0 or client is None:
-            direct: IdempotentAnswer | None = await self.inner.create(
-                record, event, idempotency_scope, idempotency_key, request_sha256, response
+        try:
+            answer: IdempotentAnswer | None = await self.inner.create(
+                record,
+                event,
+                idempotency_scope,
+                idempotency_key,
+                request_sha256,
+                response,
+                client=current_client.get(),
+                max_open=self.max_open,
             )
-            return direct
-        prior = await self.inner.idempotent(idempotency_scope, idempotency_key)
-        if prior is None and await self.inner._run(self._open_count(client), write=False) >= self.max_open:
+        except OpenSessionCapReached:
             raise RateLimited(
                 "open_sessions_limit_reached",
                 f"this client already has {self.max_open} unfinished sessions: finish or cancel one first",
                 retry_after_seconds=60,
                 details={"max_open_sessions": self.max_open},
-            )
-        answer: IdempotentAnswer | None = await self.inner.create(
-            record, event, idempotency_scope, idempotency_key, request_sha256, response
-        )
-        if answer is None:
-
-            def remember(conn: Connection) -> None:
-                with conn.begin():
-                    conn.execute(
-                        insert(session_clients),
-                        {"session_id": record.session_id, "client": client[:64], "created_at": event.at},
-                    )
-
-            await self.inner._run(remember, write=True)
+            ) from None
         return answer
