@@ -162,6 +162,12 @@ def test_two_replicas_hold_one_cap(database_url: str, tmp_path: Path) -> None:
 
 KILL_CREATES = 200
 KILL_AFTER = 40  # answered creates before the kill: the rest are in flight when it lands
+CLIENTS = 10  # (X-Forwarded-For from a trusted proxy): clients do not wait on each other's cap, so many
+# creates are inside their transactions when the kill lands
+
+
+def _client(i: int) -> dict[str, str]:
+    return {SESSION_HEADER: _token(), "X-Forwarded-For": f"10.0.0.{i % CLIENTS}"}
 
 
 async def _create_until_killed(server: ServerProcess, bodies: list[dict[str, Any]]) -> int:
@@ -171,10 +177,10 @@ async def _create_until_killed(server: ServerProcess, bodies: list[dict[str, Any
     limits = httpx.Limits(max_connections=len(bodies), max_keepalive_connections=0)
     async with httpx.AsyncClient(timeout=60, limits=limits) as http:
 
-        async def one(body: dict[str, Any]) -> None:
+        async def one(i: int, body: dict[str, Any]) -> None:
             nonlocal made
             try:
-                r = await http.post(f"{server.url}/v2/session", json=body, headers={SESSION_HEADER: _token()})
+                r = await http.post(f"{server.url}/v2/session", json=body, headers=_client(i))
             except httpx.HTTPError:
                 return  # cut by the kill
             if r.status_code == 201:
@@ -183,15 +189,43 @@ async def _create_until_killed(server: ServerProcess, bodies: list[dict[str, Any
                     killed.set()
                     server.kill()
 
-        await asyncio.gather(*(one(b) for b in bodies))
+        await asyncio.gather(*(one(i, b) for i, b in enumerate(bodies)))
     assert killed.is_set(), "the server was never killed: fewer creates succeeded than expected"
     return made
+
+
+BUSIEST = (
+    "SELECT client, count(*) FROM session_clients GROUP BY client ORDER BY count(*) DESC, client LIMIT 1"
+)
+
+
+def _busiest(database_url: str) -> tuple[str, int]:
+    if database_url.startswith("sqlite"):
+        with contextlib.closing(sqlite3.connect(database_url.split("///", 1)[1])) as db:
+            client, n = db.execute(BUSIEST).fetchone()
+            return str(client), int(n)
+
+    async def read() -> tuple[str, int]:
+        import asyncpg
+
+        conn = await asyncpg.connect(database_url)
+        try:
+            row = await conn.fetchrow(BUSIEST)
+            return str(row[0]), int(row[1])
+        finally:
+            await conn.close()
+
+    return _run(read())
 
 
 def test_kill_9_during_concurrent_creates_leaves_every_session_counted(
     database_url: str, tmp_path: Path
 ) -> None:
-    settings = {"database_url": database_url, "max_open_sessions_per_client": "1000"}
+    settings = {
+        "database_url": database_url,
+        "max_open_sessions_per_client": "1000",
+        "trusted_proxies": "127.0.0.1",
+    }
     server = start_server(tmp_path, "victim", settings)
     try:
         answered = asyncio.run(_create_until_killed(server, _bodies(server.url, KILL_CREATES)))
@@ -204,10 +238,11 @@ def test_kill_9_during_concurrent_creates_leaves_every_session_counted(
     )
     assert total >= answered >= KILL_AFTER
     assert uncounted == 0
-    # and the cap counts them: with the cap at exactly that many, this client may open no other
-    with server_processes(tmp_path, ["after"], {**settings, "max_open_sessions_per_client": str(total)}) as (
-        after,
-    ):
+    # and the cap counts them: with the cap at exactly the busiest client's sessions, it may open no other
+    client, held = _busiest(database_url)
+    after_settings = {**settings, "max_open_sessions_per_client": str(held)}
+    with server_processes(tmp_path, ["after"], after_settings) as (after,):
         (body,) = _bodies(after.url, 1)
-        r = httpx.post(f"{after.url}/v2/session", json=body, headers={SESSION_HEADER: _token()}, timeout=30)
+        headers = {SESSION_HEADER: _token(), "X-Forwarded-For": client}
+        r = httpx.post(f"{after.url}/v2/session", json=body, headers=headers, timeout=30)
         assert r.status_code == 429 and r.json()["reason_class"] == "open_sessions_limit_reached", r.text
