@@ -132,7 +132,7 @@ def _recovery(row: Any, state: dict[str, Any]) -> dict[str, Any]:
 
 
 def _receipt(row: Any, events: list[Any]) -> dict[str, Any]:
-    """What the receipt view is computed from, the history, and how to recover: kept after the session is deleted."""
+    """What the receipt view is computed from, the history, and how to recover: kept after the session goes."""
     state = row.state if isinstance(row.state, dict) else {}
     return {
         "session_id": row.session_id,

@@ -6,11 +6,12 @@ client's cap on open sessions (`session_clients`), all or nothing.
   statement (events, parameter processing, result set-up) cost more than SQLite's inserts. The write lock,
   held from BEGIN IMMEDIATE to COMMIT across every process on the file, makes the cap's count and the insert
   one step.
-- PostgreSQL: one statement (data-modifying CTEs, autocommit): one round trip instead of five (BEGIN, the
-  inserts, COMMIT). A taken key inserts nothing, as the answer's CTE then returns no row. Under a cap, the
+- PostgreSQL: one statement (data-modifying CTEs, autocommit): one round trip instead of one per insert plus
+  BEGIN and COMMIT. A taken key inserts nothing, as the answer's CTE then returns no row. Under a cap, the
   statement runs in a transaction after a per-client advisory lock (`pg_advisory_xact_lock`, every replica
   on the database waits on the same one), so its count sees every create of that client committed before it:
-  in READ COMMITTED each statement reads what was committed when it started, so the lock is its own statement.
+  in READ COMMITTED each statement reads what was committed when it started, so the lock is its own statement
+  (four round trips: BEGIN, the lock, the statement, COMMIT; one client's capped creates run one at a time).
 
 Both write exactly the rows `sessions_schema`'s Core statements write (a test compares them column by
 column). Each answers False when the idempotency key is taken (the caller then reads that key's answer) and
@@ -73,7 +74,9 @@ _PG_REST = """
     RETURNING session_id
 ), counted AS (
     INSERT INTO session_clients (session_id, client, created_at)
-    SELECT session_id, CAST(:client AS VARCHAR), CAST(:at AS TIMESTAMPTZ) FROM made WHERE CAST(:client AS VARCHAR) IS NOT NULL
+    SELECT session_id, CAST(:client AS VARCHAR), CAST(:at AS TIMESTAMPTZ)
+    FROM made
+    WHERE CAST(:client AS VARCHAR) IS NOT NULL
 )
 INSERT INTO session_events (session_id, seq, from_status, event, to_status, at)
 SELECT session_id, CAST(:seq AS INTEGER), CAST(:from_status AS VARCHAR), CAST(:event AS VARCHAR),
@@ -83,14 +86,14 @@ RETURNING seq
 """
 _POSTGRESQL = text("WITH answer AS (" + _PG_ANSWER.format(where="") + _PG_REST)
 # under a cap: the answer (and so everything after it) only while the client holds fewer than :max_open
+_PG_OPEN = (
+    "(SELECT count(*) FROM (SELECT 1 FROM session_clients JOIN sessions "
+    "ON sessions.session_id = session_clients.session_id "
+    "WHERE session_clients.client = CAST(:client AS VARCHAR) "
+    f"AND sessions.status NOT IN ({_FINISHED_SQL}) LIMIT CAST(:max_open AS BIGINT)) AS open_sessions)"
+)
 _POSTGRESQL_CAPPED = text(
-    "WITH answer AS ("
-    + _PG_ANSWER.format(
-        where="WHERE (SELECT count(*) FROM (SELECT 1 FROM session_clients JOIN sessions "
-        "ON sessions.session_id = session_clients.session_id WHERE session_clients.client = CAST(:client AS VARCHAR) "
-        f"AND sessions.status NOT IN ({_FINISHED_SQL}) LIMIT CAST(:max_open AS BIGINT)) AS open_sessions) < CAST(:max_open AS BIGINT)"
-    )
-    + _PG_REST
+    "WITH answer AS (" + _PG_ANSWER.format(where=f"WHERE {_PG_OPEN} < CAST(:max_open AS BIGINT)") + _PG_REST
 )
 # pg_advisory_xact_lock(int4, int4): the two-key space, apart from the migration's one-key lock
 _CLIENT_LOCK_CLASS = int.from_bytes(b"rqcl", "big", signed=True)
