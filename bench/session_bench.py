@@ -382,6 +382,9 @@ def main() -> None:
             "signing_key": signing,
             "dev_signing_key_path": "",
             "finality_confirmations": "base=1",
+            # every create comes from one client: a cap it never reaches, so creates take the capped path (the
+            # default) without the default cap of 100 refusing the run part way
+            "max_open_sessions_per_client": "1000000",
             **({"rpc_url_base": rpc} if rpc else {}),
         }
         with served(database_url=f"sqlite+aiosqlite:///{tmp}/sessions.sqlite3", **common) as base:

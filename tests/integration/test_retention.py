@@ -26,7 +26,7 @@ import pytest
 from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
 from solders.keypair import Keypair
 from tests.support.a2a import Caller, send
-from tests.support.postgres import require_postgres, temporary_database
+from tests.support.postgres import _run, require_postgres, temporary_database
 from tests.support.server import free_port, running_server
 from tests.unit.actions.support import START, approval_for, intent_for, wallets_for
 
@@ -180,3 +180,76 @@ def test_the_open_session_cap_is_one_per_client_across_surfaces(server: tuple[st
     with httpx.Client(base_url=url, timeout=30) as http:
         r = _create(http)
         assert r.status_code == 429 and r.json()["reason_class"] == "open_sessions_limit_reached", r.text
+
+
+def _archived(app: Any, session_id: str) -> dict[str, Any] | None:
+    """The archived receipt, read through a store of its own (on a loop of its own, beside the server's)."""
+    from sqlalchemy import select
+
+    from routequote.storage.retention import session_receipts
+    from routequote.storage.sessions_sql import SqlSessionStore
+
+    url = app.state.retention.store._url.render_as_string(hide_password=False)
+
+    async def read() -> dict[str, Any] | None:
+        store = SqlSessionStore(url)
+        await store.start()
+        try:
+            row = await store._run(
+                lambda c: c.execute(
+                    select(session_receipts.c.receipt).where(session_receipts.c.session_id == session_id)
+                ).first(),
+                write=False,
+            )
+            return None if row is None else dict(row.receipt)
+        finally:
+            await store.aclose()
+
+    return _run(read())
+
+
+def test_a_purged_unsubmitted_session_keeps_what_a_late_cctp_burn_needs(
+    server: tuple[str, Any, FixedClock],
+) -> None:
+    """A CCTP burn has no on-chain deadline: a caller may report a signed burn after the session is purged. The
+    archived receipt keeps the session's id, route, the step it was on, its wallets, where the funds were and
+    every action prepared (by payload hash), so the funds can still be found and minted."""
+    url, app, clock = server
+    route = "base:USDC->arbitrum:USDC"  # one CCTP step
+    with httpx.Client(base_url=url, timeout=30) as http:
+        q = http.post("/v2/quote", json=intent_for(route, 100)).json()
+        key = f"k-{secrets.token_hex(6)}"
+        body = {
+            "caller_approved": True,
+            **intent_for(route, 100),
+            "wallets": wallets_for(route),
+            "approval_v3": approval_for(q, key=key, selected_mode="session"),
+            "idempotency_key": key,
+        }
+        made = http.post("/v2/session", json=body, headers={SESSION_HEADER: _token()})
+        assert made.status_code == 201, made.text
+        created = made.json()
+        sid, action = created["session_id"], created["current_action"]
+        clock.advance(timedelta(days=2, hours=1).total_seconds())
+        deadline = time.monotonic() + 90
+        receipt = None
+        while receipt is None and time.monotonic() < deadline:
+            time.sleep(0.3)
+            receipt = _archived(app, sid)
+        assert receipt is not None, "the purge never archived the session"
+        gone = http.get(f"/v2/session/{sid}", headers={SESSION_HEADER: "x" * 43})
+        assert gone.status_code == 404
+    recovery = receipt["recovery"]
+    assert (recovery["session_id"], recovery["route"], recovery["status_when_deleted"]) == (
+        sid,
+        route,
+        "action_ready",
+    )
+    assert recovery["current_step"] == 0 and recovery["step"]["provider"] == "circle_cctp"
+    assert recovery["wallets"] == wallets_for(route)
+    assert recovery["funds"]["endpoint"] == "base:USDC"
+    assert recovery["funds"]["wallet"] == wallets_for(route)["base"]
+    assert recovery["current_action"]["action_id"] == action["action_id"]
+    assert recovery["current_action"]["payload_sha256"] == action["payload_sha256"]
+    assert [a["action_id"] for a in recovery["actions_prepared"]] == [action["action_id"]]
+    assert "CCTP burn has no on-chain deadline" in recovery["note"]

@@ -19,10 +19,12 @@ from sqlalchemy.engine import Connection
 from tests.support.postgres import require_postgres, temporary_database
 
 from routequote.ports import SessionEvent, SessionRecord
+from routequote.storage.retention import session_clients
 from routequote.storage.sessions_common import create_scope, json_dumps
 from routequote.storage.sessions_schema import session_events, session_idempotency, sessions
 from routequote.storage.sessions_sql import SqlSessionStore
 from routequote.storage.sessions_sql_connections import _Encoded
+from routequote.storage.sessions_sql_create import OpenSessionCapReached
 
 STATE = {
     "wallet": "0x" + "ab" * 20,
@@ -200,3 +202,108 @@ async def test_a_create_waits_off_the_loop_while_another_connection_holds_the_wr
     finally:
         holder.close()
         await store.aclose()
+
+
+async def _client_rows(store: SqlSessionStore, *session_ids: str) -> list[dict[str, Any]]:
+    def operation(conn: Connection) -> list[dict[str, Any]]:
+        rows = conn.execute(
+            select(session_clients.c.client, session_clients.c.created_at)
+            .where(session_clients.c.session_id.in_(session_ids))
+            .order_by(session_clients.c.session_id)
+        )
+        out = [dict(r) for r in rows.mappings()]
+        conn.rollback()
+        return out
+
+    return await store._run(operation, write=False)
+
+
+@pytest.mark.parametrize("max_open", [0, 5])
+async def test_a_create_for_a_client_writes_its_client_row_with_it(
+    store: SqlSessionStore, max_open: int
+) -> None:
+    """The row the cap counts is written in the create's own transaction, as the Core insert would write it."""
+    at = INSTANTS[1]
+    mine, event = _session(20 + max_open, at)
+    made = await store.create(
+        mine,
+        event,
+        create_scope(mine.token_sha256),
+        "k",
+        "a" * 64,
+        RESPONSE,
+        client="198.51.100.7",
+        max_open=max_open,
+    )
+    assert made is None
+    reference, reference_event = _session(30 + max_open, at)
+    await store._run(_core_create(reference, reference_event), write=True)
+
+    def core_client(conn: Connection) -> None:
+        conn.execute(
+            insert(session_clients),
+            {"session_id": reference.session_id, "client": "198.51.100.7", "created_at": reference_event.at},
+        )
+        conn.commit()
+
+    await store._run(core_client, write=True)
+    assert await _read(store, mine) == await _read(store, reference)
+    assert await _client_rows(store, mine.session_id) == await _client_rows(store, reference.session_id)
+    assert await _client_rows(store, mine.session_id) == [{"client": "198.51.100.7", "created_at": at}]
+
+
+async def test_at_the_cap_a_create_writes_nothing_and_a_replay_still_replays(store: SqlSessionStore) -> None:
+    at, client = INSTANTS[0], "203.0.113.9"
+    first, event = _session(40, at)
+    scope = create_scope(first.token_sha256)
+    assert await store.create(first, event, scope, "k", "a" * 64, RESPONSE, client=client, max_open=1) is None
+    over, over_event = _session(41, at)
+    with pytest.raises(OpenSessionCapReached):
+        await store.create(
+            over,
+            over_event,
+            create_scope(over.token_sha256),
+            "k",
+            "a" * 64,
+            RESPONSE,
+            client=client,
+            max_open=1,
+        )
+    assert await store.get(over.session_id) is None
+    assert await store.idempotent(create_scope(over.token_sha256), "k") is None
+    assert await _client_rows(store, over.session_id) == []
+    replay = await store.create(first, event, scope, "k", "a" * 64, RESPONSE, client=client, max_open=1)
+    assert replay is not None and replay.response == RESPONSE
+    # another client is not held back by this one's cap
+    other, other_event = _session(42, at)
+    made = await store.create(
+        other, other_event, create_scope(other.token_sha256), "k", "a" * 64, RESPONSE, client="x", max_open=1
+    )
+    assert made is None
+
+
+async def test_a_refused_create_under_a_cap_leaves_nothing_and_releases_the_clients_lock(
+    store: SqlSessionStore,
+) -> None:
+    at, client = INSTANTS[0], "192.0.2.1"
+    first, event = _session(50, at)
+    assert (
+        await store.create(
+            first, event, create_scope(first.token_sha256), "k1", "a" * 64, {}, client=client, max_open=9
+        )
+        is None
+    )
+    clash = SessionRecord(first.session_id, "f" * 64, 1, "action_ready", "r", at, at, {})
+    with pytest.raises(ValueError, match="session_id already exists"):
+        await store.create(
+            clash, event, create_scope(clash.token_sha256), "k2", "b" * 64, {}, client=client, max_open=9
+        )
+    assert await store.idempotent(create_scope(clash.token_sha256), "k2") is None
+    assert await _client_rows(store, first.session_id) == [{"client": client, "created_at": at}]
+    second, event2 = _session(
+        51, at
+    )  # the client's lock went with the failed transaction: this does not wait
+    made = store.create(
+        second, event2, create_scope(second.token_sha256), "k3", "c" * 64, {}, client=client, max_open=9
+    )
+    assert await asyncio.wait_for(made, 30) is None

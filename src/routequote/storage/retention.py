@@ -4,8 +4,10 @@ per-client cap on open sessions (SQLite and PostgreSQL; the in-memory store is f
 * Login challenges and access tokens: deleted as soon as they expire (a used challenge at its expiry too).
 * Sessions: once `session_days` have passed since their last change, a session that is finished (complete,
   cancelled, failed) or that never had funds in flight (its action expired or was never submitted) is deleted,
-  with its events and idempotency records. Its receipt (route, final status, the steps with quoted and actual
-  amounts, the transition history) is first copied to `session_receipts`, kept `receipt_days` (0: forever).
+  with its events and idempotency records. The delete re-checks that condition and the version the purge read
+  (an observe may commit in between on PostgreSQL) and returns the rows it deleted; their receipts (route, final
+  status, the steps with quoted and actual amounts, the transition history, and `recovery`: where the funds could
+  be, as a late CCTP burn has no deadline) go to `session_receipts`, kept `receipt_days` (0: forever).
   Sessions that may have funds in flight (awaiting a receipt or the destination, re-approval required) are
   never deleted by age: they hold the evidence of where the funds are.
 * Create idempotency records (`create:` / `v1create:` scopes) older than `session_days`: deleted (their quote
@@ -16,7 +18,9 @@ short transaction (on SQLite in a worker thread, not on the event loop), and yie
 batches, so a large backlog never holds a lock or the loop for long. `Purger.loop()`
 runs it every `interval_seconds` in a background task. `CappedSessionStore` wraps the store: a create from a
 client already holding `max_open` unfinished sessions answers 429 (a replay of an earlier create still
-replays); the client is the one the rate limiter saw for this request (`ratelimit.current_client`).
+replays); the client is the one the rate limiter saw for this request (`ratelimit.current_client`). The count
+and the insert are one transaction, and the session's `session_clients` row is written with it
+(`sessions_sql_create`): exact under concurrency, across processes and replicas, and after a crash.
 """
 
 from __future__ import annotations
@@ -30,12 +34,13 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import structlog
-from sqlalchemy import Column, MetaData, String, Table, delete, func, insert, select
+from sqlalchemy import Column, MetaData, String, Table, delete, func, insert, select, tuple_
 from sqlalchemy.engine import Connection
 
 from routequote.errors import RateLimited
 from routequote.ports import IdempotentAnswer, SessionEvent, SessionRecord
 from routequote.ratelimit import current_client
+from routequote.storage.sessions_common import FINISHED
 from routequote.storage.sessions_schema import (
     UtcDateTime,
     _Json,
@@ -45,10 +50,9 @@ from routequote.storage.sessions_schema import (
     session_idempotency,
     sessions,
 )
+from routequote.storage.sessions_sql_create import OpenSessionCapReached
 
-FINISHED = ("complete", "cancelled", "failed")
 NO_FUNDS_IN_FLIGHT = ("action_ready", "action_expired", "action_required")  # nothing was submitted on chain
-OPEN_EXCLUDED = FINISHED
 log = structlog.get_logger("routequote.retention")
 
 _meta = MetaData()
@@ -93,8 +97,42 @@ class RetentionPolicy:
     max_open_sessions_per_client: int = 20  # 0: no cap
 
 
+ACTION_KEYS = ("action_id", "step_index", "phase", "payload_sha256", "prepared_at", "expires_at")
+UNOBSERVED_NOTE = (
+    "deleted with nothing observed on chain after its last change. If the current action was signed and submitted "
+    "after all, its funds left `funds.endpoint`: a CCTP burn has no on-chain deadline, so a late burn is in the "
+    "bridge, mintable to the step's destination wallet once Circle attests it (find it by the transaction you "
+    "sent; this service no longer follows the session). Otherwise nothing moved: the funds are as `funds` says"
+)
+
+
+def _recovery(row: Any, state: dict[str, Any]) -> dict[str, Any]:
+    """What a caller needs after the session is gone: its id, route, and where the funds could be (the step it
+    was on, the wallets, the funds as last known, and every action prepared, by its payload hash)."""
+    raw_steps = state.get("steps")
+    steps: list[Any] = raw_steps if isinstance(raw_steps, list) else []
+    k = state.get("current_step")
+    current = steps[k] if isinstance(k, int) and 0 <= k < len(steps) else None
+    action = state.get("current_action") if isinstance(state.get("current_action"), dict) else None
+    return {
+        "session_id": row.session_id,
+        "route": row.route,
+        "status_when_deleted": row.status,
+        "current_step": k,
+        "step": current,
+        "phase": state.get("phase"),
+        "wallets": state.get("wallets"),
+        "funds": state.get("funds"),
+        "current_action": None if action is None else {key: action.get(key) for key in ACTION_KEYS},
+        "actions_prepared": state.get("actions"),
+        "note": UNOBSERVED_NOTE
+        if row.status in NO_FUNDS_IN_FLIGHT
+        else "finished before it was deleted: the funds are as `funds` says",
+    }
+
+
 def _receipt(row: Any, events: list[Any]) -> dict[str, Any]:
-    """What the receipt view is computed from, and the history: kept after the session itself is deleted."""
+    """What the receipt view is computed from, the history, and how to recover: kept after the session goes."""
     state = row.state if isinstance(row.state, dict) else {}
     return {
         "session_id": row.session_id,
@@ -104,6 +142,7 @@ def _receipt(row: Any, events: list[Any]) -> dict[str, Any]:
         "summary_steps": state.get("summary_steps"),
         "steps": state.get("steps"),
         "events": [{"event": e.event, "to_status": e.to_status, "at": e.at.isoformat()} for e in events],
+        "recovery": _recovery(row, state),
     }
 
 
@@ -160,10 +199,14 @@ class Purger:
                 sessions.c.updated_at < cutoff
             )
             with conn.begin():
-                rows = conn.execute(select(sessions).where(purgeable).limit(self.policy.session_batch)).all()
-                ids = [r.session_id for r in rows]
-                if not ids:
+                read = conn.execute(
+                    select(sessions.c.session_id, sessions.c.version)
+                    .where(purgeable)
+                    .limit(self.policy.session_batch)
+                ).all()
+                if not read:
                     return 0
+                ids = [r.session_id for r in read]
                 events: dict[str, list[Any]] = {}
                 for e in conn.execute(
                     select(session_events)
@@ -171,7 +214,21 @@ class Purger:
                     .order_by(session_events.c.seq)
                 ):
                     events.setdefault(e.session_id, []).append(e)
-                conn.execute(delete(session_receipts).where(session_receipts.c.session_id.in_(ids)))
+                # Nothing is locked between the read and this delete (PostgreSQL, READ COMMITTED): an observe may
+                # commit in between. The delete re-checks the condition and the version read, on the row as it is
+                # now, so a session that moved on (funds in flight) stays; it archives what it deleted.
+                rows = conn.execute(
+                    delete(sessions)
+                    .where(
+                        purgeable,
+                        tuple_(sessions.c.session_id, sessions.c.version).in_(list(map(tuple, read))),
+                    )
+                    .returning(*sessions.c)
+                ).all()
+                if not rows:
+                    return 0
+                gone = [r.session_id for r in rows]
+                conn.execute(delete(session_receipts).where(session_receipts.c.session_id.in_(gone)))
                 conn.execute(
                     insert(session_receipts),
                     [
@@ -191,13 +248,13 @@ class Purger:
                 )
                 conn.execute(
                     delete(session_idempotency).where(
-                        session_idempotency.c.scope.in_([f"session:{i}" for i in ids])
+                        session_idempotency.c.scope.in_([f"session:{i}" for i in gone])
                     )
                 )
-                conn.execute(delete(session_events).where(session_events.c.session_id.in_(ids)))
-                conn.execute(delete(session_clients).where(session_clients.c.session_id.in_(ids)))
-                conn.execute(delete(sessions).where(sessions.c.session_id.in_(ids)))
-                return len(ids)
+                # (its events went with it: foreign key ON DELETE CASCADE)
+                conn.execute(delete(session_events).where(session_events.c.session_id.in_(gone)))
+                conn.execute(delete(session_clients).where(session_clients.c.session_id.in_(gone)))
+                return len(rows)
 
         return operation
 
@@ -286,19 +343,6 @@ class CappedSessionStore:
     async def table_sizes(self) -> dict[str, int]:
         return await store_sizes(self.inner)
 
-    def _open_count(self, client: str) -> Callable[[Connection], int]:
-        def operation(conn: Connection) -> int:
-            q = (
-                select(func.count())
-                .select_from(
-                    session_clients.join(sessions, session_clients.c.session_id == sessions.c.session_id)
-                )
-                .where(session_clients.c.client == client, sessions.c.status.not_in(OPEN_EXCLUDED))
-            )
-            return int(conn.execute(q).scalar_one())
-
-        return operation
-
     async def create(
         self,
         record: SessionRecord,
@@ -308,31 +352,22 @@ class CappedSessionStore:
         request_sha256: str,
         response: dict[str, Any],
     ) -> IdempotentAnswer | None:
-        client = current_client.get()
-        if self.max_open <= 0 or client is None:
-            direct: IdempotentAnswer | None = await self.inner.create(
-                record, event, idempotency_scope, idempotency_key, request_sha256, response
+        try:
+            answer: IdempotentAnswer | None = await self.inner.create(
+                record,
+                event,
+                idempotency_scope,
+                idempotency_key,
+                request_sha256,
+                response,
+                client=current_client.get(),
+                max_open=self.max_open,
             )
-            return direct
-        prior = await self.inner.idempotent(idempotency_scope, idempotency_key)
-        if prior is None and await self.inner._run(self._open_count(client), write=False) >= self.max_open:
+        except OpenSessionCapReached:
             raise RateLimited(
                 "open_sessions_limit_reached",
                 f"this client already has {self.max_open} unfinished sessions: finish or cancel one first",
                 retry_after_seconds=60,
                 details={"max_open_sessions": self.max_open},
-            )
-        answer: IdempotentAnswer | None = await self.inner.create(
-            record, event, idempotency_scope, idempotency_key, request_sha256, response
-        )
-        if answer is None:
-
-            def remember(conn: Connection) -> None:
-                with conn.begin():
-                    conn.execute(
-                        insert(session_clients),
-                        {"session_id": record.session_id, "client": client[:64], "created_at": event.at},
-                    )
-
-            await self.inner._run(remember, write=True)
+            ) from None
         return answer

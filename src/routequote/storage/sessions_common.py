@@ -26,6 +26,7 @@ from routequote.ports import SessionEvent, SessionRecord, StoreUnavailable
 
 T = TypeVar("T")
 STORE_RETRY_SECONDS = 2
+FINISHED = ("complete", "cancelled", "failed")  # a session in these holds no place in its client's cap
 log = structlog.get_logger("routequote.storage")
 
 

@@ -72,7 +72,12 @@ from routequote.storage.sessions_sql_connections import (
     _sqlite_engine,
     normalise_url,
 )
-from routequote.storage.sessions_sql_create import NewSession, create_on_postgresql, create_on_sqlite
+from routequote.storage.sessions_sql_create import (
+    NewSession,
+    OpenSessionCapReached,
+    create_on_postgresql,
+    create_on_sqlite,
+)
 from routequote.storage.sqlite_checkpoint import WalCheckpointer
 
 MIGRATIONS_DIR = Path(__file__).with_name("migrations")
@@ -239,13 +244,27 @@ class SqlSessionStore:
         idempotency_key: str,
         request_sha256: str,
         response: dict[str, Any],
+        *,
+        client: str | None = None,
+        max_open: int = 0,
     ) -> IdempotentAnswer | None:
+        """`client`: the session counts against that client's open sessions (written with it, atomically);
+        `max_open` > 0: raises `OpenSessionCapReached` (nothing written) when the client already holds that many
+        unfinished sessions, counted in the create's own transaction (a replay of the key still replays)."""
         check_create(record, event)
         # encoded once, here: a document JSON cannot hold is the caller's error (ValueError), before any I/O
         state_json, response_json = _Encoded(json_dumps(record.state)), _Encoded(json_dumps(response))
 
         new = NewSession(
-            record, state_json, event, idempotency_scope, idempotency_key, request_sha256, response_json
+            record,
+            state_json,
+            event,
+            idempotency_scope,
+            idempotency_key,
+            request_sha256,
+            response_json,
+            None if client is None else client[:64],
+            max_open,
         )
 
         def operation(conn: Connection) -> IdempotentAnswer | None:
@@ -255,8 +274,13 @@ class SqlSessionStore:
             # the key is taken (perhaps by a concurrent create that just committed): its answer
             answer = self._idempotent(conn, idempotency_scope, idempotency_key)
             conn.rollback()
-            if answer is None:  # pragma: no cover - only if the record vanished between two statements
-                raise StoreUnavailable("session database changed during the request; retry")
+            if answer is None:
+                if new.client is not None and max_open > 0:  # PostgreSQL: the count held the answer back
+                    raise OpenSessionCapReached
+                # only if the record vanished between two statements
+                raise StoreUnavailable(
+                    "session database changed during the request; retry"
+                )  # pragma: no cover
             return answer
 
         return await self._run(operation, write=True)
