@@ -382,7 +382,8 @@ def main() -> None:
             "signing_key": signing,
             "dev_signing_key_path": "",
             "finality_confirmations": "base=1",
-            **({"rpc_url_base": rpc} if rpc else {}),
+            # a session opens only where its chain has an RPC URL: without anvil, one nothing answers at
+            "rpc_url_base": rpc or "http://127.0.0.1:9",
         }
         with served(database_url=f"sqlite+aiosqlite:///{tmp}/sessions.sqlite3", **common) as base:
             runs, check = asyncio.run(measure(base, "sqlite", args, rpc is not None))
