@@ -30,9 +30,8 @@ API_VERSION = "routequote-multichain-api-v2"
 # stays small enough for agents' bounded JSON walks (<= 512 values, <= 12 levels)
 ROUTE_DETAILS_PATH = "/v2/capabilities/routes"
 PRICING_CACHE_SIZE = 4096
-MAX_MISSING_LISTED = (
-    16  # distinct missing pieces listed in capabilities (all of them per route: the route document)
-)
+# distinct missing pieces listed in capabilities (every one, per route: the route document)
+MAX_MISSING_LISTED = 16
 
 
 @dataclass
