@@ -103,6 +103,12 @@ def test_defaults_status_and_readyz_report_observation_per_chain_and_the_oft_pin
     assert ready.status_code == 200  # reported, not failing: quotes and prepare still serve
     health = defaults.get("/v2/status").json()["route_health"]
     assert health["quotable_routes"] == 72 and health["route_readiness"]["session_ready_routes"] == 0
+    safety = defaults.get("/.well-known/routequote-safety.json").json()
+    limits = {x["id"]: x["text"] for x in safety["known_limitations"]}
+    assert (
+        "a session can be carried to complete on 0 of 72 routes"
+        in limits["sessions_not_available_on_all_routes"]
+    )
 
 
 def test_defaults_refuse_a_session_that_could_not_finish_and_create_nothing(defaults: httpx.Client) -> None:
