@@ -74,6 +74,8 @@ QUOTE_ROUTES = (  # four rotating routes: same chain, CCTP, Solana, Robinhood
     ("arbitrum", "USDC", "robinhood", "USDG"),
 )
 REDIS_URL = "redis://127.0.0.1:6379/0"
+# a session opens only where every chain of its route has an RPC URL: these are configured, nothing answers
+SESSION_RPCS = {"rpc_url_base": "http://127.0.0.1:9", "rpc_url_arbitrum": "http://127.0.0.1:9"}
 SCALING_FLOOR = 1.7  # row 5's floor (issue 21)
 
 
@@ -548,7 +550,7 @@ def main() -> None:  # noqa: C901 - one flat script, row by row
                         rows.append(redis_row(red, two, s, conns, r, lua, target))
             else:
                 notes.append("redis row skipped: nothing answers on 127.0.0.1:6379")
-        with routequote("sessions", 1, tmp, max_open_sessions_per_client="0") as sq:
+        with routequote("sessions", 1, tmp, max_open_sessions_per_client="0", **SESSION_RPCS) as sq:
             ratios, detail = asyncio.run(create_vs_prepare(sq.url, "sqlite", r, args.session_requests))
             rows.append(Row("session create / prepare, SQLite", ratios, detail, ">= 0.5"))
         try:
@@ -559,7 +561,9 @@ def main() -> None:  # noqa: C901 - one flat script, row by row
             if postgres_up():
                 with (
                     temporary_database("routequote_test_bench") as pg,
-                    routequote("pg", 1, tmp, database_url=pg, max_open_sessions_per_client="0") as srv,
+                    routequote(
+                        "pg", 1, tmp, database_url=pg, max_open_sessions_per_client="0", **SESSION_RPCS
+                    ) as srv,
                 ):
                     ratios, detail = asyncio.run(
                         create_vs_prepare(srv.url, "postgresql", r, args.session_requests)

@@ -128,6 +128,9 @@ def served(workers: int, db_dir: str) -> Iterator[tuple[str, int, subprocess.Pop
             "ROUTEQUOTE_PORT": str(port),
             "ROUTEQUOTE_LOG_LEVEL": "warning",
             "ROUTEQUOTE_DATABASE_URL": f"sqlite+aiosqlite:///{db_dir}/sessions.sqlite3",
+            # a session opens only where its route's chains have RPC URLs: configured, nothing answers there
+            "ROUTEQUOTE_RPC_URL_BASE": "http://127.0.0.1:9",
+            "ROUTEQUOTE_RPC_URL_ARBITRUM": "http://127.0.0.1:9",
             "ROUTEQUOTE_DEV_SIGNING_KEY_PATH": "",
         }
     )

@@ -385,7 +385,8 @@ def main() -> None:
             # every create comes from one client: a cap it never reaches, so creates take the capped path (the
             # default) without the default cap of 100 refusing the run part way
             "max_open_sessions_per_client": "1000000",
-            **({"rpc_url_base": rpc} if rpc else {}),
+            # a session opens only where its chain has an RPC URL: without anvil, one nothing answers at
+            "rpc_url_base": rpc or "http://127.0.0.1:9",
         }
         with served(database_url=f"sqlite+aiosqlite:///{tmp}/sessions.sqlite3", **common) as base:
             runs, check = asyncio.run(measure(base, "sqlite", args, rpc is not None))

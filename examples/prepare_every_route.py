@@ -6,8 +6,9 @@ For each route: `POST /v2/quote` ($100), then `POST /v2/prepare` with wallets of
 public addresses) and a fresh `event_signer_public` where the route burns CCTP on Solana: with a `one_shot`
 `approval_v3` where the quote allows one, otherwise without an approval (a multi-step route's step 0 as a legacy
 advisory action; its session approval belongs to `/v2/session`). Then, from a fresh quote, `POST /v2/session`
-with a `session` approval and a random 43-character token. Counts the answers and lists every other answer with
-its reason. A 429 (the service's per-client rate limit) is
+with a `session` approval and a random 43-character token (a service opens a session only for a route it can
+carry to complete: on the defaults, with no RPC URL, every create answers 400 `route_not_session_ready` naming
+what is missing). Counts the answers and lists every other answer with its reason. A 429 (the service's per-client rate limit) is
 waited out and retried, so the count is about preparation, not pacing.
 Nothing is signed or submitted; the addresses below hold nothing.
 """

@@ -29,6 +29,7 @@ from routequote.observability import setup_tracing
 from routequote.ports import Clock, IdempotencyStore, IdFactory, MarketData, QuoteStore, SessionStore
 from routequote.prepare import PrepareService
 from routequote.ratelimit import RateLimiter
+from routequote.readiness import Observation, bounds_by_route
 from routequote.service import RouteQuoteService, ServiceConfig
 from routequote.sessions import SessionConfig, SessionService
 from routequote.storage.quotes import MemoryIdempotencyStore, MemoryQuoteStore
@@ -161,6 +162,7 @@ def build_sessions(
             confirmations=settings.confirmations(),
             across_fill_search_blocks=settings.across_fill_search_blocks,
             usdg_oft_solana_program=settings.usdg_oft_solana_program or None,
+            observation=Observation.from_settings(settings),
         ),
     )
     sessions.http_client = client  # closed with the app
@@ -287,6 +289,9 @@ def create_app(
     )
     sessions = build_sessions(settings, prepare, session_store)
     service.config.session_unavailable_reasons = sessions.session_reasons()
+    service.config.session_unavailable_details = sessions.session_gaps()
+    service.config.bounds = bounds_by_route(service.market)
+    service.config.observation = Observation.from_settings(settings).report()
     service.config.solana_arrivals = solana_arrivals(settings)
     limiter = RateLimiter(settings.rate_limit, settings.redis_url)
     hooks: list[LifespanHook] = []
@@ -349,6 +354,7 @@ def create_app(
     probes = Probes(
         service.market, sessions.store, settings.redis_url, settings.market_fallback, fee_configured
     )
+    probes.observation = service.config.observation  # reported on /readyz, never failing it
     hooks.append(lambda: _warn_fee_placeholders(fee_configured))  # one warning at start
     metrics = Metrics(
         service.market,

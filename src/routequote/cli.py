@@ -12,12 +12,12 @@ from rich.console import Console
 from rich.table import Table
 
 from routequote.client.commands import session_app, show_client_error  # typer only; the client loads on use
+from routequote.doctor import doctor_command  # typer only; the checks load on use
 
 app = typer.Typer(help="routequote: non-custodial route quotes for agents. Never signs, never submits.")
-market_app = typer.Typer(help="Market data: build or inspect the embedded snapshot.")
-app.add_typer(market_app, name="market")
-keys_app = typer.Typer(help="Manifest signing keys.")
-app.add_typer(keys_app, name="keys")
+app.add_typer(market_app := typer.Typer(help="Market data: the embedded snapshot."), name="market")
+app.add_typer(keys_app := typer.Typer(help="Manifest signing keys."), name="keys")
+app.command("doctor")(doctor_command)  # routequote/doctor.py: is this configuration fit to go live?
 console = Console()
 
 if TYPE_CHECKING:

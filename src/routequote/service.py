@@ -32,6 +32,7 @@ from routequote.core.routes import ROUTES
 from routequote.errors import CapacityBusy, RouteQuoteError, UpstreamUnavailable
 from routequote.market.mode import market_execution_mode
 from routequote.ports import Clock, IdFactory, IssuedQuote, MarketData, QuoteStore
+from routequote.readiness import BOUNDS_MODELLED, BOUNDS_NOTES, SESSION_READY_MEANING, count_by
 from routequote.route_proof import route_proof
 
 API_VERSION = "routequote-multichain-api-v2"
@@ -41,6 +42,8 @@ ROUTE_DETAILS_PATH = "/v2/capabilities/routes"
 PRICING_CACHE_SIZE = 4096
 MATRIX_CACHE_SIZE = 32  # whole route matrices, by (amount, market version): a reload costs nothing
 MATRIX_QUEUE = 8  # route matrices waiting for their turn (one is computed at a time per process)
+# distinct missing pieces listed in capabilities (every one, per route: the route document)
+MAX_MISSING_LISTED = 16
 
 
 @dataclass
@@ -55,6 +58,12 @@ class ServiceConfig:
     prepare_unavailable_reasons: dict[str, str] = field(default_factory=dict)
     # route key -> why a session cannot carry it through every step (set from SessionService.session_reasons())
     session_unavailable_reasons: dict[str, str] = field(default_factory=dict)
+    # route key -> each missing piece (SessionService.session_gaps(): builders, RPC URLs, lookups, the OFT pin)
+    session_unavailable_details: dict[str, list[str]] = field(default_factory=dict)
+    # route key -> where its prepared bounds come from (readiness.bounds_by_route); unset: modelled
+    bounds: dict[str, str] = field(default_factory=dict)
+    # what this instance observes with (readiness.Observation.report()); empty: not reported
+    observation: dict[str, Any] = field(default_factory=dict)
     # how Solana bridge arrivals are verified by this instance (the USDG OFT program may be unpinned)
     solana_arrivals: dict[str, Any] = field(default_factory=dict)
 
@@ -231,6 +240,7 @@ class RouteQuoteService:
         unavailable = self.unavailable_routes()
         market_issue = any(u["reason"] == "market_source_unavailable" for u in unavailable)
         result = {
+            "route_readiness": self._route_readiness(unavailable),
             "currently_prepare_ready_routes": len(ROUTES) - len(unavailable),
             # route and reason code only: the long explanations are in the route document
             "temporarily_unavailable_routes": [
@@ -247,6 +257,27 @@ class RouteQuoteService:
         }
         self._availability_cache = (key, result)
         return result
+
+    def _route_readiness(self, unavailable: list[dict[str, Any]]) -> dict[str, Any]:
+        """The counts beside the spec's constants: what quotes, what prepares (and from which bounds), and what
+        a session can carry to complete here, with each distinct missing piece (per route: the route
+        document)."""
+        blocked = {u["route"] for u in unavailable}
+        unquotable = {u["route"] for u in unavailable if u["reason"] == "market_source_unavailable"}
+        bounds = count_by(self.config.bounds.get(k, BOUNDS_MODELLED) for k in ROUTES if k not in blocked)
+        gaps = self.config.session_unavailable_details
+        missing = sorted({g for k in self.config.session_unavailable_reasons for g in gaps.get(k, [])})
+        return {
+            "quotable_routes": len(ROUTES) - len(unquotable),
+            "prepare_ready_routes": len(ROUTES) - len(blocked),
+            "prepare_ready_bounds": bounds,
+            "bounds_notes": {mode: BOUNDS_NOTES[mode] for mode, n in bounds.items() if n},
+            "session_ready_routes": len(ROUTES) - len(self.config.session_unavailable_reasons),
+            "session_ready_meaning": SESSION_READY_MEANING,
+            "session_missing": missing[:MAX_MISSING_LISTED],
+            "session_missing_count": len(missing),
+            "per_route": f"{self.config.base_url}{ROUTE_DETAILS_PATH}",
+        }
 
     # ---- capabilities and status --------------------------------------------------------------------
 
@@ -372,11 +403,14 @@ class RouteQuoteService:
                         }
                         for st in r.steps
                     ],
+                    "quotable": gap is None or gap["reason"] != "market_source_unavailable",
                     "prepare_ready": gap is None,
                     "prepare_unavailable_reason": gap["reason"] if gap else None,
                     "prepare_unavailable_details": gap["details"] if gap else [],
+                    "bounds": self.config.bounds.get(r.key, BOUNDS_MODELLED),
                     "session_ready": r.key not in sessions,
                     "session_unavailable_reason": sessions.get(r.key),
+                    "session_unavailable_details": self.config.session_unavailable_details.get(r.key, []),
                 }
             )
         return {
@@ -394,6 +428,7 @@ class RouteQuoteService:
                 }
                 for a in ASSETS.values()
             ],
+            "session_ready_meaning": SESSION_READY_MEANING,
             "routes": routes,
             **SERVER_FLAGS,
         }
@@ -425,16 +460,12 @@ class RouteQuoteService:
             },
             "route_health": {
                 "directed_conversion_routes": len(ROUTES),
-                "quotable_routes": len(ROUTES)
-                if market_ok
-                else len(ROUTES)
-                - sum(
-                    1
-                    for u in availability["temporarily_unavailable_routes"]
-                    if u["reason"] == "market_source_unavailable"
-                ),
+                "quotable_routes": availability["route_readiness"]["quotable_routes"],
                 **availability,
             },
+            # what sessions can observe with here: RPC URL per chain, bridge lookups, the OFT pin (configured,
+            # not reached: `routequote doctor` reaches them)
+            "observation": self.config.observation,
             "safety_boundaries": {
                 "quote_only_operations_move_no_funds": True,
                 "never_signs": True,

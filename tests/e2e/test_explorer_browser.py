@@ -225,6 +225,13 @@ def test_matrix_fills_and_a_cell_opens_its_exact_quote(
         caps = http.get("/v2/capabilities").json()
         matrix = http.post("/v2/route-matrix", json={"amount_usd": 1000}).json()
     expect()(overview).to_contain_text(f"{caps['currently_prepare_ready_routes']} / 72 routes now")
+    bounds = caps["route_readiness"]["prepare_ready_bounds"]  # where the prepared bounds come from, in words
+    expect()(overview).to_contain_text(f"(bounds: {bounds['modelled']} modelled)")
+    sessions = caps["sessions"]["session_ready_routes"]
+    expect()(overview).to_contain_text(f"{sessions} / 72 routes can finish on this instance")
+    if sessions < 72:  # the missing pieces, as the route document names them
+        expect()(overview).to_contain_text(f"{72 - sessions} routes cannot run as a session")
+        expect()(overview).to_contain_text("no RPC URL for base (ROUTEQUOTE_RPC_URL_BASE)")
     if caps["temporarily_unavailable_routes"]:  # every route may be prepare-ready: then no reasons list
         expect()(overview).to_contain_text(
             f"{len(caps['temporarily_unavailable_routes'])} routes cannot be prepared now"

@@ -32,6 +32,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.observable import OBSERVABLE
 from tests.support.server_process import ServerProcess, start_server
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -85,16 +86,21 @@ STATE_DEPENDENT = {
         "challenge_already_used",
     },
 }
-# The fuzzed server has no chain RPC configured: an observe that gets past validation answers the documented
-# 503 chain_rpc_not_configured (a dependency this deployment lacks, not a fault). Observing real chains is
-# tests/e2e (anvil, LiteSVM). Any other 5xx fails.
-EXPECTED_503 = {("POST /v2/session/{session_id}/observe", "chain_rpc_not_configured")}
+# The fuzzed server's chain RPCs are configured (so that sessions open: OBSERVABLE) but nothing answers there:
+# an observe that gets past validation answers the documented 503 rpc_transport_error:<chain> (a dependency
+# that is down, not a fault). Observing real chains is tests/e2e (anvil, LiteSVM). Any other 5xx fails.
+EXPECTED_503 = {
+    ("POST /v2/session/{session_id}/observe", f"rpc_transport_error:{chain}")
+    for chain in ("solana", "base", "arbitrum", "robinhood")
+}
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     tmp = tmp_path_factory.mktemp("fuzz")
-    s = start_server(tmp, "fuzz", {"database_url": f"sqlite+aiosqlite:///{tmp}/sessions.sqlite3"})
+    s = start_server(
+        tmp, "fuzz", {"database_url": f"sqlite+aiosqlite:///{tmp}/sessions.sqlite3", **OBSERVABLE}
+    )
     try:
         yield s
     finally:

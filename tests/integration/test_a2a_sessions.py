@@ -18,6 +18,7 @@ import httpx
 import pytest
 from a2a.client import A2ACardResolver, Client, ClientConfig, ClientFactory
 from tests.support.a2a import Caller, new_session_token, send
+from tests.support.observable import OBSERVABLE
 from tests.support.server import free_port, running_server
 from tests.unit.actions.support import START
 from tests.unit.sessions.corpus import FakeEvm, swap_receipts
@@ -57,7 +58,7 @@ def served_sessions(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served
     port = free_port()
     db = tmp_path_factory.mktemp("a2a_sessions") / "s.sqlite3"
     settings = Settings(
-        rate_limit="off", port=port, database_url=f"sqlite+aiosqlite:///{db}", log_level="debug"
+        rate_limit="off", port=port, database_url=f"sqlite+aiosqlite:///{db}", log_level="debug", **OBSERVABLE
     )
     app = create_app(settings, clock=clock)
     with running_server(app, port) as url:
@@ -280,7 +281,7 @@ async def test_one_transaction_advances_one_step(client: Client, served_sessions
         sessions.evm = saved
 
 
-async def test_observe_on_an_unconfigured_chain_changes_nothing(
+async def test_observe_on_an_unreachable_chain_changes_nothing(
     client: Client, served_sessions: Served
 ) -> None:
     caller = Caller(client, ONE_STEP)
@@ -296,7 +297,7 @@ async def test_observe_on_an_unconfigured_chain_changes_nothing(
     )
     assert set(reply) == {"error"}
     err = reply["error"]
-    assert (err["code"], err["reason_class"]) == ("upstream_unavailable", "chain_rpc_not_configured"), err
+    assert (err["code"], err["reason_class"]) == ("upstream_unavailable", "rpc_transport_error:base"), err
     assert 1 <= err["retry_after_seconds"] <= 3600
     assert served_sessions.rows() == before
     after = await caller.get()

@@ -15,6 +15,7 @@ from typing import Any
 
 import httpx
 import pytest
+from tests.support.observable import OBSERVABLE
 from tests.support.server import free_port, running_server
 from tests.unit.actions.support import rehash, wallets_for
 from typer.testing import CliRunner
@@ -53,7 +54,11 @@ def url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     port = free_port()
     db = tmp_path_factory.mktemp("client") / "s.sqlite3"
     settings = Settings(
-        rate_limit="off", port=port, database_url=f"sqlite+aiosqlite:///{db}", **OPERATOR_FEE_RECIPIENTS
+        rate_limit="off",
+        port=port,
+        database_url=f"sqlite+aiosqlite:///{db}",
+        **OPERATOR_FEE_RECIPIENTS,
+        **OBSERVABLE,
     )
     with running_server(create_app(settings), port) as base:
         yield base
@@ -342,9 +347,9 @@ def test_session_lifecycle_token_never_shown(url: str) -> None:
         assert rq.next_action(handle).action_id == s.current_action.action_id  # type: ignore[union-attr]
         receipt = rq.session_view(handle, "receipt")
         assert receipt.view == "receipt" and receipt.model_extra["receipt"]["route"]["complete"] is False
-        with pytest.raises(UpstreamUnavailable) as err:  # no chain RPC configured in this server
+        with pytest.raises(UpstreamUnavailable) as err:  # this server's chain RPC does not answer
             rq.observe(handle, ["0x" + "11" * 32])
-        assert err.value.reason_class == "chain_rpc_not_configured" and err.value.status_code == 503
+        assert err.value.reason_class == "rpc_transport_error:base" and err.value.status_code == 503
         with pytest.raises(Rejected) as refused:
             rq.refresh(handle)
         assert refused.value.reason_class == "operation_not_allowed_in_status"
@@ -498,7 +503,7 @@ def test_cli_session_commands(url: str, tmp_path: Path) -> None:
     bundle = json.loads(r.output)
     assert bundle["step_index"] == 0 and bundle["signed"] is False
     r = runner.invoke(cli_app, ["session", "observe", "--tx", "0x" + "22" * 32, *files])
-    assert r.exit_code == 1 and "chain_rpc_not_configured" in r.output
+    assert r.exit_code == 1 and "rpc_transport_error:base" in r.output
     r = runner.invoke(cli_app, ["session", "refresh", *files])
     assert r.exit_code == 1 and "operation_not_allowed_in_status" in r.output
     r = runner.invoke(cli_app, ["session", "cancel", *files])

@@ -33,6 +33,7 @@ from typing import Any
 import httpx
 import pytest
 from tests.recordings.fake_upstreams import FakeUpstreams, live_config
+from tests.support.observable import OBSERVABLE
 from tests.support.postgres import postgres_stopped, require_postgres, temporary_database
 from tests.support.redis_private import private_redis
 from tests.support.server import free_port, running_server
@@ -114,7 +115,9 @@ async def live(tmp_path: Path) -> AsyncIterator[tuple[str, FakeUpstreams, FixedC
     # saw a garbage answer time out)
     market = LiveMarket(live_config(timeout_seconds=1.5), clock, http=http)
     port = free_port()
-    settings = Settings(rate_limit="off", port=port, database_url=f"sqlite+aiosqlite:///{tmp_path}/s.sqlite3")
+    settings = Settings(
+        rate_limit="off", port=port, database_url=f"sqlite+aiosqlite:///{tmp_path}/s.sqlite3", **OBSERVABLE
+    )
     app = create_app(settings, market=market, clock=clock, ids=SequentialIds())
     with running_server(app, port) as url:
         yield url, fake, clock, market

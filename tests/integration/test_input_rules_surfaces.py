@@ -27,6 +27,7 @@ from mcp import Client as McpClient
 from solders.keypair import Keypair
 from solders.pubkey import Pubkey
 from tests.support.a2a import Caller, send
+from tests.support.observable import OBSERVABLE
 from tests.support.server import free_port, running_server
 from tests.unit.actions.support import (
     EVENT_SIGNER,
@@ -118,7 +119,11 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     port = free_port()
     db = tmp_path_factory.mktemp("input_rules") / "s.sqlite3"
     settings = Settings(
-        rate_limit="off", login_rate_limit="off", port=port, database_url=f"sqlite+aiosqlite:///{db}"
+        rate_limit="off",
+        login_rate_limit="off",
+        port=port,
+        database_url=f"sqlite+aiosqlite:///{db}",
+        **OBSERVABLE,
     )
     app = create_app(settings, clock=FixedClock(START))
     with running_server(app, port) as url:

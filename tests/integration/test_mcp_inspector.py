@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from tests.support.observable import OBSERVABLE
 from tests.support.server import free_port, running_server
 from tests.support.spec_schema import QUOTE_RESPONSE, validate
 
@@ -61,7 +62,7 @@ def inspector() -> Path:
 @pytest.fixture(scope="module")
 def mcp_url() -> Iterator[str]:
     port = free_port()
-    app = create_app(Settings(port=port, rate_limit="off"))
+    app = create_app(Settings(port=port, rate_limit="off", **OBSERVABLE))
     with running_server(app, port) as url:
         yield url + "/mcp"
 

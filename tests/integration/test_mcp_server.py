@@ -18,6 +18,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
 from tests.support import independent_hash as ih
+from tests.support.observable import OBSERVABLE
 from tests.support.server import free_port, running_server
 from tests.support.spec_schema import QUOTE_RESPONSE, validate, walk_server_flags
 
@@ -123,7 +124,7 @@ SECRET = "sk-DO-NOT-ECHO-3f1c9a77e2b04d5e"
 
 def _app(port: int, **kw: Any) -> Any:
     market = kw.pop("market", None)
-    settings = Settings(port=port, **{"rate_limit": "off", **kw})
+    settings = Settings(port=port, **{"rate_limit": "off", **OBSERVABLE, **kw})
     return create_app(settings, market=market)
 
 

@@ -22,6 +22,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from starlette.middleware import Middleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from tests.support.hostile import JSONRPC_HEADERS
+from tests.support.observable import OBSERVABLE
 from tests.support.server import free_port, running_server
 from tests.unit.actions.support import START, approval_for, intent_for, wallets_for
 
@@ -74,7 +75,13 @@ def careless(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, An
     port = free_port()
     db = tmp_path_factory.mktemp("obs") / "s.sqlite3"
     app = create_app(
-        Settings(rate_limit="off", port=port, database_url=f"sqlite+aiosqlite:///{db}", log_level="debug"),
+        Settings(
+            rate_limit="off",
+            port=port,
+            database_url=f"sqlite+aiosqlite:///{db}",
+            log_level="debug",
+            **OBSERVABLE,
+        ),
         clock=FixedClock(START),
     )
     app.user_middleware.insert(1, Middleware(CarelessLogger))  # just inside the request-id layer
@@ -194,7 +201,7 @@ def test_metrics_after_activity(tmp_path: Any) -> None:
     port = free_port()
     db = tmp_path / "m.sqlite3"
     app = create_app(
-        Settings(rate_limit="3/minute", port=port, database_url=f"sqlite+aiosqlite:///{db}"),
+        Settings(rate_limit="3/minute", port=port, database_url=f"sqlite+aiosqlite:///{db}", **OBSERVABLE),
         clock=FixedClock(START),
     )
     routes = {

@@ -26,6 +26,7 @@ import pytest
 from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
 from solders.keypair import Keypair
 from tests.support.a2a import Caller, send
+from tests.support.observable import OBSERVABLE
 from tests.support.postgres import _run, require_postgres, temporary_database
 from tests.support.server import free_port, running_server
 from tests.unit.actions.support import START, approval_for, intent_for, wallets_for
@@ -61,6 +62,7 @@ def server(
             session_retention_days=2,
             retention_interval_seconds=1,
             max_open_sessions_per_client=CAP,
+            **OBSERVABLE,
         )
         app = create_app(settings, clock=clock)
         with running_server(app, port) as base:

@@ -15,6 +15,7 @@ from typing import Any
 
 import httpx
 import pytest
+from tests.support.observable import OBSERVABLE
 from tests.support.postgres import require_postgres, temporary_database
 from tests.support.server import free_port, running_server
 from tests.unit.actions.support import START, approval_for, intent_for, wallets_for
@@ -81,7 +82,7 @@ def api(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
             url = stack.enter_context(temporary_database())
         else:
             url = f"sqlite+aiosqlite:///{db}"
-        app = create_app(Settings(rate_limit="off", port=port, database_url=url), clock=clock)
+        app = create_app(Settings(rate_limit="off", port=port, database_url=url, **OBSERVABLE), clock=clock)
         with running_server(app, port) as base:
             a = Api(base, clock)
             a.db_path = db if request.param == "sqlite" else None  # type: ignore[attr-defined]
@@ -261,14 +262,14 @@ def test_refresh_only_after_expiry_and_cancel_is_final(api: Api) -> None:
     assert after["status"] == "cancelled" and after["session_version"] == v
 
 
-def test_observe_without_a_configured_chain_is_503_and_changes_nothing(api: Api) -> None:
+def test_observe_with_the_chains_rpc_unreachable_is_503_and_changes_nothing(api: Api) -> None:
     sid, token, _, _ = created(api)
     before = api.read(sid, token).json()
     r = api.op(
         sid, "observe", token, {"idempotency_key": "obs-000001", "transaction_hashes": ["0x" + "22" * 32]}
     )
     assert r.status_code == 503, r.text
-    assert r.json()["reason_class"] == "chain_rpc_not_configured"
+    assert r.json()["reason_class"] == "rpc_transport_error:base"  # configured (OBSERVABLE), nothing listens
     after = api.read(sid, token).json()
     assert (after["status"], after["session_version"]) == (before["status"], before["session_version"])
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from tests.support.observable import OBSERVABLE
 from tests.support.server import free_port, running_server
 from tests.unit.actions.support import EVENT_SIGNER, START, approval_for, intent_for, wallets_for
 
@@ -27,7 +28,7 @@ def base(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     port = free_port()
     db: Path = tmp_path_factory.mktemp("every") / "s.sqlite3"
     app = create_app(
-        Settings(rate_limit="off", port=port, database_url=f"sqlite+aiosqlite:///{db}"),
+        Settings(rate_limit="off", port=port, database_url=f"sqlite+aiosqlite:///{db}", **OBSERVABLE),
         clock=FixedClock(START),
     )
     with running_server(app, port) as url:

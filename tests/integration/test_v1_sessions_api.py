@@ -10,6 +10,7 @@ from typing import Any
 import httpx
 import pytest
 from solders.keypair import Keypair
+from tests.support.observable import OBSERVABLE
 from tests.support.server import free_port, running_server
 
 from routequote.app import create_app
@@ -22,7 +23,9 @@ DEST = "0x" + "ab" * 20
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     db = tmp_path_factory.mktemp("v1-api") / "s.sqlite3"
     port = free_port()
-    app = create_app(Settings(rate_limit="off", port=port, database_url=f"sqlite+aiosqlite:///{db}"))
+    app = create_app(
+        Settings(rate_limit="off", port=port, database_url=f"sqlite+aiosqlite:///{db}", **OBSERVABLE)
+    )
     with running_server(app, port) as url:
         yield url
 
@@ -219,3 +222,30 @@ async def test_the_adapters_paths_read_views_and_verify_source(client: httpx.Asy
     assert not any(
         p.endswith(("/workflow", "/verify-source")) for p in doc["paths"]
     )  # aliases, not in the doc
+
+
+async def test_on_the_defaults_a_corridor_that_cannot_be_observed_is_not_opened(tmp_path: Any) -> None:
+    """No RPC URL (the defaults): the corridor could not be carried to complete, so no session is created."""
+    port = free_port()
+    app = create_app(
+        Settings(rate_limit="off", port=port, database_url=f"sqlite+aiosqlite:///{tmp_path}/s.db")
+    )
+    with running_server(app, port) as url:
+        async with httpx.AsyncClient(base_url=url) as c:
+            wallet = Keypair()
+            token = await login(c, wallet)
+            body = {
+                "quote_id": await quote(c),
+                "idempotency_key": "create-0001",
+                "source_wallet": str(wallet.pubkey()),
+                "destination_wallet": DEST,
+            }
+            r = await c.post("/v1/session", json=body, headers=bearer(token))
+            assert r.status_code == 400, r.text
+            err = r.json()
+            assert err["reason_class"] == "route_not_session_ready" and err["missing"] == [
+                "no RPC URL for solana (ROUTEQUOTE_RPC_URL_SOLANA)",
+                "no RPC URL for base (ROUTEQUOTE_RPC_URL_BASE)",
+            ]
+            again = await c.post("/v1/session", json=body, headers=bearer(token))
+            assert again.status_code == 400 and again.json()["missing"] == err["missing"]  # nothing was kept

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import httpx
 
+from tests.support.observable import OBSERVABLE_ENV
 from tests.support.server import free_port
 
 
@@ -56,7 +57,8 @@ class ServerProcess:
 def start_server(
     log_dir: Path, name: str, settings: dict[str, str], timeout: float = 40.0, workers: int = 1
 ) -> ServerProcess:
-    """Start `routequote serve` with ROUTEQUOTE_<NAME> settings (rate limits off) and wait until /v2/status answers."""
+    """Start `routequote serve` with ROUTEQUOTE_<NAME> settings (rate limits off; every route session-ready:
+    OBSERVABLE, unless `settings` says otherwise) and wait until /v2/status answers."""
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("ROUTEQUOTE_")}
     env.update(
@@ -66,6 +68,7 @@ def start_server(
             "ROUTEQUOTE_PORT": str(port),
             "ROUTEQUOTE_LOG_LEVEL": "info",
             "ROUTEQUOTE_DEV_SIGNING_KEY_PATH": "",
+            **OBSERVABLE_ENV,
         }
     )
     env.update({f"ROUTEQUOTE_{k.upper()}": v for k, v in settings.items()})

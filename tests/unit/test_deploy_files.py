@@ -262,3 +262,97 @@ def test_every_published_port_is_an_allowed_mcp_host() -> None:
     hosts = allowed_hosts(Settings(port=int(container), allowed_hosts=default.group(1)))
     for port in range(int(low), int(high or low) + 1):
         assert f"127.0.0.1:{port}" in hosts and f"localhost:{port}" in hosts, port
+
+
+# ---- compose.live.yaml: the go-live override --------------------------------------------------------------
+
+VARIABLE = re.compile(r"\$\{([A-Z_]+)(?::-([^}]*)|:\?[^}]*)?\}")
+
+
+def _live_override() -> dict[str, Any]:
+    doc: dict[str, Any] = yaml.safe_load((ROOT / "compose.live.yaml").read_text())
+    return doc
+
+
+def _filled(env: dict[str, Any]) -> dict[str, str]:
+    """`${VAR:-default}` -> default, `${VAR:?message}` -> a placeholder an operator would put there."""
+    placeholders = {
+        "ROUTEQUOTE_USDG_OFT_SOLANA_PROGRAM": "LzoftProgram1111111111111111111111111111111",
+        "ROUTEQUOTE_FEE_RECIPIENT_EVM": "0x" + "11" * 20,
+        "ROUTEQUOTE_FEE_RECIPIENT_SOLANA": "9WzDXwBbmkg8ZTbNMqUxvQRAyrZzDsGYdLVL9zYtAWWM",
+        "ROUTEQUOTE_SIGNING_KEY": "",
+    }
+
+    def fill(value: object) -> str:
+        def one(m: re.Match[str]) -> str:
+            name = m.group(1)
+            if name in placeholders:
+                return placeholders[name]
+            if name.startswith("ROUTEQUOTE_RPC_URL_"):
+                return f"https://rpc.example/{name.removeprefix('ROUTEQUOTE_RPC_URL_').lower()}"
+            return m.group(2) if m.group(2) is not None else "x"
+
+        return VARIABLE.sub(one, str(value))
+
+    return {k.removeprefix("ROUTEQUOTE_").lower(): fill(v) for k, v in env.items()}
+
+
+def test_the_live_override_sets_the_live_market_every_rpc_the_oft_pin_and_no_fallback() -> None:
+    services = _live_override()["services"]
+    assert set(services) == {"routequote"}  # an override of the one service: images, users, ports stay
+    env = services["routequote"]["environment"]
+    assert env["ROUTEQUOTE_MARKET"] == "live" and env["ROUTEQUOTE_MARKET_FALLBACK"] == "none"
+    for chain in ("SOLANA", "BASE", "ARBITRUM", "ROBINHOOD"):
+        value = env[f"ROUTEQUOTE_RPC_URL_{chain}"]
+        assert value.startswith(f"${{ROUTEQUOTE_RPC_URL_{chain}:?"), value  # required, from the operator
+    assert env["ROUTEQUOTE_USDG_OFT_SOLANA_PROGRAM"].startswith("${ROUTEQUOTE_USDG_OFT_SOLANA_PROGRAM:?")
+
+
+def test_the_merged_live_settings_are_valid_and_make_every_route_session_ready() -> None:
+    from routequote.config import Settings
+    from routequote.config_check import problems
+    from routequote.core.routes import ROUTES
+    from routequote.readiness import Observation, observation_gaps
+
+    merged = {
+        **yaml.safe_load((ROOT / "compose.yaml").read_text())["services"]["routequote"]["environment"],
+        **_live_override()["services"]["routequote"]["environment"],
+    }
+    settings = Settings(**_filled(merged))
+    assert problems(settings) == []
+    observation = Observation.from_settings(settings)
+    assert {
+        k: observation_gaps(r, observation) for k, r in ROUTES.items() if observation_gaps(r, observation)
+    } == {}
+    assert settings.market == "live" and settings.market_fallback == "none"
+
+
+def test_every_variable_the_compose_files_read_is_in_env_example() -> None:
+    listed = {
+        line.split("=", 1)[0]
+        for line in (ROOT / ".env.example").read_text().splitlines()
+        if line and not line.startswith("#")
+    }
+    for name in ("compose.yaml", "compose.live.yaml"):
+        used = {m.group(1) for m in VARIABLE.finditer((ROOT / name).read_text())}
+        assert used and used <= listed, (name, sorted(used - listed))
+    assert all(
+        not value.strip()
+        for line in (ROOT / ".env.example").read_text().splitlines()
+        if line.startswith(("POSTGRES_PASSWORD=", "ROUTEQUOTE_SIGNING_KEY="))
+        for value in [line.split("=", 1)[1]]
+    )  # no secret is shipped, not even an example one
+
+
+def test_the_compose_key_format_is_the_one_keys_generate_writes(tmp_path: Path) -> None:
+    """compose.yaml's instructions export the PEM `routequote keys generate` writes; the service reads it."""
+    from typer.testing import CliRunner
+
+    from routequote.cli import app as cli_app
+    from routequote.discovery.keys import parse_private_key
+
+    header = (ROOT / "compose.yaml").read_text().split("\nname:", 1)[0]
+    assert "routequote keys generate --out key.pem" in header and '"$(cat key.pem)"' in header
+    r = CliRunner().invoke(cli_app, ["keys", "generate", "--out", str(tmp_path / "key.pem")])
+    assert r.exit_code == 0, r.output
+    parse_private_key((tmp_path / "key.pem").read_text(), "ROUTEQUOTE_SIGNING_KEY")

@@ -194,6 +194,18 @@ class SignedDocuments(InstanceFacts):
                     "text": f"unsigned action preparation is available on {ready} of {len(ROUTES)} routes",
                 }
             )
+        blocked = self.service.config.session_unavailable_reasons
+        if (
+            blocked
+        ):  # a session is opened only where it can be carried to complete (RPC URLs, lookups, OFT pin)
+            out.append(
+                {
+                    "id": "sessions_not_available_on_all_routes",
+                    "text": f"a session can be carried to complete on {len(ROUTES) - len(blocked)} of {len(ROUTES)} "
+                    "routes on this instance; capabilities route_readiness names what the others lack (an RPC "
+                    "URL per chain, a bridge lookup, the USDG OFT program)",
+                }
+            )
         out.append(
             {
                 "id": "network_gas_unpriced",

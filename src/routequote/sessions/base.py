@@ -44,6 +44,7 @@ from routequote.ports import (
     TransactionAlreadyUsed,
 )
 from routequote.prepare import PrepareService
+from routequote.readiness import session_gaps
 from routequote.sessions.advance import ActionBuilder
 from routequote.sessions.gather import ChainFacts, SessionConfig
 from routequote.sessions.inputs import UUID_RE, is_session_token, token_sha256
@@ -93,9 +94,9 @@ class SessionBase:
         self.facts = ChainFacts(prepare, self.config, evm, solana, attestations, layerzero)
         self.builder = ActionBuilder(prepare, evm_state, self.config.erc4337)
         self.http_client: Any = None  # the readers' shared HTTP client, when the composition root made one
-        self._reasons = (
-            self._session_reasons()
-        )  # fixed per process: deployments and pinned pools do not change
+        # fixed per process: deployments, pinned pools and the configured RPC URLs and lookups do not change
+        self._gaps = self._session_gaps()
+        self._reasons = {key: "; ".join(gaps) for key, gaps in self._gaps.items()}
 
     # the chain ports, settable after construction (tests inject fakes here)
 
@@ -130,20 +131,15 @@ class SessionBase:
         return self.prepare.step_unsupported_reason(step)
 
     def session_reasons(self) -> dict[str, str]:
-        """Route key -> why a session cannot be created for it (every step must be buildable)."""
+        """Route key -> why a session cannot be carried to complete here (every missing piece, `; `-joined)."""
         return dict(self._reasons)
 
-    def _session_reasons(self) -> dict[str, str]:
-        out: dict[str, str] = {}
-        for key, route in ROUTES.items():
-            for step in route.steps:
-                reason = self.step_reason(step)
-                if reason:
-                    out[key] = (
-                        f"step {step.index} ({step.provider.value} on {step.source.chain.value}): {reason}"
-                    )
-                    break
-        return out
+    def session_gaps(self) -> dict[str, list[str]]:
+        """Route key -> each missing piece: a step this build cannot build, then what observation lacks."""
+        return {key: list(gaps) for key, gaps in self._gaps.items()}
+
+    def _session_gaps(self) -> dict[str, list[str]]:
+        return session_gaps(self.step_reason, self.config.observation)
 
     # ---- loading and replays ----------------------------------------------------------------------------
 

@@ -101,11 +101,15 @@ class SessionService(V1CorridorMode):
         request_sha: str,
     ) -> SessionAnswer:
         reasons = self._reasons
-        if route.key in reasons:
+        if route.key in reasons:  # nothing is created: no action is handed out for a route that cannot finish
             raise InvalidRequest(
                 "route_not_session_ready",
-                f"a session cannot carry {route.key} through every step in this build: {reasons[route.key]}",
-                details={"route": route.key, "unavailable_reason": reasons[route.key]},
+                f"a session cannot carry {route.key} to complete on this instance: {reasons[route.key]}",
+                details={
+                    "route": route.key,
+                    "unavailable_reason": reasons[route.key],
+                    "missing": list(self._gaps[route.key]),
+                },
             )
         clock = self.service.clock
         issued = await self.service.issued_quote(approval["quote_id"])

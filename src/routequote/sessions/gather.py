@@ -28,6 +28,7 @@ from routequote.ports import (
     SolanaChainReader,
 )
 from routequote.prepare import PrepareService
+from routequote.readiness import Observation
 
 DEFAULT_CONFIRMATIONS = {"base": 10, "arbitrum": 10, "robinhood": 10}
 
@@ -42,6 +43,9 @@ class SessionConfig:
     cctp_mint_search_blocks: int = 20_000
     # the USDG OFT program on Solana (`lz_receive`); unpinned, no OFT delivery to Solana can be verified
     usdg_oft_solana_program: str | None = None
+    # what the composition root configured to observe with (RPC URLs, lookups, the OFT pin): a route missing a
+    # piece is not session-ready and its create is refused; None (readers wired by hand): not judged
+    observation: Observation | None = None
 
 
 class ChainFacts:

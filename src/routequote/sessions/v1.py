@@ -30,6 +30,7 @@ from routequote.core.sessions.state import (
 from routequote.core.sessions.views import VIEWS
 from routequote.errors import Conflict, DependencyUnavailable, InvalidRequest, NotFound
 from routequote.ports import ObservationUnavailable, SessionRecord
+from routequote.readiness import observation_gaps
 from routequote.sessions.base import SessionAnswer, SessionBase
 from routequote.sessions.inputs import UUID_RE, idempotency_key, v1_fields, v1_wallet_binding
 from routequote.storage.sessions_common import stored
@@ -81,6 +82,14 @@ class V1CorridorMode(SessionBase):
                     f"step {step.index} ({step.provider.value}) cannot be built here: {reason}",
                     details={"route": route.key, "unavailable_reason": reason},
                 )
+        observation = self.config.observation
+        missing = observation_gaps(route, observation) if observation is not None else []
+        if missing:  # a corridor this instance cannot observe to the end is not opened
+            raise InvalidRequest(
+                "route_not_session_ready",
+                f"a session cannot carry {route.key} to complete on this instance: {'; '.join(missing)}",
+                details={"route": route.key, "unavailable_reason": "; ".join(missing), "missing": missing},
+            )
         dst_chain = route.target.chain.value
         wallets = {"solana": wallet, dst_chain: str(to_checksum_address(destination))}
         quote = issued.payload

@@ -4,7 +4,10 @@
   restarted).
 - /readyz: can this replica serve? The market source (at least one healthy source, or the embedded
   fallback configured), the session database (a `SELECT 1`), and Redis when ROUTEQUOTE_REDIS_URL is set
-  (PING, after the connection's AUTH and SELECT: a refused database number or password is named by its `fault`). 200 when all are, else 503 naming the failing components. A reason says what is unavailable,
+  (PING, after the connection's AUTH and SELECT: a refused database number or password is named by its
+  `fault`). 200 when all are, else 503 naming the failing components. What sessions can observe with (an RPC
+  URL per chain, the bridge lookups, the USDG OFT pin) is reported beside them and never fails the probe. A
+  reason says what is unavailable,
   never a driver class, SQLSTATE, URL, host name or password: those go to the log. One check serves every probe for a second (a probe flood never
   becomes a database flood).
 """
@@ -56,6 +59,8 @@ class Readiness:
     components: dict[str, Component]
     # reported, never failing readiness: an instance on the development fee placeholders still serves quotes
     fee_recipients_configured: dict[str, bool] | None = None
+    # reported, never failing readiness: what sessions can observe (RPC URL per chain, lookups, the OFT pin)
+    observation: dict[str, Any] | None = None
 
     @property
     def ready(self) -> bool:
@@ -82,6 +87,7 @@ class Readiness:
                 if self.fee_recipients_configured is not None
                 else {}
             ),
+            **({"observation": self.observation} if self.observation else {}),
         }
 
 
@@ -101,6 +107,7 @@ class Probes:
         self.sessions = sessions
         self.redis_url = redis_url
         self.market_fallback = market_fallback
+        self.observation: dict[str, Any] | None = None  # set by the composition root
         self._redis: Any = None
         self._cached: tuple[float, Readiness] | None = None
         self._lock = asyncio.Lock()
@@ -159,7 +166,7 @@ class Probes:
             components = {"market": self.market_component(), "database": results[0]}
             if self.redis_url:
                 components["redis"] = results[1]
-            report = Readiness(components, self.fee_recipients_configured)
+            report = Readiness(components, self.fee_recipients_configured, self.observation)
             self._cached = (time.monotonic(), report)
             return report
 

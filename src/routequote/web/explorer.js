@@ -164,6 +164,12 @@ function reasonList(title, entries) {
   return h("details", { class: "reasons" }, h("summary", { text: title }), h("ul", {}, items));
 }
 
+// "(bounds: 72 modelled)": where the prepared bounds come from, by count
+function boundsText(readiness) {
+  const counts = Object.entries((readiness && readiness.prepare_ready_bounds) || {}).filter(([, n]) => n);
+  return counts.length ? ` (bounds: ${counts.map(([mode, n]) => `${n} ${mode.replaceAll("_", " ")}`).join(", ")})` : "";
+}
+
 function renderOverview() {
   const { caps, status } = state;
   const total = caps.directed_conversion_routes;
@@ -192,8 +198,8 @@ function renderOverview() {
       fact("Market", badge, modelled ? " not live: every number here is an estimate on modelled data" : null,
         h("ul", { class: "sources" }, sources)),
       fact("Quotable", `${health.quotable_routes ?? "?"} / ${total} routes`),
-      fact("Prepare-ready", `${caps.currently_prepare_ready_routes} / ${total} routes now`),
-      fact("Session-ready", `${sessions.session_ready_routes ?? 0} / ${total} routes`),
+      fact("Prepare-ready", `${caps.currently_prepare_ready_routes} / ${total} routes now${boundsText(caps.route_readiness)}`),
+      fact("Session-ready", `${sessions.session_ready_routes ?? 0} / ${total} routes can finish on this instance`),
       fact("Amounts", `USD ${caps.amount_usd.minimum}–${caps.amount_usd.maximum}; service fee ${caps.service_fee.bps} bp;` +
         ` quotes live ${caps.action_lifetime.quote_ttl_seconds} s`),
     ),
