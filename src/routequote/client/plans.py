@@ -105,12 +105,15 @@ class _Plans:
         fee_recipients: dict[str, str] | None = None,
         deployments: dict[Any, Any] | None = None,
         accept_unconfigured_fee_recipient: bool = False,
+        accept_modelled_bounds: bool = False,
     ) -> None:
         self._now = now
         self.fee_recipients = fee_recipients
         self.deployments = deployments
         # a fee going to a development placeholder is refused unless the caller says so (tests, local chains)
         self.accept_unconfigured_fee_recipient = accept_unconfigured_fee_recipient
+        # an action whose bounds are modelled from the embedded snapshot is refused unless the caller says so
+        self.accept_modelled_bounds = accept_modelled_bounds
 
     # ---- answers ------------------------------------------------------------------------------------
     def _finish(self, call: _Call[T], resp: httpx.Response) -> T:
