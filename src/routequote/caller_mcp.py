@@ -156,12 +156,18 @@ class RemoteOptions:
 
 
 def remote_client(
-    base_url: str, options: RemoteOptions, *, transport: httpx.AsyncBaseTransport | None = None
+    base_url: str,
+    options: RemoteOptions,
+    *,
+    transport: httpx.AsyncBaseTransport | None = None,
+    deployments: dict[Any, Any] | None = None,
 ) -> AsyncRouteQuoteClient:
-    """The one client every tool uses, so every action passes the one verifier with the caller's options."""
+    """The one client every tool uses, so every action passes the one verifier with the caller's options.
+    `deployments` (contract addresses) default to the pinned mainnet ones; tests on local chains pass theirs."""
     return AsyncRouteQuoteClient(
         base_url,
         transport=transport,
+        deployments=deployments,
         accept_unconfigured_fee_recipient=options.accept_unconfigured_fee_recipient,
         accept_modelled_bounds=options.accept_modelled_bounds,
     )
