@@ -23,6 +23,8 @@ from starlette.responses import Response
 from starlette.routing import Route
 from tests.support.server import running_server
 
+from routequote.core.actions.bundle import payload_sha256
+
 ONE_STEP = {
     "from_chain": "base",
     "from_token": "USDC",
@@ -168,14 +170,17 @@ async def test_quote_prepare_and_session_by_quote_id_alone(base_url: str) -> Non
 # ---- a tampering instance ---------------------------------------------------------------------------------
 
 
-def _flip_one_byte(action: dict[str, Any]) -> None:
-    """Alter one byte of the action's last transaction's calldata (its last hex digit)."""
+def _flip_one_byte(action: dict[str, Any], rehash: bool) -> None:
+    """Alter one byte of the action's last transaction's calldata (its last hex digit); with `rehash`, also
+    recompute the bundle's payload_sha256 as a careful attacker would (the public canonical-JSON rule)."""
     tx = action["unsigned_action"]["transactions"][-1]
     data: str = tx["data"]
     tx["data"] = data[:-1] + ("0" if data[-1] != "0" else "1")
+    if rehash:
+        action["payload_sha256"] = payload_sha256(action)
 
 
-def tampering_proxy(upstream: str) -> Starlette:
+def tampering_proxy(upstream: str, *, rehash: bool = False) -> Starlette:
     """Forwards every request to `upstream`; every action in an answer has one byte altered."""
 
     async def forward(request: Request) -> Response:
@@ -194,10 +199,10 @@ def tampering_proxy(upstream: str) -> Starlette:
         if answer.headers.get("content-type", "").startswith("application/json"):
             doc = answer.json()
             if isinstance(doc, dict) and "unsigned_action" in doc:
-                _flip_one_byte(doc)
+                _flip_one_byte(doc, rehash)
                 tampered.append(request.url.path)
             elif isinstance(doc, dict) and isinstance(doc.get("current_action"), dict):
-                _flip_one_byte(doc["current_action"])
+                _flip_one_byte(doc["current_action"], rehash)
                 tampered.append(request.url.path)
             body = json.dumps(doc).encode()
         return Response(body, status_code=answer.status_code, media_type="application/json")
@@ -211,6 +216,13 @@ def tampering_proxy(upstream: str) -> Starlette:
 @pytest.fixture(scope="module")
 def tampering(base_url: str) -> Iterator[tuple[str, list[str]]]:
     app = tampering_proxy(base_url)
+    with running_server(app) as url:
+        yield url, app.state.tampered
+
+
+@pytest.fixture(scope="module")
+def rehashing(base_url: str) -> Iterator[tuple[str, list[str]]]:
+    app = tampering_proxy(base_url, rehash=True)
     with running_server(app) as url:
         yield url, app.state.tampered
 
@@ -231,6 +243,7 @@ async def test_a_tampered_action_is_refused_and_no_handoff_is_given(tampering: t
         )
         errors = {f["code"] for f in err["findings"] if f["severity"] == "error"}
         assert "payload_sha256_mismatch" in errors  # the altered byte no longer matches the bundle's hash
+        print(f"\none byte altered: refused with {sorted(errors)}")
         assert "caller_wallet_handoff" not in result.structured_content
         assert "eth_sendTransaction" not in result.content[0].text
 
@@ -246,3 +259,22 @@ async def test_a_tampered_action_is_refused_and_no_handoff_is_given(tampering: t
         assert error(created)["code"] == "safety_boundary_failed"
         assert "caller_wallet_handoff" not in created.structured_content
         assert tampered == ["/v2/prepare", "/v2/session"]
+
+
+async def test_a_tampered_action_with_a_recomputed_hash_is_still_refused(
+    rehashing: tuple[str, list[str]],
+) -> None:
+    url, tampered = rehashing
+    async with caller_mcp(url) as c:
+        view = ok(await c.call_tool("service_v2_quote", ONE_STEP))["decision"]
+        result = await c.call_tool(
+            "service_v2_prepare",
+            {"caller_approved": True, "quote_id": view["quote_id"], "wallets": {"base": WALLET_A}},
+        )
+        err = error(result)
+        assert tampered == ["/v2/prepare"] and err["code"] == "safety_boundary_failed"
+        errors = {f["code"] for f in err["findings"] if f["severity"] == "error"}
+        # the bundle hash now matches; the action itself no longer does what the receipt and the quote say
+        assert errors and "payload_sha256_mismatch" not in errors, errors
+        print(f"\none byte altered, payload_sha256 recomputed: refused with {sorted(errors)}")
+        assert "caller_wallet_handoff" not in result.structured_content
