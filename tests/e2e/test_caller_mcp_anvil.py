@@ -47,7 +47,8 @@ async def test_a_whole_session_through_the_caller_side_mcp(w: World) -> None:
         "to_token": dst.split(":")[1],
         "amount_usd": 100,
     }
-    options = RemoteOptions(accept_unconfigured_fee_recipient=True)
+    # local chains: a placeholder fee recipient, and bounds modelled from the embedded snapshot
+    options = RemoteOptions(accept_modelled_bounds=True, accept_unconfigured_fee_recipient=True)
     client = remote_client(w.api.url, options, deployments=w.deployments)
     try:
         async with Client(build_server(caller_side_tools(CallerSide(client)))) as c:

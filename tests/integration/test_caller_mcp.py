@@ -58,8 +58,9 @@ CALLER_TOOLS = {
 async def caller_mcp(remote: str) -> AsyncIterator[Client]:
     exe = shutil.which("routequote", path=str(Path(sys.executable).parent))
     assert exe is not None
-    # the instance under test has no fee recipient configured: the caller accepts the placeholder explicitly
-    args = ["mcp", "--remote", remote, "--accept-unconfigured-fee-recipient"]
+    # the instance under test has no fee recipient configured and prices from the embedded snapshot: the
+    # caller accepts the placeholder and modelled bounds explicitly (both are refused by default)
+    args = ["mcp", "--remote", remote, "--accept-unconfigured-fee-recipient", "--accept-modelled-bounds"]
     params = StdioServerParameters(command=exe, args=args, env={"ROUTEQUOTE_LOG_LEVEL": "warning"})
     async with Client(params) as c:
         yield c
