@@ -11,6 +11,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from routequote.cli_json import json_arg as _json_arg
 from routequote.client.commands import session_app, show_client_error  # typer only; the client loads on use
 from routequote.doctor import doctor_command  # typer only; the checks load on use
 
@@ -94,8 +95,15 @@ def mcp(
     profile: str = typer.Option(
         "spec", help="spec: the 15 tools of /mcp; v2: the v2 lifecycle of /mcp/v2 (prepare and sessions)"
     ),
+    remote: str = typer.Option("", help="Caller-side: v2 tools against this instance, verified here"),
+    accept_modelled_bounds: bool = typer.Option(False, help="--remote: accept modelled bounds (tests)"),
+    accept_unconfigured_fee_recipient: bool = typer.Option(False, help="--remote: accept a placeholder fee"),
 ) -> None:
     """Serve the MCP tools over stdio (for desktop agent hosts). Stdout carries only MCP messages."""
+    if remote:  # the caller-side MCP (docs/api.md): no local service, every action verified on this machine
+        from routequote.caller_mcp import RemoteOptions, serve_remote
+
+        return serve_remote(remote, RemoteOptions(accept_modelled_bounds, accept_unconfigured_fee_recipient))
     import sys
 
     import structlog
@@ -484,24 +492,6 @@ def market_refresh_cmd(
     console.print(
         f"wrote {target} (version {result.document['version']}, {len(result.refreshed)} sources refreshed)"
     )
-
-
-def _json_arg(value: str | None, name: str) -> Any:
-    """A JSON value given inline or as a path to a JSON file."""
-    if value is None:
-        return None
-    text = value
-    if not value.lstrip().startswith(("{", "[")):
-        try:
-            text = Path(value).read_text()
-        except OSError as exc:
-            console.print(f"[red]{name}[/red]: not inline JSON and not a readable file ({exc.strerror})")
-            raise typer.Exit(2) from None
-    try:
-        return json.loads(text)
-    except ValueError:
-        console.print(f"[red]{name}[/red]: not valid JSON")
-        raise typer.Exit(2) from None
 
 
 @app.command("verify-action")

@@ -109,7 +109,7 @@ async def test_a2a_handoff_executes_on_chain(
     async with httpx.AsyncClient(timeout=30) as http:
         card = await A2ACardResolver(http, url).get_agent_card()
         client = ClientFactory(ClientConfig(streaming=False, httpx_client=http)).create(card)
-        quote = (await _ask(client, {CAMEL[k]: v for k, v in intent.items()}))["quote"]
+        quote = (await _ask(client, {**{CAMEL[k]: v for k, v in intent.items()}, "detail": "full"}))["quote"]
         c = quote["continuation_v3"]
         approval = {
             "version": c["approval_v3_version"],

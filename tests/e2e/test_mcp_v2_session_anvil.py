@@ -44,7 +44,7 @@ async def test_a_whole_v2_session_through_mcp_alone(w: World) -> None:
     }
     wallets = {"base": who}
     async with Client(w.api.url + "/mcp/v2") as c:
-        q = ok(await c.call_tool("service_v2_quote", intent), token)["quote"]
+        q = ok(await c.call_tool("service_v2_quote", {**intent, "detail": "full"}), token)["quote"]
         approval = approval_for(Quote.from_raw(q), "session", idempotency_key=idem)
         ctx = verification_context(
             intent=intent,

@@ -72,7 +72,7 @@ async def test_agent_card(served: tuple[str, Any]) -> None:
 async def test_official_client_resolves_card_and_quotes(client: Client, served: tuple[str, Any]) -> None:
     url, app = served
     before = task_count(app)
-    data = await send(client, new_data_part(QUOTE))
+    data = await send(client, new_data_part({**QUOTE, "detail": "full"}))
     assert set(data) == {"quote", "guidance"}
     quote = data["quote"]
     # DataPart numbers are doubles: narrow whole numbers back before schema checks; big ints are strings
@@ -94,7 +94,7 @@ async def test_official_client_resolves_card_and_quotes(client: Client, served: 
     assert task_count(app) == before  # an immediate message reply: no task record
 
     explicit = await send(client, new_data_part({"operation": "quote", **QUOTE, "amountUsd": 12.5}))
-    assert explicit["quote"]["intent"]["amount_usd"] == 12.5
+    assert explicit["decision"]["pay"]["amount_usd"] == 12.5  # the decision view by default
 
 
 def _narrow(value: Any) -> Any:
@@ -159,7 +159,7 @@ def test_wire_request_and_version_header(served: tuple[str, Any]) -> None:
     with httpx.Client(base_url=url, timeout=30) as http:
         ok = http.post("/a2a", json=body, headers={"A2A-Version": "1.0"}).json()
         data = ok["result"]["message"]["parts"][0]["data"]
-        assert data["quote"]["intent"]["from"] == "solana:SOL"
+        assert data["decision"]["route"].startswith("solana:SOL->")
         old = http.post("/a2a", json=body).json()  # no version header: treated as 0.3, which is not served
         assert old["error"]["code"] == -32009
 

@@ -53,7 +53,7 @@ class Caller:
         self.client, self.intent, self.wallets, self.signer = client, intent, wallets, signer
 
     async def quote(self) -> dict[str, Any]:
-        reply = await send(self.client, {CAMEL[k]: v for k, v in self.intent.items()})
+        reply = await send(self.client, {**{CAMEL[k]: v for k, v in self.intent.items()}, "detail": "full"})
         self.q = reply["quote"]
         return self.q
 

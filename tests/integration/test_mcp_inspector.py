@@ -118,7 +118,8 @@ def test_inspector_lists_tools_and_calls_quote(inspector: Path, mcp_url: str) ->
     )
     assert result.get("isError") in (None, False)
     structured = result["structuredContent"]
-    assert json.loads(result["content"][0]["text"]) == structured
+    # /mcp's text block is the decision view of the quote in structuredContent (about 1 KB, docs/api.md)
+    assert json.loads(result["content"][0]["text"])["decision"]["quote_id"] == structured["quote"]["quote_id"]
     validate(structured["quote"], QUOTE_RESPONSE)
     assert structured["quote"]["intent"]["amount_usd"] == 100  # sent as a JSON number per the schema
     assert structured["guidance"]["automatic_selection_forbidden"] is True
@@ -145,7 +146,14 @@ def test_inspector_drives_the_v2_profile(inspector: Path, mcp_url: str) -> None:
     names = {t["name"] for t in listed}
     assert {"service_v2_prepare", "service_v2_session_create", "service_v2_session_observe"} <= names
     assert len(listed) == 10 and all(t["inputSchema"]["additionalProperties"] is False for t in listed)
-    args = ["from_chain=base", "from_token=ETH", "to_chain=arbitrum", "to_token=ETH", "amount_usd=1000"]
+    args = [
+        "from_chain=base",
+        "from_token=ETH",
+        "to_chain=arbitrum",
+        "to_token=ETH",
+        "amount_usd=1000",
+        "detail=full",
+    ]
     result = run(
         inspector,
         v2,

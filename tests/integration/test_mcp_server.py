@@ -213,8 +213,12 @@ async def test_every_tool_returns_the_rest_json_plus_guidance(server: str) -> No
         }
 
         result = await c.call_tool("service_v2_quote", QUOTE_ARGS)
-        assert result.is_error is False and text_json(result) == result.structured_content
+        assert result.is_error is False
         quote, guidance = result.structured_content["quote"], result.structured_content["guidance"]
+        # the text block (what a host's model reads) is the decision view of the same quote, about 1 KB
+        decision = text_json(result)["decision"]
+        assert decision["quote_id"] == quote["quote_id"] and len(result.content[0].text.encode()) <= 1024
+        assert decision["full"] == "structuredContent.quote"
         validate(quote, QUOTE_RESPONSE)
         rest = (await http.post("/v2/quote", json=QUOTE_ARGS)).json()
         assert set(quote) == set(rest)
@@ -246,6 +250,7 @@ async def test_every_tool_returns_the_rest_json_plus_guidance(server: str) -> No
         ).json()
         assert set(rest_v1_quote) == set(body) and rest_v1_quote["corridor"] == body["corridor"]
         assert rest_v1_quote["quote"]["direct_route_summary"] == body["quote"]["direct_route_summary"]
+        assert text_json(v1)["decision"]["quote_id"] == body["quote_id"] == body["quote"]["quote_id"]
         default = await c.call_tool("service_quote", {"amount_usd": 1})
         assert default.structured_content["quote"]["quote"]["intent"]["to"] == "base:ETH"
 
@@ -434,7 +439,7 @@ async def test_one_rate_limit_budget_per_client_across_surfaces() -> None:
                 },
             }
             reply = (await http.post("/a2a", json=a2a, headers={"A2A-Version": "1.0"})).json()
-            assert "quote" in reply["result"]["message"]["parts"][0]["data"]
+            assert "decision" in reply["result"]["message"]["parts"][0]["data"]
             # four requests over three surfaces used the one budget: every surface now refuses
             assert error_of(await c.call_tool("service_v2_quote", QUOTE_ARGS))["code"] == "rate_limited"
             assert (await http.post("/v2/quote", json=QUOTE_ARGS)).status_code == 429

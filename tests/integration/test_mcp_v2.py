@@ -71,7 +71,7 @@ def token() -> str:
 async def quote_and_context(
     c: Client, intent: dict[str, Any], wallets: dict[str, str], mode: str, key: str | None = None
 ) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
-    q = ok(await c.call_tool("service_v2_quote", intent))["quote"]
+    q = ok(await c.call_tool("service_v2_quote", {**intent, "detail": "full"}))["quote"]
     approval = approval_for(Quote.from_raw(q), mode, idempotency_key=key)
     ctx = verification_context(
         intent=intent,
@@ -197,5 +197,8 @@ async def test_stdio_profile_v2(tmp_path: Path) -> None:
     }
     async with Client(StdioServerParameters(command=exe, args=["mcp", "--profile", "v2"], env=env)) as c:
         assert {t.name for t in (await c.list_tools()).tools} == V2_TOOLS
-        q = ok(await c.call_tool("service_v2_quote", ONE_STEP))["quote"]
+        decision = await c.call_tool("service_v2_quote", ONE_STEP)  # stdio's v2 profile: the decision view
+        view = ok(decision)["decision"]
+        assert view["route"] == "base:USDC->base:ETH" and len(decision.content[0].text.encode()) <= 1024
+        q = ok(await c.call_tool("service_v2_quote", {**ONE_STEP, "detail": "full"}))["quote"]
         assert q["route"]["input_base"] == q["estimated_input_base_decimal"]

@@ -49,7 +49,7 @@ async def _a2a(url: str, route: str) -> tuple[int, str]:
             return out
 
         intent = intent_for(route, 100)
-        q = (await send({CAMEL[k]: v for k, v in intent.items()}))["quote"]
+        q = (await send({**{CAMEL[k]: v for k, v in intent.items()}, "detail": "full"}))["quote"]
         approval = approval_for(q, key="k-" + uuid.uuid4().hex[:12], selected_mode="session")
         reply = await send(
             {

@@ -62,7 +62,7 @@ class Caller:
         self.accept_modelled_bounds = True
 
     async def quote(self) -> dict[str, Any]:
-        reply = await send(self.client, {CAMEL[k]: v for k, v in self.intent.items()})
+        reply = await send(self.client, {**{CAMEL[k]: v for k, v in self.intent.items()}, "detail": "full"})
         self.q: dict[str, Any] = reply["quote"]
         self.approval = self.approval_for("session")
         self.ctx = self.context(self.approval)

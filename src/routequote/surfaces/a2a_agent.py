@@ -6,7 +6,8 @@ Request: `SendMessage` whose message has exactly one data part, e.g.
 (operation absent or `quote`), or `{"operation": "prepare", ...}` when the prepare capability is mounted,
 or one of the session-lifecycle operations (`session_create`, `session_get`, `observe_source`,
 `refresh_action`, `session_cancel`) when the session engine is.
-Reply: one agent message (no task is created) whose data part is `{quote, guidance}`,
+Reply: one agent message (no task is created) whose data part is `{decision}` (the quote's decision view,
+about 1 KB; `{quote, guidance}` with `"detail": "full"`),
 `{bundle, guidance, action_verification, caller_wallet_handoff}`, `{session, guidance, action_verification?,
 caller_wallet_handoff?}` or `{error: {code, reason_class, message, ...}}` with code one of rate_limited,
 upstream_unavailable, request_rejected, reapproval_required, or safety_boundary_failed (a prepared action that
@@ -45,6 +46,7 @@ from routequote.input_rules import name_list
 from routequote.ratelimit import RateLimiter
 from routequote.service import RouteQuoteService
 from routequote.surfaces import guidance as g
+from routequote.surfaces import quote_result as qr
 from routequote.surfaces.a2a_card import (
     A2A_PATH,
     CARD_ALIAS_PATH,
@@ -172,12 +174,13 @@ class _ContextBuilder(DefaultServerCallContextBuilder):
 
 def quote_operation(service: RouteQuoteService) -> Operation:
     async def run(data: dict[str, Any]) -> dict[str, Any]:
-        quote = await service.quote_request(quote_body(data))
-        guidance = g.quote_guidance(quote)
-        guidance["integers_beyond_2_pow_53_as_decimal_strings"] = True
-        return {"quote": quote, "guidance": guidance}
+        detail = qr.quote_detail(data.get("detail"))
+        reply = qr.quote_result(await service.quote_request(quote_body(data)), detail)
+        if "guidance" in reply:
+            reply["guidance"]["integers_beyond_2_pow_53_as_decimal_strings"] = True
+        return reply
 
-    return Operation("quote", frozenset(QUOTE_FIELDS), run)
+    return Operation("quote", frozenset(QUOTE_FIELDS) | {"detail"}, run)
 
 
 @dataclass

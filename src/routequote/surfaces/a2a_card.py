@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from a2a.types.a2a_pb2 import AgentCapabilities, AgentCard, AgentInterface, AgentProvider, AgentSkill
 
+from routequote.core.assets import ENDPOINT_KEYS
 from routequote.core.routes import ROUTES
 from routequote.surfaces.a2a_operation import MEDIA
 
@@ -28,9 +29,12 @@ def quote_skill() -> AgentSkill:
         description=(
             f"One fresh, fee-inclusive, non-binding quote between the nine asset endpoints ({len(ROUTES)} directed "
             "routes, USD 1 through 1,000). Send one data part with fromChain, fromToken, toChain, toToken, "
-            'amountUsd (operation omitted or "quote"). Returns {quote, guidance}: an unranked_candidate that '
-            "expires; never select it automatically. Read-only: does not inspect balances and never prepares, "
-            "signs or submits. Base-unit amounts are decimal strings."
+            'amountUsd (operation omitted or "quote"), optionally detail. Endpoints (chain:token, the only '
+            f"valid pairs): {', '.join(ENDPOINT_KEYS)}; source and destination differ (an identity route is "
+            'refused). Returns {decision}, a decision view of about 1 KB, or with detail "full" {quote, '
+            "guidance}, the complete quote whose hashes verify: an unranked_candidate that expires; never select "
+            "it automatically. Read-only: does not inspect balances and never prepares, signs or submits. Exact "
+            "amounts are decimal strings."
         ),
         tags=["quote", "cross-chain", "bridge", "swap", "read-only", "non-custodial"],
         examples=[

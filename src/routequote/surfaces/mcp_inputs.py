@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from routequote.contract.v2 import ChainName, TokenName
+from routequote.core.assets import ENDPOINT_KEYS, TOKENS_BY_CHAIN
 from routequote.core.field_rules import EVM_ADDRESS_PATTERN, EVM_TX_HASH_PATTERN
 from routequote.core.intent import MAX_AMOUNT_USD, MIN_AMOUNT_USD
 from routequote.surfaces.legacy import DEFAULT_DESTINATION
@@ -25,14 +26,40 @@ class NoArguments(ToolInput):
     """No arguments."""
 
 
+ENDPOINTS_TEXT = ", ".join(ENDPOINT_KEYS)
+QUOTE_RULES = (
+    f"The nine endpoints (chain:token; no other pair is valid): {ENDPOINTS_TEXT}. Source and destination "
+    f"must differ (an identity route is refused). amount_usd is {MIN_AMOUNT_USD}..{MAX_AMOUNT_USD} (USD "
+    "notional; no funds move)."
+)
+_TOKEN_RULE = "; ".join(f"{c.value}: {', '.join(t.value for t in ts)}" for c, ts in TOKENS_BY_CHAIN.items())
+
+
 class V2QuoteArguments(ToolInput):
     """A QuoteRequest: one of the nine endpoints on each side, different endpoints, 1 <= amount_usd <= 1000."""
 
     from_chain: ChainName
-    from_token: TokenName = Field(description="Must be valid on from_chain")
+    from_token: TokenName = Field(description=f"Must be valid on from_chain ({_TOKEN_RULE})")
     to_chain: ChainName
-    to_token: TokenName = Field(description="Must be valid on to_chain")
-    amount_usd: float = Field(ge=MIN_AMOUNT_USD, le=MAX_AMOUNT_USD, description="USD notional; no funds move")
+    to_token: TokenName = Field(
+        description=f"Must be valid on to_chain ({_TOKEN_RULE}); to_chain:to_token differs from the source"
+    )
+    amount_usd: float = Field(
+        ge=MIN_AMOUNT_USD,
+        le=MAX_AMOUNT_USD,
+        description=f"USD notional, {MIN_AMOUNT_USD}..{MAX_AMOUNT_USD}; no funds move",
+    )
+
+
+class V2ProfileQuoteArguments(V2QuoteArguments):
+    """The v2 profile's quote (/mcp/v2, stdio --profile v2, the caller-side MCP): the QuoteRequest plus the
+    view it answers with."""
+
+    detail: Literal["decision", "full"] = Field(
+        "decision",
+        description='"decision" (default): about 1 KB, what a decision and approval need; "full": the complete '
+        "POST /v2/quote JSON, whose hashes verify",
+    )
 
 
 class LegacyQuoteArguments(ToolInput):

@@ -3,7 +3,10 @@
 Low-level `mcp.server.Server` (mcp 2.x) so every input schema is exactly the spec's (closed objects,
 enums, bounds, lengths, patterns) and every call is validated against it here; the SDK does not.
 Results carry the same JSON the REST surface returns, nested under its kind (`quote`, `capabilities`,
-`status`, `manifest`) so hashes and signatures still verify, next to a short `guidance` object. Errors
+`status`, `manifest`) so hashes and signatures still verify, next to a short `guidance` object. The two
+quote tools keep the spec's exact inputs, so their text block (what most hosts put in the model's context)
+is the decision view of about 1 KB (`core.quote_view`) while structuredContent holds the complete quote:
+the one place this server's text is not the serialized structured result (docs/api.md says why). Errors
 are tool errors (`isError: true`) with a stable `code`: rate_limited, upstream_unavailable,
 request_rejected, reapproval_required. No caller input is echoed in an error and nothing is logged
 from arguments, so an access token passed to a session tool can never leak.
@@ -42,12 +45,18 @@ from routequote.surfaces.http import MAX_BODY_BYTES
 from routequote.surfaces.jsonrpc_guard import JsonRpcGuard, guarded_streams
 from routequote.surfaces.legacy import legacy_quote, legacy_status, v1_session_operation
 from routequote.surfaces.mcp_inputs import (
+    QUOTE_RULES,
     SESSION_TOOL_INPUTS,
     LegacyQuoteArguments,
     NoArguments,
     ToolInput,
     V2QuoteArguments,
     input_schema,
+)
+from routequote.surfaces.quote_result import (
+    FULL_IN_STRUCTURED_CONTENT,
+    FULL_IN_STRUCTURED_CONTENT_V1,
+    decision_result,
 )
 
 SERVER_NAME = "routequote"
@@ -66,6 +75,7 @@ _CLIENT: contextvars.ContextVar[str] = contextvars.ContextVar("routequote_mcp_cl
 # ---- the tool registry ------------------------------------------------------------------------------
 
 ToolRun = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
+TextView = Callable[[dict[str, Any]], dict[str, Any]]
 
 READ_ONLY = mt.ToolAnnotations(
     read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
@@ -88,6 +98,8 @@ class ToolDef:
     model: type[ToolInput]
     annotations: mt.ToolAnnotations
     run: ToolRun
+    # the text block's JSON when it is not the structured result itself (/mcp's quotes: the decision view)
+    text: TextView | None = None
 
     def tool(self) -> mt.Tool:
         return mt.Tool(
@@ -172,19 +184,23 @@ def core_tools(service: RouteQuoteService, manifest: ManifestSource | None = Non
             "Quote one route",
             "One fresh, fee-inclusive, non-binding quote (POST /v2/quote): expected and minimum receive in "
             "exact base units, fees, unpriced gas and ETA. An unranked candidate that expires; never select "
-            "it automatically. Moves no funds; never signs or submits.",
+            "it automatically. Moves no funds; never signs or submits. " + QUOTE_RULES + " The text block "
+            "is the decision view (about 1 KB); structuredContent.quote is the complete quote.",
             V2QuoteArguments,
             QUOTE,
             v2_quote,
+            text=lambda out: decision_result(out["quote"], full=FULL_IN_STRUCTURED_CONTENT),
         ),
         ToolDef(
             "service_quote",
             "Legacy v1 quote",
             "Legacy v1 quote of an original corridor: solana SOL -> native ETH on base (default) or "
-            "arbitrum, amount_usd a whole number 1..1000. Prefer service_v2_quote. Moves no funds.",
+            "arbitrum, amount_usd a whole number 1..1000. Prefer service_v2_quote. Moves no funds. The text "
+            "block is the decision view (about 1 KB); structuredContent.quote is the complete v1 answer.",
             LegacyQuoteArguments,
             QUOTE,
             v1_quote,
+            text=lambda out: decision_result(out["quote"]["quote"], full=FULL_IN_STRUCTURED_CONTENT_V1),
         ),
     ]
     return tools
@@ -284,9 +300,11 @@ def v1_session_tools(state: Any) -> list[ToolDef]:
 # ---- results ------------------------------------------------------------------------------------------
 
 
-def _result(structured: dict[str, Any], *, is_error: bool = False) -> mt.CallToolResult:
+def _result(
+    structured: dict[str, Any], *, is_error: bool = False, text: dict[str, Any] | None = None
+) -> mt.CallToolResult:
     return mt.CallToolResult(
-        content=[mt.TextContent(text=orjson.dumps(structured).decode())],
+        content=[mt.TextContent(text=orjson.dumps(structured if text is None else text).decode())],
         structured_content=structured,
         is_error=is_error,
     )
@@ -359,7 +377,8 @@ def build_server(tools: Sequence[ToolDef], *, limiter: RateLimiter | None = None
         except RouteQuoteError as exc:
             return tool_error(exc)
         try:
-            return _result(await tool.run(args))
+            out = await tool.run(args)
+            return _result(out, text=tool.text(out) if tool.text is not None else None)
         except RouteQuoteError as exc:
             return tool_error(exc)
         except Exception as exc:  # never a traceback or caller input in a result; the log has the type

@@ -37,11 +37,12 @@ from routequote.surfaces.a2a_sessions import session_operations
 from routequote.surfaces.http import MAX_BODY_BYTES
 from routequote.surfaces.jsonrpc_guard import JsonRpcGuard, guarded_streams
 from routequote.surfaces.mcp_inputs import (
+    QUOTE_RULES,
     UUID_PATTERN,
     IdempotencyKey,
     NoArguments,
     ToolInput,
-    V2QuoteArguments,
+    V2ProfileQuoteArguments,
 )
 from routequote.surfaces.mcp_tools import (
     QUOTE,
@@ -55,6 +56,7 @@ from routequote.surfaces.mcp_tools import (
     manifest_provider,
     transport_security,
 )
+from routequote.surfaces.quote_result import quote_detail, quote_result
 
 MCP_V2_PATH = "/mcp/v2"
 # the same profile at a path ending in /mcp: some hosts (MCP Inspector's CLI 0.15) post to `/mcp` of the
@@ -187,8 +189,8 @@ def v2_tools(state: Any, manifest: ManifestSource | None) -> list[ToolDef]:
         return {"status": service.status(), "guidance": g.read_guidance("v2_status")}
 
     async def quote(args: dict[str, Any]) -> dict[str, Any]:
-        q = await service.quote_request(args)
-        return {"quote": q, "guidance": g.quote_guidance(q)}
+        request = {k: v for k, v in args.items() if k != "detail"}
+        return quote_result(await service.quote_request(request), quote_detail(args.get("detail")))
 
     tools = [
         ToolDef(
@@ -211,9 +213,11 @@ def v2_tools(state: Any, manifest: ManifestSource | None) -> list[ToolDef]:
         ToolDef(
             "service_v2_quote",
             "Quote one route",
-            "One fresh, unranked, expiring quote (POST /v2/quote). Base-unit amounts are decimal strings. "
-            "Never select it automatically. Moves no funds.",
-            V2QuoteArguments,
+            "One fresh, unranked, expiring quote (POST /v2/quote). Exact amounts are decimal strings. "
+            "Never select it automatically. Moves no funds. " + QUOTE_RULES + " By default the answer is "
+            'the decision view (about 1 KB); detail "full" gives the complete quote, whose hashes verify and '
+            "which approval_v3 and verification_context are built from.",
+            V2ProfileQuoteArguments,
             QUOTE,
             quote,
         ),
