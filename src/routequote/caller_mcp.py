@@ -391,11 +391,16 @@ async def run_remote(base_url: str, options: RemoteOptions) -> None:
     """Serve the caller-side tools over stdio; stdout carries only MCP messages."""
     from mcp.server.stdio import stdio_server
 
+    from routequote.surfaces.jsonrpc_guard import guarded_streams
+
     async with contextlib.AsyncExitStack() as stack:
         client = remote_client(base_url, options)
         stack.push_async_callback(client.aclose)
         server = build_server(caller_side_tools(CallerSide(client)))
-        async with stdio_server() as (read_stream, write_stream):
+        async with (
+            stdio_server() as (stdin, stdout),
+            guarded_streams(stdin, stdout) as (read_stream, write_stream),
+        ):
             await server.run(read_stream, write_stream, server.create_initialization_options())
 
 
