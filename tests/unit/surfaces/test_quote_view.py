@@ -111,7 +111,10 @@ def test_a_live_quote_says_which_parts_are_still_modelled(quotes: list[dict[str,
     longest = max(quotes, key=lambda q: len(q["direct_route_summary"]["steps"]))
     market = {**longest["market"], "live": True}
     live = decision_view({**longest, "market": market})
-    assert live["modelled"] == "eta: none"  # the 5-step route through LayerZero has no time model
+    # live prices, but the ETA stays a model (the LayerZero delivery's included)
+    assert live["modelled"] == "eta"
+    no_eta = {**longest, "market": market, "eta": {**longest["eta"], "complete_route_estimate": False}}
+    assert decision_view(no_eta)["modelled"] == "eta: none"
     fallback = {**longest, "market": {**market, "fallback_components": ["across", "cctp", "orca:SOL-USDC"]}}
     text = decision_view(fallback)["modelled"]
     assert text.startswith("prices of 3 components: snapshot") and "not live" not in text
