@@ -54,7 +54,7 @@ class ServerProcess:
 
 
 def start_server(
-    log_dir: Path, name: str, settings: dict[str, str], timeout: float = 40.0, workers: int = 1
+    log_dir: Path, name: str, settings: dict[str, str], timeout: float = 120.0, workers: int = 1
 ) -> ServerProcess:
     """Start `routequote serve` with ROUTEQUOTE_<NAME> settings (rate limits off) and wait until /v2/status answers."""
     port = free_port()
