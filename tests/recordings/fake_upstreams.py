@@ -75,6 +75,8 @@ def live_config(**overrides: Any) -> LiveConfig:
     return LiveConfig(**kw)
 
 
+# the time the recordings were made (tests/recordings/*.json): 2026-11-20 12:00 UTC
+RECORDED_UNIX = 1_795_176_000
 # the expiry of the source deadline a fetch runs under (`FakeUpstreams.deadline`), seen by its requests
 _EXPIRE: ContextVar[Callable[[], None] | None] = ContextVar("fake_upstream_deadline", default=None)
 # bounds a fetch under `FakeUpstreams.deadline` that never reaches a hanging request (a bug, not a timing)
@@ -117,6 +119,12 @@ class FakeUpstreams:
 
     def transport(self) -> httpx.MockTransport:
         return httpx.MockTransport(self.handler)
+
+    def _since_recorded(self) -> int:
+        """Seconds the test clock stands past the recordings' time: the recorded Pyth and Across answers are
+        replayed as of the test clock (as the EVM blocks are), so a clock that follows the wall clock through a
+        long run on a busy machine does not age them past their bounds (Pyth's is 120 s)."""
+        return int(self.clock.now().timestamp()) - RECORDED_UNIX
 
     @contextlib.asynccontextmanager
     async def deadline(self, seconds: float) -> AsyncIterator[None]:
@@ -190,12 +198,13 @@ class FakeUpstreams:
                 body = self.across.get(origin)
                 if body is None:
                     return httpx.Response(400, json={"message": "Unsupported route"})
+                if "timestamp" in body:
+                    body = {**body, "timestamp": str(int(body["timestamp"]) + self._since_recorded())}
                 return httpx.Response(200, json=body)
             if host == "hermes.test":
                 body = copy.deepcopy(self.pyth)
-                if stale:
-                    for p in body["parsed"]:
-                        p["price"]["publish_time"] -= 3600
+                for p in body["parsed"]:
+                    p["price"]["publish_time"] += self._since_recorded() - (3600 if stale else 0)
                 return httpx.Response(200, json=body)
             return httpx.Response(404, json={"message": f"unknown host {host}"})
         finally:
