@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import os
 import secrets
 import signal
 import socket
@@ -273,11 +274,40 @@ def test_redis_away_and_back(tmp_path: Path) -> None:
 # ---- SIGTERM under load ------------------------------------------------------------------------------------
 
 
+def _held_by(pid: int, client_ports: set[int]) -> bool:
+    """Whether process `pid` (or a child of it) holds a connection from each of `client_ports`: the server
+    accepted them, so they are its requests in flight, not sockets still waiting in the listener's backlog."""
+    pids = [pid, *(int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split())]
+    inodes = set()
+    for each in pids:
+        with contextlib.suppress(OSError):
+            for fd in Path(f"/proc/{each}/fd").iterdir():
+                with contextlib.suppress(OSError):
+                    link = os.readlink(fd)
+                    if link.startswith("socket:["):
+                        inodes.add(link[8:-1])
+    held = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with contextlib.suppress(OSError):
+            for line in Path(table).read_text().splitlines()[1:]:
+                fields = line.split()
+                if fields[9] in inodes:  # the server's end: its remote address is the client's
+                    held.add(int(fields[2].rsplit(":", 1)[1], 16))
+    return client_ports <= held
+
+
 async def _slow_post(
-    port: int, path: str, body: bytes, headers: dict[str, str], started: asyncio.Event, release: asyncio.Event
+    port: int,
+    path: str,
+    body: bytes,
+    headers: dict[str, str],
+    started: asyncio.Event,
+    release: asyncio.Event,
+    client_ports: set[int],
 ) -> bytes:
     """Send the head and half the body, wait for `release`, send the rest; return the whole answer."""
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    client_ports.add(writer.get_extra_info("sockname")[1])
     head = (
         f"POST {path} HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n"
         f"content-length: {len(body)}\r\n" + "".join(f"{k}: {v}\r\n" for k, v in headers.items()) + "\r\n"
@@ -351,6 +381,7 @@ def test_sigterm_under_load_completes_in_flight_requests_and_exits_0(tmp_path: P
     async def scenario() -> list[bytes]:
         started = [asyncio.Event() for _ in quotes]
         release = asyncio.Event()
+        client_ports: set[int] = set()
         tasks = [
             asyncio.ensure_future(
                 _slow_post(
@@ -360,13 +391,18 @@ def test_sigterm_under_load_completes_in_flight_requests_and_exits_0(tmp_path: P
                     {SESSION_HEADER: tokens[i]},
                     started[i],
                     release,
+                    client_ports,
                 )
             )
             for i, q in enumerate(quotes)
         ]
         for e in started:
             await e.wait()
-        await asyncio.sleep(0.3)
+        # the server has accepted all six (a busy one may not have yet when the client's writes are done)
+        async with asyncio.timeout(60):  # bounds a hang only
+            while not _held_by(server.process.pid, client_ports):
+                await asyncio.sleep(0.05)
+        await asyncio.sleep(0.3)  # and read their heads: each is a request in flight
         term_sent.append(time.monotonic())
         server.process.send_signal(signal.SIGTERM)  # six creates are in flight, bodies half-sent
         await asyncio.sleep(1.0)
