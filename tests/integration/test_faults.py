@@ -21,7 +21,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
-import os
 import secrets
 import signal
 import socket
@@ -37,7 +36,7 @@ from tests.recordings.fake_upstreams import FakeUpstreams, live_config
 from tests.support.postgres import postgres_stopped, require_postgres, temporary_database
 from tests.support.redis_private import private_redis
 from tests.support.server import free_port, running_server
-from tests.support.server_process import ServerProcess, shared_signing_key, start_server
+from tests.support.server_process import ServerProcess, holds_connections, shared_signing_key, start_server
 from tests.unit.actions.support import approval_for, intent_for, wallets_for
 
 from routequote.app import create_app
@@ -274,28 +273,6 @@ def test_redis_away_and_back(tmp_path: Path) -> None:
 # ---- SIGTERM under load ------------------------------------------------------------------------------------
 
 
-def _held_by(pid: int, client_ports: set[int]) -> bool:
-    """Whether process `pid` (or a child of it) holds a connection from each of `client_ports`: the server
-    accepted them, so they are its requests in flight, not sockets still waiting in the listener's backlog."""
-    pids = [pid, *(int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split())]
-    inodes = set()
-    for each in pids:
-        with contextlib.suppress(OSError):
-            for fd in Path(f"/proc/{each}/fd").iterdir():
-                with contextlib.suppress(OSError):
-                    link = os.readlink(fd)
-                    if link.startswith("socket:["):
-                        inodes.add(link[8:-1])
-    held = set()
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        with contextlib.suppress(OSError):
-            for line in Path(table).read_text().splitlines()[1:]:
-                fields = line.split()
-                if fields[9] in inodes:  # the server's end: its remote address is the client's
-                    held.add(int(fields[2].rsplit(":", 1)[1], 16))
-    return client_ports <= held
-
-
 async def _slow_post(
     port: int,
     path: str,
@@ -400,7 +377,7 @@ def test_sigterm_under_load_completes_in_flight_requests_and_exits_0(tmp_path: P
             await e.wait()
         # the server has accepted all six (a busy one may not have yet when the client's writes are done)
         async with asyncio.timeout(60):  # bounds a hang only
-            while not _held_by(server.process.pid, client_ports):
+            while not holds_connections(server.process.pid, client_ports):
                 await asyncio.sleep(0.05)
         await asyncio.sleep(0.3)  # and read their heads: each is a request in flight
         term_sent.append(time.monotonic())
