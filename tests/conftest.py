@@ -1,8 +1,10 @@
 from __future__ import annotations
 
 import os
+import random
 import tempfile
 
+import pytest
 from hypothesis import settings
 
 # The suite must never read an operator's environment by accident.
@@ -14,6 +16,40 @@ _SESSION_DB_DIR = tempfile.mkdtemp(prefix="routequote-test-db-")
 os.environ["ROUTEQUOTE_DATABASE_URL"] = f"sqlite+aiosqlite:///{_SESSION_DB_DIR}/sessions.sqlite3"
 
 # CI replays a fixed set of generated examples (a red CI must be reproducible); local runs explore anew.
+# Neither has Hypothesis's per-example deadline (200 ms by default): it is a timing, and on a busy machine an
+# example that passes can exceed it.
 settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True)
-if os.environ.get("CI"):
-    settings.load_profile("ci")
+settings.register_profile("local", deadline=None)
+settings.load_profile("ci" if os.environ.get("CI") else "local")
+
+
+# ---- a reproducible random order (off by default) -----------------------------------------------------------
+# `pytest --order-seed N` runs the modules in an order drawn from N, and each module's tests in an order drawn
+# from it too (a module stays together: its module-scoped servers start once). A test that passes only after
+# another one shows up; the seed in the header replays the order.
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--order-seed", type=int, default=None, help="shuffle modules and their tests with this seed"
+    )
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    seed = config.getoption("order_seed")
+    return None if seed is None else f"test order: shuffled with --order-seed {seed}"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    seed = config.getoption("order_seed")
+    if seed is None:
+        return
+    rng = random.Random(seed)
+    modules: dict[str, list[pytest.Item]] = {}
+    for item in items:
+        modules.setdefault(item.nodeid.split("::", 1)[0], []).append(item)
+    groups = list(modules.values())
+    rng.shuffle(groups)
+    for group in groups:
+        rng.shuffle(group)
+    items[:] = [item for group in groups for item in group]

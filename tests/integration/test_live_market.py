@@ -7,6 +7,7 @@ Uniswap v3 pool calls from the embedded snapshot's pool states.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -26,6 +27,7 @@ from routequote.core.pricing import price_route, route_components
 from routequote.core.routes import ROUTES
 from routequote.errors import CapacityBusy, UpstreamError, UpstreamUnavailable
 from routequote.market.live import LiveMarket
+from routequote.market.live_source import LiveSource
 from routequote.market.snapshot import EmbeddedSnapshot
 from routequote.service import RouteQuoteService, ServiceConfig
 from routequote.storage.quotes import MemoryQuoteStore
@@ -55,7 +57,7 @@ async def make_rig(**config: Any) -> Rig:
     clock = FixedClock(T0)
     fake = FakeUpstreams(clock)
     http = httpx.AsyncClient(transport=fake.transport())
-    market = LiveMarket(live_config(**config), clock, http=http)
+    market = LiveMarket(live_config(**config), clock, http=http, source_deadline=fake.deadline)
     service = RouteQuoteService(market, MemoryQuoteStore(), clock, SequentialIds(), ServiceConfig())
     return Rig(clock, fake, market, service, http)
 
@@ -245,16 +247,32 @@ async def test_fault_takes_down_exactly_the_right_routes_and_recovers(
     assert rig.service.status()["market"]["healthy"] is True
 
 
-async def test_hanging_upstream_is_cut_at_the_source_timeout() -> None:
-    r = await make_rig(timeout_seconds=0.05)
-    try:
-        r.fake.faults["iris.test"] = "hang"
-        view = await r.market.view()
-        assert view.unavailable["circle_cctp"].startswith("timeout: circle_iris")
-        assert "base:ETH->base:USDC" not in routes_needing(set(view.unavailable))
-        await r.quote("base:ETH->base:USDC")
-    finally:
-        await r.http.aclose()
+async def test_hanging_upstream_is_cut_at_the_source_timeout(rig: Rig) -> None:
+    # the rig's source deadline is the fakes' (`FakeUpstreams.deadline`): the hanging request ends it, and the
+    # healthy sources' answers never race a wall clock (at 0.05 s of wall time they did, on a busy machine)
+    rig.fake.faults["iris.test"] = "hang"
+    view = await rig.market.view()
+    assert view.unavailable["circle_cctp"].startswith("timeout: circle_iris")
+    assert set(view.unavailable) == {"circle_cctp"}
+    assert "base:ETH->base:USDC" not in routes_needing(set(view.unavailable))
+    await rig.quote("base:ETH->base:USDC")
+
+
+async def test_the_default_source_deadline_is_the_configured_timeout_of_wall_time() -> None:
+    """Without a test's deadline a source that never answers is cut by the wall clock, at the configured
+    timeout. It is the only source, so no answer races that clock."""
+
+    async def never() -> None:
+        await asyncio.Event().wait()
+
+    source = LiveSource("circle_iris", ("circle_cctp",), never, 600.0)
+    market = LiveMarket(live_config(timeout_seconds=0.05), FixedClock(T0), sources=[source])
+    async with asyncio.timeout(60):  # bounds a hang only
+        view = await market.view()
+    assert view.unavailable["circle_cctp"] == "timeout: circle_iris: no answer within 0.05 s", (
+        view.unavailable
+    )
+    assert source.failures == 1 and source.error_kind == "timeout"
 
 
 async def test_breaker_opens_after_threshold_and_probes_after_cooldown(rig: Rig) -> None:

@@ -1,6 +1,6 @@
-"""A cold live quote reads every upstream in one parallel wave. The fake upstreams hold each answer 50 ms and
-number the waves of requests (a request sent after some answer of wave n came back is in wave n + 1), so the
-count is structural, not a timing."""
+"""A cold live quote reads every upstream in one parallel wave. The fake upstreams hold each answer until no
+request arrived for some turns of the event loop (`FakeUpstreams.settled`) and number the waves of requests (a
+request sent after some answer of wave n came back is in wave n + 1), so the count is structural, not a timing."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ from tests.recordings.fake_upstreams import WaveCountingUpstreams, live_config, 
 
 from routequote.clock import FixedClock, SequentialIds
 from routequote.core.intent import parse_quote_request
-from routequote.errors import UpstreamUnavailable
 from routequote.market.live import LiveMarket
 from routequote.market.snapshot import load_snapshot_document
 from routequote.service import RouteQuoteService, ServiceConfig
@@ -32,26 +31,19 @@ BODY = {
 async def cold_quote(
     snapshot: dict[str, Any] | None = None, pinned: bool = True
 ) -> tuple[WaveCountingUpstreams, Any]:
-    """One cold quote against fresh fakes. The count is structural, but the market's 1.5 s per-source timeout is
-    real time: a loaded CI machine once stalled a run past it. Such a run is tried again (at most twice more,
-    each against fresh fakes); every assertion applies to the run that completed."""
-    for _ in range(2):
-        try:
-            return await _cold_quote_once(snapshot, pinned)
-        except UpstreamUnavailable as exc:
-            if "timeout" not in str(exc):  # any other failure is the test's answer
-                raise
-    return await _cold_quote_once(snapshot, pinned)
-
-
-async def _cold_quote_once(
-    snapshot: dict[str, Any] | None, pinned: bool
-) -> tuple[WaveCountingUpstreams, Any]:
+    """One cold quote against fresh fakes. The source deadline is the fakes' (`FakeUpstreams.deadline`): no
+    answer of theirs races the wall clock of a busy machine."""
     clock = FixedClock(T0)
-    fake = WaveCountingUpstreams(clock, delay_seconds=0.05)
+    fake = WaveCountingUpstreams(clock, delay_seconds=0.0)
     pools = pin_solana_pools(fake) if pinned else fake.solana["pool_accounts"]
     async with httpx.AsyncClient(transport=fake.transport()) as http:
-        market = LiveMarket(live_config(solana_pools=pools), clock, http=http, snapshot_document=snapshot)
+        market = LiveMarket(
+            live_config(solana_pools=pools),
+            clock,
+            http=http,
+            snapshot_document=snapshot,
+            source_deadline=fake.deadline,
+        )
         service = RouteQuoteService(market, MemoryQuoteStore(), clock, SequentialIds(), ServiceConfig())
         issued = await service.quote(parse_quote_request(BODY))
         view = await market.view()

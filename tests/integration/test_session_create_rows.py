@@ -197,7 +197,7 @@ async def test_a_create_waits_off_the_loop_while_another_connection_holds_the_wr
         await asyncio.sleep(0.3)
         assert not creating.done()  # waiting for the lock, and the loop still runs
         holder.execute("COMMIT")
-        assert await asyncio.wait_for(creating, 10) is None
+        assert await asyncio.wait_for(creating, 60) is None  # bounds a hang only
         assert await store.get(record.session_id) == record
     finally:
         holder.close()

@@ -31,12 +31,12 @@ def two_workers(tmp_path: Path) -> Iterator[ServerProcess]:
         tmp_path,
         "balance",
         {"database_url": f"sqlite+aiosqlite:///{tmp_path}/s.sqlite3"},
-        timeout=60,
         workers=2,
     )
     try:
-        # the server answers once one worker is up; the other may still start
-        deadline = time.monotonic() + 60
+        # the server answers once one worker is up; the other may still start (the bound is a hang's: two
+        # workers importing at once on a busy machine took over a minute)
+        deadline = time.monotonic() + 180
         while server.log_tail(200_000).count("Application startup complete") < 2:
             assert time.monotonic() < deadline, server.log_tail()
             time.sleep(0.1)
@@ -99,7 +99,7 @@ def livez(conn: socket.socket) -> None:
 
 def open_connections(server: ServerProcess, n: int) -> list[socket.socket]:
     port = int(server.url.rsplit(":", 1)[1])
-    conns = [socket.create_connection(("127.0.0.1", port), timeout=10) for _ in range(n)]  # one burst
+    conns = [socket.create_connection(("127.0.0.1", port), timeout=30) for _ in range(n)]  # one burst
     for conn in conns:
         livez(conn)
     return conns
@@ -123,10 +123,9 @@ def test_a_stopped_worker_does_not_keep_connections_from_the_other(two_workers: 
     os.kill(stopped, signal.SIGSTOP)
     try:
         # the live worker soon holds more than the stopped one: every next connection is still answered, by it
+        # (one the stopped worker took would never be: its socket's 30 s timeout fails the test)
         for _ in range(12):
-            started = time.monotonic()
             conns += open_connections(two_workers, 1)
-            assert time.monotonic() - started < 5, "a new connection waited on the stopped worker"
         live = next(pid for pid in counts if pid != stopped)
         assert connections_per_worker(two_workers)[live] == counts[live] + 12
     finally:

@@ -9,7 +9,8 @@ Hosts (use them as the LiveConfig URLs):
 * `rpc-solana.test`: `getMultipleAccounts` assembled from `solana_getMultipleAccounts.json`.
 * `iris.test`, `across.test/api`, `hermes.test`: the recorded Iris / Across / Pyth responses.
 
-Faults per host (`faults[host] = ...`): `timeout` (httpx.ReadTimeout), `hang` (sleeps past any timeout),
+Faults per host (`faults[host] = ...`): `timeout` (httpx.ReadTimeout), `hang` (never answers; under the
+market's `source_deadline=fake.deadline` the fetch waiting for it times out at once, see `deadline`),
 `garbage` (an HTML body with status 200), `http500`, `429`, `stale` (EVM: a block an hour old;
 Solana: a slot lower than the last one served; Pyth: an hour-old publish time).
 """
@@ -17,10 +18,13 @@ Solana: a slot lower than the last one served; Pyth: an hour-old publish time).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 import hashlib
 import json
 from collections import Counter
+from collections.abc import AsyncIterator, Callable
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +75,17 @@ def live_config(**overrides: Any) -> LiveConfig:
     return LiveConfig(**kw)
 
 
+# the time the recordings were made (tests/recordings/*.json): 2026-11-20 12:00 UTC
+RECORDED_UNIX = 1_795_176_000
+# the expiry of the source deadline a fetch runs under (`FakeUpstreams.deadline`), seen by its requests
+_EXPIRE: ContextVar[Callable[[], None] | None] = ContextVar("fake_upstream_deadline", default=None)
+# bounds a fetch under `FakeUpstreams.deadline` that never reaches a hanging request (a bug, not a timing)
+HANG_BOUND_SECONDS = 60.0
+# A request is answered once no other arrived for this many turns of the event loop (at most SETTLE_LIMIT in
+# all): the requests a fetch sends together are all in flight before any answer, counted in turns, not time
+SETTLE_TURNS, SETTLE_LIMIT = 20, 2_000
+
+
 def _word(v: int) -> str:
     return "0x" + encode(["uint256"], [v]).hex()
 
@@ -82,6 +97,8 @@ class FakeUpstreams:
         self.requests: Counter[str] = Counter()
         self.inflight = 0
         self.max_inflight = 0
+        self.started = 0  # requests so far (the settling below watches it)
+        self.deadlines_ended = 0  # source deadlines a hanging request ended (`deadline`)
         self.blocks = {c: 30_000_000 + i * 1000 for i, c in enumerate(EVM_HOSTS.values())}
         snap = EmbeddedSnapshot().current()
         self.evm_pools: dict[Chain, dict[str, tuple[ClmmPool, str]]] = {}
@@ -103,17 +120,59 @@ class FakeUpstreams:
     def transport(self) -> httpx.MockTransport:
         return httpx.MockTransport(self.handler)
 
+    def _since_recorded(self) -> int:
+        """Seconds the test clock stands past the recordings' time: the recorded Pyth and Across answers are
+        replayed as of the test clock (as the EVM blocks are), so a clock that follows the wall clock through a
+        long run on a busy machine does not age them past their bounds (Pyth's is 120 s)."""
+        return int(self.clock.now().timestamp()) - RECORDED_UNIX
+
+    @contextlib.asynccontextmanager
+    async def deadline(self, seconds: float) -> AsyncIterator[None]:
+        """The market's source deadline (`LiveMarket(source_deadline=...)`) kept by these upstreams instead of
+        the wall clock: it passes when one of the fetch's requests hangs (fault `hang`), and never while an
+        answer is on its way, however slowly a busy machine runs this loop. `seconds` (the configured source
+        timeout) is what a real upstream would get; HANG_BOUND_SECONDS only bounds a test that went wrong."""
+        loop = asyncio.get_running_loop()
+        inside = True
+
+        def expire() -> None:
+            if inside:  # a request left behind by a finished fetch ends nothing
+                self.deadlines_ended += 1
+                cut.reschedule(loop.time())
+
+        async with asyncio.timeout(HANG_BOUND_SECONDS) as cut:
+            token = _EXPIRE.set(expire)
+            try:
+                yield
+            finally:
+                inside = False
+                _EXPIRE.reset(token)
+
+    async def settled(self) -> None:
+        """Until no request has arrived for SETTLE_TURNS turns of the loop, so concurrent requests overlap as
+        on a network. A busy machine slows the senders and these turns alike; a wall-clock pause did not."""
+        seen, turns = -1, 0
+        while seen != self.started and turns < SETTLE_LIMIT:
+            seen = self.started
+            for _ in range(SETTLE_TURNS):
+                await asyncio.sleep(0)
+            turns += SETTLE_TURNS
+
     async def handler(self, request: httpx.Request) -> httpx.Response:
         host = request.url.host
         self.requests[host] += 1
+        self.started += 1
         self.inflight += 1
         self.max_inflight = max(self.max_inflight, self.inflight)
         try:
-            await asyncio.sleep(0.005)  # lets concurrent requests overlap, as on a network
+            await self.settled()
             fault = self.faults.get(host)
             if fault == "timeout":
                 raise httpx.ReadTimeout("simulated read timeout", request=request)
             if fault == "hang":
+                expire = _EXPIRE.get()
+                if expire is not None:
+                    expire()  # the source's time is up: nothing will come
                 await asyncio.sleep(30)
             if fault == "garbage":
                 return httpx.Response(200, content=b"<html><body>502 Bad Gateway</body></html>")
@@ -139,12 +198,13 @@ class FakeUpstreams:
                 body = self.across.get(origin)
                 if body is None:
                     return httpx.Response(400, json={"message": "Unsupported route"})
+                if "timestamp" in body:
+                    body = {**body, "timestamp": str(int(body["timestamp"]) + self._since_recorded())}
                 return httpx.Response(200, json=body)
             if host == "hermes.test":
                 body = copy.deepcopy(self.pyth)
-                if stale:
-                    for p in body["parsed"]:
-                        p["price"]["publish_time"] -= 3600
+                for p in body["parsed"]:
+                    p["price"]["publish_time"] += self._since_recorded() - (3600 if stale else 0)
                 return httpx.Response(200, json=body)
             return httpx.Response(404, json={"message": f"unknown host {host}"})
         finally:
@@ -275,9 +335,10 @@ def pin_solana_pools(fake: FakeUpstreams, raydium: bool = True) -> dict[str, str
 
 
 class WaveCountingUpstreams(FakeUpstreams):
-    """The same upstreams, each answer held `delay_seconds`, and every request numbered by its wave: a request
-    is in wave n+1 when the latest wave that had finished (some answer of it was back) before it was sent is n.
-    Requests sent together are one wave; a request that needed an earlier answer is a later one."""
+    """The same upstreams, each answer held `delay_seconds` more (a network's latency, for the bench), and every
+    request numbered by its wave: a request is in wave n+1 when the latest wave that had finished (some answer
+    of it was back) before it was sent is n. Requests sent together are one wave (none is answered before all
+    are sent: `settled`); a request that needed an earlier answer is a later one."""
 
     def __init__(self, clock: Any, delay_seconds: float = 0.05) -> None:
         super().__init__(clock)

@@ -29,7 +29,7 @@ def _run(coro: Coroutine[Any, Any, T]) -> T:
         return pool.submit(asyncio.run, coro).result()
 
 
-def postgres_up(timeout: float = 0.5) -> bool:
+def postgres_up(timeout: float = 5.0) -> bool:  # bounds a hang: a busy machine answers late, not never
     try:
         with socket.create_connection((PG_HOST, PG_PORT), timeout=timeout):
             pass

@@ -55,7 +55,7 @@ class ServerProcess:
 
 
 def start_server(
-    log_dir: Path, name: str, settings: dict[str, str], timeout: float = 40.0, workers: int = 1
+    log_dir: Path, name: str, settings: dict[str, str], timeout: float = 120.0, workers: int = 1
 ) -> ServerProcess:
     """Start `routequote serve` with ROUTEQUOTE_<NAME> settings (rate limits off; every route session-ready:
     OBSERVABLE, unless `settings` says otherwise) and wait until /v2/status answers."""
@@ -105,3 +105,27 @@ def server_processes(
     finally:
         for s in started:
             s.stop()
+
+
+def holds_connections(pid: int, client_ports: set[int]) -> bool:
+    """Whether process `pid` (or a child of it) holds a connection from each of `client_ports` on loopback: the
+    server accepted them, so they are its requests in flight, not sockets still waiting in the listener's
+    backlog (on a busy machine a client's writes are done long before the server accepts)."""
+    children = Path(f"/proc/{pid}/task/{pid}/children")
+    pids = [pid, *(int(p) for p in children.read_text().split())] if children.exists() else [pid]
+    inodes = set()
+    for each in pids:
+        with contextlib.suppress(OSError):
+            for fd in Path(f"/proc/{each}/fd").iterdir():
+                with contextlib.suppress(OSError):
+                    link = os.readlink(fd)
+                    if link.startswith("socket:["):
+                        inodes.add(link[8:-1])
+    held = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with contextlib.suppress(OSError):
+            for line in Path(table).read_text().splitlines()[1:]:
+                fields = line.split()
+                if fields[9] in inodes:  # the server's end: its remote address is the client's
+                    held.add(int(fields[2].rsplit(":", 1)[1], 16))
+    return client_ports <= held

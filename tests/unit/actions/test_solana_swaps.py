@@ -373,11 +373,10 @@ def pinned_live_market(clock: Any, fake: FakeUpstreams, *, raydium: bool = False
     if raydium:
         pools[sw.RAYDIUM_SOL_USDC.pool_id] = sw.RAYDIUM_SOL_USDC.pool
     config = live_config(solana_pools=pools)
-    # These upstreams are in-process fakes that answer at once: the market's 1.5 s read timeout (the most
-    # LiveConfig accepts) could only ever measure a loaded test machine stalling this loop, and did fail
-    # reads on CI. The tests that exercise timeouts use `live_config` itself, with its real limit.
-    object.__setattr__(config, "timeout_seconds", 60.0)
-    return LiveMarket(config, clock, http=httpx.AsyncClient(transport=fake.transport()))
+    # the source deadline is the fakes' (no answer of theirs races a busy machine's wall clock: the 1.5 s one
+    # did fail reads on CI)
+    http = httpx.AsyncClient(transport=fake.transport())
+    return LiveMarket(config, clock, http=http, source_deadline=fake.deadline)
 
 
 def b64(data: bytes) -> str:

@@ -27,7 +27,9 @@ async def test_refresh_rebuilds_the_snapshot_and_reports_what_moved(tmp_path: Pa
     fake.faults["across.test"] = "garbage"  # one failing source keeps its old values and is reported
     old = load_snapshot_document()
     async with httpx.AsyncClient(transport=fake.transport()) as http:
-        market = LiveMarket(live_config(), clock, http=http, snapshot_document=old)
+        market = LiveMarket(
+            live_config(), clock, http=http, snapshot_document=old, source_deadline=fake.deadline
+        )
         with Progress(console=Console(file=open("/dev/null", "w"))) as progress:  # noqa: SIM115
             result = await refresh_snapshot(market, old, progress)
             assert progress.tasks[0].completed == len(market.sources)
