@@ -6,7 +6,8 @@ direct_route_summary), against the pinned contracts and programs, the 1 bp fee f
 It returns findings; an empty list of errors means "nothing found wrong". By part:
 
 - `bundle`: hashes, intent / route / step, amounts and bounds, timing, fee recipient, safety receipt;
-- `evm`, `solana`: the payloads of each chain family; `cctp_receive`: a CCTP destination mint;
+- `evm`, `solana`: the payloads of each chain family (`solana_fee`: the Solana fee, decoded on its own);
+  `cctp_receive`: a CCTP destination mint;
 - `erc4337`: the v1 corridor's settlement plan (`verify_settlement_plan`);
 - `handoff`: A2A's caller wallet handoff, bound to a verified bundle by hash;
 - `common`: findings, the checker, strict comparisons, timing.

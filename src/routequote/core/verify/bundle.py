@@ -37,6 +37,7 @@ from routequote.core.verify.common import (
     same_address,
     same_wallets,
     scan_flags,
+    service_fee_base,
     strict_eq,
 )
 from routequote.core.verify.evm import check_evm
@@ -197,7 +198,7 @@ def _verify_bundle(
             "inputAmount / routeFee / netInputAmount / minimumOutput must be decimal strings",
         )
         return c.findings
-    want_fee = input_base // 10_000 if step.fee_step else 0
+    want_fee = service_fee_base(input_base, step.fee_step)
     c.expect(
         fee == want_fee,
         "service_fee_mismatch",
@@ -273,10 +274,11 @@ def _verify_bundle(
         return c.findings
     # ---- fee recipient ------------------------------------------------------------------------------
     family = CHAINS[step.source.chain].family
-    fee_recipient = action.get("feeRecipient")
+    # unpinned, the payloads must pay the recipient the receipt names (the receipt must name the action's)
+    fee_recipient = receipt.get("service_fee", {}).get("recipient")
     if fee_recipients is not None:
         pinned = fee_recipients.get(family.value)
-        if fee and not same_address(fee_recipient, pinned):
+        if fee and not same_address(action.get("feeRecipient"), pinned):
             c.fail("fee_recipient_mismatch", "the fee goes to another recipient than the one you pinned")
         fee_recipient = pinned if fee else None
     elif fee:

@@ -95,6 +95,11 @@ def check_timing(c: Checker, bundle: dict[str, Any], action: dict[str, Any], now
     return int(deadline)
 
 
+def service_fee_base(input_base: int, fee_step: bool) -> int:
+    """The 1 bp service fee the caller owes on a step: floor(input / 10000) on the route's fee step, else 0."""
+    return input_base // 10_000 if fee_step else 0
+
+
 def is_int(x: object) -> TypeGuard[int]:
     return isinstance(x, int) and not isinstance(x, bool)
 

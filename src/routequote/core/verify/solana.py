@@ -1,5 +1,6 @@
 """The Solana payload checks: the fee payer, signers and every instruction (Orca / Raydium swaps with their
-pinned pool accounts, the CCTP burn, the fee transfer) against the caller's bounds."""
+pinned pool accounts, the CCTP burn, the fee transfer) against the caller's bounds. The fee part is decoded
+and expected by `solana_fee`, never by the service's builders."""
 
 from __future__ import annotations
 
@@ -11,11 +12,8 @@ from routequote.core.actions import common as ak
 from routequote.core.actions import solana as sol
 from routequote.core.actions import solana_swaps as sw
 from routequote.core.actions.common import address_to_bytes32
-from routequote.core.actions.plan import (
-    CCTP_FAST_FINALITY,
-    StepPlan,
-)
-from routequote.core.assets import ASSETS, CHAINS
+from routequote.core.actions.plan import CCTP_FAST_FINALITY
+from routequote.core.assets import ASSETS, CHAINS, Token
 from routequote.core.routes import Provider
 from routequote.core.verify.common import (
     Checker,
@@ -23,6 +21,7 @@ from routequote.core.verify.common import (
     is_int,
     is_solana_key,
 )
+from routequote.core.verify.solana_fee import check_fee_transfers, expected_fee_instructions
 
 
 def _swap_args(c: Checker, swap_ix: dict[str, Any] | None, program: Any, decode: Any, what: str) -> Any:
@@ -132,30 +131,28 @@ def _check_solana_swap(x: StepContext, action: dict[str, Any]) -> None:
     else:
         c.fail("provider_not_verifiable", f"no pinned, buildable pool for {step.provider.value} {pool_id}")
         return
-    plan = StepPlan(
-        route=x.route,
-        step=step,
-        input_base=x.input_base,
-        fee_base=x.fee,
-        minimum_output_base=x.min_out,
-        expected_output_base=0,
-        max_provider_fee_base=0,
-        native_fee_wei=0,
-        wallets={src.chain.value: x.caller, dst.chain.value: x.recipient},
-        fee_recipient=x.fee_recipient or "",
-        event_signer_public=None,
-        prepared_at_unix=0,
-        deadline_unix=x.deadline,
-        fill_deadline_unix=0,
-        pool_fee_pips=None,
-        pool_tick_current=int(tick),
-        raydium_live=raydium_live,
-    )
+    # the expectation: your own wrap and fee instructions, your output token account, the swap re-derived from
+    # your inputs and the checked pool accounts, and the unwrap; never the service's `build_solana_swap`
+    expected: list[dict[str, Any]] = []
+    if src.token is Token.SOL:
+        expected += [sol.instruction_dict(i) for i in sol.wrap_sol(x.caller, src, x.input_base)]
+    if x.fee:
+        expected += expected_fee_instructions(x.caller, x.fee_recipient or "", src, x.fee)
+    expected.append(sol.instruction_dict(sol.create_ata_idempotent(x.caller, x.caller, dst)))
     try:
-        expected = sol.build_solana_swap(plan).instructions
+        if raydium_live is not None:
+            rp = sw.RAYDIUM_POOLS[pool_id]
+            swap = sw.raydium_swap_v2(x.caller, rp, x.net, x.min_out, src.key == rp.token_0, raydium_live)
+        else:
+            op = sw.ORCA_POOLS[pool_id]
+            swap = sw.orca_swap_v2(x.caller, op, x.net, x.min_out, src.key == op.token_a, int(tick))
     except Exception as exc:  # noqa: BLE001
-        c.fail("instruction_mismatch", f"cannot derive the expected instructions: {exc}")
+        c.fail("instruction_mismatch", f"cannot derive the expected swap instruction: {exc}")
         return
+    expected.append(sol.instruction_dict(swap))
+    if dst.token is Token.SOL:
+        expected.append(sol.instruction_dict(sol.close_wsol(x.caller, dst)))
+    check_fee_transfers(x, action, ixs, src)
     allowed = {
         str(sol.ATA_PROGRAM),
         str(ak.token_program(src)),
@@ -309,8 +306,8 @@ def check_solana(x: StepContext, action: dict[str, Any]) -> None:
         if x.fee_recipient is None:
             c.fail("fee_recipient_unknown", "cannot check the fee instruction without a fee recipient")
             return
-        expected.append(sol.instruction_dict(sol.create_ata_idempotent(x.caller, x.fee_recipient, src)))
-        expected.append(sol.instruction_dict(sol.transfer_checked(x.caller, x.fee_recipient, src, x.fee)))
+        expected += expected_fee_instructions(x.caller, x.fee_recipient, src, x.fee)
+    check_fee_transfers(x, action, ixs, src)
     domain = CHAINS[dst.chain].cctp_domain
     # decode the burn independently before comparing the whole instruction
     if ixs:
