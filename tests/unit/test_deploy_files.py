@@ -342,17 +342,3 @@ def test_every_variable_the_compose_files_read_is_in_env_example() -> None:
         if line.startswith(("POSTGRES_PASSWORD=", "ROUTEQUOTE_SIGNING_KEY="))
         for value in [line.split("=", 1)[1]]
     )  # no secret is shipped, not even an example one
-
-
-def test_the_compose_key_format_is_the_one_keys_generate_writes(tmp_path: Path) -> None:
-    """compose.yaml's instructions export the PEM `routequote keys generate` writes; the service reads it."""
-    from typer.testing import CliRunner
-
-    from routequote.cli import app as cli_app
-    from routequote.discovery.keys import parse_private_key
-
-    header = (ROOT / "compose.yaml").read_text().split("\nname:", 1)[0]
-    assert "routequote keys generate --out key.pem" in header and '"$(cat key.pem)"' in header
-    r = CliRunner().invoke(cli_app, ["keys", "generate", "--out", str(tmp_path / "key.pem")])
-    assert r.exit_code == 0, r.output
-    parse_private_key((tmp_path / "key.pem").read_text(), "ROUTEQUOTE_SIGNING_KEY")
