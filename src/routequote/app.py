@@ -20,6 +20,7 @@ from routequote import __version__
 from routequote.clock import SystemClock, UuidFactory
 from routequote.config import Settings
 from routequote.contract.v2 import QuoteRequest
+from routequote.core.assets import Chain
 from routequote.core.fee_recipient import recipients_configured
 from routequote.discovery import Discovery, load_signing_key
 from routequote.logging import configure_logging
@@ -189,6 +190,25 @@ def solana_arrivals(settings: Settings) -> dict[str, Any]:
         },
         "balance_increase_alone_counts": False,
     }
+
+
+def _oft_pin(settings: Settings, sessions: SessionService, service: RouteQuoteService, discovery: Any) -> Any:
+    """The USDG OFT pin (oft_pin.py): derived from chain state under a live market with Robinhood and Solana
+    RPC URLs; the setting overrides; applied to sessions, capabilities, /readyz and the safety document."""
+    from routequote.oft_pin import OftPinResolver, apply_pin
+
+    derives = settings.market == "live" and bool(settings.rpc_url_robinhood and settings.rpc_url_solana)
+    resolver = OftPinResolver(
+        settings.usdg_oft_solana_program or None,
+        evm=sessions.builder.evm_state if derives else None,
+        solana=sessions.solana if derives else None,  # type: ignore[arg-type]
+        robinhood_oft=sessions.prepare.deployments[Chain.ROBINHOOD].usdg_oft,
+        now=lambda: service.clock.now().isoformat(),
+        interval_seconds=settings.usdg_oft_pin_interval_seconds,
+        on_change=lambda pin: apply_pin(pin, sessions=sessions, service=service, discovery=discovery),
+    )
+    apply_pin(resolver.pin, sessions=sessions, service=service, discovery=discovery)
+    return resolver
 
 
 def retention_purger(settings: Settings, store: Any, clock: Clock) -> Any:
@@ -393,6 +413,8 @@ def create_app(
         deployments=prepare.deployments,
     )
     app.state.discovery = discovery
+    app.state.oft_pin = _oft_pin(settings, sessions, service, discovery)
+    hooks.append(app.state.oft_pin.running)  # one derivation at start, then every interval
     app.include_router(well_known.router(discovery))  # manifest, safety, index, pages, route economics
     app.include_router(web.router())  # route explorer: `/` and /explorer/* (static, strict CSP)
     _install_error_handlers(app)

@@ -92,12 +92,16 @@ def test_defaults_status_and_readyz_report_observation_per_chain_and_the_oft_pin
         defaults.get("/readyz").json()["observation"],
     ):
         assert {c: v["rpc_url_configured"] for c, v in body["chains"].items()} == dict.fromkeys(CHAINS, False)
-        assert body["usdg_oft_solana_program"] == {
+        pin = body["usdg_oft_solana_program"]
+        assert {k: pin[k] for k in ("pinned", "program", "source", "setting", "error", "chain_program")} == {
             "pinned": False,
             "program": None,
             "source": "not_pinned",
             "setting": "ROUTEQUOTE_USDG_OFT_SOLANA_PROGRAM",
+            "error": None,
+            "chain_program": None,  # the embedded market reads no chain
         }
+        assert "the chain is not read" in pin["reason"]
         assert body["circle_iris_configured"] and body["layerzero_scan_configured"]
     ready = defaults.get("/readyz")
     assert ready.status_code == 200  # reported, not failing: quotes and prepare still serve
