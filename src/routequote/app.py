@@ -192,6 +192,22 @@ def solana_arrivals(settings: Settings) -> dict[str, Any]:
     }
 
 
+def _preflight(settings: Settings, sessions: SessionService) -> Any:
+    """The preflight block's checker (preflight.py): chain reads through the session engine's ports under a
+    live market; under the embedded market no chain is read and the block says so."""
+    from routequote.preflight import NO_CHAIN_ACCESS, PreflightChecker
+
+    if settings.market != "live":
+        return PreflightChecker(enabled=False, reason=NO_CHAIN_ACCESS)
+    return PreflightChecker(
+        enabled=True,
+        reason="",
+        evm=sessions.builder.evm_state,  # type: ignore[arg-type]
+        solana=sessions.solana,  # type: ignore[arg-type]
+        token_address=sessions.prepare.token_address,
+    )
+
+
 def _oft_pin(settings: Settings, sessions: SessionService, service: RouteQuoteService, discovery: Any) -> Any:
     """The USDG OFT pin (oft_pin.py): derived from chain state under a live market with Robinhood and Solana
     RPC URLs; the setting overrides; applied to sessions, capabilities, /readyz and the safety document."""
@@ -308,6 +324,7 @@ def create_app(
         deployments=deployments,
     )
     sessions = build_sessions(settings, prepare, session_store)
+    prepare.preflight = _preflight(settings, sessions)
     service.config.session_unavailable_reasons = sessions.session_reasons()
     service.config.session_unavailable_details = sessions.session_gaps()
     service.config.bounds = bounds_by_route(service.market)

@@ -46,6 +46,28 @@ class JsonRpcEvmState:
     async def code(self, chain: str, address: str) -> bytes:
         return await self._read(chain, "eth_getCode", [str(to_checksum_address(address)), "latest"])
 
+    async def _quantity(self, chain: str, method: str, params: list[Any]) -> int:
+        rpc, breaker = self.reader._rpc(chain)
+
+        async def read() -> int:
+            result, chain_raw = await rpc.batch([(method, params), ("eth_chainId", [])])
+            self.reader._check_chain_id(chain, chain_raw)
+            return quantity(result, method)
+
+        out: int = await breaker.guard(read(), method)
+        return out
+
+    async def balance(self, chain: str, address: str) -> int:
+        """The native balance at `latest` (preflight)."""
+        return await self._quantity(chain, "eth_getBalance", [str(to_checksum_address(address)), "latest"])
+
+    async def gas_price(self, chain: str) -> int:
+        """The current fee per gas (`eth_gasPrice`: base fee plus a suggested tip)."""
+        return await self._quantity(chain, "eth_gasPrice", [])
+
+    async def estimate_gas(self, chain: str, tx: dict[str, Any]) -> int:
+        return await self._quantity(chain, "eth_estimateGas", [tx])
+
     async def timestamp(self, chain: str) -> int:
         """The latest block's timestamp (what a permit or swap deadline is judged against)."""
         rpc, breaker = self.reader._rpc(chain)
