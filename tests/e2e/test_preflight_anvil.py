@@ -129,7 +129,9 @@ def test_input_but_no_gas_on_the_destination_chain(chains: Any) -> None:
 def test_an_expiring_quote_is_a_blocking_time_finding(chains: Any) -> None:
     base, _ = chains
     who = _wallet(base, eth=10**18, usdc=1_000 * 10**6)
-    bundle = _prepare(chains, "base:USDC->base:ETH", {"base": who}, wait_seconds=44)  # 16 s left of a 60 s quote (prepare needs 15)
+    bundle = _prepare(
+        chains, "base:USDC->base:ETH", {"base": who}, wait_seconds=44
+    )  # 16 s left of a 60 s quote (prepare needs 15)
     time_left = _by_code(bundle)["time_left:base"]
     expiry = bundle["unsigned_action"]["safety_receipt"]["timing"]["quote_expiry_unix"]
     prepared = bundle["unsigned_action"]["safety_receipt"]["timing"]["prepared_at_unix"]
