@@ -193,17 +193,34 @@ def solana_arrivals(settings: Settings) -> dict[str, Any]:
 
 
 def _preflight(settings: Settings, sessions: SessionService) -> Any:
-    """The preflight block's checker (preflight.py): chain reads through the session engine's ports under a
-    live market; under the embedded market no chain is read and the block says so."""
+    """The preflight block's checker (preflight.py): chain reads through the chain ports (own readers) wherever an
+    RPC URL is configured (a chain without one gives `unknown` findings); with none (the embedded defaults) no
+    chain is read and the block says so."""
+    from routequote.observe.evm import JsonRpcEvmReader
+    from routequote.observe.evm_state import JsonRpcEvmState
+    from routequote.observe.solana import JsonRpcSolanaReader
     from routequote.preflight import NO_CHAIN_ACCESS, PreflightChecker
 
-    if settings.market != "live":
+    evm_urls = {
+        "base": settings.rpc_url_base,
+        "arbitrum": settings.rpc_url_arbitrum,
+        "robinhood": settings.rpc_url_robinhood,
+    }
+    if not any(evm_urls.values()) and not settings.rpc_url_solana:
         return PreflightChecker(enabled=False, reason=NO_CHAIN_ACCESS)
+    # its own readers (own breakers) over the engine's HTTP client: advice reads against a failing node never
+    # open the circuit the session observations depend on
+    client, timeout, limit = (
+        sessions.http_client,
+        settings.market_timeout_seconds,
+        settings.upstream_max_bytes,
+    )
+    evm = JsonRpcEvmReader({k: v for k, v in evm_urls.items() if v}, client, timeout=timeout, max_bytes=limit)
     return PreflightChecker(
         enabled=True,
         reason="",
-        evm=sessions.builder.evm_state,  # type: ignore[arg-type]
-        solana=sessions.solana,  # type: ignore[arg-type]
+        evm=JsonRpcEvmState(evm),
+        solana=JsonRpcSolanaReader(settings.rpc_url_solana or None, client, timeout=timeout, max_bytes=limit),
         token_address=sessions.prepare.token_address,
     )
 

@@ -1,8 +1,8 @@
 """Preflight: before the caller signs, what each chain of the route will need from them (core/preflight.py).
 
 Reads go through the chain ports (bounded, classified errors, no upstream text relayed); a failed read is a
-finding with `code: unknown`, never an error answer. Where this instance has no chain access (the embedded
-market), no chain call is made and the block says `checked: false` with the reason. Advice only: the action and
+finding with `code: unknown`, never an error answer. Where this instance has no chain access (no RPC URL, as
+under the embedded defaults), no chain call is made and the block says `checked: false` with the reason. Advice only: the action and
 its hashes are the same with or without it (the block is a response-only member, outside `payload_sha256`).
 """
 
@@ -12,6 +12,8 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any, Protocol
 
+from routequote.core.actions.cctp_receive import RECEIVE_PHASE
+from routequote.core.actions.cctp_solana_receive import SOLANA_RECEIVE_PHASE
 from routequote.core.actions.common import associated_token_address
 from routequote.core.assets import Asset, Chain
 from routequote.core.preflight import (
@@ -27,6 +29,7 @@ from routequote.core.preflight import (
     NATIVE_SYMBOL,
     SOLANA_ACTION_FEE_BUDGET_LAMPORTS,
     SOLANA_TOKEN_ACCOUNT_RENT_LAMPORTS,
+    SignedAction,
     amount_text,
     block,
     created_token_accounts,
@@ -39,10 +42,12 @@ from routequote.core.routes import Route
 from routequote.ports import ObservationUnavailable, SolanaAccountInfoReader
 
 NO_CHAIN_ACCESS = (
-    "this instance has no chain access (the embedded market): no chain was read; set ROUTEQUOTE_MARKET=live "
-    "with RPC URLs to check balances, gas, rent and time before signing"
+    "this instance has no chain access (no RPC URL is configured, as under the embedded defaults): no chain was "
+    "read; set ROUTEQUOTE_RPC_URL_<CHAIN> (e.g. with ROUTEQUOTE_MARKET=live) to check balances, gas, rent and "
+    "time before signing"
 )
 APPROVE_SELECTOR = "0x095ea7b3"
+RECEIVE_PHASES = (RECEIVE_PHASE, SOLANA_RECEIVE_PHASE)
 BALANCE_OF = "0x70a08231"
 ALLOWANCE = "0xdd62ed3e"
 
@@ -56,7 +61,7 @@ class EvmPreflightReader(Protocol):
 
     async def gas_price(self, chain: str) -> int: ...
 
-    async def estimate_gas(self, chain: str, tx: dict[str, Any]) -> int: ...
+    async def estimate_gas(self, chain: str, tx: dict[str, Any]) -> int | None: ...
 
 
 def _word(address: str) -> str:
@@ -93,15 +98,31 @@ class PreflightChecker:
         action = bundle.get("unsigned_action") or {}
         step_index = int(bundle.get("step_index") or 0)
         step = route.steps[step_index]
-        first_chain = step.source.chain
+        # a CCTP destination mint (a session's later action) runs on the step's target chain and spends nothing
+        receive = action.get("phase") in RECEIVE_PHASES
+        acts = signed_actions(route)
+        pos = next(
+            (
+                i
+                for i, a in enumerate(acts)
+                if a.step_index == step_index and (a.kind == "cctp_receive_message") == receive
+            ),
+            0,
+        )
+        todo = acts[pos:]  # this action, then every later one the caller signs
+        first_chain = todo[0].chain if todo else step.source.chain
         input_base = int(action.get("inputAmount") or 0)
         committed = 0  # native input the first action sends (not available for gas)
         if first_chain is not Chain.SOLANA:
             committed = sum(int(tx.get("value") or 0) for tx in action.get("transactions") or [])
-        findings += await self._input(step.source, wallets, step_index, input_base, action)
-        findings += await self._gas(route, wallets, step_index, action, committed)
-        sol_input = input_base if step.source.chain is Chain.SOLANA and step.source.is_native else 0
-        findings += await self._solana(route, wallets, step_index, sol_input)
+        if not receive:
+            findings += await self._input(step.source, wallets, step_index, input_base, action)
+        findings += await self._gas(todo, wallets, action, committed)
+        sol_input = (
+            input_base if not receive and step.source.chain is Chain.SOLANA and step.source.is_native else 0
+        )
+        accounts = [(i, a) for i, a in created_token_accounts(route) if i >= step_index]
+        findings += await self._solana(todo, accounts, wallets, sol_input)
         findings.append(self._time(action, step_index, first_chain, now))
         return block(True, findings)
 
@@ -198,15 +219,15 @@ class PreflightChecker:
         raise _Unknown("SPL token balances are not read by this preflight yet")
 
     async def _gas(
-        self, route: Route, wallets: dict[str, str], first_step: int, action: dict[str, Any], committed: int
+        self, todo: list[SignedAction], wallets: dict[str, str], action: dict[str, Any], committed: int
     ) -> list[dict[str, Any]]:
-        """Native balance against the gas of every action the caller signs from `first_step` on, per chain."""
-        per_chain: dict[Chain, list[Any]] = {}
-        for signed in signed_actions(route):
-            if signed.step_index >= first_step:
-                per_chain.setdefault(signed.chain, []).append(signed)
+        """Native balance against the gas of this action (`todo[0]`) and every later one, per EVM chain."""
+        per_chain: dict[Chain, list[SignedAction]] = {}
+        for signed in todo:
+            per_chain.setdefault(signed.chain, []).append(signed)
         out: list[dict[str, Any]] = []
-        first_chain = route.steps[first_step].source.chain
+        first = todo[0] if todo else None
+        first_chain = first.chain if first else None
         for chain, actions in per_chain.items():
             indices = [a.step_index for a in actions]
             if chain is Chain.SOLANA:
@@ -218,7 +239,7 @@ class PreflightChecker:
                 price = int(await self._read(self.evm.gas_price(chain.value)))
                 units, estimated = 0, False
                 for a in actions:
-                    if chain is first_chain and a.step_index == first_step:
+                    if a is first:
                         first_units, budgeted = await self._first_action_gas(chain, action)
                         units += first_units
                         estimated = estimated or budgeted
@@ -274,20 +295,25 @@ class PreflightChecker:
                     "value": hex(int(tx.get("value") or 0)),
                 }
                 try:
-                    units += int(await self._read(self.evm.estimate_gas(chain.value, call)))
-                    continue
+                    estimate = await self._read(self.evm.estimate_gas(chain.value, call))
                 except _Unknown:
-                    pass
+                    estimate = None
+                if estimate is not None:
+                    units += int(estimate)
+                    continue
             units += budget
             budgeted = True
         return units, budgeted
 
     async def _solana(
-        self, route: Route, wallets: dict[str, str], first_step: int, sol_input: int
+        self,
+        todo: list[SignedAction],
+        accounts: list[tuple[int, Asset]],
+        wallets: dict[str, str],
+        sol_input: int,
     ) -> list[dict[str, Any]]:
         """SOL for fees and the rent of each token account the route creates (beyond a SOL input)."""
-        actions = [a for a in signed_actions(route) if a.chain is Chain.SOLANA and a.step_index >= first_step]
-        accounts = [(i, a) for i, a in created_token_accounts(route) if i >= first_step]
+        actions = [a for a in todo if a.chain is Chain.SOLANA]
         if not actions and not accounts:
             return []
         who = wallets.get(Chain.SOLANA.value, "")
