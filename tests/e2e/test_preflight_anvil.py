@@ -7,6 +7,7 @@ bundle's payload hash is the same with the block as without it."""
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
@@ -17,16 +18,20 @@ from _evm import AnvilChain
 from _evm import deploy_all as _deploy_all
 from eth_account import Account
 from test_prepare_anvil import _deployments
-from tests.unit.actions.support import approval_for, intent_for, make_env
+from tests.support.loopback import json_server
+from tests.unit.actions.support import SOLANA_WALLET, approval_for, intent_for, make_env
 
 from routequote.core.actions.bundle import payload_sha256
-from routequote.core.assets import Chain
+from routequote.core.actions.common import associated_token_address
+from routequote.core.assets import ASSETS, Chain
 from routequote.core.preflight import EVM_GAS_BUDGET, FIRST_SIGNATURE_SECONDS, FURTHER_TRANSACTION_SECONDS
 from routequote.observe.evm import JsonRpcEvmReader
 from routequote.observe.evm_state import JsonRpcEvmState
+from routequote.observe.solana import JsonRpcSolanaReader
 from routequote.preflight import NO_CHAIN_ACCESS, PreflightChecker
 
 pytestmark = pytest.mark.chain
+SYSTEM = "11111111111111111111111111111111"
 
 
 @pytest.fixture(scope="module")
@@ -46,7 +51,11 @@ def _wallet(chain: AnvilChain, eth: int = 0, usdc: int = 0) -> str:
 
 
 def _prepare(
-    chains: tuple[AnvilChain, AnvilChain], route: str, wallets: dict[str, str], wait_seconds: float = 0
+    chains: tuple[AnvilChain, AnvilChain],
+    route: str,
+    wallets: dict[str, str],
+    wait_seconds: float = 0,
+    solana_url: str | None = None,
 ) -> dict[str, Any]:
     base, arbitrum = chains
     block = base.rpc.call("eth_getBlockByNumber", "latest", False)
@@ -59,7 +68,11 @@ def _prepare(
         async with httpx.AsyncClient() as client:
             reader = JsonRpcEvmReader({"base": base.url, "arbitrum": arbitrum.url}, client)
             env.prepare.preflight = PreflightChecker(
-                enabled=True, reason="", evm=JsonRpcEvmState(reader), token_address=env.prepare.token_address
+                enabled=True,
+                reason="",
+                evm=JsonRpcEvmState(reader),
+                solana=JsonRpcSolanaReader(solana_url, client),
+                token_address=env.prepare.token_address,
             )
             intent = intent_for(route, 100)
             quote = await env.service.quote_request(intent)
@@ -156,6 +169,34 @@ def test_a_wallet_that_has_everything_is_ok(chains: Any) -> None:
     units = _estimate(base, txs[0]) + sum(_budget(tx) for tx in txs[1:])
     assert found["gas:base"]["needed"] == str(units * _gas_price(base))
     assert found["input_balance:base"]["has"] == str(1_000 * 10**6)
+
+
+def test_a_missing_solana_token_account_with_too_little_sol_for_rent(chains: Any) -> None:
+    """USDC from Base to Solana over CCTP: the caller's USDC account on Solana does not exist (the fake RPC has
+    no such account) and the wallet holds 1,000,000 lamports: short of one account's rent plus the mint's fee."""
+    base, _ = chains
+    who = _wallet(base, eth=10**18, usdc=1_000 * 10**6)
+    seen: list[str] = []
+
+    def answer(method: str, path: str, body: bytes) -> tuple[int, Any]:
+        request = json.loads(body)
+        address = request["params"][0]
+        seen.append(address)
+        value = None
+        if address == SOLANA_WALLET:
+            value = {"owner": SYSTEM, "executable": False, "lamports": 1_000_000, "data": ["", "base64"]}
+        result = {"context": {"slot": 1}, "value": value}
+        return 200, {"jsonrpc": "2.0", "id": request["id"], "result": result}
+
+    with json_server(answer) as url:
+        bundle = _prepare(
+            chains, "base:USDC->solana:USDC", {"base": who, "solana": SOLANA_WALLET}, solana_url=url
+        )
+    rent = _by_code(bundle)["solana_rent_and_fees:solana"]
+    ata = str(associated_token_address(SOLANA_WALLET, ASSETS["solana:USDC"]))
+    assert seen == [SOLANA_WALLET, ata]
+    assert rent["needed"] == str(2_039_280 + 100_000) and rent["has"] == "1000000"  # one account, one mint
+    assert rent["blocking"] and ata in rent["message"] and bundle["preflight"]["ok"] is False
 
 
 def test_without_chain_access_nothing_is_read(chains: Any) -> None:
