@@ -20,6 +20,7 @@ from routequote import __version__
 from routequote.clock import SystemClock, UuidFactory
 from routequote.config import Settings
 from routequote.contract.v2 import QuoteRequest
+from routequote.core.assets import Chain
 from routequote.core.fee_recipient import recipients_configured
 from routequote.discovery import Discovery, load_signing_key
 from routequote.logging import configure_logging
@@ -191,6 +192,58 @@ def solana_arrivals(settings: Settings) -> dict[str, Any]:
     }
 
 
+def _preflight(settings: Settings, sessions: SessionService) -> Any:
+    """The preflight block's checker (preflight.py): chain reads through the chain ports (own readers) wherever an
+    RPC URL is configured (a chain without one gives `unknown` findings); with none (the embedded defaults) no
+    chain is read and the block says so."""
+    from routequote.observe.evm import JsonRpcEvmReader
+    from routequote.observe.evm_state import JsonRpcEvmState
+    from routequote.observe.solana import JsonRpcSolanaReader
+    from routequote.preflight import NO_CHAIN_ACCESS, PreflightChecker
+
+    evm_urls = {
+        "base": settings.rpc_url_base,
+        "arbitrum": settings.rpc_url_arbitrum,
+        "robinhood": settings.rpc_url_robinhood,
+    }
+    if not any(evm_urls.values()) and not settings.rpc_url_solana:
+        return PreflightChecker(enabled=False, reason=NO_CHAIN_ACCESS)
+    # its own readers (own breakers) over the engine's HTTP client: advice reads against a failing node never
+    # open the circuit the session observations depend on
+    client, timeout, limit = (
+        sessions.http_client,
+        settings.market_timeout_seconds,
+        settings.upstream_max_bytes,
+    )
+    evm = JsonRpcEvmReader({k: v for k, v in evm_urls.items() if v}, client, timeout=timeout, max_bytes=limit)
+    return PreflightChecker(
+        enabled=True,
+        reason="",
+        evm=JsonRpcEvmState(evm),
+        solana=JsonRpcSolanaReader(settings.rpc_url_solana or None, client, timeout=timeout, max_bytes=limit),
+        token_address=sessions.prepare.token_address,
+    )
+
+
+def _oft_pin(settings: Settings, sessions: SessionService, service: RouteQuoteService, discovery: Any) -> Any:
+    """The USDG OFT pin (oft_pin.py): derived from chain state under a live market with Robinhood and Solana
+    RPC URLs; the setting overrides; applied to sessions, capabilities, /readyz and the safety document."""
+    from routequote.oft_pin import OftPinResolver, apply_pin
+
+    derives = settings.market == "live" and bool(settings.rpc_url_robinhood and settings.rpc_url_solana)
+    resolver = OftPinResolver(
+        settings.usdg_oft_solana_program or None,
+        evm=sessions.builder.evm_state if derives else None,
+        solana=sessions.solana if derives else None,  # type: ignore[arg-type]
+        robinhood_oft=sessions.prepare.deployments[Chain.ROBINHOOD].usdg_oft,
+        now=lambda: service.clock.now().isoformat(),
+        interval_seconds=settings.usdg_oft_pin_interval_seconds,
+        on_change=lambda pin: apply_pin(pin, sessions=sessions, service=service, discovery=discovery),
+    )
+    apply_pin(resolver.pin, sessions=sessions, service=service, discovery=discovery)
+    return resolver
+
+
 def retention_purger(settings: Settings, store: Any, clock: Clock) -> Any:
     """The background purge of the SQL session store (storage/retention.py); None for other stores."""
     from routequote.storage.retention import CappedSessionStore, Purger, RetentionPolicy
@@ -288,6 +341,7 @@ def create_app(
         deployments=deployments,
     )
     sessions = build_sessions(settings, prepare, session_store)
+    prepare.preflight = _preflight(settings, sessions)
     service.config.session_unavailable_reasons = sessions.session_reasons()
     service.config.session_unavailable_details = sessions.session_gaps()
     service.config.bounds = bounds_by_route(service.market)
@@ -393,6 +447,8 @@ def create_app(
         deployments=prepare.deployments,
     )
     app.state.discovery = discovery
+    app.state.oft_pin = _oft_pin(settings, sessions, service, discovery)
+    hooks.append(app.state.oft_pin.running)  # one derivation at start, then every interval
     app.include_router(well_known.router(discovery))  # manifest, safety, index, pages, route economics
     app.include_router(web.router())  # route explorer: `/` and /explorer/* (static, strict CSP)
     _install_error_handlers(app)

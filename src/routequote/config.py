@@ -53,6 +53,13 @@ class Settings(BaseSettings):
         description="The USDG OFT program on Solana whose lz_receive delivers USDG from Robinhood; not pinned by "
         "this build: unset, an OFT arrival on Solana cannot be verified and is never accepted",
     )
+    usdg_oft_pin_interval_seconds: float = Field(
+        600.0,
+        ge=1,
+        le=86400,
+        description="How often a live market with Robinhood and Solana RPC URLs re-derives the USDG OFT program "
+        "from chain state (peers(30168) on the Robinhood OFT, then the Solana owner of that store)",
+    )
     across_url: str = Field("https://app.across.to/api", description="Across API base (suggested-fees)")
     hermes_url: str = Field("https://hermes.pyth.network", description="Pyth Hermes base (SOL/USD price)")
     live_solana_pools: str = Field(

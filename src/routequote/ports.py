@@ -283,6 +283,22 @@ class EvmChainReader(Protocol):
     async def block_number(self, chain: str) -> int: ...
 
 
+@dataclass(frozen=True, slots=True)
+class SolanaAccount:
+    """What `getAccountInfo` says of an account besides its data: its owner program, whether it is an
+    executable program itself, and its lamports."""
+
+    owner: str
+    executable: bool
+    lamports: int
+
+
+class SolanaAccountInfoReader(Protocol):
+    async def account_info(self, address: str) -> SolanaAccount | None:
+        """The account's owner, executable flag and lamports (`getAccountInfo`), None when there is none."""
+        ...
+
+
 class SolanaChainReader(Protocol):
     async def transaction(self, signature: str) -> SolanaTransaction | None:
         """None when the signature is unknown or not yet finalized."""

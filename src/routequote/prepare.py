@@ -41,7 +41,7 @@ from routequote.core.actions.solana_swaps import (
     SolanaPoolRead,
     raydium_sdk_tick_arrays,
 )
-from routequote.core.assets import CHAINS, Chain, ChainFamily
+from routequote.core.assets import CHAINS, Asset, Chain, ChainFamily
 from routequote.core.bounds import bounds_block
 from routequote.core.field_rules import EVM_ADDRESS_RE, SOLANA_ADDRESS_RE, require_object
 from routequote.core.hashing import canonical_sha256
@@ -53,6 +53,7 @@ from routequote.core.wallet_rules import check_signing_wallet, known_addresses
 from routequote.errors import InvalidRequest
 from routequote.input_rules import looks_secret_name, looks_secret_value, name_list, safe_name
 from routequote.ports import IdempotencyStore, IssuedQuote
+from routequote.preflight import NO_CHAIN_ACCESS, PreflightChecker
 from routequote.service import RouteQuoteService
 from routequote.storage.quotes import MemoryIdempotencyStore
 
@@ -139,6 +140,10 @@ class PrepareService:
         self.known_addresses = known_addresses(self.deployments, self.fee_recipients)
         self.idempotency: IdempotencyStore = idempotency or MemoryIdempotencyStore(IDEMPOTENCY_RECORDS)
         self._reasons = {key: self._unsupported_reason(r) for key, r in ROUTES.items()}
+        # what the caller will need on each chain (advice, response-only); the composition root gives it readers
+        self.preflight = PreflightChecker(
+            enabled=False, reason=NO_CHAIN_ACCESS, token_address=self.token_address
+        )
 
     # ---- readiness ----------------------------------------------------------------------------------
 
@@ -234,6 +239,12 @@ class PrepareService:
                 details={"unavailable_reason": "solana_swap_crosses_too_many_tick_arrays"},
             )
         return RaydiumLiveAccounts(read.observation, starts, read.bitmap_extension)
+
+    def token_address(self, asset: Asset) -> str | None:
+        """The ERC-20 the builders use for an EVM asset (the deployment's; None for a native or Solana one)."""
+        if asset.chain is Chain.SOLANA or asset.is_native:
+            return asset.address
+        return self.deployments[asset.chain].tokens.get(asset.token.value, asset.address)
 
     def supported_routes(self) -> frozenset[str]:
         return frozenset(k for k, reason in self._reasons.items() if reason is None)
@@ -339,7 +350,8 @@ class PrepareService:
                         "this idempotency_key was used with a different request; nothing was created",
                         route,
                     )
-                return {**recorded_response, "idempotent_replay": True}
+                preflight = await self.preflight.check(route, wallets, recorded_response, clock.now())
+                return {**recorded_response, "idempotent_replay": True, "preflight": preflight}
             issued = await self.service.issued_quote(approval["quote_id"])
             check_approval(
                 approval, issued.payload if issued else None, route, intent.as_request(), now=clock.now()
@@ -352,7 +364,8 @@ class PrepareService:
             )  # refused before a fresh quote is issued
             issued = await self.service.quote(intent)
         bundle = self._build(issued, route, wallets, signer, approval, pool_tick, raydium_live)
-        response = {**bundle, "idempotent_replay": False}
+        preflight = await self.preflight.check(route, wallets, bundle, clock.now())
+        response = {**bundle, "idempotent_replay": False, "preflight": preflight}
         if approval is not None:
             await self.idempotency.put(
                 idempotency_scope(approval), body_sha, bundle, IDEMPOTENCY_TTL_SECONDS, now_mono

@@ -48,6 +48,9 @@ class Observation:
     iris: bool = True
     layerzero_scan: bool = True
     oft_program: str | None = None
+    # why the OFT program is not pinned (oft_pin.OftPin.reason), and where a pin came from
+    oft_reason: str | None = None
+    oft_source: str | None = None
 
     @classmethod
     def from_settings(cls, settings: Any) -> Observation:
@@ -76,7 +79,8 @@ class Observation:
             "usdg_oft_solana_program": {
                 "pinned": self.oft_program is not None,
                 "program": self.oft_program,
-                "source": "setting" if self.oft_program else "not_pinned",
+                "source": self.oft_source or ("setting" if self.oft_program else "not_pinned"),
+                "reason": self.oft_reason,
                 "setting": "ROUTEQUOTE_USDG_OFT_SOLANA_PROGRAM",
             },
             "reachability_checked": False,  # configured is reported; `routequote doctor` reaches each one
@@ -107,7 +111,7 @@ def observation_gaps(route: Route, obs: Observation) -> list[str]:
         if obs.oft_program is None:
             gaps.append(
                 "USDG OFT program on Solana not pinned: an OFT arrival cannot be verified "
-                "(ROUTEQUOTE_USDG_OFT_SOLANA_PROGRAM)"
+                + (f"({obs.oft_reason})" if obs.oft_reason else "(ROUTEQUOTE_USDG_OFT_SOLANA_PROGRAM)")
             )
     return gaps
 

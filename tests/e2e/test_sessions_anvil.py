@@ -376,6 +376,38 @@ def test_arbitrum_usdc_to_base_eth_over_cctp_with_the_test_as_circle(w: World) -
     assert route["complete"] is True and int(route["actual_output_base"]) == eth1 - eth0 + gas_paid(swap)
 
 
+def test_the_preflight_asks_for_base_gas_and_the_route_completes_once_it_is_topped_up(w: World) -> None:
+    """A wallet with USDC and ETH on Arbitrum and nothing on Base: the session's preflight says the mint and the
+    swap on Base need ETH there (an estimate, blocking); topped up with exactly that, the route completes."""
+    acct = Account.create()
+    who, key = str(acct.address), acct.key.hex()
+    w.arb.send(who, "0x", value=10**18)
+    w.arb.transact(w.arb.addresses["token6"], "mint(address,uint256)", who, 10_000 * 10**6)
+    s, token = w.api.create(CCTP_ROUTE, {"arbitrum": who, "base": who})
+    sid = s["session_id"]
+    pf = s["preflight"]
+    assert pf["checked"] is True and pf["ok"] is False and pf["advice_only"] is True
+    found = {f"{f['code']}:{f['chain']}": f for f in pf["findings"]}
+    base_gas = found["gas:base"]
+    assert base_gas["has"] == "0" and base_gas["blocking"] and base_gas["estimate"]
+    assert "on base for steps 1-2; you have 0" in base_gas["message"]
+    assert not found["gas:arbitrum"]["blocking"] and not found["input_balance:arbitrum"]["blocking"]
+    assert found["input_balance:arbitrum"]["has"] == str(10_000 * 10**6)
+    topped_up = int(base_gas["needed"])
+    w.base.send(who, "0x", value=topped_up)
+
+    s, _ = _burn_and_attest(w, key, s, sid, token)
+    later = {f"{f['code']}:{f['chain']}": f for f in s["preflight"]["findings"]}
+    assert s["preflight"]["checked"] is True and "input_balance:base" not in later  # a mint spends nothing
+    assert later["gas:base"]["has"] == str(topped_up)
+    mint = submit(w.base, key, s)
+    s = advance(w, sid, token, s, hashes(mint), "action_ready", "submit_current_action")
+    assert "preflight" in s and s["preflight"]["checked"] is True
+    swap = submit(w.base, key, s)
+    s = advance(w, sid, token, s, hashes(swap), "complete", "none")
+    assert "preflight" not in s  # no action left
+
+
 # ---- hostile cases ------------------------------------------------------------------------------------------
 
 

@@ -92,12 +92,16 @@ def test_defaults_status_and_readyz_report_observation_per_chain_and_the_oft_pin
         defaults.get("/readyz").json()["observation"],
     ):
         assert {c: v["rpc_url_configured"] for c, v in body["chains"].items()} == dict.fromkeys(CHAINS, False)
-        assert body["usdg_oft_solana_program"] == {
+        pin = body["usdg_oft_solana_program"]
+        assert {k: pin[k] for k in ("pinned", "program", "source", "setting", "error", "chain_program")} == {
             "pinned": False,
             "program": None,
             "source": "not_pinned",
             "setting": "ROUTEQUOTE_USDG_OFT_SOLANA_PROGRAM",
+            "error": None,
+            "chain_program": None,  # the embedded market reads no chain
         }
+        assert "the chain is not read" in pin["reason"]
         assert body["circle_iris_configured"] and body["layerzero_scan_configured"]
     ready = defaults.get("/readyz")
     assert ready.status_code == 200  # reported, not failing: quotes and prepare still serve
@@ -228,3 +232,21 @@ def test_bounds_follow_the_market_mode_and_its_fallback(tmp_path: Path) -> None:
             assert r["bounds"] == "modelled", r["route"]
         elif not uses_usdg:
             assert r["bounds"] == "live_or_modelled", r["route"]
+
+
+def test_defaults_prepare_says_preflight_was_not_checked(defaults: httpx.Client) -> None:
+    """The embedded defaults have no chain access: the preflight block says so (the e2e suite shows no chain
+    call is made) and the bundle is served as ever."""
+    route = "base:USDC->base:ETH"
+    quote = defaults.post("/v2/quote", json=intent_for(route, 100)).json()
+    body = {
+        "caller_approved": True,
+        **intent_for(route, 100),
+        "wallets": wallets_for(route),
+        "approval_v3": approval_for(quote, key=f"pf-{secrets.token_hex(6)}"),
+    }
+    r = defaults.post("/v2/prepare", json=body)
+    assert r.status_code == 200, r.text
+    preflight = r.json()["preflight"]
+    assert preflight["checked"] is False and preflight["ok"] is None and preflight["findings"] == []
+    assert "no chain access" in preflight["reason"] and "ROUTEQUOTE_MARKET=live" in preflight["reason"]

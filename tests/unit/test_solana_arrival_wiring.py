@@ -124,6 +124,20 @@ def test_an_oft_arrival_without_the_program_pinned_is_unverifiable() -> None:
     assert e.value.reason == "usdg_oft_solana_program_not_pinned"
 
 
+def test_an_oft_arrival_while_the_setting_and_the_chain_disagree_is_refused() -> None:
+    class Never:
+        async def transaction(self, signature: str) -> Any:  # pragma: no cover - must not be reached
+            raise AssertionError("no transaction is read while the pin is in dispute")
+
+    prepare: Any = SimpleNamespace(service=SimpleNamespace(clock=None))
+    config = SessionConfig(usdg_oft_solana_program=str(FEE_OWNER), usdg_oft_pin_problem="setting disagrees")
+    facts = ChainFacts(prepare, config, None, Never(), None)  # type: ignore[arg-type]
+    state: Any = type("S", (), {"current_step": 0, "steps": [{"bridge": {"guid": "0x" + "11" * 32}}]})()
+    with pytest.raises(ObservationUnavailable) as e:
+        asyncio.run(facts.oft_delivery(state, None, ["1" * 88]))  # type: ignore[arg-type]
+    assert (e.value.reason, e.value.message) == ("usdg_oft_solana_program_disagreement", "setting disagrees")
+
+
 def test_routequote_verify_action_accepts_the_solana_mint_and_refuses_it_tampered(tmp_path: Path) -> None:
     """The prepared Solana receive_message passes the offline `routequote verify-action` (what a caller runs
     before signing the session's next action); a tampered recipient account fails it."""

@@ -168,6 +168,8 @@ class PreparedAction(Open, _Raw):
     signed: Literal[False]
     submitted: Literal[False]
     idempotent_replay: bool = False
+    # advice on what each chain will need before signing (response-only, outside payload_sha256)
+    preflight: dict[str, Any] | None = None
     _warnings: list[Any] = PrivateAttr(default_factory=list)
 
     @property
@@ -207,6 +209,7 @@ class Session(Open, _Raw):
     cancelled: dict[str, Any] | None = None
     note: str | None = None
     idempotent_replay: bool
+    preflight: dict[str, Any] | None = None  # advice for `current_action` (absent without one)
     signed: Literal[False]
     submitted: Literal[False]
     server_signing: Literal[False]

@@ -162,7 +162,9 @@ class SignedDocuments(InstanceFacts):
         if missing:
             out.append({"id": "programs_not_pinned", "text": "no address pinned for: " + ", ".join(missing)})
         oft = self.service.config.solana_arrivals.get("oft") or {}
-        if not oft.get("verifiable"):
+        if oft.get("pin_error"):
+            out.append({"id": "usdg_oft_solana_program_disagreement", "text": oft["pin_error"]})
+        elif not oft.get("verifiable"):
             out.append(
                 {
                     "id": "usdg_oft_solana_program_not_pinned",
@@ -263,6 +265,8 @@ class SignedDocuments(InstanceFacts):
                 "scope": self._scope(view),
                 # live or modelled: where the bounds of every prepared action come from (core/bounds.py)
                 "action_bounds": market_execution_mode(self.service.market, view),
+                # where the USDG OFT program arrivals on Solana are verified against came from (oft_pin.py)
+                "usdg_oft_solana_program": (self.service.config.solana_arrivals.get("oft") or {}).get("pin"),
                 "fee_policy": {
                     **self.fee_policy(),
                     "fee_recipients": self.fee_recipients(),

@@ -12,6 +12,7 @@ from typing import Any
 
 from eth_utils.address import to_checksum_address
 
+from routequote.market.jsonrpc import RpcCallError
 from routequote.observe._common import WireError, data_bytes, quantity
 from routequote.observe.evm import JsonRpcEvmReader
 from routequote.ports import EvmStateReader, ObservationUnavailable
@@ -45,6 +46,42 @@ class JsonRpcEvmState:
 
     async def code(self, chain: str, address: str) -> bytes:
         return await self._read(chain, "eth_getCode", [str(to_checksum_address(address)), "latest"])
+
+    async def _quantity(self, chain: str, method: str, params: list[Any]) -> int:
+        rpc, breaker = self.reader._rpc(chain)
+
+        async def read() -> int:
+            result, chain_raw = await rpc.batch([(method, params), ("eth_chainId", [])])
+            self.reader._check_chain_id(chain, chain_raw)
+            return quantity(result, method)
+
+        out: int = await breaker.guard(read(), method)
+        return out
+
+    async def balance(self, chain: str, address: str) -> int:
+        """The native balance at `latest` (preflight)."""
+        return await self._quantity(chain, "eth_getBalance", [str(to_checksum_address(address)), "latest"])
+
+    async def gas_price(self, chain: str) -> int:
+        """The current fee per gas (`eth_gasPrice`: base fee plus a suggested tip)."""
+        return await self._quantity(chain, "eth_gasPrice", [])
+
+    async def estimate_gas(self, chain: str, tx: dict[str, Any]) -> int | None:
+        """`eth_estimateGas`; None when the node answers that the call would revert (an answer about the
+        transaction, not a node failure: it does not count against the breaker)."""
+        rpc, breaker = self.reader._rpc(chain)
+
+        async def read() -> int | None:
+            result, chain_raw = await rpc.batch(
+                [("eth_estimateGas", [tx]), ("eth_chainId", [])], return_exceptions=True
+            )
+            if isinstance(chain_raw, RpcCallError):
+                raise chain_raw
+            self.reader._check_chain_id(chain, chain_raw)
+            return None if isinstance(result, RpcCallError) else quantity(result, "eth_estimateGas")
+
+        out: int | None = await breaker.guard(read(), "eth_estimateGas")
+        return out
 
     async def timestamp(self, chain: str) -> int:
         """The latest block's timestamp (what a permit or swap deadline is judged against)."""

@@ -23,6 +23,7 @@ from routequote.market.upstream import DEFAULT_MAX_BYTES, off_loop
 from routequote.observe._common import Breaker, WireError, integer
 from routequote.ports import (
     ObservationUnavailable,
+    SolanaAccount,
     SolanaInstruction,
     SolanaTokenBalance,
     SolanaTransaction,
@@ -222,6 +223,26 @@ class JsonRpcSolanaReader:
 
         return await self.breaker.guard(read(), "getAccountInfo")
 
+    async def account_info(self, address: str) -> SolanaAccount | None:
+        """An account's owner, executable flag and lamports at `finalized` (no data: a zero-length slice)."""
+        try:
+            Pubkey.from_string(address)
+        except ValueError as exc:
+            raise InvalidRequest("invalid_address", "not a Solana address") from exc
+        if self.rpc is None:
+            raise ObservationUnavailable(
+                "chain_rpc_not_configured:solana",
+                "no RPC URL is configured for solana: its accounts cannot be read",
+            )
+        self.breaker.check()
+        rpc = self.rpc
+        config = {"commitment": "finalized", "encoding": "base64", "dataSlice": {"offset": 0, "length": 0}}
+
+        async def read() -> SolanaAccount | None:
+            return parse_account_info(await rpc.call("getAccountInfo", [address, config]))
+
+        return await self.breaker.guard(read(), "getAccountInfo")
+
 
 def parse_account_data(result: Any) -> bytes | None:
     """`getAccountInfo` (base64) -> the account's data, None when the account does not exist."""
@@ -237,3 +258,19 @@ def parse_account_data(result: Any) -> bytes | None:
         return base64.b64decode(data[0], validate=True)
     except ValueError as exc:
         raise WireError("getAccountInfo: data is not base64") from exc
+
+
+def parse_account_info(result: Any) -> SolanaAccount | None:
+    """`getAccountInfo` -> the account's owner, executable flag and lamports; None when there is no account."""
+    if not isinstance(result, dict) or "value" not in result:
+        raise WireError("getAccountInfo: no value")
+    value = result["value"]
+    if value is None:
+        return None
+    if not isinstance(value, dict) or not isinstance(value.get("executable"), bool):
+        raise WireError("getAccountInfo: value is not an account")
+    return SolanaAccount(
+        owner=_pubkey(value.get("owner"), "getAccountInfo.owner"),
+        executable=value["executable"],
+        lamports=integer(value.get("lamports"), "getAccountInfo.lamports"),
+    )

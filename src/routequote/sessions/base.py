@@ -141,6 +141,11 @@ class SessionBase:
     def _session_gaps(self) -> dict[str, list[str]]:
         return session_gaps(self.step_reason, self.config.observation)
 
+    def refresh_readiness(self) -> None:
+        """Recompute the gaps after what observation has changed (the OFT pin found on chain: `oft_pin`)."""
+        self._gaps = self._session_gaps()
+        self._reasons = {key: "; ".join(gaps) for key, gaps in self._gaps.items()}
+
     # ---- loading and replays ----------------------------------------------------------------------------
 
     async def _load(self, session_id: Any, token: str | None) -> SessionRecord:

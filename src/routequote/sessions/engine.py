@@ -84,9 +84,21 @@ class SessionService(V1CorridorMode):
             # looked for here, because the store's insert already returns it on the normal path (one round trip)
             prior = await stored(self.store.idempotent(scope, key))
             if prior is not None:
-                return await self._create_replay(prior, request_sha, route)
+                return await self._with_preflight(
+                    await self._create_replay(prior, request_sha, route), wallets
+                )
             raise
-        return answer
+        return await self._with_preflight(answer, wallets)
+
+    async def _with_preflight(self, answer: SessionAnswer, wallets: dict[str, str]) -> SessionAnswer:
+        """The answer with the `preflight` of its current action (advice computed per answer from chain reads,
+        never stored with the session nor part of the action); an answer without an action has none."""
+        action = answer.body.get("current_action")
+        route = ROUTES.get(str(answer.body.get("route")))
+        if not isinstance(action, dict) or route is None:
+            return answer
+        preflight = await self.prepare.preflight.check(route, wallets, action, self.service.clock.now())
+        return SessionAnswer(answer.status_code, {**answer.body, "preflight": preflight})
 
     async def _create(
         self,
@@ -199,8 +211,9 @@ class SessionService(V1CorridorMode):
         key, hashes = observe_body(body)
         request_sha = operation_sha256("observe", body)
         route = ROUTES[record.route]
+        wallets = dict(self._document(record).wallets)
         if (replayed := await self._replayed(record, key, request_sha)) is not None:
-            return replayed
+            return await self._with_preflight(replayed, wallets)
         record = await self._expire_if_due(record)
         self._check_operation(record, "observe")
         try:
@@ -212,7 +225,7 @@ class SessionService(V1CorridorMode):
             outcome = await self._advance(record, route, decision)
         except ObservationUnavailable as exc:
             raise DependencyUnavailable(exc.reason, exc.message, retry_after_seconds=5) from None
-        return await self._finish(record, outcome, key, request_sha)
+        return await self._with_preflight(await self._finish(record, outcome, key, request_sha), wallets)
 
     # ---- refresh and cancel -----------------------------------------------------------------------------
 
@@ -221,8 +234,9 @@ class SessionService(V1CorridorMode):
         key = key_only_body(body)
         request_sha = operation_sha256("refresh", body)
         route = ROUTES[record.route]
+        wallets = dict(self._document(record).wallets)
         if (replayed := await self._replayed(record, key, request_sha)) is not None:
-            return replayed
+            return await self._with_preflight(replayed, wallets)
         record = await self._expire_if_due(record)
         self._check_operation(record, "refresh")
         state = self._document(record)
@@ -243,7 +257,7 @@ class SessionService(V1CorridorMode):
             )
             if outcome.event is Event.REFRESH:
                 outcome = replace(outcome, state=outcome.state.last_action_refreshed())
-        return await self._finish(record, outcome, key, request_sha)
+        return await self._with_preflight(await self._finish(record, outcome, key, request_sha), wallets)
 
     async def cancel(self, session_id: Any, token: str | None, body: Any) -> SessionAnswer:
         record = await self._load(session_id, token)

@@ -43,6 +43,8 @@ class SessionConfig:
     cctp_mint_search_blocks: int = 20_000
     # the USDG OFT program on Solana (`lz_receive`); unpinned, no OFT delivery to Solana can be verified
     usdg_oft_solana_program: str | None = None
+    # the setting and the chain disagree on that program (oft_pin): no OFT arrival is accepted until resolved
+    usdg_oft_pin_problem: str | None = None
     # what the composition root configured to observe with (RPC URLs, lookups, the OFT pin): a route missing a
     # piece is not session-ready and its create is refused; None (readers wired by hand): not judged
     observation: Observation | None = None
@@ -235,6 +237,10 @@ class ChainFacts:
         k = state.current_step
         bridge = state.steps[k]["bridge"]
         program = self.config.usdg_oft_solana_program
+        if self.config.usdg_oft_pin_problem:
+            raise ObservationUnavailable(
+                "usdg_oft_solana_program_disagreement", self.config.usdg_oft_pin_problem
+            )
         if not program:
             raise ObservationUnavailable(
                 "usdg_oft_solana_program_not_pinned",

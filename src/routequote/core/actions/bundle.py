@@ -35,7 +35,8 @@ SOLANA_ACTION_VERSION = "routequote-solana-unsigned-action-v1"
 RECEIPT_SCHEMA = "https://routequote.dev/schemas/action-safety-receipt-v1"
 BUILDER_VERSION = "routequote-actions-1"
 PAYLOAD_SHA256_SPEC = f"sha256({CANONICAL_JSON_SPEC}, excluding payload_sha256 itself and the response-only idempotent_replay flag)"
-RESPONSE_ONLY_KEYS = frozenset({"payload_sha256", "idempotent_replay"})
+# `preflight` is advice computed per answer from chain reads (routequote.preflight): never part of the action
+RESPONSE_ONLY_KEYS = frozenset({"payload_sha256", "idempotent_replay", "preflight"})
 ACTION_SHA256_SPEC = f"{CANONICAL_JSON_SPEC}; omit safety_receipt"
 SERVER_FLAGS = {"server_signing": False, "server_submission": False}
 FEE_FORMULA = "floor(fee_basis_base * bps / 10000)"

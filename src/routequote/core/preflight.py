@@ -1,0 +1,144 @@
+"""Preflight: what a route will need from the caller on each chain before they sign (pure part).
+
+Advice only: a preflight never refuses, and it sits outside every hashed payload and safety receipt. The edge
+(`routequote.preflight`) reads balances, fees and accounts through the chain ports and hands them here.
+
+Gas: the first action is estimated (`eth_estimateGas` of its first transaction); every later step the caller
+signs uses the per-action-kind budget below times the chain's current fee, and says it is an estimate.
+Solana: each token account the route creates costs `SOLANA_TOKEN_ACCOUNT_RENT_LAMPORTS` (a 165-byte SPL account),
+and each Solana action `SOLANA_ACTION_FEE_BUDGET_LAMPORTS` in fees (base fee plus a modest priority fee).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from routequote.core.assets import ASSETS, Asset, Chain
+from routequote.core.routes import Provider, Route
+
+SOLANA_TOKEN_ACCOUNT_RENT_LAMPORTS = 2_039_280
+SOLANA_ACTION_FEE_BUDGET_LAMPORTS = 100_000
+# gas units per EVM action kind the caller signs (documented budgets for steps after the first: an estimate)
+EVM_GAS_BUDGET = {
+    "erc20_approve": 60_000,
+    "uniswap_v3_swap": 250_000,
+    "cctp_burn": 200_000,
+    "cctp_receive_message": 250_000,
+    "across_deposit": 200_000,
+    "oft_send": 300_000,
+}
+# seconds a caller typically needs to review and sign the first transaction of an action, then each further one
+FIRST_SIGNATURE_SECONDS = 15
+FURTHER_TRANSACTION_SECONDS = 5
+
+CODE_INPUT_BALANCE = "input_balance"
+CODE_INPUT_ALLOWANCE = "input_allowance"
+CODE_GAS = "gas"
+CODE_SOLANA_RENT = "solana_rent_and_fees"
+CODE_TIME = "time_left"
+CODE_UNKNOWN = "unknown"
+
+NATIVE_SYMBOL = {Chain.BASE: "ETH", Chain.ARBITRUM: "ETH", Chain.ROBINHOOD: "ETH", Chain.SOLANA: "SOL"}
+
+
+@dataclass(frozen=True)
+class SignedAction:
+    """One action the caller signs: the step it belongs to, the chain it runs on and its kind."""
+
+    step_index: int
+    chain: Chain
+    kind: str
+
+
+def _step_kind(provider: Provider, chain: Chain) -> str:
+    if provider is Provider.UNISWAP_V3:
+        return "uniswap_v3_swap"
+    if provider is Provider.CIRCLE_CCTP:
+        return "cctp_burn"
+    if provider is Provider.ACROSS:
+        return "across_deposit"
+    if provider is Provider.PAXOS_OFT:
+        return "oft_send"
+    return "solana_swap" if chain is Chain.SOLANA else "uniswap_v3_swap"
+
+
+def signed_actions(route: Route) -> list[SignedAction]:
+    """Every action the caller signs along the route: each step on its source chain, plus the CCTP mint on the
+    destination (`receiveMessage`, which the caller submits). Across fills and OFT deliveries are relayed."""
+    out: list[SignedAction] = []
+    for step in route.steps:
+        chain = step.source.chain
+        out.append(SignedAction(step.index, chain, _step_kind(step.provider, chain)))
+        if step.provider is Provider.CIRCLE_CCTP:
+            out.append(SignedAction(step.index, step.target.chain, "cctp_receive_message"))
+    return out
+
+
+def created_token_accounts(route: Route) -> list[tuple[int, Asset]]:
+    """(step index, asset) of each Solana token account a step of the route pays into: the caller's output
+    account of a Solana swap (USDC, USDG or wrapped SOL) and the CCTP or OFT recipient account on Solana."""
+    out: list[tuple[int, Asset]] = []
+    for step in route.steps:
+        if step.target.chain is not Chain.SOLANA:
+            continue
+        target = step.target
+        if target.is_native:  # a SOL output passes through a wrapped-SOL account
+            target = ASSETS["solana:SOL"]
+        out.append((step.index, target))
+    return out
+
+
+def finding(
+    code: str,
+    chain: Chain | None,
+    step_index: int | None,
+    needed: int | None,
+    has: int | None,
+    message: str,
+    *,
+    blocking: bool,
+    estimate: bool = False,
+) -> dict[str, Any]:
+    return {
+        "code": code,
+        "chain": chain.value if chain else None,
+        "step_index": step_index,
+        "needed": None if needed is None else str(needed),
+        "has": None if has is None else str(has),
+        "blocking": blocking,
+        "estimate": estimate,
+        "message": message,
+    }
+
+
+def amount_text(amount: int, chain: Chain) -> str:
+    """A native amount for a message: whole units with up to 6 decimals (text only, never priced)."""
+    decimals = 9 if chain is Chain.SOLANA else 18
+    whole, frac = divmod(amount, 10**decimals)
+    digits = str(frac).rjust(decimals, "0")[:6].rstrip("0")
+    return f"{whole}.{digits}" if digits else str(whole)
+
+
+def steps_text(indices: list[int]) -> str:
+    shown = sorted({i + 1 for i in indices})
+    if len(shown) == 1:
+        return f"step {shown[0]}"
+    if shown == list(range(shown[0], shown[-1] + 1)):
+        return f"steps {shown[0]}-{shown[-1]}"
+    return "steps " + ", ".join(str(s) for s in shown)
+
+
+def block(checked: bool, findings: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
+    """The `preflight` member: ok is false when any finding blocks (advice: nothing is refused)."""
+    return {
+        "checked": checked,
+        "ok": not any(f["blocking"] for f in findings),
+        "advice_only": True,
+        "findings": findings,
+        **extra,
+    }
+
+
+def not_checked(reason: str) -> dict[str, Any]:
+    return {"checked": False, "ok": None, "advice_only": True, "reason": reason, "findings": []}

@@ -1,0 +1,232 @@
+"""The `preflight` block of POST /v2/prepare against real local chains (anvil 8453 as Base, 42161 as Arbitrum),
+read by the production `JsonRpcEvmState`: an empty wallet, enough input but no gas on the destination chain, an
+expiring quote, and a wallet that has everything (`ok: true`). Expected `needed`/`has` are computed from the
+chain in the test (balances, eth_gasPrice, eth_estimateGas), not by the code under test. Advice only: the
+bundle's payload hash is the same with the block as without it."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+import httpx
+import pytest
+from _evm import AnvilChain
+from _evm import deploy_all as _deploy_all
+from eth_account import Account
+from test_prepare_anvil import _deployments
+from tests.support.loopback import json_server
+from tests.unit.actions.support import SOLANA_WALLET, approval_for, intent_for, make_env
+
+from routequote.core.actions.bundle import payload_sha256
+from routequote.core.actions.common import associated_token_address
+from routequote.core.assets import ASSETS, Chain
+from routequote.core.preflight import EVM_GAS_BUDGET, FIRST_SIGNATURE_SECONDS, FURTHER_TRANSACTION_SECONDS
+from routequote.observe.evm import JsonRpcEvmReader
+from routequote.observe.evm_state import JsonRpcEvmState
+from routequote.observe.solana import JsonRpcSolanaReader
+from routequote.preflight import NO_CHAIN_ACCESS, PreflightChecker
+
+pytestmark = pytest.mark.chain
+SYSTEM = "11111111111111111111111111111111"
+
+
+@pytest.fixture(scope="module")
+def chains(anvil_factory: Callable[[int], AnvilChain]) -> tuple[AnvilChain, AnvilChain]:
+    base, arbitrum = anvil_factory(8453), anvil_factory(42161)
+    _deploy_all(base)
+    return base, arbitrum
+
+
+def _wallet(chain: AnvilChain, eth: int = 0, usdc: int = 0) -> str:
+    who = str(Account.create().address)
+    if eth:
+        chain.send(who, "0x", value=eth)
+    if usdc:
+        chain.transact(chain.addresses["token6"], "mint(address,uint256)", who, usdc)
+    return who
+
+
+def _prepare(
+    chains: tuple[AnvilChain, AnvilChain],
+    route: str,
+    wallets: dict[str, str],
+    wait_seconds: float = 0,
+    solana_url: str | None = None,
+) -> dict[str, Any]:
+    base, arbitrum = chains
+    block = base.rpc.call("eth_getBlockByNumber", "latest", False)
+    env = make_env(
+        _deployments(base.addresses, Chain.BASE),
+        start=datetime.fromtimestamp(int(block["timestamp"], 16), UTC),
+    )
+
+    async def run() -> dict[str, Any]:
+        async with httpx.AsyncClient() as client:
+            reader = JsonRpcEvmReader({"base": base.url, "arbitrum": arbitrum.url}, client)
+            env.prepare.preflight = PreflightChecker(
+                enabled=True,
+                reason="",
+                evm=JsonRpcEvmState(reader),
+                solana=JsonRpcSolanaReader(solana_url, client),
+                token_address=env.prepare.token_address,
+            )
+            intent = intent_for(route, 100)
+            quote = await env.service.quote_request(intent)
+            env.clock.advance(wait_seconds)
+            body = {"caller_approved": True, **intent, "wallets": wallets, "approval_v3": approval_for(quote)}
+            out: dict[str, Any] = await env.prepare.prepare(body, mode=approval_for(quote)["selected_mode"])
+            return out
+
+    return asyncio.run(run())
+
+
+def _by_code(bundle: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {f"{f['code']}:{f['chain']}": f for f in bundle["preflight"]["findings"]}
+
+
+def _gas_price(chain: AnvilChain) -> int:
+    return int(chain.rpc.call("eth_gasPrice"), 16)
+
+
+def _estimate(chain: AnvilChain, tx: dict[str, Any]) -> int:
+    call = {"from": tx["from"], "to": tx["to"], "data": tx["data"], "value": hex(int(tx["value"]))}
+    return int(chain.rpc.call("eth_estimateGas", call), 16)
+
+
+def _budget(tx: dict[str, Any]) -> int:
+    """The documented budget of one transaction of the first action (an approval, else a swap's)."""
+    return EVM_GAS_BUDGET["erc20_approve" if tx["data"].startswith("0x095ea7b3") else "uniswap_v3_swap"]
+
+
+def test_an_empty_wallet_is_told_what_input_and_gas_it_needs(chains: Any) -> None:
+    base, _ = chains
+    who = _wallet(base)
+    bundle = _prepare(chains, "base:USDC->base:ETH", {"base": who})
+    pf = bundle["preflight"]
+    assert pf["checked"] is True and pf["ok"] is False and pf["advice_only"] is True
+    found = _by_code(bundle)
+    action = bundle["unsigned_action"]
+    assert found["input_balance:base"]["needed"] == str(int(action["inputAmount"]))
+    assert found["input_balance:base"]["has"] == "0" and found["input_balance:base"]["blocking"]
+    gas = found["gas:base"]
+    txs = action["transactions"]
+    # the node will not estimate an empty wallet's first transaction: each takes its budget, said to be an estimate
+    units = sum(_budget(tx) for tx in txs)
+    assert gas["needed"] == str(units * _gas_price(base)) and gas["has"] == "0" and gas["blocking"]
+    assert gas["estimate"] and "an estimate" in gas["message"]
+    assert gas["message"].startswith("you need about") and "on base for step 1; you have 0" in gas["message"]
+    # advice only: outside the payload hash, the action unchanged
+    assert bundle["payload_sha256"] == payload_sha256(bundle)
+    assert "preflight" not in action and "preflight" not in action["safety_receipt"]
+
+
+def test_input_but_no_gas_on_the_destination_chain(chains: Any) -> None:
+    base, arbitrum = chains
+    who = _wallet(base, eth=10**18, usdc=1_000 * 10**6)
+    bundle = _prepare(chains, "base:USDC->arbitrum:ETH", {"base": who, "arbitrum": who})
+    found = _by_code(bundle)
+    assert bundle["preflight"]["ok"] is False
+    assert not found["input_balance:base"]["blocking"] and not found["gas:base"]["blocking"]
+    dest = found["gas:arbitrum"]
+    units = EVM_GAS_BUDGET["cctp_receive_message"] + EVM_GAS_BUDGET["uniswap_v3_swap"]
+    assert dest["needed"] == str(units * _gas_price(arbitrum)) and dest["has"] == "0"
+    assert dest["blocking"] and dest["estimate"] and dest["step_index"] == 0
+    assert "on arbitrum for steps 1-2; you have 0" in dest["message"]
+    assert "an estimate" in dest["message"]
+
+
+def test_an_expiring_quote_is_a_blocking_time_finding(chains: Any) -> None:
+    base, _ = chains
+    who = _wallet(base, eth=10**18, usdc=1_000 * 10**6)
+    bundle = _prepare(
+        chains, "base:USDC->base:ETH", {"base": who}, wait_seconds=44
+    )  # 16 s left of a 60 s quote (prepare needs 15)
+    time_left = _by_code(bundle)["time_left:base"]
+    expiry = bundle["unsigned_action"]["safety_receipt"]["timing"]["quote_expiry_unix"]
+    prepared = bundle["unsigned_action"]["safety_receipt"]["timing"]["prepared_at_unix"]
+    assert time_left["has"] == str(expiry - prepared) == "16"
+    txs = len(bundle["unsigned_action"]["transactions"])
+    assert time_left["needed"] == str(FIRST_SIGNATURE_SECONDS + (txs - 1) * FURTHER_TRANSACTION_SECONDS)
+    assert time_left["blocking"] and bundle["preflight"]["ok"] is False
+
+
+def test_a_wallet_that_has_everything_is_ok(chains: Any) -> None:
+    base, arbitrum = chains
+    who = _wallet(base, eth=10**18, usdc=1_000 * 10**6)
+    arbitrum.send(who, "0x", value=10**17)
+    bundle = _prepare(chains, "base:USDC->arbitrum:ETH", {"base": who, "arbitrum": who})
+    pf = bundle["preflight"]
+    assert pf["checked"] is True and pf["ok"] is True, pf
+    found = _by_code(bundle)
+    assert found["gas:arbitrum"]["has"] == str(10**17)
+    txs = bundle["unsigned_action"][
+        "transactions"
+    ]  # the approval is estimated by the node, the burn budgeted
+    units = _estimate(base, txs[0]) + sum(_budget(tx) for tx in txs[1:])
+    assert found["gas:base"]["needed"] == str(units * _gas_price(base))
+    assert found["input_balance:base"]["has"] == str(1_000 * 10**6)
+
+
+def test_a_missing_solana_token_account_with_too_little_sol_for_rent(chains: Any) -> None:
+    """USDC from Base to Solana over CCTP: the caller's USDC account on Solana does not exist (the fake RPC has
+    no such account) and the wallet holds 1,000,000 lamports: short of one account's rent plus the mint's fee."""
+    base, _ = chains
+    who = _wallet(base, eth=10**18, usdc=1_000 * 10**6)
+    seen: list[str] = []
+
+    def answer(method: str, path: str, body: bytes) -> tuple[int, Any]:
+        request = json.loads(body)
+        address = request["params"][0]
+        seen.append(address)
+        value = None
+        if address == SOLANA_WALLET:
+            value = {"owner": SYSTEM, "executable": False, "lamports": 1_000_000, "data": ["", "base64"]}
+        result = {"context": {"slot": 1}, "value": value}
+        return 200, {"jsonrpc": "2.0", "id": request["id"], "result": result}
+
+    with json_server(answer) as url:
+        bundle = _prepare(
+            chains, "base:USDC->solana:USDC", {"base": who, "solana": SOLANA_WALLET}, solana_url=url
+        )
+    rent = _by_code(bundle)["solana_rent_and_fees:solana"]
+    ata = str(associated_token_address(SOLANA_WALLET, ASSETS["solana:USDC"]))
+    assert seen == [SOLANA_WALLET, ata]
+    assert rent["needed"] == str(2_039_280 + 100_000) and rent["has"] == "1000000"  # one account, one mint
+    assert rent["blocking"] and ata in rent["message"] and bundle["preflight"]["ok"] is False
+
+
+def test_without_chain_access_nothing_is_read(chains: Any) -> None:
+    class Refuse:
+        def __getattr__(self, name: str) -> Any:  # pragma: no cover - must not be reached
+            raise AssertionError(f"no chain call without chain access ({name})")
+
+    base, _ = chains
+    env = make_env(_deployments(base.addresses, Chain.BASE))
+    env.prepare.preflight = PreflightChecker(
+        enabled=False, reason=NO_CHAIN_ACCESS, evm=Refuse(), solana=Refuse()
+    )
+    intent = intent_for("base:USDC->base:ETH", 100)
+
+    async def run() -> dict[str, Any]:
+        quote = await env.service.quote_request(intent)
+        body = {
+            "caller_approved": True,
+            **intent,
+            "wallets": {"base": _wallet(base)},
+            "approval_v3": approval_for(quote),
+        }
+        out: dict[str, Any] = await env.prepare.prepare(body, mode="one_shot")
+        return out
+
+    bundle = asyncio.run(run())
+    assert bundle["preflight"] == {
+        "checked": False,
+        "ok": None,
+        "advice_only": True,
+        "reason": NO_CHAIN_ACCESS,
+        "findings": [],
+    }
