@@ -34,7 +34,7 @@ EVM_ACTION_VERSION = "routequote-evm-unsigned-action-v1"
 SOLANA_ACTION_VERSION = "routequote-solana-unsigned-action-v1"
 RECEIPT_SCHEMA = "https://routequote.dev/schemas/action-safety-receipt-v1"
 BUILDER_VERSION = "routequote-actions-1"
-PAYLOAD_SHA256_SPEC = f"sha256({CANONICAL_JSON_SPEC}, excluding payload_sha256 itself and the response-only idempotent_replay flag)"
+PAYLOAD_SHA256_SPEC = f"sha256({CANONICAL_JSON_SPEC}, excluding payload_sha256 itself and the response-only idempotent_replay flag and preflight advice)"
 # `preflight` is advice computed per answer from chain reads (routequote.preflight): never part of the action
 RESPONSE_ONLY_KEYS = frozenset({"payload_sha256", "idempotent_replay", "preflight"})
 ACTION_SHA256_SPEC = f"{CANONICAL_JSON_SPEC}; omit safety_receipt"
