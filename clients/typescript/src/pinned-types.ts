@@ -1,0 +1,57 @@
+/** The shape of generated/pinned.ts: data rendered from the Python core (never rules). */
+export type ChainFamily = "evm" | "solana";
+
+export interface PinnedStep {
+  index: number;
+  provider: string;
+  source: string;
+  target: string;
+  feeStep: boolean;
+  poolId: string | null;
+}
+
+export interface PinnedRoute {
+  requiredWalletChains: string[];
+  steps: PinnedStep[];
+}
+
+export interface PinnedAsset {
+  chain: string;
+  token: string;
+  decimals: number;
+  address: string | null;
+  wrappedAddress: string | null;
+  tokenProgram: string | null;
+}
+
+export interface PinnedDeployment {
+  chainId: number;
+  tokens: Record<string, string>;
+  contracts: Record<string, string>;
+}
+
+export interface Pinned {
+  constants: {
+    BUNDLE_VERSION: string;
+    EVM_ACTION_VERSION: string;
+    SOLANA_ACTION_VERSION: string;
+    RECEIPT_SCHEMA: string;
+    FEE_FORMULA: string;
+    BUNDLE_TTL_SECONDS: number;
+    ONCHAIN_DEADLINE_SECONDS: number;
+    MAX_DEADLINE_WINDOW_SECONDS: number;
+    MAX_ACROSS_FILL_DEADLINE_SECONDS: number;
+    CCTP_FAST_FINALITY: number;
+    CLOCK_SKEW_SECONDS: number;
+    ROUTER_ADDRESS_THIS: string;
+    RECEIVE_KIND: string;
+    RECEIVE_PHASE: string;
+    SOLANA_RECEIVE_KIND: string;
+    SOLANA_RECEIVE_PHASE: string;
+  };
+  chains: Record<string, { family: ChainFamily; chainId: number | null; cctpDomain: number | null }>;
+  lzEid: Record<string, number>;
+  assets: Record<string, PinnedAsset>;
+  deployments: Record<string, PinnedDeployment>;
+  routes: Record<string, PinnedRoute>;
+}

@@ -1,0 +1,46 @@
+"""The TypeScript client (clients/typescript, issue 44): it builds with tsc, its node tests pass, and what it
+takes from the service cannot drift: the types generated from the served OpenAPI documents and the pinned data
+rendered from the Python core are regenerated here and must equal the checked-in files."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.support import ts_pinned
+from tests.support.ts_package import built_package, run
+
+
+@pytest.fixture(scope="module")
+def package() -> Iterator[Path]:
+    yield built_package()
+
+
+def test_node_tests_pass(package: Path) -> None:
+    tests = sorted(str(p.relative_to(package)) for p in (package / "dist" / "test").glob("*.test.js"))
+    assert tests, "no compiled node tests"
+    done = run([str(shutil.which("node")), "--test", *tests])
+    assert done.returncode == 0, f"node --test failed:\n{done.stdout[-4000:]}{done.stderr[-2000:]}"
+    assert "# fail 0" in done.stdout and "# pass 0" not in done.stdout, done.stdout[-1000:]
+
+
+def test_pinned_data_matches_the_python_core() -> None:
+    checked_in = ts_pinned.TARGET.read_text()
+    assert checked_in == ts_pinned.render(), "run `python -m tests.support.ts_pinned` and commit the result"
+
+
+def test_generated_types_match_the_served_documents(
+    package: Path, served: tuple[str, Any], tmp_path: Path
+) -> None:
+    url, _ = served
+    done = run([str(shutil.which("node")), "scripts/generate-types.mjs", url, str(tmp_path)])
+    assert done.returncode == 0, done.stderr
+    for name in ("v2.ts", "v1.ts"):
+        fresh = (tmp_path / name).read_text()
+        assert fresh == (package / "src" / "generated" / name).read_text(), (
+            f"src/generated/{name} differs from the served document: run "
+            "`node scripts/generate-types.mjs <base_url>` in clients/typescript and commit the result"
+        )
