@@ -24,8 +24,13 @@ def _unavailable(reason: str) -> None:
     pytest.skip(reason)
 
 
-def run(args: list[str], timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(args, cwd=PACKAGE, capture_output=True, text=True, timeout=timeout, check=False)
+def run(
+    args: list[str], timeout: float = 300, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    full_env = {**os.environ, **(env or {})}
+    return subprocess.run(
+        args, cwd=PACKAGE, capture_output=True, text=True, timeout=timeout, check=False, env=full_env
+    )
 
 
 _built: list[Path] = []  # once per test process: tsc is the slow part
