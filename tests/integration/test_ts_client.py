@@ -13,6 +13,8 @@ import pytest
 from tests.support import ts_pinned
 from tests.support.ts_package import built_package, run
 
+pytestmark = pytest.mark.node
+
 
 @pytest.fixture(scope="module")
 def package() -> Iterator[Path]:

@@ -25,6 +25,8 @@ PORTED = {
 }
 NOT_PORTED_CODE = "verifier_kind_not_ported"
 
+pytestmark = pytest.mark.node
+
 
 @pytest.fixture(scope="module")
 def verdicts(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[dict[str, Any]], dict[str, Any]]:
