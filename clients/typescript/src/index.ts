@@ -31,3 +31,4 @@ export {
   type Status,
   type VerificationContext,
 } from "./client/client.js";
+export { feeRecipientFindings, isPlaceholder, FEE_RECIPIENT_REFUSAL_CODE } from "./verify/fee_recipient.js";

@@ -22,8 +22,9 @@ const ARB = "0x2222222222222222222222222222222222222222";
 const noSleep = async (): Promise<void> => {};
 
 describe("against a running server", { skip: BASE_URL === undefined ? "RQ_TS_BASE_URL not set" : false }, () => {
+  // the test server runs the `make serve` defaults: modelled bounds and the development fee recipient
   const rq = (accept = true): RouteQuoteClient =>
-    new RouteQuoteClient({ baseUrl: BASE_URL!, acceptModelledBounds: accept, sleep: noSleep });
+    new RouteQuoteClient({ baseUrl: BASE_URL!, acceptModelledBounds: accept, acceptUnconfiguredFeeRecipient: accept, sleep: noSleep });
 
   test("capabilities and status", async () => {
     const caps = await rq().capabilities();
@@ -48,11 +49,12 @@ describe("against a running server", { skip: BASE_URL === undefined ? "RQ_TS_BAS
     );
   });
 
-  test("modelled bounds are refused unless accepted", async () => {
+  test("modelled bounds and a placeholder fee recipient are refused unless accepted", async () => {
     const quote = await rq(false).quote("base:USDC", "base:ETH", 100);
     await assert.rejects(rq(false).prepare(quote, { base: EVM }), (e: unknown) => {
       assert.ok(e instanceof ActionVerificationFailed);
-      assert.deepEqual(e.findings.filter((f) => f.severity === "error").map((f) => f.code), ["bounds_modelled_not_live"]);
+      const errors = e.findings.filter((f) => f.severity === "error").map((f) => f.code);
+      assert.deepEqual(errors, ["bounds_modelled_not_live", "fee_recipient_not_configured"]);
       return true;
     });
   });

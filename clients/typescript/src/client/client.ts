@@ -5,6 +5,7 @@ import { webcrypto } from "node:crypto";
 import type { components } from "../generated/v2.js";
 import { type Finding, isObj } from "../verify/common.js";
 import { type Intent, verifyBundle } from "../verify/bundle.js";
+import { feeRecipientFindings } from "../verify/fee_recipient.js";
 import { baseUnits, toDecimal } from "./amounts.js";
 import {
   ActionVerificationFailed,
@@ -39,6 +40,8 @@ export interface ClientOptions {
   feeRecipients?: Record<string, string>;
   /** Accept actions whose bounds are modelled from the embedded snapshot (tests and local chains only). */
   acceptModelledBounds?: boolean;
+  /** Accept a fee going to the development placeholder (tests and local chains only). */
+  acceptUnconfiguredFeeRecipient?: boolean;
 }
 
 export interface Quote {
@@ -177,6 +180,7 @@ export class RouteQuoteClient {
       now: options.now ?? (() => Math.floor(Date.now() / 1000)),
       feeRecipients: options.feeRecipients ?? null,
       acceptModelledBounds: options.acceptModelledBounds ?? false,
+      acceptUnconfiguredFeeRecipient: options.acceptUnconfiguredFeeRecipient ?? false,
     };
   }
 
@@ -282,6 +286,7 @@ export class RouteQuoteClient {
       sessionActualInputBase: actualInputBase,
       acceptModelledBounds: this.#o.acceptModelledBounds,
     });
+    findings.push(...feeRecipientFindings(raw, this.#o.acceptUnconfiguredFeeRecipient));
     if (findings.some((f) => f.severity === "error")) throw new ActionVerificationFailed(findings);
     const action = raw["unsigned_action"] as Json;
     return {
