@@ -4,6 +4,7 @@ rendered from the Python core are regenerated here and must equal the checked-in
 
 from __future__ import annotations
 
+import re
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -47,3 +48,19 @@ def test_generated_types_match_the_served_documents(
             f"src/generated/{name} differs from the served document: run "
             "`node scripts/generate-types.mjs <base_url>` in clients/typescript and commit the result"
         )
+
+
+def test_the_readme_typescript_example_runs_as_pasted(package: Path, served: tuple[str, Any]) -> None:
+    readme = (package.parents[1] / "README.md").read_text()
+    start = readme.index("\n## TypeScript client")
+    blocks = re.findall(r"```ts\n(.*?)```", readme[start : readme.index("\n## ", start + 1)], re.S)
+    assert len(blocks) == 1 and "http://127.0.0.1:8080" in blocks[0]
+    # inside the package, so `@routequote/client` resolves to it by its own name (as installed from the path)
+    script = package / "dist" / "readme-example.mjs"
+    script.write_text(blocks[0].replace("http://127.0.0.1:8080", served[0]))
+    done = run([str(shutil.which("node")), str(script)])
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("base:ETH->base:USDC minimum out: "), done.stdout
+    refusal = done.stdout.splitlines()[1]
+    assert refusal.startswith("prepared action refused by the verifier: bounds_modelled_not_live"), refusal
+    assert "fee_recipient_not_configured" in refusal and "verified:" not in done.stdout
