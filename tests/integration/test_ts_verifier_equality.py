@@ -22,6 +22,7 @@ PORTED = {
     "evm:across_intent_bridge",
     "evm:circle_cctp",
     "evm:paxos_usdg_layerzero_oft->solana",
+    "evm:circle_cctp->solana",
 }
 NOT_PORTED_CODE = "verifier_kind_not_ported"
 

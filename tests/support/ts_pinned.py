@@ -26,7 +26,8 @@ from routequote.core.actions.plan import (
     MAX_DEADLINE_WINDOW_SECONDS,
     ONCHAIN_DEADLINE_SECONDS,
 )
-from routequote.core.assets import ASSETS, CHAINS
+from routequote.core.actions.solana import ATA_PROGRAM
+from routequote.core.assets import ASSETS, CHAINS, SPL_TOKEN_PROGRAM
 from routequote.core.routes import ROUTES, Provider
 from routequote.core.verify.common import CLOCK_SKEW_SECONDS
 
@@ -52,6 +53,8 @@ def pinned() -> dict[str, Any]:
             "RECEIVE_PHASE": RECEIVE_PHASE,
             "SOLANA_RECEIVE_KIND": SOLANA_RECEIVE_KIND,
             "SOLANA_RECEIVE_PHASE": SOLANA_RECEIVE_PHASE,
+            "SPL_TOKEN_PROGRAM": SPL_TOKEN_PROGRAM,
+            "ATA_PROGRAM": str(ATA_PROGRAM),
         },
         "chains": {
             c.value: {"family": i.family.value, "chainId": i.chain_id, "cctpDomain": i.cctp_domain}

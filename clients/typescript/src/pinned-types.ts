@@ -48,6 +48,8 @@ export interface Pinned {
     RECEIVE_PHASE: string;
     SOLANA_RECEIVE_KIND: string;
     SOLANA_RECEIVE_PHASE: string;
+    SPL_TOKEN_PROGRAM: string;
+    ATA_PROGRAM: string;
   };
   chains: Record<string, { family: ChainFamily; chainId: number | null; cctpDomain: number | null }>;
   lzEid: Record<string, number>;

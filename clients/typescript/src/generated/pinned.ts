@@ -18,7 +18,9 @@ export const PINNED: Pinned = {
     "RECEIVE_KIND": "cctp_receive_message",
     "RECEIVE_PHASE": "cctp_destination_mint",
     "SOLANA_RECEIVE_KIND": "cctp_receive_message_solana",
-    "SOLANA_RECEIVE_PHASE": "cctp_destination_mint_solana"
+    "SOLANA_RECEIVE_PHASE": "cctp_destination_mint_solana",
+    "SPL_TOKEN_PROGRAM": "TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA",
+    "ATA_PROGRAM": "ATokenGPvbdGVxr1b2hvZbsiqW5xWH25efTNsLJA8knL"
   },
   "chains": {
     "solana": {

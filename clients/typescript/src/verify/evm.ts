@@ -1,12 +1,12 @@
 /** The EVM payload checks (port of core/verify/evm.py): each transaction's chain, sender, value and calldata,
  * decoded with viem and compared with the pinned contracts (Uniswap v3, CCTP, Across, the USDG OFT) and the
  * caller's bounds. */
-import { base58 } from "@scure/base";
 import { type Hex, decodeFunctionData, encodeFunctionData, parseAbi, toFunctionSelector } from "viem";
 import { PINNED } from "../generated/pinned.js";
 import type { PinnedDeployment } from "../pinned-types.js";
 import { type Obj, type StepContext, Malformed, chainOf, get, isNative, sameAddress, strictEq } from "./common.js";
 import { NotPorted, hexBytes } from "./payloads.js";
+import { associatedTokenAddress, hex, solanaKey } from "./solana_keys.js";
 
 export type Deployments = Record<string, PinnedDeployment>;
 
@@ -184,8 +184,8 @@ function checkProtocolCall(x: StepContext, call: Call, dep: PinnedDeployment, de
       const [amount, domain, mintRcpt, burnToken, callerB32, maxFee, finality] = args;
       c.expect(big(amount) === x.net, "amount_mismatch", `${where}: burn amount ${String(amount)}, expected ${x.net}`);
       c.expect(domain === PINNED.chains[dstChain]!.cctpDomain, "destination_mismatch", `${where}: domain ${String(domain)}`);
-      if (dstChain === "solana") throw new NotPorted("a CCTP burn to Solana (its associated token account) is not checked by this port yet");
-      c.expect(String(mintRcpt).toLowerCase() === addressToBytes32(x.recipient), "recipient_mismatch", `${where}: mintRecipient is not yours`);
+      const wantB32 = dstChain === "solana" ? hex(associatedTokenAddress(x.recipient, dst)) : addressToBytes32(x.recipient);
+      c.expect(String(mintRcpt).toLowerCase() === wantB32, "recipient_mismatch", `${where}: mintRecipient is not yours`);
       c.expect(sameAddress(burnToken, tokenOf(dep, src)), "token_mismatch", `${where}: burnToken`);
       c.expect(String(callerB32).toLowerCase() === ZERO_BYTES32, "destination_caller_not_allowed", `${where}: destinationCaller`);
       c.expect(0n < big(maxFee) && big(maxFee) < big(amount) && big(amount) - big(maxFee) >= x.minOut, "max_fee_too_high", `${where}: maxFee ${String(maxFee)} would let the output fall below ${x.minOut}`);
@@ -219,7 +219,7 @@ function checkProtocolCall(x: StepContext, call: Call, dep: PinnedDeployment, de
       const [eid, to, amountLd, minLd, options, compose, cmd] = sendParam;
       const lzFee = fees[1];
       c.expect(eid === PINNED.lzEid[dstChain], "destination_mismatch", `${where}: dstEid ${String(eid)}`);
-      c.expect(String(to).toLowerCase() === solanaKeyHex(x.recipient), "recipient_mismatch", `${where}: to`);
+      c.expect(String(to).toLowerCase() === hex(solanaKey(x.recipient)), "recipient_mismatch", `${where}: to`);
       c.expect(big(amountLd) === x.net, "amount_mismatch", `${where}: amountLD ${String(amountLd)}, expected ${x.net}`);
       c.expect(big(minLd) === x.minOut, "minimum_output_mismatch", `${where}: minAmountLD differs`);
       c.expect(compose === "0x" && cmd === "0x" && options === "0x", "compose_not_allowed", `${where}: extraOptions/composeMsg/oftCmd must be empty`);
@@ -232,9 +232,3 @@ function checkProtocolCall(x: StepContext, call: Call, dep: PinnedDeployment, de
   }
 }
 
-/** A Solana public key (base58, 32 bytes) as 0x-hex; throws as solders' Pubkey.from_string does. */
-function solanaKeyHex(text: string): string {
-  const bytes = base58.decode(text);
-  if (bytes.length !== 32) throw new Malformed("a Solana public key is 32 bytes");
-  return `0x${Buffer.from(bytes).toString("hex")}`;
-}
