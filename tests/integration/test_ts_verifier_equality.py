@@ -1,7 +1,8 @@
 """The TypeScript verifier (clients/typescript/src/verify) gives the Python verifier's verdict and findings on
-every entry of the shared vectors (tests/support/ts_vectors.py): the first action of every route at two amounts
-and tampered variants of each, re-hashed and not. The action kinds the port does not cover yet must be refused
-by it (`verifier_kind_not_ported`) and are listed as skipped, so nothing claims more than ran."""
+every entry of the shared vectors (tests/support/ts_vectors.py): the first action of every route and a later
+step of each kind of session step, at two amounts, and tampered variants of each, re-hashed and not. The action
+kinds the port does not cover yet must be refused by it (`verifier_kind_not_ported`) and are listed as skipped,
+so nothing claims more than ran."""
 
 from __future__ import annotations
 
@@ -51,6 +52,9 @@ def test_typescript_verifier_agrees_with_python_on_ported_kinds(
         ok = [e for e in ported if e["kind"] == kind and not any(s == "error" for _, s in e["python"])]
         refused = [e for e in ported if e["kind"] == kind and any(s == "error" for _, s in e["python"])]
         assert ok and refused, kind
+    # ... and a later step (a session's next action, checked against the verified actual input) of each
+    later = {e["kind"] for e in ported if "#" in e["id"]}
+    assert later == PORTED, PORTED - later
     differ = [(e["id"], e["python"], ts[e["id"]]) for e in ported if ts[e["id"]] != e["python"]]
     assert not differ, f"{len(differ)} of {len(ported)} differ, e.g. {differ[:3]}"
 

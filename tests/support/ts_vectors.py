@@ -9,9 +9,19 @@ from collections.abc import Callable
 from typing import Any
 
 from routequote.core.assets import CHAINS
+from routequote.core.intent import parse_quote_request
 from routequote.core.routes import ROUTES
 from routequote.verify import verify_bundle
-from tests.unit.actions.support import make_env, prepare_route, rehash
+from tests.unit.actions.support import (
+    EVENT_SIGNER,
+    FEE_RECIPIENTS,
+    Env,
+    intent_for,
+    make_env,
+    prepare_route,
+    rehash,
+    wallets_for,
+)
 
 AMOUNTS_USD = (100, 750)
 OTHER_EVM = "0x9999999999999999999999999999999999999999"
@@ -125,8 +135,11 @@ def _verdict(bundle: dict[str, Any], kwargs: dict[str, Any]) -> list[list[str]]:
 
 
 def _options(kwargs: dict[str, Any]) -> dict[str, Any]:
-    """The Python keyword arguments in the TypeScript verifier's names."""
+    """The Python keyword arguments in the TypeScript verifier's names (an amount as a decimal string: the
+    TypeScript side reads it as a bigint)."""
+    actual = kwargs.get("session_actual_input_base")
     return {
+        "sessionActualInputBase": None if actual is None else str(actual),
         "intent": kwargs["intent"],
         "wallets": kwargs["wallets"],
         "nowUnix": kwargs["now_unix"],
@@ -148,6 +161,80 @@ def _entry(entry_id: str, kind: str, bundle: dict[str, Any], kwargs: dict[str, A
     }
 
 
+def _add_variants(
+    entries: list[dict[str, Any]], base: str, kind: str, bundle: dict[str, Any], kwargs: dict[str, Any]
+) -> None:
+    entries.append(_entry(f"{base}:as_prepared", kind, bundle, kwargs))
+    refuse_modelled = {**kwargs, "accept_modelled_bounds": False}
+    entries.append(_entry(f"{base}:modelled_bounds_not_accepted", kind, bundle, refuse_modelled))
+    for name, tamper in TAMPERS.items():
+        for rehashed in (True, False):
+            tampered = copy.deepcopy(bundle)
+            if not tamper(tampered):
+                continue
+            if rehashed:
+                tampered = rehash(tampered)
+            label = f"{base}:{name}{':rehashed' if rehashed else ''}"
+            entries.append(_entry(label, kind, tampered, kwargs))
+
+
+def _pool_fee(quote: dict[str, Any], index: int) -> int | None:
+    """The Uniswap fee tier the quote priced the step on, as the session engine reads it (None elsewhere)."""
+    for f in quote["cost_summary"]["provider_fee_components"]:
+        if f["step_index"] == index and "fee_pips" in f:
+            return int(f["fee_pips"])
+    return None
+
+
+def later_steps() -> list[tuple[str, int]]:
+    """One route for each kind of action that is a later step of some route (a session's next action)."""
+    chosen: dict[str, tuple[str, int]] = {}
+    for key in sorted(ROUTES):
+        for step in ROUTES[key].steps[1:]:
+            chosen.setdefault(action_kind(key, step.index), (key, step.index))
+    return sorted(chosen.values())
+
+
+async def _later_step(
+    env: Env, route_key: str, index: int, amount: int
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A session's later step as the session engine builds it, with the verifier's arguments for that step."""
+    route = ROUTES[route_key]
+    intent = intent_for(route_key, amount)
+    issued = await env.service.quote(parse_quote_request(intent))
+    ps = issued.body.pricing.steps[index]
+    wallets = wallets_for(route_key)
+    signer = EVENT_SIGNER if route.event_signer_required else None
+    pool_tick, read = await env.prepare._solana_pool_tick(route, ps.step)
+    bundle = env.prepare.build_step(
+        route,
+        ps,
+        minimum_output_base=ps.minimum_output_base,
+        wallets=wallets,
+        signer=signer,
+        pool_fee_pips=_pool_fee(issued.payload, index),
+        pool_tick=pool_tick,
+        raydium_live=read,
+        binding=env.prepare.quote_binding(issued.payload, None),
+        summary_steps=issued.payload["direct_route_summary"]["steps"],
+        workflow_id="wf-later",
+        quote_expiry_unix=None,
+        market=issued.payload["market"],
+    )
+    kwargs = {
+        "intent": intent,
+        "wallets": wallets,
+        "now_unix": int(env.clock.now().timestamp()),
+        "approval_v3": None,
+        "direct_route_summary": issued.payload["direct_route_summary"],
+        "event_signer_public": signer,
+        "fee_recipients": FEE_RECIPIENTS,
+        "session_actual_input_base": ps.expected_input_base,
+        "accept_modelled_bounds": True,  # the embedded market
+    }
+    return bundle, kwargs
+
+
 async def corpus() -> list[dict[str, Any]]:
     env = make_env()
     entries: list[dict[str, Any]] = []
@@ -155,20 +242,10 @@ async def corpus() -> list[dict[str, Any]]:
         for amount in AMOUNTS_USD:
             prepared = await prepare_route(env, route_key, amount)
             kind = action_kind(route_key, prepared.bundle["step_index"])
-            kwargs = prepared.verify_kwargs()
-            base = f"{route_key}@{amount}"
-            entries.append(_entry(f"{base}:as_prepared", kind, prepared.bundle, kwargs))
-            refuse_modelled = {**kwargs, "accept_modelled_bounds": False}
-            entries.append(
-                _entry(f"{base}:modelled_bounds_not_accepted", kind, prepared.bundle, refuse_modelled)
-            )
-            for name, tamper in TAMPERS.items():
-                for rehashed in (True, False):
-                    bundle = copy.deepcopy(prepared.bundle)
-                    if not tamper(bundle):
-                        continue
-                    if rehashed:
-                        bundle = rehash(bundle)
-                    label = f"{base}:{name}{':rehashed' if rehashed else ''}"
-                    entries.append(_entry(label, kind, bundle, kwargs))
+            _add_variants(entries, f"{route_key}@{amount}", kind, prepared.bundle, prepared.verify_kwargs())
+    for route_key, index in later_steps():
+        for amount in AMOUNTS_USD:
+            bundle, kwargs = await _later_step(env, route_key, index, amount)
+            kind = action_kind(route_key, index)
+            _add_variants(entries, f"{route_key}#{index}@{amount}", kind, bundle, kwargs)
     return entries

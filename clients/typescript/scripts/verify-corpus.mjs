@@ -7,6 +7,10 @@ import { verifyBundle } from "../dist/src/index.js";
 const corpus = JSON.parse(await readFile(process.argv[2], "utf8"));
 const out = {};
 for (const entry of corpus) {
-  out[entry.id] = verifyBundle(entry.bundle, entry.options).map((f) => [f.code, f.severity]);
+  const { sessionActualInputBase, ...options } = entry.options;
+  if (sessionActualInputBase !== null && sessionActualInputBase !== undefined) {
+    options.sessionActualInputBase = BigInt(sessionActualInputBase); // a decimal string: base units are bigint
+  }
+  out[entry.id] = verifyBundle(entry.bundle, options).map((f) => [f.code, f.severity]);
 }
 process.stdout.write(JSON.stringify(out));
