@@ -32,3 +32,4 @@ export {
   type VerificationContext,
 } from "./client/client.js";
 export { feeRecipientFindings, isPlaceholder, FEE_RECIPIENT_REFUSAL_CODE } from "./verify/fee_recipient.js";
+export { evmSendRequests, NotVerified, type EvmSendRequest } from "./client/handoff.js";

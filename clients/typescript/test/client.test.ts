@@ -6,6 +6,7 @@ import type { AddressInfo } from "node:net";
 import { describe, test } from "node:test";
 import {
   ActionVerificationFailed,
+  NotVerified,
   RateLimited,
   ReapprovalRequired,
   Rejected,
@@ -13,6 +14,7 @@ import {
   UpstreamUnavailable,
   approvalFor,
   baseUnits,
+  evmSendRequests,
   toDecimal,
 } from "../src/index.js";
 
@@ -47,6 +49,14 @@ describe("against a running server", { skip: BASE_URL === undefined ? "RQ_TS_BAS
       action.warnings.map((f) => f.code).sort(),
       ["bounds_modelled_accepted", "fee_recipient_not_pinned"],
     );
+    // the wallet handoff: viem sendTransaction requests of the verified action, in order
+    const requests = evmSendRequests(action);
+    assert.equal(requests.length, 3); // fee transfer, approve, swap
+    assert.ok(requests.every((r) => r.chainId === 8453 && r.value === 0n && r.data.startsWith("0x")));
+    assert.equal(requests[1]!.data.slice(0, 10), "0x095ea7b3"); // approve
+    // anything the client did not verify is refused, even the same data in another object
+    assert.throws(() => evmSendRequests({ ...action }), NotVerified);
+    assert.throws(() => evmSendRequests(action, 4_000_000_000), NotVerified); // past its deadline
   });
 
   test("modelled bounds and a placeholder fee recipient are refused unless accepted", async () => {

@@ -7,6 +7,7 @@ import { type Finding, isObj } from "../verify/common.js";
 import { type Intent, verifyBundle } from "../verify/bundle.js";
 import { feeRecipientFindings } from "../verify/fee_recipient.js";
 import { baseUnits, toDecimal } from "./amounts.js";
+import { markVerified } from "./handoff.js";
 import {
   ActionVerificationFailed,
   ApprovalRefused,
@@ -289,7 +290,7 @@ export class RouteQuoteClient {
     findings.push(...feeRecipientFindings(raw, this.#o.acceptUnconfiguredFeeRecipient));
     if (findings.some((f) => f.severity === "error")) throw new ActionVerificationFailed(findings);
     const action = raw["unsigned_action"] as Json;
-    return {
+    return markVerified({
       raw,
       stepIndex: raw["step_index"] as number,
       inputAmount: baseUnits(action["inputAmount"], "inputAmount"),
@@ -298,7 +299,7 @@ export class RouteQuoteClient {
       minimumOutput: baseUnits(action["minimumOutput"], "minimumOutput"),
       payloadSha256: String(raw["payload_sha256"]),
       warnings: findings,
-    };
+    });
   }
 
   #keyed(handle: SessionHandle, op: string, body: Json): Promise<Session> {
