@@ -24,6 +24,7 @@ PORTED = {
     "evm:circle_cctp",
     "evm:paxos_usdg_layerzero_oft->solana",
     "evm:circle_cctp->solana",
+    "solana:circle_cctp->evm",
 }
 NOT_PORTED_CODE = "verifier_kind_not_ported"
 

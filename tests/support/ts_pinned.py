@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from routequote.core.actions import solana_swaps as sw
 from routequote.core.actions.bundle import (
     BUNDLE_VERSION,
     EVM_ACTION_VERSION,
@@ -26,7 +27,12 @@ from routequote.core.actions.plan import (
     MAX_DEADLINE_WINDOW_SECONDS,
     ONCHAIN_DEADLINE_SECONDS,
 )
-from routequote.core.actions.solana import ATA_PROGRAM
+from routequote.core.actions.solana import (
+    ATA_PROGRAM,
+    CCTP_MESSAGE_TRANSMITTER_V2,
+    CCTP_TOKEN_MESSENGER_MINTER_V2,
+    SYSTEM_PROGRAM,
+)
 from routequote.core.assets import ASSETS, CHAINS, SPL_TOKEN_PROGRAM
 from routequote.core.routes import ROUTES, Provider
 from routequote.core.verify.common import CLOCK_SKEW_SECONDS
@@ -55,6 +61,12 @@ def pinned() -> dict[str, Any]:
             "SOLANA_RECEIVE_PHASE": SOLANA_RECEIVE_PHASE,
             "SPL_TOKEN_PROGRAM": SPL_TOKEN_PROGRAM,
             "ATA_PROGRAM": str(ATA_PROGRAM),
+            "SYSTEM_PROGRAM": str(SYSTEM_PROGRAM),
+            "CCTP_MESSAGE_TRANSMITTER_V2": str(CCTP_MESSAGE_TRANSMITTER_V2),
+            "CCTP_TOKEN_MESSENGER_MINTER_V2": str(CCTP_TOKEN_MESSENGER_MINTER_V2),
+            "ORCA_WHIRLPOOL_PROGRAM": str(sw.ORCA_WHIRLPOOL_PROGRAM),
+            "RAYDIUM_CLMM_PROGRAM": str(sw.RAYDIUM_CLMM_PROGRAM),
+            "SWAP_V2_DISCRIMINATOR_HEX": sw.SWAP_V2_DISCRIMINATOR.hex(),
         },
         "chains": {
             c.value: {"family": i.family.value, "chainId": i.chain_id, "cctpDomain": i.cctp_domain}

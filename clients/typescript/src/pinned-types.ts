@@ -50,6 +50,12 @@ export interface Pinned {
     SOLANA_RECEIVE_PHASE: string;
     SPL_TOKEN_PROGRAM: string;
     ATA_PROGRAM: string;
+    SYSTEM_PROGRAM: string;
+    CCTP_MESSAGE_TRANSMITTER_V2: string;
+    CCTP_TOKEN_MESSENGER_MINTER_V2: string;
+    ORCA_WHIRLPOOL_PROGRAM: string;
+    RAYDIUM_CLMM_PROGRAM: string;
+    SWAP_V2_DISCRIMINATOR_HEX: string;
   };
   chains: Record<string, { family: ChainFamily; chainId: number | null; cctpDomain: number | null }>;
   lzEid: Record<string, number>;

@@ -20,7 +20,13 @@ export const PINNED: Pinned = {
     "SOLANA_RECEIVE_KIND": "cctp_receive_message_solana",
     "SOLANA_RECEIVE_PHASE": "cctp_destination_mint_solana",
     "SPL_TOKEN_PROGRAM": "TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA",
-    "ATA_PROGRAM": "ATokenGPvbdGVxr1b2hvZbsiqW5xWH25efTNsLJA8knL"
+    "ATA_PROGRAM": "ATokenGPvbdGVxr1b2hvZbsiqW5xWH25efTNsLJA8knL",
+    "SYSTEM_PROGRAM": "11111111111111111111111111111111",
+    "CCTP_MESSAGE_TRANSMITTER_V2": "CCTPV2Sm4AdWt5296sk4P66VBZ7bEhcARwFaaS9YPbeC",
+    "CCTP_TOKEN_MESSENGER_MINTER_V2": "CCTPV2vPZJS2u2BBsUoscuikbYjnpFmbFsvVuJdgUMQe",
+    "ORCA_WHIRLPOOL_PROGRAM": "whirLbMiicVdio4qvUfM5KAg6Ct8VwpYzGff3uctyCc",
+    "RAYDIUM_CLMM_PROGRAM": "CAMMCzo5YL8w4VFF8KVHrK22GGUsp5VTaW7grrKgrWqK",
+    "SWAP_V2_DISCRIMINATOR_HEX": "2b04ed0b1ac91e62"
   },
   "chains": {
     "solana": {

@@ -25,6 +25,7 @@ import {
   strictEq,
 } from "./common.js";
 import { checkEvm, type Deployments } from "./evm.js";
+import { checkSolana } from "./solana.js";
 import { NotPorted, actionSha256, allowlists, payloadSha256, rawPayloadRows } from "./payloads.js";
 
 export const NOT_PORTED_CODE = "verifier_kind_not_ported";
@@ -149,7 +150,6 @@ function run(c: Checker, bundle: unknown, o: VerifyOptions): Finding[] {
     return c.findings;
   }
   const family = PINNED.chains[chainOf(step.source)]!.family;
-  if (family !== "evm") throw new NotPorted("Solana actions are not checked by this port yet");
   const caller = o.wallets[chainOf(step.source)]!;
   const recipient = o.wallets[chainOf(step.target)]!;
   c.expect(sameAddress(get(action, "sender"), caller), "sender_mismatch", "unsigned_action.sender is not your wallet");
@@ -224,14 +224,12 @@ function run(c: Checker, bundle: unknown, o: VerifyOptions): Finding[] {
     c.warn("fee_recipient_not_pinned", "no fee recipient pinned by the caller; checked for consistency only");
   }
   if (get(get(receipt, "service_fee", {}), "exact_amount_base") !== String(fee)) c.fail("receipt_fee_mismatch", "the receipt's fee differs from the action's");
-  checkReceipt(c, bundle, action, receipt, step, inputBase, fee, net, minOut, deadline, deps);
+  checkReceipt(c, bundle, action, receipt, step, inputBase, fee, net, minOut, deadline, family === "evm", deps);
   checkBounds(c, action, receipt, step, o.acceptModelledBounds === true);
   // ---- payloads
-  checkEvm(
-    { c, route, step, caller, recipient, inputBase, fee, net, minOut, deadline, now: o.nowUnix, feeRecipient, eventSigner: o.eventSignerPublic ?? null },
-    action,
-    deps,
-  );
+  const ctx = { c, route, step, caller, recipient, inputBase, fee, net, minOut, deadline, now: o.nowUnix, feeRecipient, eventSigner: o.eventSignerPublic ?? null };
+  if (family === "evm") checkEvm(ctx, action, deps);
+  else checkSolana(ctx, action);
   return c.findings;
 }
 
@@ -262,13 +260,15 @@ function checkReceipt(
   net: bigint,
   minOut: bigint,
   deadline: number,
+  isEvm: boolean,
   deps: Deployments,
 ): void {
   const k = PINNED.constants;
   const chain = chainOf(step.source);
   c.expect(get(bundle, "version") === k.BUNDLE_VERSION, "bundle_version_unsupported", "unknown bundle version");
-  c.expect(get(action, "version") === k.EVM_ACTION_VERSION && get(action, "family") === "evm", "action_version_unsupported", "unknown unsigned action version or family");
-  const wantChainId = deps[chain]!.chainId;
+  const wantVersion = isEvm ? k.EVM_ACTION_VERSION : k.SOLANA_ACTION_VERSION;
+  c.expect(get(action, "version") === wantVersion && get(action, "family") === (isEvm ? "evm" : "solana"), "action_version_unsupported", "unknown unsigned action version or family");
+  const wantChainId: number | string = isEvm ? deps[chain]!.chainId : "mainnet-beta";
   c.expect(strictEq(get(action, "chainId"), wantChainId), "chain_id_mismatch", "unsigned_action.chainId differs");
   c.expect(get(receipt, "schema") === k.RECEIPT_SCHEMA && strictEq(get(receipt, "schema_version"), 1), "receipt_schema_unsupported", "unknown safety receipt schema");
   const netBlock = get(receipt, "network", {});
@@ -297,7 +297,7 @@ function checkReceipt(
     "the receipt's native value cap differs from the transactions",
   );
   const approvalBlock = get(receipt, "approval", {});
-  if (!isNative(step.source)) {
+  if (isEvm && !isNative(step.source)) {
     const dep = deps[chain]!;
     const index = txs.findIndex((tx) => pyStr(get(tx, "data", "")).slice(0, 10) === "0x095ea7b3");
     c.expect(

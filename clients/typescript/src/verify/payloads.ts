@@ -1,5 +1,7 @@
 /** The hashes that bind a bundle (port of core/actions/bundle.py's hash functions), re-derived here. */
+import { sha256 } from "@noble/hashes/sha2";
 import { canonicalSha256, sha256Hex } from "../canonical.js";
+import { PINNED } from "../generated/pinned.js";
 import { type Obj, Malformed, get, item } from "./common.js";
 
 const RESPONSE_ONLY_KEYS = new Set(["payload_sha256", "idempotent_replay"]);
@@ -24,7 +26,7 @@ export function hexBytes(text: unknown): Uint8Array {
   return out;
 }
 
-function toHex(bytes: Uint8Array): string {
+export function toHex(bytes: Uint8Array): string {
   return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
 }
 
@@ -50,9 +52,51 @@ export function rawPayloadRows(action: Obj): Obj[] {
       data_sha256: sha256Hex(data),
     });
   });
-  if (listOf(action, "instructions").length) throw new NotPorted("Solana instructions are not checked by this port yet");
+  listOf(action, "instructions").forEach((ix, i) => {
+    const programId = item(ix, "programId");
+    const data = b64Bytes(item(ix, "data"));
+    rows.push({
+      index: i,
+      kind: "solana_instruction",
+      program_id: programId,
+      instruction_type: instructionType(programId, data),
+      data_prefix_hex: toHex(data.slice(0, 8)),
+      raw_sha256: canonicalSha256(ix),
+      data_sha256: sha256Hex(data),
+    });
+  });
   return rows;
 }
+
+/** Python's lenient base64.b64decode (non-alphabet characters are discarded; bad padding raises). */
+export function b64Bytes(text: unknown): Uint8Array {
+  if (typeof text !== "string") throw new Malformed("base64 data must be a string");
+  const clean = text.replace(/[^A-Za-z0-9+/=]/g, "");
+  const body = clean.replace(/=+$/, "");
+  if (body.includes("=") || clean.length % 4 !== 0) throw new Malformed("Incorrect padding");
+  return new Uint8Array(Buffer.from(clean, "base64"));
+}
+
+const k = () => PINNED.constants;
+const eq = (a: Uint8Array, b: Uint8Array): boolean => a.length === b.length && a.every((v, i) => v === b[i]);
+
+/** The row's instruction type (core/actions/bundle.py instruction_type); SPL tags: 1 CreateIdempotent (ATA),
+ * 12 TransferChecked, 17 SyncNative, 9 CloseAccount; system transfer = u32 LE 2. */
+function instructionType(programId: unknown, data: Uint8Array): string {
+  const prefix = toHex(data.slice(0, 8));
+  if (programId === k().ATA_PROGRAM && eq(data, Uint8Array.of(1))) return "associated_token_account_create_idempotent";
+  if (data[0] === 12 && data.length === 10) return "spl_transfer_checked";
+  if (programId === k().CCTP_TOKEN_MESSENGER_MINTER_V2 && prefix === DEPOSIT_FOR_BURN_HEX) return "cctp_v2_deposit_for_burn";
+  if (programId === k().ORCA_WHIRLPOOL_PROGRAM && prefix === k().SWAP_V2_DISCRIMINATOR_HEX) return "orca_whirlpool_swap_v2";
+  if (programId === k().RAYDIUM_CLMM_PROGRAM && prefix === k().SWAP_V2_DISCRIMINATOR_HEX) return "raydium_clmm_swap_v2";
+  if (programId === k().SYSTEM_PROGRAM && eq(data.slice(0, 4), Uint8Array.of(2, 0, 0, 0)) && data.length === 12) return "system_transfer";
+  if (eq(data, Uint8Array.of(17))) return "spl_sync_native";
+  if (eq(data, Uint8Array.of(9))) return "spl_close_account";
+  return "unknown";
+}
+
+/** Anchor's discriminator of `deposit_for_burn`: sha256("global:deposit_for_burn")[:8]. */
+export const DEPOSIT_FOR_BURN_HEX = toHex(sha256(new TextEncoder().encode("global:deposit_for_burn")).slice(0, 8));
 
 export function allowlists(action: Obj): [string[], string[]] {
   const targets = new Set<string>();
@@ -65,7 +109,12 @@ export function allowlists(action: Obj): [string[], string[]] {
     const data = dataText.slice(2);
     selectors.add(data ? `${to}:0x${data.slice(0, 8)}` : `${to}:native_transfer`);
   }
-  if (listOf(action, "instructions").length) throw new NotPorted("Solana instructions are not checked by this port yet");
+  for (const ix of listOf(action, "instructions")) {
+    const programId = item(ix, "programId");
+    if (typeof programId !== "string") throw new Malformed("programId must be a string");
+    targets.add(programId);
+    selectors.add(`${programId}:${toHex(b64Bytes(item(ix, "data")).slice(0, 8))}`);
+  }
   // Python's sorted() over str compares code points; these are ASCII
   return [[...targets].sort(), [...selectors].sort()];
 }
