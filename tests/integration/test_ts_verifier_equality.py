@@ -25,6 +25,7 @@ PORTED = {
     "evm:paxos_usdg_layerzero_oft->solana",
     "evm:circle_cctp->solana",
     "solana:circle_cctp->evm",
+    "solana:orca_whirlpool",
 }
 NOT_PORTED_CODE = "verifier_kind_not_ported"
 

@@ -67,6 +67,12 @@ def pinned() -> dict[str, Any]:
             "ORCA_WHIRLPOOL_PROGRAM": str(sw.ORCA_WHIRLPOOL_PROGRAM),
             "RAYDIUM_CLMM_PROGRAM": str(sw.RAYDIUM_CLMM_PROGRAM),
             "SWAP_V2_DISCRIMINATOR_HEX": sw.SWAP_V2_DISCRIMINATOR.hex(),
+            "MEMO_PROGRAM": str(sw.MEMO_PROGRAM),
+            "ORCA_TICK_ARRAY_SIZE": sw.ORCA_TICK_ARRAY_SIZE,
+            "ORCA_MIN_TICK": sw.ORCA_MIN_TICK,
+            "ORCA_MAX_TICK": sw.ORCA_MAX_TICK,
+            "ORCA_MIN_SQRT_PRICE_X64": str(sw.ORCA_MIN_SQRT_PRICE_X64),
+            "ORCA_MAX_SQRT_PRICE_X64": str(sw.ORCA_MAX_SQRT_PRICE_X64),
         },
         "chains": {
             c.value: {"family": i.family.value, "chainId": i.chain_id, "cctpDomain": i.cctp_domain}
@@ -91,6 +97,18 @@ def pinned() -> dict[str, Any]:
                 "contracts": {p.value: d.contract(p) for p in Provider if d.contract(p) is not None},
             }
             for c, d in DEFAULT_DEPLOYMENTS.items()
+        },
+        "orcaPools": {
+            pool_id: {
+                "whirlpool": p.whirlpool,
+                "tokenA": p.token_a,
+                "tokenB": p.token_b,
+                "vaultA": p.vault_a,
+                "vaultB": p.vault_b,
+                "oracle": p.oracle,
+                "tickSpacing": p.tick_spacing,
+            }
+            for pool_id, p in sorted(sw.ORCA_POOLS.items())
         },
         "routes": {
             r.key: {

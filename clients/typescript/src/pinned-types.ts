@@ -56,10 +56,27 @@ export interface Pinned {
     ORCA_WHIRLPOOL_PROGRAM: string;
     RAYDIUM_CLMM_PROGRAM: string;
     SWAP_V2_DISCRIMINATOR_HEX: string;
+    MEMO_PROGRAM: string;
+    ORCA_TICK_ARRAY_SIZE: number;
+    ORCA_MIN_TICK: number;
+    ORCA_MAX_TICK: number;
+    ORCA_MIN_SQRT_PRICE_X64: string;
+    ORCA_MAX_SQRT_PRICE_X64: string;
   };
   chains: Record<string, { family: ChainFamily; chainId: number | null; cctpDomain: number | null }>;
   lzEid: Record<string, number>;
   assets: Record<string, PinnedAsset>;
   deployments: Record<string, PinnedDeployment>;
+  orcaPools: Record<string, OrcaPool>;
   routes: Record<string, PinnedRoute>;
+}
+
+export interface OrcaPool {
+  whirlpool: string;
+  tokenA: string;
+  tokenB: string;
+  vaultA: string;
+  vaultB: string;
+  oracle: string;
+  tickSpacing: number;
 }

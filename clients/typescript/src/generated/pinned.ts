@@ -26,7 +26,13 @@ export const PINNED: Pinned = {
     "CCTP_TOKEN_MESSENGER_MINTER_V2": "CCTPV2vPZJS2u2BBsUoscuikbYjnpFmbFsvVuJdgUMQe",
     "ORCA_WHIRLPOOL_PROGRAM": "whirLbMiicVdio4qvUfM5KAg6Ct8VwpYzGff3uctyCc",
     "RAYDIUM_CLMM_PROGRAM": "CAMMCzo5YL8w4VFF8KVHrK22GGUsp5VTaW7grrKgrWqK",
-    "SWAP_V2_DISCRIMINATOR_HEX": "2b04ed0b1ac91e62"
+    "SWAP_V2_DISCRIMINATOR_HEX": "2b04ed0b1ac91e62",
+    "MEMO_PROGRAM": "MemoSq4gqABAXKb96qnH8TysNcWxMyWCqXgDLGmfcHr",
+    "ORCA_TICK_ARRAY_SIZE": 88,
+    "ORCA_MIN_TICK": -443636,
+    "ORCA_MAX_TICK": 443636,
+    "ORCA_MIN_SQRT_PRICE_X64": "4295048016",
+    "ORCA_MAX_SQRT_PRICE_X64": "79226673515401279992447579055"
   },
   "chains": {
     "solana": {
@@ -165,6 +171,17 @@ export const PINNED: Pinned = {
         "uniswap_v3": "0xCaf681a66D020601342297493863E78C959E5cb2",
         "paxos_usdg_layerzero_oft": "0x0d54755f5106BfdB43f7a35f5D49a23F940628d1"
       }
+    }
+  },
+  "orcaPools": {
+    "solana:orca_whirlpool:USDC-USDG": {
+      "whirlpool": "9RqDTfwCx2SgxsvKpspQHc38HUo3B6hRd3oR9JR966Ps",
+      "tokenA": "solana:USDG",
+      "tokenB": "solana:USDC",
+      "vaultA": "6j9UtMmzmWuLu45XXmdUXN3NJBdiicxxoBEex8jUs3j6",
+      "vaultB": "5Sokmb48nt8aH8TnnkrAcVea4SdRqGU3qTxhRFvTHJyn",
+      "oracle": "4FQqY5C4fjReyc3MkMRqbR7bk9KRzXdCTbAXb5wbycVh",
+      "tickSpacing": 1
     }
   },
   "routes": {

@@ -1,6 +1,6 @@
-/** The Solana payload checks (port of core/verify/solana.py): the CCTP burn (fee payer, signers, the fee
- * instructions and deposit_for_burn re-derived from your inputs). The Orca / Raydium swaps, which the Python
- * verifier re-derives from the pool state, are not ported yet and are refused (`verifier_kind_not_ported`). */
+/** The Solana payload checks (port of core/verify/solana.py): the CCTP burn and the Orca Whirlpool swap (signers,
+ * the decoded swap against your bounds and the pinned pool, then every instruction re-derived from your inputs).
+ * The Raydium swap is not ported yet and is refused (`verifier_kind_not_ported`). */
 import { canonicalJson } from "../canonical.js";
 import { PINNED } from "../generated/pinned.js";
 import { type Obj, type StepContext, Malformed, get } from "./common.js";
@@ -101,8 +101,10 @@ const sameJson = (a: unknown, b: unknown): boolean => canonicalJson(a) === canon
 
 export function checkSolana(x: StepContext, action: Obj): void {
   const { c, step } = x;
-  if (step.provider === "orca_whirlpool" || step.provider === "raydium_clmm") {
-    throw new NotPorted(`the ${step.provider} swap is not checked by this port yet`);
+  if (step.provider === "raydium_clmm") throw new NotPorted("the raydium_clmm swap is not checked by this port yet");
+  if (step.provider === "orca_whirlpool") {
+    checkOrcaSwap(x, action);
+    return;
   }
   if (step.provider !== "circle_cctp") {
     c.fail("provider_not_verifiable", `${step.provider} instructions are not verifiable by this verifier`);
@@ -157,4 +159,137 @@ export function checkSolana(x: StepContext, action: Obj): void {
   ixs.forEach((one, i) => c.expect(allowed.has(get(one, "programId") as string), "program_not_allowed", `instruction ${i}: program`));
   c.expect(sameJson(ixs, expected), "instruction_mismatch", "instructions differ from the exact fee / token-account / burn instructions derived from your inputs");
 
+}
+
+/** Python's base64.b64decode(validate=True): only the alphabet, correct padding. */
+function strictB64(text: unknown): Uint8Array {
+  if (typeof text !== "string" || !/^[A-Za-z0-9+/]*={0,2}$/.test(text) || text.length % 4 !== 0) throw new Malformed("bad base64");
+  return new Uint8Array(Buffer.from(text, "base64"));
+}
+
+const floorDiv = (a: number, b: number): number => Math.floor(a / b);
+
+function orcaTickArrayStarts(tick: number, spacing: number, aToB: boolean): number[] {
+  const span = k().ORCA_TICK_ARRAY_SIZE * spacing;
+  const first = floorDiv(tick + (aToB ? 0 : spacing), span) * span;
+  const lo = floorDiv(k().ORCA_MIN_TICK, span) * span;
+  const hi = floorDiv(k().ORCA_MAX_TICK, span) * span;
+  const step = aToB ? -span : span;
+  return [0, 1, 2].map((i) => Math.min(hi, Math.max(lo, first + i * step)));
+}
+
+const orcaPda = (seeds: Uint8Array[]): string => b58(findProgramAddress(seeds, solanaKey(k().ORCA_WHIRLPOOL_PROGRAM)));
+const enc = (t: string): Uint8Array => new TextEncoder().encode(t);
+
+function u128(n: bigint): Uint8Array {
+  const out = new Uint8Array(16);
+  for (let i = 0; i < 16; i++) out[i] = Number((n >> BigInt(8 * i)) & 0xffn);
+  return out;
+}
+
+function orcaSwapV2(owner: string, poolId: string, amount: bigint, minimumOut: bigint, aToB: boolean, tick: number): Ix {
+  const pool = PINNED.orcaPools[poolId]!;
+  const a = pool.tokenA;
+  const b = pool.tokenB;
+  const arrays = orcaTickArrayStarts(tick, pool.tickSpacing, aToB).map((start) =>
+    orcaPda([enc("tick_array"), solanaKey(pool.whirlpool), enc(String(start))]),
+  );
+  const limit = BigInt(aToB ? k().ORCA_MIN_SQRT_PRICE_X64 : k().ORCA_MAX_SQRT_PRICE_X64);
+  const data = concat(Buffer.from(k().SWAP_V2_DISCRIMINATOR_HEX, "hex"), u64(amount), u64(minimumOut), u128(limit), Uint8Array.of(1, aToB ? 1 : 0, 0));
+  return ix(k().ORCA_WHIRLPOOL_PROGRAM, data, [
+    meta(tokenProgram(a), false, false),
+    meta(tokenProgram(b), false, false),
+    meta(k().MEMO_PROGRAM, false, false),
+    meta(owner, true, false),
+    meta(pool.whirlpool, false, true),
+    meta(mintOf(a), false, false),
+    meta(mintOf(b), false, false),
+    meta(ata(owner, a), false, true),
+    meta(pool.vaultA, false, true),
+    meta(ata(owner, b), false, true),
+    meta(pool.vaultB, false, true),
+    ...arrays.map((t) => meta(t, false, true)),
+    meta(pool.oracle, false, true),
+  ]);
+}
+
+/** (amount, threshold, sqrt price limit, exact input, a_to_b), or null (core/actions/solana_swaps.py). */
+function decodeOrcaSwapV2(data: Uint8Array): [bigint, bigint, bigint, boolean, boolean] | null {
+  if (data.length !== 43 || toHex(data.slice(0, 8)) !== k().SWAP_V2_DISCRIMINATOR_HEX || data[42] !== 0) return null;
+  if (data[40]! > 1 || data[41]! > 1) return null;
+  const view = Buffer.from(data);
+  let limit = 0n;
+  for (let i = 39; i >= 24; i--) limit = (limit << 8n) | BigInt(data[i]!);
+  return [view.readBigUInt64LE(8), view.readBigUInt64LE(16), limit, data[40] === 1, data[41] === 1];
+}
+
+function checkOrcaSwap(x: StepContext, action: Obj): void {
+  const { c, step } = x;
+  const src = step.source;
+  const dst = step.target;
+  c.expect(get(action, "recentBlockhash") === null, "blockhash_present", "the service must not set a blockhash");
+  c.expect(sameJson(get(action, "requiredSigners"), [x.caller]), "signers_mismatch", "requiredSigners must be exactly your wallet");
+  const ixs = get(action, "instructions");
+  const tick = get(action, "poolTickCurrent");
+  if (!Array.isArray(ixs) || ixs.length === 0 || !ixs.every((i) => typeof i === "object" && i !== null && !Array.isArray(i))) {
+    c.fail("instructions_missing", "no instructions");
+    return;
+  }
+  if (typeof tick !== "number" || !Number.isInteger(tick)) {
+    c.fail("pool_tick_missing", "a Solana swap action must state the poolTickCurrent its tick arrays follow");
+    return;
+  }
+  if (x.fee && x.feeRecipient === null) {
+    c.fail("fee_recipient_unknown", "cannot check the fee instruction without a fee recipient");
+    return;
+  }
+  const poolId = step.poolId ?? "";
+  const pool = PINNED.orcaPools[poolId];
+  if (pool === undefined) {
+    c.fail("provider_not_verifiable", `no pinned, buildable pool for ${step.provider} ${poolId}`);
+    return;
+  }
+  const swapIx = (ixs as Obj[]).find((i) => i["programId"] === k().ORCA_WHIRLPOOL_PROGRAM || i["programId"] === k().RAYDIUM_CLMM_PROGRAM);
+  const aToB = src === pool.tokenA;
+  if (!c.expect(swapIx !== undefined && swapIx["programId"] === k().ORCA_WHIRLPOOL_PROGRAM, "program_not_allowed", `the swap must be an instruction of the pinned program ${k().ORCA_WHIRLPOOL_PROGRAM}`)) return;
+  let data: Uint8Array;
+  try {
+    data = strictB64(get(swapIx!, "data"));
+  } catch {
+    data = new Uint8Array();
+  }
+  const args = decodeOrcaSwapV2(data);
+  c.expect(args !== null, "instruction_not_allowed", "the swap must be Orca Whirlpool swap_v2 (43 bytes)");
+  if (args === null) return;
+  const [amount, threshold, limit, exactIn, gotAToB] = args;
+  c.expect(amount === x.net, "amount_mismatch", `swap amount ${amount}, expected ${x.net}`);
+  c.expect(threshold === x.minOut, "minimum_output_mismatch", `other_amount_threshold ${threshold} differs from minimumOutput ${x.minOut}`);
+  c.expect(exactIn && gotAToB === aToB, "direction_mismatch", "the swap direction / exact-input flag differ");
+  c.expect(limit === BigInt(aToB ? k().ORCA_MIN_SQRT_PRICE_X64 : k().ORCA_MAX_SQRT_PRICE_X64), "price_limit_mismatch", "the sqrt price limit must be the program's bound");
+  const rawKeys = get(swapIx!, "keys", []);
+  const keys = (Array.isArray(rawKeys) ? rawKeys : []).filter((m) => typeof m === "object" && m !== null && !Array.isArray(m)).map((m) => get(m, "pubkey"));
+  const own = [ata(x.caller, pool.tokenA), ata(x.caller, pool.tokenB)];
+  c.expect(keys.length === 15 && keys[3] === x.caller && keys[7] === own[0] && keys[9] === own[1], "token_owner_mismatch", "the swap's authority and token accounts must be your wallet's own");
+  c.expect(
+    keys.length === 15 && keys[4] === pool.whirlpool && keys[8] === pool.vaultA && keys[10] === pool.vaultB && keys[14] === pool.oracle && pool.oracle === orcaPda([enc("oracle"), solanaKey(pool.whirlpool)]),
+    "pool_accounts_mismatch",
+    "the swap's pool, vaults or oracle are not the pinned ones",
+  );
+  let expected: Ix[];
+  try {
+    expected = [];
+    if (x.fee) {
+      expected.push(createAtaIdempotent(x.caller, x.feeRecipient!, src));
+      expected.push(transferChecked(x.caller, x.feeRecipient!, src, x.fee));
+    }
+    expected.push(createAtaIdempotent(x.caller, x.caller, dst));
+    // as the Python StepPlan: the swap spends input - fee (its net_input_base), not the stated netInputAmount
+    expected.push(orcaSwapV2(x.caller, poolId, x.inputBase - x.fee, x.minOut, aToB, tick));
+  } catch (e) {
+    c.fail("instruction_mismatch", `cannot derive the expected instructions: ${e instanceof Error ? e.message : String(e)}`);
+    return;
+  }
+  const allowed = new Set([k().ATA_PROGRAM, tokenProgram(src), tokenProgram(dst), k().SYSTEM_PROGRAM, k().ORCA_WHIRLPOOL_PROGRAM]);
+  ixs.forEach((one, i) => c.expect(allowed.has(get(one, "programId") as string), "program_not_allowed", `instruction ${i}: program`));
+  c.expect(sameJson(ixs, expected), "instruction_mismatch", "instructions differ from the exact fee / token-account / swap instructions derived from your inputs");
 }
