@@ -26,6 +26,7 @@ PORTED = {
     "evm:circle_cctp->solana",
     "solana:circle_cctp->evm",
     "solana:orca_whirlpool",
+    "solana:raydium_clmm",
 }
 NOT_PORTED_CODE = "verifier_kind_not_ported"
 

@@ -33,7 +33,7 @@ from routequote.core.actions.solana import (
     CCTP_TOKEN_MESSENGER_MINTER_V2,
     SYSTEM_PROGRAM,
 )
-from routequote.core.assets import ASSETS, CHAINS, SPL_TOKEN_PROGRAM
+from routequote.core.assets import ASSETS, CHAINS, SPL_TOKEN_PROGRAM, TOKEN_2022_PROGRAM
 from routequote.core.routes import ROUTES, Provider
 from routequote.core.verify.common import CLOCK_SKEW_SECONDS
 
@@ -68,6 +68,10 @@ def pinned() -> dict[str, Any]:
             "RAYDIUM_CLMM_PROGRAM": str(sw.RAYDIUM_CLMM_PROGRAM),
             "SWAP_V2_DISCRIMINATOR_HEX": sw.SWAP_V2_DISCRIMINATOR.hex(),
             "MEMO_PROGRAM": str(sw.MEMO_PROGRAM),
+            "TOKEN_2022_PROGRAM": TOKEN_2022_PROGRAM,
+            "RAYDIUM_TICK_ARRAY_SIZE": sw.RAYDIUM_TICK_ARRAY_SIZE,
+            "RAYDIUM_MAX_TICK_ARRAYS": sw.RAYDIUM_MAX_TICK_ARRAYS,
+            "RAYDIUM_FIXED_ACCOUNTS": sw.RAYDIUM_FIXED_ACCOUNTS,
             "ORCA_TICK_ARRAY_SIZE": sw.ORCA_TICK_ARRAY_SIZE,
             "ORCA_MIN_TICK": sw.ORCA_MIN_TICK,
             "ORCA_MAX_TICK": sw.ORCA_MAX_TICK,
@@ -109,6 +113,19 @@ def pinned() -> dict[str, Any]:
                 "tickSpacing": p.tick_spacing,
             }
             for pool_id, p in sorted(sw.ORCA_POOLS.items())
+        },
+        "raydiumPools": {
+            pool_id: {
+                "pool": p.pool,
+                "ammConfig": p.amm_config,
+                "token0": p.token_0,
+                "token1": p.token_1,
+                "vault0": p.vault_0,
+                "vault1": p.vault_1,
+                "bitmapExtension": p.bitmap_extension,
+                "tickSpacing": p.tick_spacing,
+            }
+            for pool_id, p in sorted(sw.RAYDIUM_POOLS.items())
         },
         "routes": {
             r.key: {

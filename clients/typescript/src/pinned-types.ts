@@ -57,6 +57,10 @@ export interface Pinned {
     RAYDIUM_CLMM_PROGRAM: string;
     SWAP_V2_DISCRIMINATOR_HEX: string;
     MEMO_PROGRAM: string;
+    TOKEN_2022_PROGRAM: string;
+    RAYDIUM_TICK_ARRAY_SIZE: number;
+    RAYDIUM_MAX_TICK_ARRAYS: number;
+    RAYDIUM_FIXED_ACCOUNTS: number;
     ORCA_TICK_ARRAY_SIZE: number;
     ORCA_MIN_TICK: number;
     ORCA_MAX_TICK: number;
@@ -68,6 +72,7 @@ export interface Pinned {
   assets: Record<string, PinnedAsset>;
   deployments: Record<string, PinnedDeployment>;
   orcaPools: Record<string, OrcaPool>;
+  raydiumPools: Record<string, RaydiumPool>;
   routes: Record<string, PinnedRoute>;
 }
 
@@ -78,5 +83,16 @@ export interface OrcaPool {
   vaultA: string;
   vaultB: string;
   oracle: string;
+  tickSpacing: number;
+}
+
+export interface RaydiumPool {
+  pool: string;
+  ammConfig: string;
+  token0: string;
+  token1: string;
+  vault0: string;
+  vault1: string;
+  bitmapExtension: string;
   tickSpacing: number;
 }

@@ -28,6 +28,10 @@ export const PINNED: Pinned = {
     "RAYDIUM_CLMM_PROGRAM": "CAMMCzo5YL8w4VFF8KVHrK22GGUsp5VTaW7grrKgrWqK",
     "SWAP_V2_DISCRIMINATOR_HEX": "2b04ed0b1ac91e62",
     "MEMO_PROGRAM": "MemoSq4gqABAXKb96qnH8TysNcWxMyWCqXgDLGmfcHr",
+    "TOKEN_2022_PROGRAM": "TokenzQdBNbLqP5VEhdkAS6EPFLC1PHnBqCXEpPxuEb",
+    "RAYDIUM_TICK_ARRAY_SIZE": 60,
+    "RAYDIUM_MAX_TICK_ARRAYS": 12,
+    "RAYDIUM_FIXED_ACCOUNTS": 13,
     "ORCA_TICK_ARRAY_SIZE": 88,
     "ORCA_MIN_TICK": -443636,
     "ORCA_MAX_TICK": 443636,
@@ -182,6 +186,18 @@ export const PINNED: Pinned = {
       "vaultB": "5Sokmb48nt8aH8TnnkrAcVea4SdRqGU3qTxhRFvTHJyn",
       "oracle": "4FQqY5C4fjReyc3MkMRqbR7bk9KRzXdCTbAXb5wbycVh",
       "tickSpacing": 1
+    }
+  },
+  "raydiumPools": {
+    "solana:raydium_clmm:SOL-USDC": {
+      "pool": "2QdhepnKRTLjjSqPL1PtKNwqrUkoLee5Gqs8bvZhRdMv",
+      "ammConfig": "HfERMT5DRA6C1TAqecrJQFpmkf3wsWTMncqnj3RDg5aw",
+      "token0": "solana:SOL",
+      "token1": "solana:USDC",
+      "vault0": "E2BcoCeJLTa27mAXDA4xwEq3pBUcyH6XXEHYk4KvKYTv",
+      "vault1": "4d35yC7C8zhCDec7JbPptL9SEb4NUddKHxURgmvD8hfo",
+      "bitmapExtension": "9z9VTNvaTpJuwjn4LSnjHwZgUR9iGuy59BwXTNbxRF6s",
+      "tickSpacing": 10
     }
   },
   "routes": {

@@ -1,19 +1,19 @@
-/** The Solana payload checks (port of core/verify/solana.py): the CCTP burn and the Orca Whirlpool swap (signers,
- * the decoded swap against your bounds and the pinned pool, then every instruction re-derived from your inputs).
- * The Raydium swap is not ported yet and is refused (`verifier_kind_not_ported`). */
+/** The Solana payload checks (port of core/verify/solana.py): the CCTP burn and the Orca / Raydium swaps (signers,
+ * the decoded swap against your bounds and the pinned pool, then every instruction re-derived from your inputs). */
 import { canonicalJson } from "../canonical.js";
 import { PINNED } from "../generated/pinned.js";
 import { type Obj, type StepContext, Malformed, get } from "./common.js";
-import { DEPOSIT_FOR_BURN_HEX, NotPorted, b64Bytes, toHex } from "./payloads.js";
+import { DEPOSIT_FOR_BURN_HEX, b64Bytes, toHex } from "./payloads.js";
 import { associatedTokenAddress, findProgramAddress, solanaKey } from "./solana_keys.js";
 import { base58 } from "@scure/base";
+import { checkRaydiumSwap, raydiumSwapV2 } from "./raydium.js";
 
-interface Meta {
+export interface Meta {
   pubkey: string;
   isSigner: boolean;
   isWritable: boolean;
 }
-interface Ix {
+export interface Ix {
   programId: string;
   keys: Meta[];
   data: string;
@@ -21,20 +21,20 @@ interface Ix {
 }
 
 const k = () => PINNED.constants;
-const b58 = (bytes: Uint8Array): string => base58.encode(bytes);
-const meta = (pubkey: string, isSigner: boolean, isWritable: boolean): Meta => ({ pubkey, isSigner, isWritable });
-const ix = (programId: string, data: Uint8Array, keys: Meta[]): Ix => ({ programId, keys, data: Buffer.from(data).toString("base64"), dataEncoding: "base64" });
+export const b58 = (bytes: Uint8Array): string => base58.encode(bytes);
+export const meta = (pubkey: string, isSigner: boolean, isWritable: boolean): Meta => ({ pubkey, isSigner, isWritable });
+export const ix = (programId: string, data: Uint8Array, keys: Meta[]): Ix => ({ programId, keys, data: Buffer.from(data).toString("base64"), dataEncoding: "base64" });
 
-function mintOf(assetKey: string): string {
+export function mintOf(assetKey: string): string {
   const a = PINNED.assets[assetKey];
   const m = a?.address ?? a?.wrappedAddress;
   if (!m) throw new Malformed(`no mint for ${assetKey}`);
   return m;
 }
-const tokenProgram = (assetKey: string): string => PINNED.assets[assetKey]?.tokenProgram ?? k().SPL_TOKEN_PROGRAM;
-const ata = (owner: string, assetKey: string): string => b58(associatedTokenAddress(owner, assetKey));
+export const tokenProgram = (assetKey: string): string => PINNED.assets[assetKey]?.tokenProgram ?? k().SPL_TOKEN_PROGRAM;
+export const ata = (owner: string, assetKey: string): string => b58(associatedTokenAddress(owner, assetKey));
 
-function createAtaIdempotent(payer: string, owner: string, assetKey: string): Ix {
+export function createAtaIdempotent(payer: string, owner: string, assetKey: string): Ix {
   return ix(k().ATA_PROGRAM, Uint8Array.of(1), [
     meta(payer, true, true),
     meta(ata(owner, assetKey), false, true),
@@ -45,7 +45,7 @@ function createAtaIdempotent(payer: string, owner: string, assetKey: string): Ix
   ]);
 }
 
-function u64(n: bigint): Uint8Array {
+export function u64(n: bigint): Uint8Array {
   const b = Buffer.alloc(8);
   b.writeBigUInt64LE(n);
   return b;
@@ -55,9 +55,9 @@ function u32(n: number): Uint8Array {
   b.writeUInt32LE(n);
   return b;
 }
-const concat = (...parts: Uint8Array[]): Uint8Array => new Uint8Array(Buffer.concat(parts));
+export const concat = (...parts: Uint8Array[]): Uint8Array => new Uint8Array(Buffer.concat(parts));
 
-function transferChecked(owner: string, recipientOwner: string, assetKey: string, amount: bigint): Ix {
+export function transferChecked(owner: string, recipientOwner: string, assetKey: string, amount: bigint): Ix {
   const decimals = PINNED.assets[assetKey]!.decimals;
   return ix(tokenProgram(assetKey), concat(Uint8Array.of(12), u64(amount), Uint8Array.of(decimals)), [
     meta(ata(owner, assetKey), false, true),
@@ -97,13 +97,12 @@ function cctpDepositForBurn(owner: string, eventSigner: string, usdc: string, am
   return ix(k().CCTP_TOKEN_MESSENGER_MINTER_V2, data, keys);
 }
 
-const sameJson = (a: unknown, b: unknown): boolean => canonicalJson(a) === canonicalJson(b);
+export const sameJson = (a: unknown, b: unknown): boolean => canonicalJson(a) === canonicalJson(b);
 
 export function checkSolana(x: StepContext, action: Obj): void {
   const { c, step } = x;
-  if (step.provider === "raydium_clmm") throw new NotPorted("the raydium_clmm swap is not checked by this port yet");
-  if (step.provider === "orca_whirlpool") {
-    checkOrcaSwap(x, action);
+  if (step.provider === "orca_whirlpool" || step.provider === "raydium_clmm") {
+    checkSolanaSwap(x, action);
     return;
   }
   if (step.provider !== "circle_cctp") {
@@ -162,7 +161,7 @@ export function checkSolana(x: StepContext, action: Obj): void {
 }
 
 /** Python's base64.b64decode(validate=True): only the alphabet, correct padding. */
-function strictB64(text: unknown): Uint8Array {
+export function strictB64(text: unknown): Uint8Array {
   if (typeof text !== "string" || !/^[A-Za-z0-9+/]*={0,2}$/.test(text) || text.length % 4 !== 0) throw new Malformed("bad base64");
   return new Uint8Array(Buffer.from(text, "base64"));
 }
@@ -223,7 +222,7 @@ function decodeOrcaSwapV2(data: Uint8Array): [bigint, bigint, bigint, boolean, b
   return [view.readBigUInt64LE(8), view.readBigUInt64LE(16), limit, data[40] === 1, data[41] === 1];
 }
 
-function checkOrcaSwap(x: StepContext, action: Obj): void {
+function checkSolanaSwap(x: StepContext, action: Obj): void {
   const { c, step } = x;
   const src = step.source;
   const dst = step.target;
@@ -244,12 +243,18 @@ function checkOrcaSwap(x: StepContext, action: Obj): void {
     return;
   }
   const poolId = step.poolId ?? "";
+  const swapIx = (ixs as Obj[]).find((i) => i["programId"] === k().ORCA_WHIRLPOOL_PROGRAM || i["programId"] === k().RAYDIUM_CLMM_PROGRAM);
+  if (step.provider === "raydium_clmm" && PINNED.raydiumPools[poolId] !== undefined) {
+    const live = checkRaydiumSwap(x, action, swapIx, tick);
+    if (live === null) return;
+    finishSwap(x, ixs, () => [raydiumSwapV2(x.caller, poolId, x.inputBase - x.fee, x.minOut, src === PINNED.raydiumPools[poolId]!.token0, live)], k().RAYDIUM_CLMM_PROGRAM);
+    return;
+  }
   const pool = PINNED.orcaPools[poolId];
-  if (pool === undefined) {
+  if (step.provider !== "orca_whirlpool" || pool === undefined) {
     c.fail("provider_not_verifiable", `no pinned, buildable pool for ${step.provider} ${poolId}`);
     return;
   }
-  const swapIx = (ixs as Obj[]).find((i) => i["programId"] === k().ORCA_WHIRLPOOL_PROGRAM || i["programId"] === k().RAYDIUM_CLMM_PROGRAM);
   const aToB = src === pool.tokenA;
   if (!c.expect(swapIx !== undefined && swapIx["programId"] === k().ORCA_WHIRLPOOL_PROGRAM, "program_not_allowed", `the swap must be an instruction of the pinned program ${k().ORCA_WHIRLPOOL_PROGRAM}`)) return;
   let data: Uint8Array;
@@ -275,21 +280,45 @@ function checkOrcaSwap(x: StepContext, action: Obj): void {
     "pool_accounts_mismatch",
     "the swap's pool, vaults or oracle are not the pinned ones",
   );
+  // as the Python StepPlan: the swap spends input - fee (its net_input_base), not the stated netInputAmount
+  finishSwap(x, ixs, () => [orcaSwapV2(x.caller, poolId, x.inputBase - x.fee, x.minOut, aToB, tick)], k().ORCA_WHIRLPOOL_PROGRAM);
+}
+
+/** build_solana_swap's instruction list: wSOL wrap for SOL input, the fee, the caller's output account, the swap,
+ * wSOL close for SOL output; then the program allowlist and exact equality. */
+function finishSwap(x: StepContext, ixs: unknown[], swap: () => Ix[], program: string): void {
+  const { c, step } = x;
+  const src = step.source;
+  const dst = step.target;
   let expected: Ix[];
   try {
     expected = [];
+    if (src === "solana:SOL") expected.push(...wrapSol(x.caller, src, x.inputBase));
     if (x.fee) {
       expected.push(createAtaIdempotent(x.caller, x.feeRecipient!, src));
       expected.push(transferChecked(x.caller, x.feeRecipient!, src, x.fee));
     }
     expected.push(createAtaIdempotent(x.caller, x.caller, dst));
-    // as the Python StepPlan: the swap spends input - fee (its net_input_base), not the stated netInputAmount
-    expected.push(orcaSwapV2(x.caller, poolId, x.inputBase - x.fee, x.minOut, aToB, tick));
+    expected.push(...swap());
+    if (dst === "solana:SOL") expected.push(closeWsol(x.caller, dst));
   } catch (e) {
     c.fail("instruction_mismatch", `cannot derive the expected instructions: ${e instanceof Error ? e.message : String(e)}`);
     return;
   }
-  const allowed = new Set([k().ATA_PROGRAM, tokenProgram(src), tokenProgram(dst), k().SYSTEM_PROGRAM, k().ORCA_WHIRLPOOL_PROGRAM]);
+  const allowed = new Set([k().ATA_PROGRAM, tokenProgram(src), tokenProgram(dst), k().SYSTEM_PROGRAM, program]);
   ixs.forEach((one, i) => c.expect(allowed.has(get(one, "programId") as string), "program_not_allowed", `instruction ${i}: program`));
   c.expect(sameJson(ixs, expected), "instruction_mismatch", "instructions differ from the exact fee / token-account / swap instructions derived from your inputs");
+}
+
+function wrapSol(owner: string, sol: string, lamports: bigint): Ix[] {
+  const account = ata(owner, sol);
+  return [
+    createAtaIdempotent(owner, owner, sol),
+    ix(k().SYSTEM_PROGRAM, concat(Uint8Array.of(2, 0, 0, 0), u64(lamports)), [meta(owner, true, true), meta(account, false, true)]),
+    ix(tokenProgram(sol), Uint8Array.of(17), [meta(account, false, true)]),
+  ];
+}
+
+function closeWsol(owner: string, sol: string): Ix {
+  return ix(tokenProgram(sol), Uint8Array.of(9), [meta(ata(owner, sol), false, true), meta(owner, false, true), meta(owner, true, false)]);
 }
