@@ -149,7 +149,11 @@ def _check_protocol_call(
         ):
             return
         c.expect(int(args[0]) == x.deadline, "deadline_mismatch", f"{where}: multicall deadline differs")
-        inner = [decode_call(bytes(d)) for d in args[1]]
+        try:
+            inner = [decode_call(bytes(d)) for d in args[1]]
+        except Exception as exc:  # noqa: BLE001 - hostile inner calldata is a finding, never an exception
+            c.fail("calldata_undecodable", f"{where}: inner call: {exc}")
+            return
         names = [d.name if d else None for d in inner]
         want = ["exactInputSingle", "unwrapWETH9"] if dst.is_native else ["exactInputSingle"]
         if not c.expect(

@@ -1,0 +1,35 @@
+export { canonicalJson, canonicalSha256, sha256Hex } from "./canonical.js";
+export { assertBundleOk, verifyBundle, NOT_PORTED_CODE, type Intent, type VerifyOptions } from "./verify/bundle.js";
+export { BundleRejected, type Finding } from "./verify/common.js";
+export { baseUnits, toDecimal } from "./client/amounts.js";
+export {
+  ActionVerificationFailed,
+  ApprovalRefused,
+  ClientError,
+  RateLimited,
+  ReapprovalRequired,
+  Rejected,
+  ResponseInvalid,
+  ServerError,
+  ServiceUnreachable,
+  UpstreamUnavailable,
+} from "./client/errors.js";
+export {
+  RouteQuoteClient,
+  SessionHandle,
+  SESSION_HEADER,
+  approvalFor,
+  errorFor,
+  newIdempotencyKey,
+  newSessionToken,
+  type ApprovalV3,
+  type Capabilities,
+  type ClientOptions,
+  type PreparedAction,
+  type Quote,
+  type Session,
+  type Status,
+  type VerificationContext,
+} from "./client/client.js";
+export { feeRecipientFindings, isPlaceholder, FEE_RECIPIENT_REFUSAL_CODE } from "./verify/fee_recipient.js";
+export { evmSendRequests, NotVerified, type EvmSendRequest } from "./client/handoff.js";
