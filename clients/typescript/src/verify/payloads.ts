@@ -4,7 +4,7 @@ import { canonicalSha256, sha256Hex } from "../canonical.js";
 import { PINNED } from "../generated/pinned.js";
 import { type Obj, Malformed, get, item } from "./common.js";
 
-const RESPONSE_ONLY_KEYS = new Set(["payload_sha256", "idempotent_replay"]);
+const RESPONSE_ONLY_KEYS = new Set(["payload_sha256", "idempotent_replay", "preflight"]);
 
 /** Thrown for a payload kind this port does not check yet (Solana instructions): refused, never passed. */
 export class NotPorted extends Error {}
