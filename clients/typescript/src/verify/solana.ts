@@ -247,7 +247,7 @@ function checkSolanaSwap(x: StepContext, action: Obj): void {
   if (step.provider === "raydium_clmm" && PINNED.raydiumPools[poolId] !== undefined) {
     const live = checkRaydiumSwap(x, action, swapIx, tick);
     if (live === null) return;
-    finishSwap(x, ixs, () => [raydiumSwapV2(x.caller, poolId, x.inputBase - x.fee, x.minOut, src === PINNED.raydiumPools[poolId]!.token0, live)], k().RAYDIUM_CLMM_PROGRAM);
+    finishSwap(x, ixs, () => [raydiumSwapV2(x.caller, poolId, x.net, x.minOut, src === PINNED.raydiumPools[poolId]!.token0, live)], k().RAYDIUM_CLMM_PROGRAM);
     return;
   }
   const pool = PINNED.orcaPools[poolId];
@@ -280,8 +280,8 @@ function checkSolanaSwap(x: StepContext, action: Obj): void {
     "pool_accounts_mismatch",
     "the swap's pool, vaults or oracle are not the pinned ones",
   );
-  // as the Python StepPlan: the swap spends input - fee (its net_input_base), not the stated netInputAmount
-  finishSwap(x, ixs, () => [orcaSwapV2(x.caller, poolId, x.inputBase - x.fee, x.minOut, aToB, tick)], k().ORCA_WHIRLPOOL_PROGRAM);
+  // as the Python verifier: the swap re-derived from the stated net input (checked against input - fee apart)
+  finishSwap(x, ixs, () => [orcaSwapV2(x.caller, poolId, x.net, x.minOut, aToB, tick)], k().ORCA_WHIRLPOOL_PROGRAM);
 }
 
 /** build_solana_swap's instruction list: wSOL wrap for SOL input, the fee, the caller's output account, the swap,
