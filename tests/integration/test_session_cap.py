@@ -23,6 +23,7 @@ from typing import Any
 
 import httpx
 import pytest
+from tests.support.observable import OBSERVABLE
 from tests.support.postgres import _run, require_postgres, temporary_database
 from tests.support.server import free_port, running_server
 from tests.support.server_process import ServerProcess, server_processes, shared_signing_key, start_server
@@ -130,7 +131,7 @@ def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str
 def test_fifty_concurrent_creates_open_exactly_the_cap(database_url: str) -> None:
     port = free_port()
     settings = Settings(
-        rate_limit="off", port=port, database_url=database_url, max_open_sessions_per_client=CAP
+        rate_limit="off", port=port, database_url=database_url, max_open_sessions_per_client=CAP, **OBSERVABLE
     )
     with running_server(create_app(settings), port) as url:
         replies = asyncio.run(_create_all([(url, body) for body in _bodies(url, CREATES)]))

@@ -20,6 +20,7 @@ from typing import Any
 
 import httpx
 import pytest
+from tests.support.observable import OBSERVABLE
 from tests.support.redis_private import private_redis
 from tests.support.server import running_server
 from tests.support.services import require_redis
@@ -158,7 +159,7 @@ def test_a_malformed_session_document_is_a_store_fault(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     database = tmp_path / "sessions.sqlite3"
-    settings = Settings(rate_limit="off", database_url=f"sqlite:///{database}")
+    settings = Settings(rate_limit="off", database_url=f"sqlite:///{database}", **OBSERVABLE)
     with running_server(create_app(settings)) as base:
         quote = httpx.post(f"{base}/v2/quote", json=intent_for(ROUTE, 100)).json()
         token = base64.urlsafe_b64encode(secrets.token_bytes(32)).rstrip(b"=").decode()
