@@ -202,8 +202,9 @@ class JsonRpcSolanaReader:
 
         return await self.breaker.guard(read(), "getTransaction")
 
-    async def account_data(self, address: str) -> bytes | None:
-        """SolanaAccountReader: a finalized account's data."""
+    def _account_rpc(self, address: str) -> JsonRpcClient:
+        """The RPC an account read goes to, once the address is a Solana key, an RPC URL is set and the
+        breaker is closed."""
         try:
             Pubkey.from_string(address)
         except ValueError as exc:
@@ -214,7 +215,11 @@ class JsonRpcSolanaReader:
                 "no RPC URL is configured for solana: its accounts cannot be read",
             )
         self.breaker.check()
-        rpc = self.rpc
+        return self.rpc
+
+    async def account_data(self, address: str) -> bytes | None:
+        """SolanaAccountReader: a finalized account's data."""
+        rpc = self._account_rpc(address)
 
         async def read() -> bytes | None:
             return parse_account_data(
@@ -225,17 +230,7 @@ class JsonRpcSolanaReader:
 
     async def account_info(self, address: str) -> SolanaAccount | None:
         """An account's owner, executable flag and lamports at `finalized` (no data: a zero-length slice)."""
-        try:
-            Pubkey.from_string(address)
-        except ValueError as exc:
-            raise InvalidRequest("invalid_address", "not a Solana address") from exc
-        if self.rpc is None:
-            raise ObservationUnavailable(
-                "chain_rpc_not_configured:solana",
-                "no RPC URL is configured for solana: its accounts cannot be read",
-            )
-        self.breaker.check()
-        rpc = self.rpc
+        rpc = self._account_rpc(address)
         config = {"commitment": "finalized", "encoding": "base64", "dataSlice": {"offset": 0, "length": 0}}
 
         async def read() -> SolanaAccount | None:
