@@ -98,7 +98,7 @@ def decide(setting: str | None, reading: ChainReading | None, previous: OftPin |
     if reading is None:
         why = (
             f"{SETTING} is unset and the chain is not read (a live market with Robinhood and Solana RPC URLs "
-            "derives it from peers(30168) on the Robinhood OFT)"
+            "derives it from the Robinhood OFT's peer for Solana)"
         )
     else:
         why = f"{SETTING} is unset and the chain did not name it: {reading.reason}"
@@ -137,9 +137,9 @@ class OftPinResolver:
         try:
             raw = await self.evm.call("robinhood", self.robinhood_oft, peers_call())
             if len(raw) != 32:
-                return ChainReading(reason="peers(30168) did not answer one bytes32")
+                return ChainReading(reason="the Robinhood OFT's peer for Solana is not one bytes32")
             if raw == bytes(32):
-                return ChainReading(reason="the Robinhood OFT has no peer for Solana (peers(30168) is zero)")
+                return ChainReading(reason="the Robinhood OFT has no peer for Solana (its peer is zero)")
             store = str(Pubkey.from_bytes(raw))
             account = await self.solana.account_info(store)
             if account is None:

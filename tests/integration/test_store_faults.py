@@ -178,7 +178,8 @@ def test_a_malformed_session_document_is_a_store_fault(
         db = sqlite3.connect(database)
         caplog.clear()
         # not JSON, not an object, an object that is not a session document (each read 3 times)
-        for document in ("notjson", "[1, 2]", "{}", '{"version": "routequote-session-v1"}'):
+        # the text that does not parse is this test's own: a JSON reader with no key logs by the text's hash
+        for document in (f"notjson-{session_id}", "[1, 2]", "{}", '{"version": "routequote-session-v1"}'):
             with db:
                 db.execute("UPDATE sessions SET state = ? WHERE session_id = ?", (document, session_id))
             for _ in range(3):
