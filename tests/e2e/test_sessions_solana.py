@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _bridge_wire import parse_deposit_for_burn
 from _evm import AnvilChain, ToolchainUnavailable, balance_of, sign_and_send
 from _sessions import (
     SESSION_HEADER,
@@ -149,21 +150,6 @@ def to_instruction(d: dict[str, Any]) -> Instruction:
     return Instruction(Pubkey.from_string(d["programId"]), base64.b64decode(d["data"]), metas)
 
 
-def burn_fields(data: bytes) -> dict[str, Any]:
-    """`deposit_for_burn` data: discriminator(8) amount u64, domain u32, mintRecipient 32, destinationCaller
-    32, maxFee u64, minFinalityThreshold u32 (little-endian)."""
-    amount, domain = struct.unpack_from("<QI", data, 8)
-    max_fee, finality = struct.unpack_from("<QI", data, 84)
-    return {
-        "amount": amount,
-        "domain": domain,
-        "mint_recipient": data[20:52],
-        "destination_caller": data[52:84],
-        "max_fee": max_fee,
-        "min_finality": finality,
-    }
-
-
 def with_burn_amount(ix: Instruction, amount: int) -> Instruction:
     data = bytearray(bytes(ix.data))
     struct.pack_into("<Q", data, 8, amount)
@@ -210,7 +196,7 @@ def solana_burn(
     assert [str(ix.program_id) for ix in ixs].count(CCTP_TMM) == 1 and str(ixs[-1].program_id) == CCTP_TMM
     if burn_amount is not None:
         ixs[-1] = with_burn_amount(ixs[-1], burn_amount)
-    burned = burn_fields(bytes(ixs[-1].data))["amount"]
+    burned = parse_deposit_for_burn(bytes(ixs[-1].data))["amount"]
     owner = wallet.pubkey()
     svm = LiteSVM()
     for _ in range(expire):
@@ -367,7 +353,7 @@ def attested_message(
     mint_recipient: bytes | None = None,
 ) -> bytes:
     """The CCTP v2 message Iris attests for this Solana burn (finalityThresholdExecuted = its threshold)."""
-    f = burn_fields(base64.b64decode(burn_ix["data"]))
+    f = parse_deposit_for_burn(base64.b64decode(burn_ix["data"]))
     return encode_cctp_burn_message(
         source_domain=SOLANA_DOMAIN,
         destination_domain=f["domain"],
@@ -561,7 +547,7 @@ def test_whole_session_solana_usdc_to_base_usdc(env: Env) -> None:
     st = start_session(env, GOLDEN_WALLET, GOLDEN_EVENT, GOLDEN_BASE_KEY)
     action = st.action
     burn_ix = action["instructions"][-1]
-    f = burn_fields(base64.b64decode(burn_ix["data"]))
+    f = parse_deposit_for_burn(base64.b64decode(burn_ix["data"]))
     route_fee, net = int(action["routeFee"]), int(action["netInputAmount"])
     assert f["amount"] == net and int(action["inputAmount"]) == route_fee + net
     assert f["domain"] == BASE_DOMAIN and f["mint_recipient"] == b32(st.base_wallet)
