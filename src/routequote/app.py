@@ -28,7 +28,7 @@ from routequote.market.snapshot import EmbeddedSnapshot
 from routequote.metrics import Metrics
 from routequote.observability import setup_tracing
 from routequote.ports import Clock, IdempotencyStore, IdFactory, MarketData, QuoteStore, SessionStore
-from routequote.prepare import PrepareService
+from routequote.prepare import IDEMPOTENCY_RECORDS, PrepareService
 from routequote.ratelimit import RateLimiter
 from routequote.readiness import Observation, bounds_by_route
 from routequote.service import RouteQuoteService, ServiceConfig
@@ -282,6 +282,8 @@ def build_service(
             base_url=settings.resolved_base_url(),
         ),
     )
+    # without a configured store (the CLI's in-process commands) a prepare replays from memory
+    idempotency = idempotency or MemoryIdempotencyStore(IDEMPOTENCY_RECORDS)
     prepare = PrepareService(service, settings, idempotency=idempotency, deployments=deployments)
     service.config.prepare_ready_routes = prepare.supported_routes()
     service.config.prepare_unavailable_reasons = prepare.unsupported_reasons()
@@ -418,7 +420,7 @@ def create_app(
         probes=probes,
         tracing=tracing,
     )
-    metrics.count_rate_limits(limiter)
+    limiter.on_limited = metrics.on_rate_limited
     service.quote_hooks.append(metrics.observe_quote)
     sessions.on_transition = metrics.on_transition
     hooks.append(lambda: _closing(probes.aclose))

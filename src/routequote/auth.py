@@ -41,7 +41,7 @@ from routequote.core.wallet_rules import KnownAddresses, check_signing_wallet, k
 from routequote.errors import InvalidRequest, RouteQuoteError
 from routequote.ports import Clock, IdFactory
 from routequote.ratelimit import RateLimiter
-from routequote.storage.sessions_common import stored
+from routequote.store_errors import stored
 
 ACCESS_TOKEN_PREFIX = "rqv1_"
 ACCESS_TOKEN_RE = re.compile(r"rqv1_[A-Za-z0-9_-]{43}")

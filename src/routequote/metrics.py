@@ -24,13 +24,11 @@ from starlette.responses import Response
 
 from routequote.core.routes import Mode
 from routequote.core.sessions.machine import Status as SessionStatus
-from routequote.errors import RateLimited
 from routequote.metric_kinds import LoopCounter, LoopHistogram
 from routequote.ports import IdempotencyStore, IssuedQuote, MarketData, QuoteStore, SessionStore
 
 if TYPE_CHECKING:
     from routequote.observability import Tracing
-    from routequote.ratelimit import RateLimiter
     from routequote.surfaces.health import Probes
 
 ROUTE_CLASS = {
@@ -154,19 +152,9 @@ class Metrics:
         """SessionService's `on_transition` callback: one committed transition."""
         self.session_transitions.labels(event, to_status).inc()
 
-    def count_rate_limits(self, limiter: RateLimiter) -> None:
-        """Count every RateLimited the limiter raises (every surface calls `limiter.check`)."""
-        check = limiter.check
-
-        @functools.wraps(check)
-        async def counted(client: str, group: str = "quote_api") -> dict[str, str]:
-            try:
-                return await check(client, group)
-            except RateLimited:
-                self.rate_limited.labels(group).inc()
-                raise
-
-        limiter.check = counted  # type: ignore[method-assign]
+    def on_rate_limited(self, group: str) -> None:
+        """RateLimiter's `on_limited` callback: one request refused as over the limit, by operation group."""
+        self.rate_limited.labels(group).inc()
 
     def observe_quote(self, issued: IssuedQuote, seconds: float) -> None:
         """RouteQuoteService's quote hook: every issued quote's latency by route class (REST, MCP, A2A, v1 and

@@ -10,6 +10,7 @@ Without approval_v3 the request is served as `legacy_advisory` from a fresh inte
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
@@ -45,7 +46,7 @@ from routequote.core.assets import CHAINS, Asset, Chain, ChainFamily
 from routequote.core.bounds import bounds_block
 from routequote.core.field_rules import EVM_ADDRESS_RE, SOLANA_ADDRESS_RE, require_object
 from routequote.core.hashing import canonical_sha256
-from routequote.core.intent import QUOTE_FIELDS, parse_quote_request
+from routequote.core.intent import QUOTE_FIELDS, QuoteIntent, parse_quote_request
 from routequote.core.pricing import PricedStep
 from routequote.core.quote import APPROVAL_VERSION
 from routequote.core.routes import ROUTES, Provider, Route, Step
@@ -55,7 +56,6 @@ from routequote.input_rules import looks_secret_name, looks_secret_value, name_l
 from routequote.ports import IdempotencyStore, IssuedQuote
 from routequote.preflight import NO_CHAIN_ACCESS, PreflightChecker
 from routequote.service import RouteQuoteService
-from routequote.storage.quotes import MemoryIdempotencyStore
 
 PREPARE_FIELDS = ("caller_approved", *QUOTE_FIELDS, "wallets", "event_signer_public", "approval_v3")
 HASH_FIELDS = ("quote_fingerprint", "direct_route_summary_sha256")
@@ -111,6 +111,17 @@ def valid_address(chain: Chain, address: Any) -> bool:
         return False
 
 
+@dataclass(frozen=True, slots=True)
+class PrepareRequest:
+    """A parsed prepare (or session-create) request: what `PrepareService.parse_request` checked, typed."""
+
+    intent: QuoteIntent
+    route: Route
+    wallets: dict[str, str]  # chain name -> the checked (EVM: checksummed) signing wallet
+    event_signer_public: str | None  # the fresh Solana co-signer of a CCTP burn, on the routes that need one
+    approval: dict[str, Any] | None  # the parsed approval_v3, or None (legacy advisory)
+
+
 PINNED_SOLANA_POOLS = {
     **{pid: p.whirlpool for pid, p in ORCA_POOLS.items()},
     **{pid: p.pool for pid, p in RAYDIUM_POOLS.items()},
@@ -124,7 +135,7 @@ class PrepareService:
         settings: Settings | None = None,
         *,
         deployments: dict[Chain, EvmDeployment] | None = None,
-        idempotency: IdempotencyStore | None = None,
+        idempotency: IdempotencyStore,
     ) -> None:
         settings = settings or Settings()
         self.service = service
@@ -138,7 +149,7 @@ class PrepareService:
             ChainFamily.SOLANA: settings.fee_recipient_solana,
         }
         self.known_addresses = known_addresses(self.deployments, self.fee_recipients)
-        self.idempotency: IdempotencyStore = idempotency or MemoryIdempotencyStore(IDEMPOTENCY_RECORDS)
+        self.idempotency = idempotency  # the composition root chooses the store (app.build_service)
         self._reasons = {key: self._unsupported_reason(r) for key, r in ROUTES.items()}
         # what the caller will need on each chain (advice, response-only); the composition root gives it readers
         self.preflight = PreflightChecker(
@@ -157,7 +168,7 @@ class PrepareService:
             return evm_step_supported(step.provider, chain, self.deployments)
         return solana_step_supported(step.provider)
 
-    async def _solana_pool_tick(
+    async def solana_pool_tick(
         self, route: Route, step: Step | None = None
     ) -> tuple[int | None, SolanaPoolRead | None]:
         """One read of a Solana swap step's pinned pool from a fresh market view (live chain state, or the
@@ -263,9 +274,9 @@ class PrepareService:
 
     # ---- request parsing ----------------------------------------------------------------------------
 
-    def _parse(
-        self, body: Any, mode: str | None = None
-    ) -> tuple[Any, Route, dict[str, str], str | None, dict[str, Any] | None]:
+    def parse_request(self, body: Any, mode: str | None = None) -> PrepareRequest:
+        """The checked request of POST /v2/prepare (and of a session's create, without its idempotency_key), or
+        the 400 of its first problem. `mode` is the approval_v3 `selected_mode` the caller's operation takes."""
         body = require_object(body)
         secret = _secret_path(body, "body", False)
         if secret:
@@ -328,14 +339,16 @@ class PrepareService:
             if body.get("approval_v3") is not None
             else None
         )
-        return intent, route, dict(wallets), signer, approval
+        return PrepareRequest(intent, route, dict(wallets), signer, approval)
 
     # ---- the operation ------------------------------------------------------------------------------
 
     async def prepare(self, body: Any, *, mode: str = "one_shot") -> dict[str, Any]:
         """POST /v2/prepare: a one_shot approval or none (legacy advisory); a session approval belongs to
         /v2/session. (`mode="session"` is the session engine's view of step 0, for tests of the builders.)"""
-        intent, route, wallets, signer, approval = self._parse(body, mode)
+        parsed = self.parse_request(body, mode)
+        intent, route, wallets, approval = parsed.intent, parsed.route, parsed.wallets, parsed.approval
+        signer = parsed.event_signer_public
         clock = self.service.clock
         now_mono = clock.monotonic()
         body_sha = canonical_sha256(body)
@@ -357,9 +370,9 @@ class PrepareService:
                 approval, issued.payload if issued else None, route, intent.as_request(), now=clock.now()
             )
             assert issued is not None
-            pool_tick, raydium_live = await self._solana_pool_tick(route)
+            pool_tick, raydium_live = await self.solana_pool_tick(route)
         else:
-            pool_tick, raydium_live = await self._solana_pool_tick(
+            pool_tick, raydium_live = await self.solana_pool_tick(
                 route
             )  # refused before a fresh quote is issued
             issued = await self.service.quote(intent)
@@ -469,7 +482,7 @@ class PrepareService:
         approved_quote_components: Sequence[str] = (),
     ) -> dict[str, Any]:
         """The bundle for one priced step of `route` (the first step on prepare; any step in a session).
-        `raydium_live` is the `SolanaPoolRead` of a Solana swap step (`_solana_pool_tick`), whatever the venue.
+        `raydium_live` is the `SolanaPoolRead` of a Solana swap step (`solana_pool_tick`), whatever the venue.
         `market` labels the market `ps` was priced on (a quote's `market` block or `market_label`); a session
         step also names the approved quote whose minimums it is held to (`core/bounds.py`)."""
         step = ps.step

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextvars
 import math
 import time
+from collections.abc import Callable
 
 from limits import parse
 from limits.aio.storage import MemoryStorage, Storage
@@ -14,7 +15,8 @@ from limits.storage import storage_from_string
 from redis.exceptions import RedisError
 
 from routequote.errors import RateLimited
-from routequote.storage.store_faults import fault_of, store_unavailable
+from routequote.storage.store_faults import fault_of
+from routequote.store_errors import store_unavailable
 
 # The client the current request was counted against: every surface names it here (through `check`) before it
 # runs an operation, so per-client rules further in (the cap on open sessions) key on the same address.
@@ -24,9 +26,13 @@ current_client: contextvars.ContextVar[str | None] = contextvars.ContextVar("rou
 class RateLimiter:
     """`spec` like "120/minute", or "off". One bucket per (operation group, client)."""
 
-    def __init__(self, spec: str, redis_url: str = "") -> None:
+    def __init__(
+        self, spec: str, redis_url: str = "", *, on_limited: Callable[[str], None] | None = None
+    ) -> None:
         self.enabled = spec.strip().lower() not in ("off", "none", "0", "")
         self.spec = spec
+        # called with the operation group of every request refused as over the limit (the metrics' counter)
+        self.on_limited = on_limited
         if not self.enabled:
             return
         self.item = parse(spec)
@@ -63,6 +69,8 @@ class RateLimiter:
             "RateLimit-Policy": f"{self.item.amount};w={self.item.get_expiry()}",
         }
         if not allowed:
+            if self.on_limited is not None:
+                self.on_limited(group)
             raise RateLimited(
                 "rate_limit_exceeded",
                 f"limit {self.spec} per client exceeded",

@@ -33,7 +33,7 @@ from routequote.config import Settings
 from routequote.market.snapshot import EmbeddedSnapshot
 from routequote.prepare import PrepareService
 from routequote.service import RouteQuoteService, ServiceConfig
-from routequote.storage.quotes import MemoryQuoteStore
+from routequote.storage.quotes import MemoryIdempotencyStore, MemoryQuoteStore
 from routequote.surfaces.a2a_agent import build_a2a, verify_handoff
 from routequote.surfaces.a2a_card import prepare_skill
 from routequote.surfaces.a2a_prepare import prepare_operation
@@ -62,7 +62,9 @@ def agent_url(chain: AnvilChain) -> Iterator[tuple[str, Settings]]:
     )
     port = free_port()
     settings = Settings(port=port, rate_limit="off")
-    prepare = PrepareService(service, settings, deployments=_deployments(chain.addresses))
+    prepare = PrepareService(
+        service, settings, deployments=_deployments(chain.addresses), idempotency=MemoryIdempotencyStore()
+    )
     service.config.prepare_ready_routes = prepare.supported_routes()
     surface = build_a2a(service, settings, extra=[(prepare_operation(prepare, clock), prepare_skill())])
     with running_server(Starlette(routes=surface.routes), port) as url:

@@ -23,7 +23,7 @@ from routequote.storage.retention import session_clients
 from routequote.storage.sessions_common import create_scope, json_dumps
 from routequote.storage.sessions_schema import session_events, session_idempotency, sessions
 from routequote.storage.sessions_sql import SqlSessionStore
-from routequote.storage.sessions_sql_connections import _Encoded
+from routequote.storage.sessions_sql_connections import Encoded
 from routequote.storage.sessions_sql_create import OpenSessionCapReached
 
 STATE = {
@@ -80,7 +80,7 @@ def _core_create(record: SessionRecord, event: SessionEvent) -> Any:
                 "scope": create_scope(record.token_sha256),
                 "key": "k",
                 "request_sha256": "a" * 64,
-                "response": _Encoded(json_dumps(RESPONSE)),
+                "response": Encoded(json_dumps(RESPONSE)),
                 "created_at": event.at,
             },
         )
@@ -94,7 +94,7 @@ def _core_create(record: SessionRecord, event: SessionEvent) -> Any:
                 "route": record.route,
                 "created_at": record.created_at,
                 "updated_at": record.updated_at,
-                "state": _Encoded(json_dumps(record.state)),
+                "state": Encoded(json_dumps(record.state)),
             },
         )
         conn.execute(insert(session_events), SqlSessionStore._event_row(event))

@@ -205,7 +205,7 @@ async def _later_step(
     ps = issued.body.pricing.steps[index]
     wallets = wallets_for(route_key)
     signer = EVENT_SIGNER if route.event_signer_required else None
-    pool_tick, read = await env.prepare._solana_pool_tick(route, ps.step)
+    pool_tick, read = await env.prepare.solana_pool_tick(route, ps.step)
     bundle = env.prepare.build_step(
         route,
         ps,

@@ -15,13 +15,13 @@ import httpx
 from routequote.client.approval import approval_for
 from routequote.client.errors import ServiceUnreachable
 from routequote.client.models import Capabilities, PreparedAction, Quote, Session, SessionView, Status
-from routequote.client.plans import T, _Call, _Plans
+from routequote.client.plans import Call, Plans, T
 from routequote.client.token import SessionHandle, SessionToken
 
 USER_AGENT = "routequote-client/1"
 
 
-class RouteQuoteClient(_Plans):
+class RouteQuoteClient(Plans):
     """Synchronous client. `transport` / `http` let tests and callers supply their own httpx plumbing."""
 
     def __init__(
@@ -53,7 +53,7 @@ class RouteQuoteClient(_Plans):
         if self._own:
             self._http.close()
 
-    def _run(self, call: _Call[T]) -> T:
+    def _run(self, call: Call[T]) -> T:
         try:
             resp = self._http.request(
                 call.method, call.path, json=call.body, params=call.params, headers=call.headers()
@@ -130,7 +130,7 @@ class RouteQuoteClient(_Plans):
         return self._run(self.plan_key_only(handle, "cancel", idempotency_key))
 
 
-class AsyncRouteQuoteClient(_Plans):
+class AsyncRouteQuoteClient(Plans):
     """The asynchronous twin of RouteQuoteClient (same methods, awaited)."""
 
     def __init__(
@@ -162,7 +162,7 @@ class AsyncRouteQuoteClient(_Plans):
         if self._own:
             await self._http.aclose()
 
-    async def _run(self, call: _Call[T]) -> T:
+    async def _run(self, call: Call[T]) -> T:
         try:
             resp = await self._http.request(
                 call.method, call.path, json=call.body, params=call.params, headers=call.headers()

@@ -1,4 +1,4 @@
-"""The request plans both clients share: one `_Call` per operation (method, path, body, headers) and how its
+"""The request plans both clients share: one `Call` per operation (method, path, body, headers) and how its
 answer is read, strict JSON, models and custody flags checked, quote hashes recomputed, and every prepared
 action verified with routequote.verify against what the caller holds before it is returned."""
 
@@ -78,7 +78,7 @@ def _endpoint(text: str) -> tuple[str, str]:
 
 
 @dataclass
-class _Call(Generic[T]):
+class Call(Generic[T]):
     what: str
     method: str
     path: str
@@ -95,7 +95,7 @@ class _Call(Generic[T]):
         return h
 
 
-class _Plans:
+class Plans:
     """Request plans and answer checks, shared by the sync and the async client."""
 
     def __init__(
@@ -116,7 +116,7 @@ class _Plans:
         self.accept_modelled_bounds = accept_modelled_bounds
 
     # ---- answers ------------------------------------------------------------------------------------
-    def _finish(self, call: _Call[T], resp: httpx.Response) -> T:
+    def _finish(self, call: Call[T], resp: httpx.Response) -> T:
         body = _json(resp, call.what)
         if resp.status_code in call.ok:
             if not isinstance(body, dict):
@@ -197,15 +197,15 @@ class _Plans:
         return action
 
     # ---- plans --------------------------------------------------------------------------------------
-    def plan_capabilities(self) -> _Call[Capabilities]:
-        return _Call(
+    def plan_capabilities(self) -> Call[Capabilities]:
+        return Call(
             "capabilities", "GET", "/v2/capabilities", lambda b: self._model(Capabilities, b, "capabilities")
         )
 
-    def plan_status(self) -> _Call[Status]:
-        return _Call("status", "GET", "/v2/status", lambda b: self._model(Status, b, "status"))
+    def plan_status(self) -> Call[Status]:
+        return Call("status", "GET", "/v2/status", lambda b: self._model(Status, b, "status"))
 
-    def plan_quote(self, source: str, target: str, amount_usd: int | float | str | Decimal) -> _Call[Quote]:
+    def plan_quote(self, source: str, target: str, amount_usd: int | float | str | Decimal) -> Call[Quote]:
         fc, ft = _endpoint(source)
         tc, tt = _endpoint(target)
         asked = {
@@ -223,7 +223,7 @@ class _Plans:
                 raise ResponseInvalid("quote", problems)
             return quote
 
-        return _Call("quote", "POST", "/v2/quote", parse, body=asked)
+        return Call("quote", "POST", "/v2/quote", parse, body=asked)
 
     @staticmethod
     def context_for(
@@ -256,7 +256,7 @@ class _Plans:
         wallets: dict[str, str],
         approval: dict[str, str] | None,
         event_signer_public: str | None,
-    ) -> _Call[PreparedAction]:
+    ) -> Call[PreparedAction]:
         approval = approval or approval_for(quote, quote.continuation_v3.allowed_modes[0])
         context = self.context_for(quote, wallets, approval, event_signer_public)
 
@@ -268,7 +268,7 @@ class _Plans:
                 )
             return action
 
-        return _Call(
+        return Call(
             "prepare",
             "POST",
             "/v2/prepare",
@@ -330,7 +330,7 @@ class _Plans:
         event_signer_public: str | None,
         token: SessionToken | None,
         on_created: Callable[[SessionHandle], None] | None = None,
-    ) -> _Call[Session]:
+    ) -> Call[Session]:
         approval = approval or approval_for(quote, "session")
         if approval.get("selected_mode") != "session":
             raise ValueError("a session takes an approval_v3 with selected_mode 'session'")
@@ -352,7 +352,7 @@ class _Plans:
                 on_created(handle)
             return handle
 
-        return _Call(
+        return Call(
             "session create",
             "POST",
             "/v2/session",
@@ -369,8 +369,8 @@ class _Plans:
             raise ValueError("a session id is letters, digits and dashes")
         return f"/v2/session/{sid}" + (f"/{op}" if op else "")
 
-    def plan_read_session(self, handle: SessionHandle) -> _Call[Session]:
-        return _Call(
+    def plan_read_session(self, handle: SessionHandle) -> Call[Session]:
+        return Call(
             "session",
             "GET",
             self._path(handle),
@@ -379,7 +379,7 @@ class _Plans:
             token=handle.token,
         )
 
-    def plan_session_view(self, handle: SessionHandle, view: str) -> _Call[SessionView]:
+    def plan_session_view(self, handle: SessionHandle, view: str) -> Call[SessionView]:
         if view not in ("workflow", "receipt"):
             raise ValueError(
                 "view is workflow or receipt (the session view is read_session; the action next_action)"
@@ -391,17 +391,17 @@ class _Plans:
                 raise ResponseInvalid(f"session {view}", ["answer is for another session or view"])
             return out
 
-        return _Call(
+        return Call(
             f"session {view}", "GET", self._path(handle), parse, params={"view": view}, token=handle.token
         )
 
     def plan_observe(
         self, handle: SessionHandle, transaction_hashes: list[str] | None, key: str | None
-    ) -> _Call[Session]:
+    ) -> Call[Session]:
         body: dict[str, Any] = {"idempotency_key": key or new_idempotency_key("obs")}
         if transaction_hashes:
             body["transaction_hashes"] = list(transaction_hashes)
-        return _Call(
+        return Call(
             "session observe",
             "POST",
             self._path(handle, "observe"),
@@ -410,9 +410,9 @@ class _Plans:
             token=handle.token,
         )
 
-    def plan_key_only(self, handle: SessionHandle, op: str, key: str | None) -> _Call[Session]:
+    def plan_key_only(self, handle: SessionHandle, op: str, key: str | None) -> Call[Session]:
         body = {"idempotency_key": key or new_idempotency_key(op[:3])}
-        return _Call(
+        return Call(
             f"session {op}",
             "POST",
             self._path(handle, op),

@@ -138,7 +138,9 @@ class JsonRpcEvmReader:
     def configured(self, chain: str) -> bool:
         return chain in self.rpcs
 
-    def _rpc(self, chain: str) -> tuple[JsonRpcClient, Breaker]:
+    def rpc_for(self, chain: str) -> tuple[JsonRpcClient, Breaker]:
+        """The chain's JSON-RPC client and its breaker (checked: an open breaker raises), or
+        `chain_rpc_not_configured`. The contract-state reads (`evm_state.py`) share both."""
         if chain not in self.rpcs:
             raise ObservationUnavailable(
                 "chain_rpc_not_configured",
@@ -148,7 +150,8 @@ class JsonRpcEvmReader:
         breaker.check()
         return self.rpcs[chain], breaker
 
-    def _check_chain_id(self, chain: str, raw: Any) -> int:
+    def check_chain_id(self, chain: str, raw: Any) -> int:
+        """The node's `eth_chainId` answer, or `rpc_wrong_chain:<chain>` when it is not the pinned id."""
         got = quantity(raw, "eth_chainId")
         want = self.chain_ids.get(chain)
         if want is not None and got != want:  # the node's value is not repeated to the caller
@@ -160,7 +163,7 @@ class JsonRpcEvmReader:
     async def transaction(self, chain: str, tx_hash: str) -> EvmTransaction | None:
         if not isinstance(tx_hash, str) or not TX_HASH.match(tx_hash):
             raise InvalidRequest("invalid_transaction_hash", "an EVM transaction hash is 0x + 64 hex digits")
-        rpc, breaker = self._rpc(chain)
+        rpc, breaker = self.rpc_for(chain)
 
         async def read() -> EvmTransaction | None:
             tx, receipt, latest_raw, chain_raw = await rpc.batch(
@@ -171,7 +174,7 @@ class JsonRpcEvmReader:
                     ("eth_chainId", []),
                 ]
             )
-            chain_id = self._check_chain_id(chain, chain_raw)
+            chain_id = self.check_chain_id(chain, chain_raw)
             if tx is None or receipt is None:
                 return None
             if not isinstance(receipt, dict):
@@ -194,7 +197,7 @@ class JsonRpcEvmReader:
     async def logs(
         self, chain: str, address: str, topics: list[str | None], from_block: int, to_block: int | None = None
     ) -> list[EvmLog]:
-        rpc, breaker = self._rpc(chain)
+        rpc, breaker = self.rpc_for(chain)
         flt = {
             "address": str(to_checksum_address(address)),
             "topics": [None if t is None else t.lower() for t in topics],
@@ -211,7 +214,7 @@ class JsonRpcEvmReader:
         return await breaker.guard(read(), "eth_getLogs")
 
     async def block_number(self, chain: str) -> int:
-        rpc, breaker = self._rpc(chain)
+        rpc, breaker = self.rpc_for(chain)
 
         async def read() -> int:
             return quantity(await rpc.call("eth_blockNumber", []), "eth_blockNumber")

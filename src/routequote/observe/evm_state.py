@@ -29,11 +29,11 @@ class JsonRpcEvmState:
         return self.reader.configured(chain)
 
     async def _read(self, chain: str, method: str, params: list[Any]) -> bytes:
-        rpc, breaker = self.reader._rpc(chain)
+        rpc, breaker = self.reader.rpc_for(chain)
 
         async def read() -> bytes:
             result, chain_raw = await rpc.batch([(method, params), ("eth_chainId", [])])
-            self.reader._check_chain_id(chain, chain_raw)
+            self.reader.check_chain_id(chain, chain_raw)
             return data_bytes(result, method)
 
         out: bytes = await breaker.guard(read(), method)
@@ -48,11 +48,11 @@ class JsonRpcEvmState:
         return await self._read(chain, "eth_getCode", [str(to_checksum_address(address)), "latest"])
 
     async def _quantity(self, chain: str, method: str, params: list[Any]) -> int:
-        rpc, breaker = self.reader._rpc(chain)
+        rpc, breaker = self.reader.rpc_for(chain)
 
         async def read() -> int:
             result, chain_raw = await rpc.batch([(method, params), ("eth_chainId", [])])
-            self.reader._check_chain_id(chain, chain_raw)
+            self.reader.check_chain_id(chain, chain_raw)
             return quantity(result, method)
 
         out: int = await breaker.guard(read(), method)
@@ -69,7 +69,7 @@ class JsonRpcEvmState:
     async def estimate_gas(self, chain: str, tx: dict[str, Any]) -> int | None:
         """`eth_estimateGas`; None when the node answers that the call would revert (an answer about the
         transaction, not a node failure: it does not count against the breaker)."""
-        rpc, breaker = self.reader._rpc(chain)
+        rpc, breaker = self.reader.rpc_for(chain)
 
         async def read() -> int | None:
             result, chain_raw = await rpc.batch(
@@ -77,7 +77,7 @@ class JsonRpcEvmState:
             )
             if isinstance(chain_raw, RpcCallError):
                 raise chain_raw
-            self.reader._check_chain_id(chain, chain_raw)
+            self.reader.check_chain_id(chain, chain_raw)
             return None if isinstance(result, RpcCallError) else quantity(result, "eth_estimateGas")
 
         out: int | None = await breaker.guard(read(), "eth_estimateGas")
@@ -85,7 +85,7 @@ class JsonRpcEvmState:
 
     async def timestamp(self, chain: str) -> int:
         """The latest block's timestamp (what a permit or swap deadline is judged against)."""
-        rpc, breaker = self.reader._rpc(chain)
+        rpc, breaker = self.reader.rpc_for(chain)
 
         async def read() -> int:
             block = await rpc.call("eth_getBlockByNumber", ["latest", False])

@@ -88,7 +88,7 @@ class ActionBuilder:
                 market, step, approved_quote_market=state.quote.get("market"), approved_quote_components=held
             )
             return install_action(state, k, bundle, minimum, event)
-        pool_tick, raydium_live = await self.prepare._solana_pool_tick(route, step)
+        pool_tick, raydium_live = await self.prepare.solana_pool_tick(route, step)
         bundle = self.prepare.build_step(
             route,
             ps,

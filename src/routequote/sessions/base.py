@@ -48,8 +48,7 @@ from routequote.readiness import session_gaps
 from routequote.sessions.advance import ActionBuilder
 from routequote.sessions.gather import ChainFacts, SessionConfig
 from routequote.sessions.inputs import UUID_RE, is_session_token, token_sha256
-from routequote.storage.sessions_common import stored
-from routequote.storage.store_faults import log_malformed, store_unavailable
+from routequote.store_errors import log_malformed, store_unavailable, stored
 
 log = structlog.get_logger("routequote.sessions")  # ids, statuses and events only: never a token or a key
 

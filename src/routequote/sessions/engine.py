@@ -47,7 +47,7 @@ from routequote.sessions.inputs import (
     operation_sha256,
 )
 from routequote.sessions.v1 import V1CorridorMode
-from routequote.storage.sessions_common import stored
+from routequote.store_errors import stored
 
 
 class SessionService(V1CorridorMode):
@@ -57,9 +57,9 @@ class SessionService(V1CorridorMode):
         sha = creation_token(token)
         body = body_object(body)
         key = idempotency_key(body)
-        intent, route, wallets, signer, approval = self.prepare._parse(
-            {k: v for k, v in body.items() if k != "idempotency_key"}
-        )
+        parsed = self.prepare.parse_request({k: v for k, v in body.items() if k != "idempotency_key"})
+        intent, route, wallets, approval = parsed.intent, parsed.route, parsed.wallets, parsed.approval
+        signer = parsed.event_signer_public
         if approval is None:
             raise InvalidRequest(
                 "approval_v3_required",
@@ -130,7 +130,7 @@ class SessionService(V1CorridorMode):
         )
         assert issued is not None
         quote = issued.payload
-        pool_tick, raydium_live = await self.prepare._solana_pool_tick(route)
+        pool_tick, raydium_live = await self.prepare.solana_pool_tick(route)
         session_id = session_id_for(approval["quote_id"])  # one approved quote, one session
         binding = self._binding(quote, approval, session_id)
         ps0 = issued.body.pricing.steps[0]

@@ -33,7 +33,7 @@ from routequote.ports import ObservationUnavailable, SessionRecord
 from routequote.readiness import observation_gaps
 from routequote.sessions.base import SessionAnswer, SessionBase
 from routequote.sessions.inputs import UUID_RE, idempotency_key, v1_fields, v1_wallet_binding
-from routequote.storage.sessions_common import stored
+from routequote.store_errors import stored
 
 V1_CORRIDORS = ("solana:SOL->base:ETH", "solana:SOL->arbitrum:ETH")
 V1_BINDING_VERSION = "routequote-v1-corridor-binding"

@@ -35,7 +35,8 @@ from routequote.ports import IssuedQuote
 from routequote.storage.quote_records import issued_from_stored, issued_to_record, record_head
 from routequote.storage.quotes import MemoryQuoteStore
 from routequote.storage.sqlite_quotes import IdempotencyFile
-from routequote.storage.store_faults import MalformedRecord, log_malformed, store_unavailable
+from routequote.storage.store_faults import MalformedRecord
+from routequote.store_errors import log_malformed, store_unavailable
 
 PEER_DIR_ENV = "ROUTEQUOTE_SERVE_PEER_DIR"  # set by `routequote serve` for its workers, never by hand
 MAX_SLOTS = 256  # one byte of the id

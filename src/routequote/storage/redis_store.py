@@ -41,7 +41,8 @@ from routequote.storage.quote_records import (
     whole_record,
 )
 from routequote.storage.redis_wire import RedisReplyError, RedisUnavailable, RedisWire, pack
-from routequote.storage.store_faults import MalformedRecord, fault_of, log_malformed, store_unavailable
+from routequote.storage.store_faults import MalformedRecord, fault_of
+from routequote.store_errors import log_malformed, store_unavailable
 
 
 class _RedisClient:

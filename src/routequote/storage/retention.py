@@ -42,8 +42,8 @@ from routequote.ports import IdempotentAnswer, SessionEvent, SessionRecord
 from routequote.ratelimit import current_client
 from routequote.storage.sessions_common import FINISHED
 from routequote.storage.sessions_schema import (
+    Json,
     UtcDateTime,
-    _Json,
     access_tokens,
     login_challenges,
     session_events,
@@ -65,7 +65,7 @@ session_receipts = Table(
     Column("created_at", UtcDateTime, nullable=False),
     Column("finished_at", UtcDateTime, nullable=False),
     Column("archived_at", UtcDateTime, nullable=False),
-    Column("receipt", _Json, nullable=False),
+    Column("receipt", Json, nullable=False),
 )
 session_clients = Table(
     "session_clients",

@@ -14,39 +14,18 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Awaitable
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 import orjson
 import structlog
 
-from routequote.errors import DependencyUnavailable
 from routequote.ports import SessionEvent, SessionRecord, StoreUnavailable
+from routequote.store_errors import log_malformed
 
 T = TypeVar("T")
-STORE_RETRY_SECONDS = 2
 FINISHED = ("complete", "cancelled", "failed")  # a session in these holds no place in its client's cap
 log = structlog.get_logger("routequote.storage")
-
-
-async def stored(awaitable: Awaitable[T]) -> T:
-    """The store's answer; an unavailable database becomes the callers' 503 `session_store_unavailable`.
-
-    The answer says what is unavailable and when to retry, nothing more: the store's account (driver
-    class, SQLSTATE) names internals and goes to the log only."""
-    try:
-        return await awaitable
-    except StoreUnavailable as exc:
-        fault = getattr(exc, "fault", None)
-        if fault is None:  # a malformed document was logged once where it was read
-            log.warning("session_store_unavailable", detail=str(exc)[:200])
-        raise DependencyUnavailable(
-            "session_store_unavailable",
-            f"the session database is unavailable; nothing was changed; retry in {STORE_RETRY_SECONDS} s",
-            retry_after_seconds=STORE_RETRY_SECONDS,
-            details={"store_fault": fault} if fault else None,
-        ) from None
 
 
 class MalformedDocument(StoreUnavailable):
@@ -67,8 +46,6 @@ def stored_json_loads(text: str | bytes) -> Any:
 
 def malformed_document(what: str, key: str, exc: Exception) -> MalformedDocument:
     """`key` names the record (logged once per record, as a hash)."""
-    from routequote.storage.store_faults import log_malformed
-
     log_malformed(f"session_database:{what}", key, exc)
     return MalformedDocument(f"a stored session {what} that does not parse")
 

@@ -31,7 +31,7 @@ class UtcDateTime(TypeDecorator[datetime]):
         return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
-_Json = JSON().with_variant(pg.JSONB(), "postgresql")
+Json = JSON().with_variant(pg.JSONB(), "postgresql")
 
 metadata = MetaData()
 sessions = Table(
@@ -44,7 +44,7 @@ sessions = Table(
     Column("route", String(128), nullable=False),
     Column("created_at", UtcDateTime, nullable=False),
     Column("updated_at", UtcDateTime, nullable=False),
-    Column("state", _Json, nullable=False),
+    Column("state", Json, nullable=False),
 )
 session_events = Table(
     "session_events",
@@ -62,7 +62,7 @@ session_idempotency = Table(
     Column("scope", String(160), primary_key=True),
     Column("key", String(255), primary_key=True),
     Column("request_sha256", String(64), nullable=False),
-    Column("response", _Json, nullable=False),
+    Column("response", Json, nullable=False),
     Column("created_at", UtcDateTime, nullable=False, index=True),
 )
 

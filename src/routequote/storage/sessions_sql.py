@@ -62,15 +62,15 @@ from routequote.storage.sessions_schema import (
     sessions,
 )
 from routequote.storage.sessions_sql_connections import (
-    _DB_ERRORS,
-    _WRITE,
-    _Encoded,
-    _nothing,
-    _reason,
-    _serialize,
-    _sqlite_busy,
-    _sqlite_engine,
+    DB_ERRORS,
+    WRITE,
+    Encoded,
+    db_reason,
     normalise_url,
+    nothing,
+    serialize,
+    sqlite_busy,
+    sqlite_engine,
 )
 from routequote.storage.sessions_sql_create import (
     NewSession,
@@ -135,7 +135,7 @@ class SqlSessionStore:
                 max_overflow=pool_size,
                 pool_timeout=connect_timeout + statement_timeout,
                 pool_recycle=1800,
-                json_serializer=_serialize,
+                json_serializer=serialize,
                 json_deserializer=stored_json_loads,
                 connect_args={
                     "timeout": connect_timeout,
@@ -150,13 +150,13 @@ class SqlSessionStore:
         else:
             # two pools on one file: `_prompt` answers on the event loop and never waits for a lock (busy
             # timeout 0); `_sync` waits up to `sqlite_busy_timeout` for another process, in a worker thread
-            self._sync = _sqlite_engine(self._url, pool_size, sqlite_busy_timeout)
-            self._prompt = _sqlite_engine(self._url, pool_size, 0.0, autocheckpoint=False)
+            self._sync = sqlite_engine(self._url, pool_size, sqlite_busy_timeout)
+            self._prompt = sqlite_engine(self._url, pool_size, 0.0, autocheckpoint=False)
             self.checkpoints = WalCheckpointer(self._sync)
-            self._prompt_writer = self._prompt.execution_options(**{_WRITE: True})
-            self._sync_writer = self._sync.execution_options(**{_WRITE: True})
+            self._prompt_writer = self._prompt.execution_options(**{WRITE: True})
+            self._sync_writer = self._sync.execution_options(**{WRITE: True})
         if self.scope == "postgresql":
-            self._writer = self._engine.execution_options(**{_WRITE: True})
+            self._writer = self._engine.execution_options(**{WRITE: True})
         self._sqlite_writes: asyncio.Lock | None = asyncio.Lock() if self.scope == "sqlite" else None
 
     # ---- lifecycle -----------------------------------------------------------------------------------
@@ -212,7 +212,7 @@ class SqlSessionStore:
                         self.checkpoints.after_write()
                     return result
                 except (OperationalError, sqlite3.OperationalError) as exc:
-                    if not _sqlite_busy(exc):
+                    if not sqlite_busy(exc):
                         raise
                 engine = self._sync_writer if write else self._sync
 
@@ -220,7 +220,7 @@ class SqlSessionStore:
                     with engine.connect() as conn:
                         return operation(conn)
 
-                async with self._write_slot() if write else _nothing():
+                async with self._write_slot() if write else nothing():
                     return await asyncio.to_thread(work)
             for attempt in (1, 2):
                 try:
@@ -253,7 +253,7 @@ class SqlSessionStore:
         unfinished sessions, counted in the create's own transaction (a replay of the key still replays)."""
         check_create(record, event)
         # encoded once, here: a document JSON cannot hold is the caller's error (ValueError), before any I/O
-        state_json, response_json = _Encoded(json_dumps(record.state)), _Encoded(json_dumps(response))
+        state_json, response_json = Encoded(json_dumps(record.state)), Encoded(json_dumps(response))
 
         new = NewSession(
             record,
@@ -296,8 +296,8 @@ class SqlSessionStore:
         claims: tuple[tuple[str, int], ...] = (),
     ) -> bool:
         check_transition(session_id, expected_version, status, event)
-        state_json = _Encoded(json_dumps(state))
-        response_json = _Encoded(json_dumps(idempotency[3])) if idempotency is not None else None
+        state_json = Encoded(json_dumps(state))
+        response_json = Encoded(json_dumps(idempotency[3])) if idempotency is not None else None
 
         def operation(conn: Connection) -> bool:
             updated = conn.execute(
@@ -535,5 +535,5 @@ class SqlSessionStore:
             yield
         except (StoreUnavailable, IdempotencyConflict, ValueError):
             raise
-        except _DB_ERRORS as exc:
-            raise StoreUnavailable(_reason(exc)) from None
+        except DB_ERRORS as exc:
+            raise StoreUnavailable(db_reason(exc)) from None

@@ -17,20 +17,18 @@ from sqlalchemy.exc import ArgumentError, DBAPIError, OperationalError, SQLAlche
 
 from routequote.storage.sessions_common import json_dumps, stored_json_loads
 
-_WRITE = (
-    "routequote_write"  # execution option: this connection's transactions write (SQLite: BEGIN IMMEDIATE)
-)
+WRITE = "routequote_write"  # execution option: this connection's transactions write (SQLite: BEGIN IMMEDIATE)
 
 
-class _Encoded(str):
+class Encoded(str):
     """A document already encoded (and so validated) by `json_dumps`: the JSON columns store it as is."""
 
 
-def _serialize(value: Any) -> str:
-    return value if isinstance(value, _Encoded) else json_dumps(value)
+def serialize(value: Any) -> str:
+    return value if isinstance(value, Encoded) else json_dumps(value)
 
 
-def _sqlite_engine(url: URL, pool_size: int, busy_timeout: float, *, autocheckpoint: bool = True) -> Engine:
+def sqlite_engine(url: URL, pool_size: int, busy_timeout: float, *, autocheckpoint: bool = True) -> Engine:
     """A pysqlite engine on the file: WAL, busy timeout, and BEGIN IMMEDIATE for the writers. Without
     `autocheckpoint` its commits never checkpoint the WAL (`sqlite_checkpoint` does, off the loop)."""
     busy_ms = int(busy_timeout * 1000)
@@ -40,7 +38,7 @@ def _sqlite_engine(url: URL, pool_size: int, busy_timeout: float, *, autocheckpo
         pool_size=pool_size,
         max_overflow=pool_size,
         pool_timeout=max(busy_timeout, 1.0),
-        json_serializer=_serialize,
+        json_serializer=serialize,
         json_deserializer=stored_json_loads,
         connect_args={"timeout": busy_timeout, "check_same_thread": False},
     )
@@ -61,13 +59,13 @@ def _sqlite_engine(url: URL, pool_size: int, busy_timeout: float, *, autocheckpo
     @event.listens_for(engine, "begin")
     def _sqlite_begin(conn: Connection) -> None:
         # a writer takes the write lock up front: two processes serialise here, not at COMMIT
-        immediate = conn.get_execution_options().get(_WRITE, False)
+        immediate = conn.get_execution_options().get(WRITE, False)
         conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
 
     return engine
 
 
-def _sqlite_busy(exc: OperationalError | sqlite3.OperationalError) -> bool:
+def sqlite_busy(exc: OperationalError | sqlite3.OperationalError) -> bool:
     """SQLite refused at once because another connection holds the lock (`database is locked`/`busy`)."""
     text = str(getattr(exc, "orig", exc)).lower()
     return "locked" in text or "busy" in text
@@ -96,7 +94,7 @@ def normalise_url(url: str) -> URL:
     raise ValueError(f"unsupported database backend {backend!r} (expected sqlite or postgresql)")
 
 
-def _reason(exc: BaseException) -> str:
+def db_reason(exc: BaseException) -> str:
     """A short, secret-free account of a database failure: the driver's error class (and SQLSTATE), never
     its message (which may carry host names or statements)."""
     chain: list[BaseException] = []
@@ -112,7 +110,7 @@ def _reason(exc: BaseException) -> str:
     return f"session database {kind} ({detail})"
 
 
-_DB_ERRORS: tuple[type[BaseException], ...] = (
+DB_ERRORS: tuple[type[BaseException], ...] = (
     SQLAlchemyError,
     OSError,  # includes ConnectionError and TimeoutError
     asyncpg.PostgresError,
@@ -122,5 +120,5 @@ _DB_ERRORS: tuple[type[BaseException], ...] = (
 
 
 @asynccontextmanager
-async def _nothing() -> AsyncIterator[None]:
+async def nothing() -> AsyncIterator[None]:
     yield

@@ -35,7 +35,8 @@ from routequote.errors import DependencyUnavailable
 from routequote.ports import IssuedQuote
 from routequote.storage.quote_records import issued_from_stored, issued_to_record, stored_response
 from routequote.storage.quotes import MAX_RECORDS, MemoryQuoteStore
-from routequote.storage.store_faults import MalformedRecord, log_malformed, store_unavailable
+from routequote.storage.store_faults import MalformedRecord
+from routequote.store_errors import log_malformed, store_unavailable
 
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS issued_quotes (quote_id TEXT PRIMARY KEY, expires_unix REAL NOT NULL, "

@@ -69,7 +69,7 @@ class PrepareCapability(Protocol):
     async def prepare(self, body: Any) -> dict[str, Any]: ...
 
 
-def _same_copy(theirs: Any, ours: Any, reason: str, what: str) -> None:
+def same_copy(theirs: Any, ours: Any, reason: str, what: str) -> None:
     if theirs != ours:
         raise InvalidRequest(
             reason, f"verificationContext.{what} is not an exact copy of the request's {what}"
@@ -107,15 +107,15 @@ def check_prepare_request(data: dict[str, Any]) -> tuple[dict[str, Any], dict[st
             details={"problems": problems},
         )
     body = {snake: data[camel] for camel, snake in PREPARE_FIELDS.items() if camel in data}
-    _same_copy(ctx["intent"], intent.as_request(), "verification_context_intent_mismatch", "intent")
-    _same_copy(ctx["wallets"], body.get("wallets"), "verification_context_wallets_mismatch", "wallets")
-    _same_copy(
+    same_copy(ctx["intent"], intent.as_request(), "verification_context_intent_mismatch", "intent")
+    same_copy(ctx["wallets"], body.get("wallets"), "verification_context_wallets_mismatch", "wallets")
+    same_copy(
         ctx["event_signer_public"],
         body.get("event_signer_public"),
         "verification_context_event_signer_mismatch",
         "event_signer_public",
     )
-    _same_copy(ctx["approval_v3"], raw_approval, "verification_context_approval_mismatch", "approval_v3")
+    same_copy(ctx["approval_v3"], raw_approval, "verification_context_approval_mismatch", "approval_v3")
     return body, approval, ctx
 
 

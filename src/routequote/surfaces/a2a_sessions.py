@@ -29,9 +29,9 @@ from routequote.surfaces.a2a_prepare import (
     A2A_ACCEPT_MODELLED_FIELD,
     PREPARE_FIELDS,
     SafetyBoundaryFailed,
-    _same_copy,
     a2a_accepts_modelled,
     bounds_verification,
+    same_copy,
 )
 
 # ---- session-lifecycle ----------------------------------------------------------------------------------
@@ -144,15 +144,15 @@ def check_session_create(data: dict[str, Any]) -> tuple[dict[str, Any], dict[str
     intent = parse_quote_request(quote_body(data))
     ctx, _, _ = _session_context(data)
     body = {snake: data[camel] for camel, snake in PREPARE_FIELDS.items() if camel in data}
-    _same_copy(ctx["intent"], intent.as_request(), "verification_context_intent_mismatch", "intent")
-    _same_copy(ctx["wallets"], body.get("wallets"), "verification_context_wallets_mismatch", "wallets")
-    _same_copy(
+    same_copy(ctx["intent"], intent.as_request(), "verification_context_intent_mismatch", "intent")
+    same_copy(ctx["wallets"], body.get("wallets"), "verification_context_wallets_mismatch", "wallets")
+    same_copy(
         ctx["event_signer_public"],
         body.get("event_signer_public"),
         "verification_context_event_signer_mismatch",
         "event_signer_public",
     )
-    _same_copy(ctx["approval_v3"], raw_approval, "verification_context_approval_mismatch", "approval_v3")
+    same_copy(ctx["approval_v3"], raw_approval, "verification_context_approval_mismatch", "approval_v3")
     body["idempotency_key"] = key
     return body, approval, ctx, token
 

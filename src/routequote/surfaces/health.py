@@ -146,7 +146,8 @@ class Probes:
                 await self._redis.ping()
             return Component(True)
         except Exception as exc:  # the answer names no internals (driver class, host): only its fault
-            from routequote.storage.store_faults import FAULTS, fault_of
+            from routequote.storage.store_faults import fault_of
+            from routequote.store_errors import FAULTS
 
             fault = fault_of(exc)
             log.warning("readiness_redis_unavailable", detail=_detail(exc), fault=fault)

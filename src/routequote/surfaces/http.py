@@ -34,7 +34,7 @@ def client_key(request: Request) -> str:
     return request.client.host if request.client else "unknown"
 
 
-def _is_json(content_type: str) -> bool:
+def is_json(content_type: str) -> bool:
     if content_type == "application/json":  # what nearly every client sends
         return True
     media = content_type.split(";", 1)[0].strip().lower()
@@ -52,7 +52,7 @@ async def read_json_bytes(request: Request, max_bytes: int = MAX_BODY_BYTES) -> 
     read: bytes | None = scope.get(BODY_READ)
     # when the request stack read the body, it kept the first Content-Type it saw beside it
     content_type = scope[BODY_CONTENT_TYPE] if read is not None else request.headers.get("content-type", "")
-    if not _is_json(content_type):
+    if not is_json(content_type):
         raise InvalidRequest("unsupported_content_type", "Content-Type must be application/json")
     if read is not None:
         if len(read) > max_bytes:

@@ -85,7 +85,7 @@ _REASONS = {
     429: ("rate_limited", "Too Many Requests"),
     431: ("request_header_fields_too_large", "Request header fields too large or too many"),
 }
-_KEPT_HEADERS = (b"allow", b"retry-after", b"mcp-session-id")
+KEPT_HEADERS = (b"allow", b"retry-after", b"mcp-session-id")
 
 
 def jsonrpc_error(status: int, reason_class: str | None = None, message: str | None = None) -> dict[str, Any]:
@@ -112,7 +112,7 @@ def rest_error(status: int, reason_class: str | None = None, message: str | None
     }
 
 
-async def _answer(
+async def send_answer(
     send: Send, status: int, payload: dict[str, Any], extra: list[tuple[bytes, bytes]] | None = None
 ) -> None:
     body = orjson.dumps(payload)
@@ -130,49 +130,49 @@ async def _answer(
 # ---- what the request stack uses --------------------------------------------------------------------
 
 
-class _ClientGone(Exception):
+class ClientGone(Exception):
     pass
 
 
-class _TooLarge(Exception):
+class TooLarge(Exception):
     pass
 
 
-async def _refuse(
+async def refuse(
     send: Send, jsonrpc: bool, status: int, reason_class: str | None = None, message: str | None = None
 ) -> None:
     payload = (
         jsonrpc_error(status, reason_class, message) if jsonrpc else rest_error(status, reason_class, message)
     )
-    await _answer(send, status, payload)
+    await send_answer(send, status, payload)
 
 
-async def _too_large(send: Send, jsonrpc: bool) -> None:
+async def too_large(send: Send, jsonrpc: bool) -> None:
     if jsonrpc:
-        await _refuse(send, jsonrpc, 413)
+        await refuse(send, jsonrpc, 413)
     else:  # the REST contract: 400 body_too_large (an ErrorResponse naming the rule); the rest of the body is
         # not read: close, or the server would go on draining whatever the client still sends
         payload = rest_error(400, "body_too_large", f"body exceeds {MAX_BODY_BYTES} bytes")
-        await _answer(send, 400, payload, [(b"connection", b"close")])
+        await send_answer(send, 400, payload, [(b"connection", b"close")])
 
 
-async def _read_body(receive: Receive, limit: int) -> bytes:
+async def read_body(receive: Receive, limit: int) -> bytes:
     chunks: list[bytes] = []
     size = 0
     while True:
         message = await receive()
         if message["type"] == "http.disconnect":
-            raise _ClientGone
+            raise ClientGone
         chunk = message.get("body", b"")
         size += len(chunk)
         if size > limit:
-            raise _TooLarge
+            raise TooLarge
         chunks.append(chunk)
         if not message.get("more_body", False):
             return b"".join(chunks)
 
 
-def _replay(body: bytes, receive: Receive) -> Receive:
+def replay_body(body: bytes, receive: Receive) -> Receive:
     delivered = False
 
     async def replay() -> Message:

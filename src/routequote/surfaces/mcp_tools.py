@@ -429,7 +429,7 @@ def transport_security(settings: Settings) -> TransportSecuritySettings:
     )
 
 
-class _PostOnly:
+class PostOnly:
     """/mcp in stateless JSON mode: GET would open an idle SSE stream that never carries anything (and
     holds a connection until the client hangs up), so it is answered 405 as the transport allows."""
 
@@ -475,7 +475,7 @@ def build_mcp(
     routes: list[Route] = []
     for r in sub.routes:
         if isinstance(r, Route) and r.path == MCP_PATH:
-            routes.append(Route(MCP_PATH, endpoint=_PostOnly(JsonRpcGuard(r.endpoint, limiter)), name="mcp"))
+            routes.append(Route(MCP_PATH, endpoint=PostOnly(JsonRpcGuard(r.endpoint, limiter)), name="mcp"))
     if len(routes) != 1:
         raise RuntimeError("the MCP SDK did not produce exactly one /mcp route")
     return McpSurface(server=server, routes=routes, tools=tools)

@@ -50,8 +50,8 @@ from routequote.surfaces.mcp_tools import (
     STATEFUL,
     ManifestSource,
     McpSurface,
+    PostOnly,
     ToolDef,
-    _PostOnly,
     build_server,
     manifest_provider,
     transport_security,
@@ -314,7 +314,7 @@ def build_mcp_v2(app: Any, *, limiter: RateLimiter | None) -> McpSurface:
     endpoints = [r.endpoint for r in sub.routes if isinstance(r, Route) and r.path == MCP_V2_PATH]
     if len(endpoints) != 1:
         raise RuntimeError("the MCP SDK did not produce exactly one /mcp/v2 route")
-    guarded = _PostOnly(JsonRpcGuard(endpoints[0], limiter))  # the guard every JSON-RPC endpoint passes
+    guarded = PostOnly(JsonRpcGuard(endpoints[0], limiter))  # the guard every JSON-RPC endpoint passes
     routes = [
         Route(path, endpoint=guarded, name=name)
         for path, name in ((MCP_V2_PATH, "mcp_v2"), (MCP_V2_ALIAS, "mcp_v2_alias"))

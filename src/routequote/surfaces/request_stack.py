@@ -37,24 +37,24 @@ from routequote.input_rules import loads_strict
 from routequote.observability import ASKED_METHOD, new_request_id, request_id_var, sane_request_id
 from routequote.surfaces import input_guard
 from routequote.surfaces.http import BODY_CONTENT_TYPE, BODY_READ
-from routequote.surfaces.http import _is_json as is_json_media
+from routequote.surfaces.http import is_json as is_json_media
 from routequote.surfaces.input_guard import (
-    _KEPT_HEADERS,
     BODY_TIMED_OUT,
     CLIENT_CLOSED_REQUEST,
     JSONRPC_ANSWERED,
     JSONRPC_PATHS,
+    KEPT_HEADERS,
     TIMED_BY_TRANSPORT,
+    ClientGone,
+    TooLarge,
     TransportLimits,
-    _answer,
-    _ClientGone,
-    _read_body,
-    _refuse,
-    _replay,
-    _too_large,
-    _TooLarge,
     jsonrpc_error,
+    read_body,
+    refuse,
+    replay_body,
     rest_error,
+    send_answer,
+    too_large,
 )
 
 if TYPE_CHECKING:
@@ -109,8 +109,8 @@ class _Reply:
             if message.get("more_body", False):
                 return
             held, self.held = self.held, None
-            kept = [(k, v) for k, v in held.get("headers", ()) if k.lower() in _KEPT_HEADERS]
-            await _answer(self.start_and_send, held["status"], jsonrpc_error(held["status"]), kept)
+            kept = [(k, v) for k, v in held.get("headers", ()) if k.lower() in KEPT_HEADERS]
+            await send_answer(self.start_and_send, held["status"], jsonrpc_error(held["status"]), kept)
             return
         await self.send(message)
 
@@ -217,48 +217,48 @@ class RequestStack:
         jsonrpc = reply.jsonrpc
         out = reply.start_and_send
         if len(headers) > limits.max_header_count or size > limits.max_header_bytes:
-            await _refuse(out, jsonrpc, 431)
+            await refuse(out, jsonrpc, 431)
             return
         method = scope["method"]
         if jsonrpc and method == "POST" and not is_json_media((content_type or b"").decode("latin-1")):
-            await _refuse(out, jsonrpc, 415)
+            await refuse(out, jsonrpc, 415)
             return
         if (length is not None and length != b"0") or chunked is not None:
             if length is not None and length.isdigit() and int(length) > limits.max_body_bytes:
-                await _too_large(out, jsonrpc)
+                await too_large(out, jsonrpc)
                 return
             try:
                 if scope.get(TIMED_BY_TRANSPORT):  # the guarded protocol times the body: no timer per request
-                    body = await _read_body(receive, limits.max_body_bytes)
+                    body = await read_body(receive, limits.max_body_bytes)
                 else:
                     async with asyncio.timeout(limits.body_timeout_seconds):
-                        body = await _read_body(receive, limits.max_body_bytes)
-            except _ClientGone:
+                        body = await read_body(receive, limits.max_body_bytes)
+            except ClientGone:
                 if scope.get(BODY_TIMED_OUT):  # the protocol answered 408 and closed; the metrics say so too
                     input_guard.log.info("request_body_timeout", method=method)
-                    await _refuse(out, jsonrpc, 408)
+                    await refuse(out, jsonrpc, 408)
                 else:
                     input_guard.log.info("client_disconnected_mid_body", method=method)
-                    await _answer(out, CLIENT_CLOSED_REQUEST, rest_error(400, "client_closed_request"))
+                    await send_answer(out, CLIENT_CLOSED_REQUEST, rest_error(400, "client_closed_request"))
                 return
-            except _TooLarge:
-                await _too_large(out, jsonrpc)
+            except TooLarge:
+                await too_large(out, jsonrpc)
                 return
             except TimeoutError:
-                await _refuse(out, jsonrpc, 408)
+                await refuse(out, jsonrpc, 408)
                 return
             if jsonrpc and method == "POST":
                 try:
                     loads_strict(body)
                 except InvalidRequest as exc:
-                    await _refuse(out, jsonrpc, 400, exc.reason_class, exc.message)
+                    await refuse(out, jsonrpc, 400, exc.reason_class, exc.message)
                     return
             scope[BODY_READ] = body  # the surfaces' JSON reader takes it from here
             scope[BODY_CONTENT_TYPE] = (content_type or b"").decode("latin-1")
-            receive = _replay(body, receive)
+            receive = replay_body(body, receive)
         try:
             await self.app(scope, receive, reply)
         except Exception as exc:  # never a traceback or exception text in a body; the log has the type
             input_guard.log.error("unhandled_error", error_type=type(exc).__name__)
             if not reply.started:
-                await _refuse(out, jsonrpc, 500)
+                await refuse(out, jsonrpc, 500)

@@ -16,7 +16,7 @@ from routequote.core.routes import ROUTES
 from routequote.market.snapshot import EmbeddedSnapshot
 from routequote.prepare import PrepareService
 from routequote.service import RouteQuoteService, ServiceConfig
-from routequote.storage.quotes import MemoryQuoteStore
+from routequote.storage.quotes import MemoryIdempotencyStore, MemoryQuoteStore
 
 START = datetime(2026, 11, 22, 5, 0, 0, tzinfo=UTC)
 EVM_WALLETS = {
@@ -77,7 +77,7 @@ def make_env(deployments: dict[Chain, EvmDeployment] | None = None, start: datet
         SequentialIds(),
         ServiceConfig(quote_ttl_seconds=60),
     )
-    prepare = PrepareService(service, SETTINGS, deployments=deployments)
+    prepare = PrepareService(service, SETTINGS, deployments=deployments, idempotency=MemoryIdempotencyStore())
     service.config.prepare_ready_routes = prepare.supported_routes()
     return Env(clock, service, prepare)
 

@@ -41,7 +41,7 @@ from routequote.market.mode import market_execution_mode
 from routequote.market.snapshot import EmbeddedSnapshot
 from routequote.prepare import PrepareService
 from routequote.service import RouteQuoteService, ServiceConfig
-from routequote.storage.quotes import MemoryQuoteStore
+from routequote.storage.quotes import MemoryIdempotencyStore, MemoryQuoteStore
 from routequote.verify import BundleRejected, assert_bundle_ok, verify_bundle
 
 SNAPSHOT_AS_OF = EmbeddedSnapshot().current().as_of
@@ -238,7 +238,8 @@ def _rig(market_of: Any) -> LiveRig:
     fake = pinned_orca_upstreams(clock)
     market = market_of(clock, fake)
     service = RouteQuoteService(market, MemoryQuoteStore(), clock, SequentialIds(), ServiceConfig())
-    return LiveRig(clock, fake, market, PrepareService(service, SETTINGS))
+    prepare = PrepareService(service, SETTINGS, idempotency=MemoryIdempotencyStore())
+    return LiveRig(clock, fake, market, prepare)
 
 
 @pytest.fixture

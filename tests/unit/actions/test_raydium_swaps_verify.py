@@ -33,7 +33,7 @@ from routequote.core.routes import ROUTES, Provider
 from routequote.errors import InvalidRequest, UpstreamUnavailable
 from routequote.prepare import PrepareService
 from routequote.service import RouteQuoteService, ServiceConfig
-from routequote.storage.quotes import MemoryQuoteStore
+from routequote.storage.quotes import MemoryIdempotencyStore, MemoryQuoteStore
 from routequote.verify import verify_bundle
 
 T0 = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)  # the recordings' time
@@ -53,7 +53,7 @@ class Env:
         self.service = RouteQuoteService(
             self.market, MemoryQuoteStore(), self.clock, SequentialIds(), ServiceConfig(quote_ttl_seconds=60)
         )
-        self.prepare = PrepareService(self.service, SETTINGS)
+        self.prepare = PrepareService(self.service, SETTINGS, idempotency=MemoryIdempotencyStore())
 
     async def prepared(self, route_key: str, usd: float = 100) -> tuple[dict[str, Any], dict[str, Any]]:
         intent = intent_for(route_key, usd)

@@ -1,5 +1,5 @@
 """A Solana swap that is a later step of a route (after a bridge) is built from the embedded snapshot exactly as
-a first step is (the session engine calls `_solana_pool_tick(route, step)` then `build_step`), labelled
+a first step is (the session engine calls `solana_pool_tick(route, step)` then `build_step`), labelled
 `pool_state_source: snapshot`, and the bundle verifies as that session step."""
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ async def test_later_solana_swap_step_builds_from_the_snapshot_and_verifies(
     step = route.steps[index]
     wallets = wallets_for(route_key)
     signer = EVENT_SIGNER if route.event_signer_required else None
-    pool_tick, read = await env.prepare._solana_pool_tick(route, step)
+    pool_tick, read = await env.prepare.solana_pool_tick(route, step)
     bundle = env.prepare.build_step(
         route,
         ps,

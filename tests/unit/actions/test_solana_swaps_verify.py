@@ -30,7 +30,7 @@ from routequote.core.actions import solana_swaps as sw
 from routequote.core.routes import ROUTES, Provider
 from routequote.prepare import PrepareService
 from routequote.service import RouteQuoteService, ServiceConfig
-from routequote.storage.quotes import MemoryQuoteStore
+from routequote.storage.quotes import MemoryIdempotencyStore, MemoryQuoteStore
 from routequote.verify import verify_bundle
 
 ORCA_ROUTES = sorted(k for k, r in ROUTES.items() if r.steps[0].provider is Provider.ORCA_WHIRLPOOL)
@@ -52,7 +52,7 @@ async def live() -> AsyncIterator[LiveEnv]:
     service = RouteQuoteService(
         market, MemoryQuoteStore(), clock, SequentialIds(), ServiceConfig(quote_ttl_seconds=60)
     )
-    prepare = PrepareService(service, SETTINGS)
+    prepare = PrepareService(service, SETTINGS, idempotency=MemoryIdempotencyStore())
     yield LiveEnv(clock, service, prepare)
     await market.aclose()
 

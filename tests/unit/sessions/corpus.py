@@ -31,7 +31,7 @@ from routequote.ports import CctpMessage, EvmLog, EvmTransaction, SolanaTransact
 from routequote.prepare import PrepareService
 from routequote.service import RouteQuoteService, ServiceConfig
 from routequote.sessions import SessionService
-from routequote.storage.quotes import MemoryQuoteStore
+from routequote.storage.quotes import MemoryIdempotencyStore, MemoryQuoteStore
 from routequote.storage.sessions_memory import MemorySessionStore
 
 GOLDEN = Path(__file__).resolve().parents[2] / "golden" / "session_corpus.jsonl"
@@ -121,7 +121,7 @@ class Recorder:
             SequentialIds(),
             ServiceConfig(quote_ttl_seconds=60),
         )
-        self.prepare = PrepareService(self.service, SETTINGS)
+        self.prepare = PrepareService(self.service, SETTINGS, idempotency=MemoryIdempotencyStore())
         self.evm = FakeEvm()
         self.sessions = SessionService(
             self.prepare,

@@ -228,7 +228,7 @@ def build_cctp_receive(
     )
 
 
-def _source_checks(
+def source_checks(
     step: Step, wallets: Mapping[str, str], m: dict[str, Any], deps: Mapping[Chain, EvmDeployment]
 ) -> None:
     """The message is the route step's burn: from the step's source domain, of the source USDC, by the caller's
@@ -341,7 +341,7 @@ def assemble_receive_bundle(
         chain, caller, message, attestation, deps, prepared_at_unix=prepared_unix, deadline_unix=deadline
     )
     m = parse_cctp_message(message)
-    _source_checks(step, wallets, m, deps)
+    source_checks(step, wallets, m, deps)
     burn = m["burn"]
     expected = burn["amount"] - burn["fee_executed"]
     minimum = burn["amount"] - burn["max_fee"]

@@ -22,7 +22,7 @@ tests/integration/test_cctp_solana_sdk_equality.py):
 The message must be the route step's attested burn: destination domain 5 (Solana), recipient =
 TokenMessengerMinterV2, mint recipient = the caller's USDC associated token account, destination caller zero or
 the caller, `feeExecuted <= maxFee < amount`, whole 65-byte attestation signatures; and (`cctp_receive`
-`_source_checks`) from the step's source domain, of the source USDC, burned by the caller's source wallet.
+`source_checks`) from the step's source domain, of the source USDC, burned by the caller's source wallet.
 """
 
 from __future__ import annotations
@@ -60,11 +60,11 @@ from routequote.core.actions.cctp_message import (
 )
 from routequote.core.actions.cctp_receive import (
     ATTESTATION_SIGNATURE_LENGTH,
-    _source_checks,
     message_summary,
     mint_timing_and_binding,
     no_fee_on_the_mint,
     nothing_spent,
+    source_checks,
 )
 from routequote.core.actions.common import ActionUnavailable, associated_token_address, mint, pubkey
 from routequote.core.actions.evm import DEFAULT_DEPLOYMENTS, EvmDeployment
@@ -286,7 +286,7 @@ def assemble_solana_receive_bundle(
         caller, message, attestation, fee_recipient_token_account
     )
     m = parse_cctp_message(message)
-    _source_checks(step, wallets, m, {**DEFAULT_DEPLOYMENTS, **(deployments or {})})
+    source_checks(step, wallets, m, {**DEFAULT_DEPLOYMENTS, **(deployments or {})})
     burn = m["burn"]
     expected = burn["amount"] - burn["fee_executed"]
     minimum = burn["amount"] - burn["max_fee"]

@@ -29,7 +29,7 @@ from routequote.core.actions.bundle import (
     raw_payload_rows,
 )
 from routequote.core.actions.cctp_message import parse_cctp_message
-from routequote.core.actions.cctp_receive import _source_checks
+from routequote.core.actions.cctp_receive import source_checks
 from routequote.core.actions.cctp_solana_receive import (
     MT,
     SOLANA_RECEIVE_KIND,
@@ -166,7 +166,7 @@ def check_solana_receive_bundle(
     try:
         expected_ixs = build_solana_receive_instructions(caller, message, attestation, fee_account)
         m = parse_cctp_message(message)
-        _source_checks(step, wallets, m, {**DEFAULT_DEPLOYMENTS, **(deployments or {})})
+        source_checks(step, wallets, m, {**DEFAULT_DEPLOYMENTS, **(deployments or {})})
     except ActionUnavailable as exc:
         out.append((exc.reason, exc.detail))
         return out
