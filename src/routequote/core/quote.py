@@ -25,7 +25,14 @@ from routequote.core.hashing import (
 from routequote.core.intent import QuoteIntent, amount_fraction
 from routequote.core.market import MarketView
 from routequote.core.pricing import SERVICE_FEE_BPS, PricedStep, RoutePricing
-from routequote.core.quote_costs import _fee_components, _network_gas, _num, _tokens, _usd, eta
+from routequote.core.quote_costs import (
+    display_number,
+    display_tokens,
+    eta,
+    fee_components,
+    network_gas,
+    usd_value,
+)
 from routequote.core.routes import Action, Route
 
 RELEASE_STATUS = "capped_public_agent_release"
@@ -192,9 +199,9 @@ def quote_body(intent: QuoteIntent, pricing: RoutePricing, view: MarketView) -> 
     route = pricing.route
     src, dst = route.source, route.target
     input_usd = amount_fraction(intent.amount_usd)
-    exp_usd = _usd(pricing.expected_output_base, dst, view)
-    min_usd = _usd(pricing.minimum_output_base, dst, view)
-    fees = _fee_components(pricing, view)
+    exp_usd = usd_value(pricing.expected_output_base, dst, view)
+    min_usd = usd_value(pricing.minimum_output_base, dst, view)
+    fees = fee_components(pricing, view)
     native_exp = sum((Fraction(ps.native_fee_wei, 10**18) for ps in pricing.steps), Fraction(0)) * view.price(
         Token.ETH
     )
@@ -215,11 +222,11 @@ def quote_body(intent: QuoteIntent, pricing: RoutePricing, view: MarketView) -> 
         "estimated_input_base": pricing.input_base,  # the spec fixes an integer (twin: beside `intent`)
     }
     offer = {
-        "expected_receive_amount": _tokens(pricing.expected_output_base, dst),
-        "estimated_min_receive_amount": _tokens(pricing.minimum_output_base, dst),
+        "expected_receive_amount": display_tokens(pricing.expected_output_base, dst),
+        "estimated_min_receive_amount": display_tokens(pricing.minimum_output_base, dst),
         "output_symbol": dst.token.value,
-        "expected_receive_usd": _num(exp_usd),
-        "estimated_min_receive_usd": _num(min_usd),
+        "expected_receive_usd": display_number(exp_usd),
+        "estimated_min_receive_usd": display_number(min_usd),
         "expected_output_base": str(pricing.expected_output_base),
         "minimum_output_base": str(pricing.minimum_output_base),
         "service_fee_bps": SERVICE_FEE_BPS,
@@ -252,26 +259,26 @@ def quote_body(intent: QuoteIntent, pricing: RoutePricing, view: MarketView) -> 
     }
     cost_summary = {
         "scope": "token_path_and_provider_native_fees_network_gas_excluded",
-        "input_value_usd": _num(input_usd),
-        "expected_receive_value_usd": _num(exp_usd),
-        "minimum_receive_value_usd": _num(min_usd),
-        "expected_total_cost_usd": _num(exp_cost),
-        "maximum_total_cost_usd": _num(max_cost),
-        "expected_total_cost_percent": _num(exp_cost * 100 / input_usd, 4),
-        "maximum_total_cost_percent": _num(max_cost * 100 / input_usd, 4),
+        "input_value_usd": display_number(input_usd),
+        "expected_receive_value_usd": display_number(exp_usd),
+        "minimum_receive_value_usd": display_number(min_usd),
+        "expected_total_cost_usd": display_number(exp_cost),
+        "maximum_total_cost_usd": display_number(max_cost),
+        "expected_total_cost_percent": display_number(exp_cost * 100 / input_usd, 4),
+        "maximum_total_cost_percent": display_number(max_cost * 100 / input_usd, 4),
         "service_fee": {
             "bps": SERVICE_FEE_BPS,
             "step_index": fee_step.step.index,
             "token": fee_step.step.source.key,
             "amount_base": str(fee_step.service_fee_base),
             "formula": "floor(fee_step_input_base * 1 / 10000)",
-            "estimated_usd": _num(_usd(fee_step.service_fee_base, fee_step.step.source, view)),
+            "estimated_usd": display_number(usd_value(fee_step.service_fee_base, fee_step.step.source, view)),
             "included_in_receive_amount": True,
             "note": "the service fee is 1 bp of the fee step's input; it is not the total cost",
         },
         "provider_fee_components": fees,
-        "network_gas": _network_gas(route, view),
-        "unpriced_costs": sorted({f"network_gas:{g['chain']}" for g in _network_gas(route, view)})
+        "network_gas": network_gas(route, view),
+        "unpriced_costs": sorted({f"network_gas:{g['chain']}" for g in network_gas(route, view)})
         + (["solana_account_rent"] if any(s.source.chain is Chain.SOLANA for s in route.steps) else []),
         "rankable_all_in": False,
         "small_amount_warning": small,

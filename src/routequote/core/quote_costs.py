@@ -35,15 +35,15 @@ _ETA_SOURCES = {
 }
 
 
-def _usd(base: int, a: Asset, view: MarketView) -> Fraction:
+def usd_value(base: int, a: Asset, view: MarketView) -> Fraction:
     return Fraction(base, a.one) * view.price(a.token)
 
 
-def _num(x: Fraction, places: int = 6) -> float:
+def display_number(x: Fraction, places: int = 6) -> float:
     return round(float(x), places)
 
 
-def _tokens(base: int, a: Asset) -> float:
+def display_tokens(base: int, a: Asset) -> float:
     return float(Fraction(base, a.one))
 
 
@@ -89,7 +89,7 @@ def _eta_note(pricing: RoutePricing, view: MarketView, complete: bool) -> str:
     return note
 
 
-def _fee_components(pricing: RoutePricing, view: MarketView) -> list[dict[str, Any]]:
+def fee_components(pricing: RoutePricing, view: MarketView) -> list[dict[str, Any]]:
     eth = view.price(Token.ETH)
     out: list[dict[str, Any]] = []
     for ps in pricing.steps:
@@ -103,8 +103,8 @@ def _fee_components(pricing: RoutePricing, view: MarketView) -> list[dict[str, A
                     "token": f"{s.source.chain.value}:ETH",
                     "amount_base": str(ps.native_fee_wei),
                     "maximum_amount_base": str(ps.native_fee_max_wei),
-                    "expected_usd": _num(Fraction(ps.native_fee_wei, 10**18) * eth),
-                    "maximum_usd": _num(Fraction(ps.native_fee_max_wei, 10**18) * eth),
+                    "expected_usd": display_number(Fraction(ps.native_fee_wei, 10**18) * eth),
+                    "maximum_usd": display_number(Fraction(ps.native_fee_max_wei, 10**18) * eth),
                     "included_in_receive_amount": False,
                     "paid_as": "native_value_on_top_of_amount",
                 }
@@ -117,8 +117,8 @@ def _fee_components(pricing: RoutePricing, view: MarketView) -> list[dict[str, A
                 "token": s.source.key,
                 "amount_base": str(ps.provider_fee_base),
                 "maximum_amount_base": str(ps.provider_fee_max_base),
-                "expected_usd": _num(_usd(ps.provider_fee_base, s.source, view)),
-                "maximum_usd": _num(_usd(ps.provider_fee_max_base, s.source, view)),
+                "expected_usd": display_number(usd_value(ps.provider_fee_base, s.source, view)),
+                "maximum_usd": display_number(usd_value(ps.provider_fee_max_base, s.source, view)),
                 "included_in_receive_amount": True,
             }
             if s.action is Action.SWAP and s.pool_id:
@@ -128,7 +128,7 @@ def _fee_components(pricing: RoutePricing, view: MarketView) -> list[dict[str, A
     return out
 
 
-def _network_gas(route: Route, view: MarketView) -> list[dict[str, Any]]:
+def network_gas(route: Route, view: MarketView) -> list[dict[str, Any]]:
     by_chain: dict[Chain, list[str]] = {}
     for s in route.steps:
         actions = _GAS_ACTIONS[s.provider]

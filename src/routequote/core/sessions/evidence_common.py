@@ -93,7 +93,7 @@ class StepEvidence:
 # ---- small decoders ----------------------------------------------------------------------------------
 
 
-def _amount(value: Any, what: str) -> int:
+def base_amount(value: Any, what: str) -> int:
     """A base-unit amount of the prepared action: an int or a decimal string (never a float or bool)."""
     if isinstance(value, bool):
         raise ValueError(f"{what}: not an amount")
@@ -104,15 +104,15 @@ def _amount(value: Any, what: str) -> int:
     raise ValueError(f"{what}: not an amount: {value!r}")
 
 
-def _lower(address: str | None) -> str:
+def lower_address(address: str | None) -> str:
     return (address or "").lower()
 
 
-def _topic_address(topic: str) -> str:
+def topic_address(topic: str) -> str:
     return str(to_checksum_address("0x" + topic[-40:]))
 
 
-def _topic_int(topic: str) -> int:
+def topic_int(topic: str) -> int:
     return int(topic, 16)
 
 
@@ -138,37 +138,37 @@ def bytes32_to_recipient(raw: bytes, solana: bool) -> str:
     return address if address is not None else "0x" + raw.hex()
 
 
-def _logs(tx: EvmTransaction, name: str, emitter: str | None = None) -> list[EvmLog]:
+def logs_named(tx: EvmTransaction, name: str, emitter: str | None = None) -> list[EvmLog]:
     return [
         lg
         for lg in tx.logs
         if lg.topics
         and lg.topics[0] == TOPIC0[name]
-        and (emitter is None or _lower(lg.address) == _lower(emitter))
+        and (emitter is None or lower_address(lg.address) == lower_address(emitter))
     ]
 
 
 def erc20_transfers(tx: EvmTransaction, token: str) -> list[tuple[str, str, int]]:
     """(from, to, value) of every standard `Transfer` log the token emitted in the transaction."""
     out = []
-    for lg in _logs(tx, "Transfer", token):
+    for lg in logs_named(tx, "Transfer", token):
         if len(lg.topics) == 3 and len(lg.data) == 32:
             out.append(
-                (_topic_address(lg.topics[1]), _topic_address(lg.topics[2]), int.from_bytes(lg.data, "big"))
+                (topic_address(lg.topics[1]), topic_address(lg.topics[2]), int.from_bytes(lg.data, "big"))
             )
     return out
 
 
-def _prepared_matches(p: dict[str, Any], tx: EvmTransaction) -> bool:
+def prepared_matches(p: dict[str, Any], tx: EvmTransaction) -> bool:
     data = p.get("data") or "0x"
     return (
         tx.chain_id == p.get("chainId")
-        and _lower(tx.sender) == _lower(p.get("from"))
-        and _lower(tx.to) == _lower(p.get("to"))
-        and tx.value == _amount(p.get("value", "0"), "transaction value")
+        and lower_address(tx.sender) == lower_address(p.get("from"))
+        and lower_address(tx.to) == lower_address(p.get("to"))
+        and tx.value == base_amount(p.get("value", "0"), "transaction value")
         and tx.input == bytes.fromhex(data[2:])
     )
 
 
-def _network_fee(txs: Sequence[EvmTransaction]) -> dict[str, int]:
+def network_fee_of(txs: Sequence[EvmTransaction]) -> dict[str, int]:
     return {"wei": sum(t.gas_used * t.effective_gas_price for t in txs)}

@@ -16,9 +16,9 @@ from routequote.core.sessions.evidence_common import (
     SYSTEM_PROGRAM,
     ObservationRejected,
     StepEvidence,
-    _amount,
-    _lower,
+    base_amount,
     bytes32_to_address,
+    lower_address,
 )
 
 
@@ -99,7 +99,7 @@ def verify_solana_action(action: dict[str, Any], tx: SolanaTransaction) -> StepE
     if "service_fee_transfer_checked" in kinds:
         fee_account = str(action.get("feeRecipientTokenAccount"))
         fee_paid = _token_delta(tx, mint=src_mint, account=fee_account)
-        want = _amount(action.get("routeFee"), "routeFee")
+        want = base_amount(action.get("routeFee"), "routeFee")
         if fee_paid != want:
             raise ObservationRejected(
                 "observation_not_prepared_action",
@@ -121,7 +121,7 @@ def verify_solana_action(action: dict[str, Any], tx: SolanaTransaction) -> StepE
         actual_input = pre + wrapped - post
     else:
         actual_input = -_token_delta(tx, mint=src_mint, owner=caller)
-    minimum = _amount(action.get("minimumOutput"), "minimumOutput")
+    minimum = base_amount(action.get("minimumOutput"), "minimumOutput")
     recipient = str(action.get("recipient"))
     output: int | None = None
     bridge: dict[str, Any] | None = None
@@ -179,7 +179,7 @@ def _solana_cctp_burn(
     amount, domain = struct.unpack_from("<QI", data, 8)
     mint_recipient = data[20:52]
     max_fee, finality = struct.unpack_from("<QI", data, 84)
-    if _lower(bytes32_to_address(mint_recipient)) != _lower(recipient):
+    if lower_address(bytes32_to_address(mint_recipient)) != lower_address(recipient):
         raise ObservationRejected("observation_wrong_recipient", "the burn mints to another recipient")
     if burned != amount:
         raise ObservationRejected(

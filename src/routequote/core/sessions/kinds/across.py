@@ -16,10 +16,10 @@ from routequote.core.routes import Route
 from routequote.core.sessions.evidence_common import (
     TOPIC0,
     ObservationRejected,
-    _logs,
-    _lower,
-    _topic_int,
     bytes32_to_address,
+    logs_named,
+    lower_address,
+    topic_int,
     uint_topic,
 )
 from routequote.core.sessions.machine import Event
@@ -69,12 +69,12 @@ def deposit_evidence(call: Any, tx: EvmTransaction, recipient: str, minimum: int
     if call is None or call.name != "deposit":
         raise ValueError("a prepared Across step is SpokePool.deposit")
     (_depositor, p_recipient, p_in, p_out, p_in_amount, p_out_amount, p_dest, *_rest) = call.args
-    if bytes32_to_address(p_recipient) is None or _lower(bytes32_to_address(p_recipient)) != _lower(
-        recipient
-    ):
+    if bytes32_to_address(p_recipient) is None or lower_address(
+        bytes32_to_address(p_recipient)
+    ) != lower_address(recipient):
         raise ObservationRejected("observation_wrong_recipient", "the deposit pays another recipient")
     found = []
-    for lg in _logs(tx, "FundsDeposited", tx.to):
+    for lg in logs_named(tx, "FundsDeposited", tx.to):
         if len(lg.topics) != 4:
             continue
         t_in, t_out, in_amount, out_amount, _qt, fill_deadline, _ex, l_recipient, _relayer, _msg = decode(
@@ -92,7 +92,7 @@ def deposit_evidence(call: Any, tx: EvmTransaction, recipient: str, minimum: int
             ],
             lg.data,
         )
-        if (t_in, t_out, in_amount, l_recipient, _topic_int(lg.topics[1])) == (
+        if (t_in, t_out, in_amount, l_recipient, topic_int(lg.topics[1])) == (
             p_in,
             p_out,
             p_in_amount,
@@ -115,7 +115,7 @@ def deposit_evidence(call: Any, tx: EvmTransaction, recipient: str, minimum: int
         "kind": "across",
         "origin_chain_id": tx.chain_id,
         "destination_chain_id": p_dest,
-        "deposit_id": _topic_int(lg.topics[2]),
+        "deposit_id": topic_int(lg.topics[2]),
         "input_amount": p_in_amount,
         "input_token": "0x" + bytes(p_in).hex(),
         "depositor": lg.topics[3],
@@ -174,11 +174,11 @@ def _is_the_deposits_fill(fields: tuple[Any, ...], bridge: dict[str, Any]) -> bo
         _info,
     ) = fields
     checks = [
-        _lower(bytes32_to_address(t_out)) == _lower(str(bridge["output_token"])),
+        lower_address(bytes32_to_address(t_out)) == lower_address(str(bridge["output_token"])),
         int(in_amount) == int(bridge["input_amount"]),
         int(out_amount) == int(bridge["output_amount"]),
         int(fill_deadline) == int(bridge["fill_deadline"]),
-        _lower(bytes32_to_address(recipient)) == _lower(str(bridge["recipient"])),
+        lower_address(bytes32_to_address(recipient)) == lower_address(str(bridge["recipient"])),
     ]
     optional = {
         "input_token": t_in,
@@ -203,18 +203,18 @@ def verify_across_fill(
     want_origin, want_id = int(bridge["origin_chain_id"]), int(bridge["deposit_id"])
     for lg in logs:
         if (
-            _lower(lg.address) != _lower(spoke_pool)
+            lower_address(lg.address) != lower_address(spoke_pool)
             or len(lg.topics) != 4
             or lg.topics[0] != TOPIC0["FilledRelay"]
         ):
             continue
-        if (_topic_int(lg.topics[1]), _topic_int(lg.topics[2])) != (want_origin, want_id):
+        if (topic_int(lg.topics[1]), topic_int(lg.topics[2])) != (want_origin, want_id):
             continue
         fields = tuple(decode(_FILLED_RELAY_DATA, lg.data))
         if not _is_the_deposits_fill(fields, bridge):
             continue
         updated_recipient, _umh, updated_amount, _fill_type = fields[-1]
-        if _lower(bytes32_to_address(updated_recipient)) != _lower(str(bridge["recipient"])):
+        if lower_address(bytes32_to_address(updated_recipient)) != lower_address(str(bridge["recipient"])):
             raise ObservationRejected("observation_wrong_recipient", "the fill paid another recipient")
         return int(updated_amount), lg.tx_hash
     return None

@@ -14,10 +14,10 @@ from routequote.core.assets import CHAINS, Chain
 from routequote.core.chain import EvmTransaction
 from routequote.core.sessions.evidence_common import (
     ObservationRejected,
-    _logs,
-    _lower,
-    _topic_address,
-    _topic_int,
+    logs_named,
+    lower_address,
+    topic_address,
+    topic_int,
 )
 
 
@@ -26,16 +26,16 @@ def burn_evidence(action: dict[str, Any], call: Any, tx: EvmTransaction, sender:
         raise ValueError("a prepared CCTP step is depositForBurn")
     amount, domain, mint_recipient, burn_token, _caller, max_fee, finality = call.args
     found = []
-    for lg in _logs(tx, "DepositForBurn", tx.to):
+    for lg in logs_named(tx, "DepositForBurn", tx.to):
         if len(lg.topics) != 4:
             continue
         l_amount, l_recipient, l_domain, _dtm, _dc, l_max_fee, _hook = decode(
             ["uint256", "bytes32", "uint32", "bytes32", "bytes32", "uint256", "bytes"], lg.data
         )
         if (
-            _lower(_topic_address(lg.topics[1])) == _lower(burn_token)
-            and _lower(_topic_address(lg.topics[2])) == _lower(sender)
-            and _topic_int(lg.topics[3]) == finality
+            lower_address(topic_address(lg.topics[1])) == lower_address(burn_token)
+            and lower_address(topic_address(lg.topics[2])) == lower_address(sender)
+            and topic_int(lg.topics[3]) == finality
             and (l_amount, l_recipient, l_domain, l_max_fee) == (amount, mint_recipient, domain, max_fee)
         ):
             found.append(lg)
@@ -44,7 +44,7 @@ def burn_evidence(action: dict[str, Any], call: Any, tx: EvmTransaction, sender:
             "observation_bridge_mismatch",
             "the burn did not emit exactly one DepositForBurn matching the action",
         )
-    messages = [decode(["bytes"], lg.data)[0] for lg in _logs(tx, "MessageSent")]
+    messages = [decode(["bytes"], lg.data)[0] for lg in logs_named(tx, "MessageSent")]
     source = CHAINS[Chain(str(action.get("chain")))].cctp_domain
     return {
         "kind": "cctp",

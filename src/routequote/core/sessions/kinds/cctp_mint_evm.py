@@ -24,11 +24,11 @@ from routequote.core.sessions.evidence_common import (
     ZERO_ADDRESS,
     ObservationRejected,
     StepEvidence,
-    _logs,
-    _lower,
-    _network_fee,
-    _topic_address,
     erc20_transfers,
+    logs_named,
+    lower_address,
+    network_fee_of,
+    topic_address,
 )
 from routequote.core.sessions.machine import Event
 from routequote.core.sessions.state import (
@@ -261,7 +261,7 @@ def verify_cctp_mint(
     m = parse_cctp_message(message)
     if tx.status != 1:
         raise ObservationRejected("observation_reverted", f"{tx.tx_hash} reverted on chain", tx=tx.tx_hash)
-    if _lower(tx.to) == _lower(transmitter):
+    if lower_address(tx.to) == lower_address(transmitter):
         ok = tx.input[:4] == RECEIVE_MESSAGE_SELECTOR
         if ok:
             try:
@@ -276,7 +276,7 @@ def verify_cctp_mint(
                 "the transaction does not call receiveMessage with this message",
             )
     received = False
-    for lg in _logs(tx, "MessageReceived", transmitter):
+    for lg in logs_named(tx, "MessageReceived", transmitter):
         if len(lg.topics) != 4 or lg.topics[2] != m["nonce"]:
             continue
         src, _sender, body = decode(["uint32", "bytes32", "bytes"], lg.data)
@@ -290,7 +290,11 @@ def verify_cctp_mint(
     if tx.confirmations < required_confirmations:
         return StepEvidence.pending((tx.tx_hash,))
     minted = erc20_transfers(tx, usdc)
-    output = sum(v for f, t, v in minted if _lower(f) == ZERO_ADDRESS and _lower(t) == _lower(recipient))
+    output = sum(
+        v
+        for f, t, v in minted
+        if lower_address(f) == ZERO_ADDRESS and lower_address(t) == lower_address(recipient)
+    )
     if output == 0:
         raise ObservationRejected("observation_wrong_recipient", "no USDC was minted to the recipient")
     if minimum_output is not None and output < minimum_output:
@@ -299,15 +303,15 @@ def verify_cctp_mint(
             f"the mint delivered {output}, below the step minimum {minimum_output}",
         )
     fee = m["fee_executed"]
-    for lg in _logs(tx, "MintAndWithdraw"):
-        if len(lg.topics) == 3 and _lower(_topic_address(lg.topics[1])) == _lower(recipient):
+    for lg in logs_named(tx, "MintAndWithdraw"):
+        if len(lg.topics) == 3 and lower_address(topic_address(lg.topics[1])) == lower_address(recipient):
             fee = int(decode(["uint256", "uint256"], lg.data)[1])
     return StepEvidence(
         status="final",
         tx_ids=(tx.tx_hash,),
         actual_input_base=None,
         actual_output_base=output,
-        network_fee=_network_fee([tx]),
+        network_fee=network_fee_of([tx]),
         block_times=(tx.block_timestamp,),
         bridge={
             "kind": "cctp_mint",

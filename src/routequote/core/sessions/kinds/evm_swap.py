@@ -10,10 +10,10 @@ from routequote.core.actions.evm import ROUTER_ADDRESS_THIS, decode_call
 from routequote.core.chain import EvmTransaction
 from routequote.core.sessions.evidence_common import (
     ObservationRejected,
-    _logs,
-    _lower,
-    _topic_address,
     erc20_transfers,
+    logs_named,
+    lower_address,
+    topic_address,
 )
 
 
@@ -25,26 +25,26 @@ def swap_output(call: Any, tx: EvmTransaction, recipient: str) -> int:
     if swap is None or swap.name != "exactInputSingle":
         raise ValueError("a prepared Uniswap step starts with exactInputSingle")
     token_out, swap_recipient = str(swap.args[0][1]), str(swap.args[0][3])
-    if _lower(swap_recipient) == _lower(ROUTER_ADDRESS_THIS):
+    if lower_address(swap_recipient) == lower_address(ROUTER_ADDRESS_THIS):
         unwrap = inner[1] if len(inner) > 1 else None
         if unwrap is None or unwrap.name != "unwrapWETH9":
             raise ValueError("a swap to the router must be followed by unwrapWETH9")
-        if _lower(str(unwrap.args[1])) != _lower(recipient):
+        if lower_address(str(unwrap.args[1])) != lower_address(recipient):
             raise ObservationRejected(
                 "observation_wrong_recipient", "the unwrapped ETH goes to another address"
             )
         # WETH9 Withdrawal(src = router, wad): the router unwrapped exactly what it then sends to the recipient
         return sum(
             int.from_bytes(lg.data, "big")
-            for lg in _logs(tx, "Withdrawal", token_out)
+            for lg in logs_named(tx, "Withdrawal", token_out)
             if len(lg.topics) == 2
             and len(lg.data) == 32
-            and _lower(_topic_address(lg.topics[1])) == _lower(tx.to)
+            and lower_address(topic_address(lg.topics[1])) == lower_address(tx.to)
         )
-    if _lower(swap_recipient) != _lower(recipient):
+    if lower_address(swap_recipient) != lower_address(recipient):
         raise ObservationRejected("observation_wrong_recipient", "the swap output goes to another address")
     moved = erc20_transfers(tx, token_out)
-    got = sum(v for _f, t, v in moved if _lower(t) == _lower(recipient))
+    got = sum(v for _f, t, v in moved if lower_address(t) == lower_address(recipient))
     if got == 0 and moved:
         raise ObservationRejected("observation_wrong_recipient", "the swap output went to another address")
     return got

@@ -8,9 +8,9 @@ from typing import Any
 from routequote.core.chain import EvmTransaction
 from routequote.core.sessions.evidence_common import (
     ObservationRejected,
-    _amount,
-    _lower,
+    base_amount,
     erc20_transfers,
+    lower_address,
 )
 
 
@@ -26,9 +26,9 @@ def fee_paid(
     i = kinds.index("service_fee_transfer")
     p, tx = prepared[i], done[i]
     fee_to = str(action.get("feeRecipient"))
-    want = _amount(action.get("routeFee"), "routeFee")
+    want = base_amount(action.get("routeFee"), "routeFee")
     if (p.get("data") or "0x") == "0x":
-        if _lower(tx.to) != _lower(fee_to):
+        if lower_address(tx.to) != lower_address(fee_to):
             raise ObservationRejected(
                 "observation_wrong_recipient", "the service fee went to another address"
             )
@@ -37,7 +37,7 @@ def fee_paid(
         paid = sum(
             v
             for f, t, v in erc20_transfers(tx, str(p["to"]))
-            if _lower(f) == _lower(sender) and _lower(t) == _lower(fee_to)
+            if lower_address(f) == lower_address(sender) and lower_address(t) == lower_address(fee_to)
         )
     if paid != want:
         raise ObservationRejected(

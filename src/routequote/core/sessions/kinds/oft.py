@@ -21,10 +21,10 @@ from routequote.core.sessions.evidence_common import (
     SOLANA_SIG_RE,
     TOPIC0,
     ObservationRejected,
-    _logs,
-    _lower,
-    _topic_address,
     bytes32_to_recipient,
+    logs_named,
+    lower_address,
+    topic_address,
 )
 from routequote.core.sessions.kinds.cctp_mint_solana import arrival_entry
 from routequote.core.sessions.machine import Event
@@ -85,11 +85,11 @@ def sent_evidence(call: Any, tx: EvmTransaction, recipient: str, minimum: int, s
         raise ValueError("a prepared OFT step is send(SendParam, MessagingFee, refund)")
     dst_eid, to, amount_ld, min_amount_ld = call.args[0][:4]
     to_text = bytes32_to_recipient(bytes(to), dst_eid == LZ_EID_SOLANA)
-    if to_text != recipient and _lower(to_text) != _lower(recipient):
+    if to_text != recipient and lower_address(to_text) != lower_address(recipient):
         raise ObservationRejected("observation_wrong_recipient", "the OFT send pays another recipient")
     found = []
-    for lg in _logs(tx, "OFTSent", tx.to):
-        if len(lg.topics) != 3 or _lower(_topic_address(lg.topics[2])) != _lower(sender):
+    for lg in logs_named(tx, "OFTSent", tx.to):
+        if len(lg.topics) != 3 or lower_address(topic_address(lg.topics[2])) != lower_address(sender):
             continue
         eid, sent, received = decode(["uint32", "uint256", "uint256"], lg.data)
         if eid == dst_eid and sent <= amount_ld:
@@ -120,11 +120,11 @@ def parse_oft_received(logs: Sequence[EvmLog], guid: str, *, oft: str) -> tuple[
     """(amount received, recipient, tx hash) of an EVM `OFTReceived` for this guid, or None before delivery."""
     for lg in logs:
         if (
-            _lower(lg.address) == _lower(oft)
+            lower_address(lg.address) == lower_address(oft)
             and len(lg.topics) == 3
             and lg.topics[0] == TOPIC0["OFTReceived"]
             and lg.topics[1] == guid.lower()
         ):
             _src_eid, amount = decode(["uint32", "uint256"], lg.data)
-            return int(amount), _topic_address(lg.topics[2]), lg.tx_hash
+            return int(amount), topic_address(lg.topics[2]), lg.tx_hash
     return None

@@ -18,11 +18,11 @@ from routequote.core.sessions.evidence_common import (
     EVM_TX_RE,
     ObservationRejected,
     StepEvidence,
-    _amount,
-    _lower,
-    _network_fee,
-    _prepared_matches,
+    base_amount,
     erc20_transfers,
+    lower_address,
+    network_fee_of,
+    prepared_matches,
 )
 from routequote.core.sessions.kinds.across import deposit_evidence
 from routequote.core.sessions.kinds.cctp_burn import burn_evidence
@@ -75,7 +75,7 @@ def verify_evm_action(
     matched: list[EvmTransaction | None] = [None] * len(prepared)
     for tx in unique.values():
         slot = next(
-            (i for i, p in enumerate(prepared) if matched[i] is None and _prepared_matches(p, tx)), None
+            (i for i, p in enumerate(prepared) if matched[i] is None and prepared_matches(p, tx)), None
         )
         if slot is None:
             raise ObservationRejected(
@@ -106,11 +106,11 @@ def verify_evm_action(
     actual_input = _evm_input(prepared, kinds, done, sender)
     last, last_p, kind = done[-1], prepared[-1], kinds[-1]
     call = decode_call(bytes.fromhex(str(last_p["data"])[2:]))
-    minimum = _amount(action.get("minimumOutput"), "minimumOutput")
+    minimum = base_amount(action.get("minimumOutput"), "minimumOutput")
     recipient = str(action.get("recipient"))
     output: int | None = None
     bridge: dict[str, Any] | None = None
-    network_fee = _network_fee(done)
+    network_fee = network_fee_of(done)
     if kind == "uniswap_v3_swap":
         output = swap_output(call, last, recipient)
     elif kind == "cctp_deposit_for_burn":
@@ -147,5 +147,10 @@ def _evm_input(
     """What the wallet spent on the step, fee included: ERC-20 moved out of it, or native value for ETH in."""
     if "erc20_approve" in kinds:
         token = str(prepared[kinds.index("erc20_approve")]["to"])
-        return sum(v for tx in done for f, _t, v in erc20_transfers(tx, token) if _lower(f) == _lower(sender))
+        return sum(
+            v
+            for tx in done
+            for f, _t, v in erc20_transfers(tx, token)
+            if lower_address(f) == lower_address(sender)
+        )
     return sum(tx.value for tx in done)
