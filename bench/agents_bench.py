@@ -134,7 +134,7 @@ def in_process(n: int) -> dict[str, float]:
     import mcp.types as mt
 
     from routequote.surfaces.a2a_agent import RouteQuoteAgent, data_part, quote_operation
-    from routequote.surfaces.mcp_tools import _result, core_tools
+    from routequote.surfaces.mcp_tools import core_tools, tool_result
 
     service = RouteQuoteService(
         EmbeddedSnapshot(), MemoryQuoteStore(), SystemClock(), UuidFactory(), ServiceConfig()
@@ -149,7 +149,7 @@ def in_process(n: int) -> dict[str, float]:
     async def mcp_ours(i: int) -> Any:
         args = BODIES[i % len(BODIES)]
         tool.model.model_validate(args)
-        return _result(await tool.run(args))
+        return tool_result(await tool.run(args))
 
     async def mcp_wire(i: int) -> Any:  # + the SDK's serialization of our result (pydantic, by alias)
         result: mt.CallToolResult = await mcp_ours(i)

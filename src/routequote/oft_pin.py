@@ -230,8 +230,6 @@ def apply_pin(pin: OftPin, *, sessions: Any, service: Any, discovery: Any = None
             "note": None if pin.program else pin.reason,
         }
     )
-    service._availability_cache = None
+    service.forget_availability()
     if discovery is not None:
-        for attr in ("_safety", "_manifest"):
-            if hasattr(discovery, attr):
-                setattr(discovery, attr, None)
+        discovery.forget_documents()

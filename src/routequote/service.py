@@ -198,6 +198,10 @@ class RouteQuoteService:
 
     # ---- availability -------------------------------------------------------------------------------
 
+    def forget_availability(self) -> None:
+        """Drop the cached availability block: what it is computed from changed outside the market (the OFT pin)."""
+        self._availability_cache = None
+
     def unavailable_routes(self) -> list[dict[str, Any]]:
         """Routes that cannot be prepared right now, each with why. Quotes may still be available."""
         broken: dict[str, str] = {}

@@ -19,7 +19,7 @@ from tests.support.server_process import ServerProcess, start_server
 
 from routequote.app import create_app
 from routequote.config import Settings
-from routequote.discovery.instance import _flat_routes
+from routequote.discovery.instance import flat_routes
 
 SESSION_ID = "3f64a8bb-cabf-45ba-a897-123425a97be7"
 BOUND = 120.0  # bounds a hang only (the route economics document takes seconds to build the first time)
@@ -43,7 +43,7 @@ def get_paths() -> list[str]:
     app = create_app(Settings(rate_limit="off"))
     paths = {
         route.path
-        for route in _flat_routes(app.routes)
+        for route in flat_routes(app.routes)
         if "GET" in (getattr(route, "methods", None) or ()) and getattr(route, "path", None)
     }
     return sorted(re.sub(r"\{[^}]+\}", SESSION_ID, p) for p in paths)

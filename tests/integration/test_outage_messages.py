@@ -19,7 +19,7 @@ from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
 from solders.keypair import Keypair
 from tests.support.a2a import Caller, send
 from tests.support.hostile import JSONRPC_HEADERS
-from tests.support.postgres import _admin, _run, require_postgres, temporary_database
+from tests.support.postgres import admin_sql, require_postgres, run_coroutine, temporary_database
 from tests.support.server import free_port, running_server
 
 from routequote.app import create_app
@@ -42,9 +42,9 @@ def refusing() -> Iterator[str]:
         app = create_app(Settings(rate_limit="off", login_rate_limit="off", port=port, database_url=url))
         with running_server(app, port) as base:
             name = url.rsplit("/", 1)[1]
-            _run(_admin(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS false'))
-            _run(
-                _admin(
+            run_coroutine(admin_sql(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS false'))
+            run_coroutine(
+                admin_sql(
                     "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
                     f"WHERE datname = '{name}' AND pid <> pg_backend_pid()"
                 )
@@ -52,7 +52,7 @@ def refusing() -> Iterator[str]:
             try:
                 yield base
             finally:
-                _run(_admin(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS true'))
+                run_coroutine(admin_sql(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS true'))
 
 
 def _token() -> str:

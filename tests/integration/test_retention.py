@@ -27,7 +27,7 @@ from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
 from solders.keypair import Keypair
 from tests.support.a2a import Caller, send
 from tests.support.observable import OBSERVABLE
-from tests.support.postgres import _run, require_postgres, temporary_database
+from tests.support.postgres import require_postgres, run_coroutine, temporary_database
 from tests.support.server import free_port, running_server
 from tests.unit.actions.support import START, approval_for, intent_for, wallets_for
 
@@ -207,7 +207,7 @@ def _archived(app: Any, session_id: str) -> dict[str, Any] | None:
         finally:
             await store.aclose()
 
-    return _run(read())
+    return run_coroutine(read())
 
 
 def test_a_purged_unsubmitted_session_keeps_what_a_late_cctp_burn_needs(

@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 from sqlalchemy import event, select
 from sqlalchemy.engine import Connection
-from tests.support.postgres import _run, require_postgres, temporary_database
+from tests.support.postgres import require_postgres, run_coroutine, temporary_database
 
 from routequote.ports import SessionEvent, SessionRecord, StoreUnavailable
 from routequote.storage.retention import Purger, RetentionPolicy, session_receipts
@@ -93,7 +93,7 @@ def _observe_elsewhere(url: str, sid: str, at: datetime) -> bool:
         finally:
             await other.aclose()
 
-    return _run(go())
+    return run_coroutine(go())
 
 
 def _before_deleting_sessions(store: SqlSessionStore, action: Callable[[], None]) -> Callable[[], None]:
@@ -215,7 +215,7 @@ async def test_on_sqlite_an_observe_cannot_commit_inside_the_purge(tmp_path: Pat
 
         def observe() -> None:  # on a thread of its own, as the purge's thread holds its transaction open
             try:
-                outcome.append(str(_run(_observe(other, racing.session_id, LATER))))
+                outcome.append(str(run_coroutine(_observe(other, racing.session_id, LATER))))
             except StoreUnavailable:
                 outcome.append("unavailable")
 

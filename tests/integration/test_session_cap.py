@@ -24,7 +24,7 @@ from typing import Any
 import httpx
 import pytest
 from tests.support.observable import OBSERVABLE
-from tests.support.postgres import _run, require_postgres, temporary_database
+from tests.support.postgres import require_postgres, run_coroutine, temporary_database
 from tests.support.server import free_port, running_server
 from tests.support.server_process import ServerProcess, server_processes, shared_signing_key, start_server
 from tests.unit.actions.support import approval_for, intent_for, wallets_for
@@ -112,7 +112,7 @@ def _counts(database_url: str) -> tuple[int, int]:
         finally:
             await conn.close()
 
-    return _run(read())
+    return run_coroutine(read())
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
@@ -216,7 +216,7 @@ def _busiest(database_url: str) -> tuple[str, int]:
         finally:
             await conn.close()
 
-    return _run(read())
+    return run_coroutine(read())
 
 
 def test_kill_9_during_concurrent_creates_leaves_every_session_counted(

@@ -97,7 +97,7 @@ def _core_create(record: SessionRecord, event: SessionEvent) -> Any:
                 "state": Encoded(json_dumps(record.state)),
             },
         )
-        conn.execute(insert(session_events), SqlSessionStore._event_row(event))
+        conn.execute(insert(session_events), SqlSessionStore.event_row(event))
         conn.commit()
 
     return operation

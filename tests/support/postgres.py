@@ -23,7 +23,7 @@ PG_HOST, PG_PORT = "127.0.0.1", 5432
 PG_ADMIN_URL = f"postgresql://postgres@{PG_HOST}:{PG_PORT}/postgres"
 
 
-def _run(coro: Coroutine[Any, Any, T]) -> T:
+def run_coroutine(coro: Coroutine[Any, Any, T]) -> T:
     """Run a coroutine to the end on a loop of its own (callable from sync code and from inside a running loop)."""
     with ThreadPoolExecutor(1) as pool:
         return pool.submit(asyncio.run, coro).result()
@@ -36,7 +36,7 @@ def postgres_up(timeout: float = 5.0) -> bool:  # bounds a hang: a busy machine 
     except OSError:
         return False
     try:
-        return _run(_can_login(timeout + 2))
+        return run_coroutine(_can_login(timeout + 2))
     except Exception:
         return False
 
@@ -59,7 +59,7 @@ def require_postgres() -> None:
         )
 
 
-async def _admin(sql: str) -> None:
+async def admin_sql(sql: str) -> None:
     import asyncpg
 
     conn = await asyncpg.connect(PG_ADMIN_URL, timeout=5)
@@ -72,7 +72,7 @@ async def _admin(sql: str) -> None:
 def create_database(prefix: str = "routequote_test") -> str:
     """A new empty database; returns its URL (plain postgresql://, as an operator would write it)."""
     name = f"{prefix}_{secrets.token_hex(6)}"
-    _run(_admin(f'CREATE DATABASE "{name}"'))
+    run_coroutine(admin_sql(f'CREATE DATABASE "{name}"'))
     return f"postgresql://postgres@{PG_HOST}:{PG_PORT}/{name}"
 
 
@@ -80,7 +80,7 @@ def drop_database(url: str) -> None:
     name = url.rsplit("/", 1)[1]
     if not name.startswith("routequote_test"):
         raise ValueError("refusing to drop a database this suite did not create")
-    _run(_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    run_coroutine(admin_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
 
 
 @contextlib.contextmanager

@@ -21,7 +21,7 @@ from routequote.core.hashing import (
 )
 from routequote.core.intent import QuoteIntent, parse_quote_request
 from routequote.core.quote import QuoteBody, issue, substituted_payload
-from routequote.core.quote_issue import IssueTemplate, _Format, fill_json, issue_json
+from routequote.core.quote_issue import IssueTemplate, PayloadFormat, fill_json, issue_json
 from routequote.core.routes import ROUTES
 from routequote.market.snapshot import EmbeddedSnapshot
 from routequote.service import RouteQuoteService, ServiceConfig
@@ -117,7 +117,7 @@ async def test_every_quote_of_every_route_is_byte_equal_to_the_reference_assembl
                 )
                 got = issue_json(body, intent=intent, **per_quote).json
                 assert got == reference_json(body, intent, **per_quote), (key, per_quote)
-            template = body._issue_templates[(ttl, ready, None)]
+            template = body.issue_templates[(ttl, ready, None)]
             assert type(template) is IssueTemplate
             again = issue_json(body, intent=intent, **per_quote)
             runs, names = template.json_runs()  # what a shared store keeps once per body
@@ -169,7 +169,7 @@ async def test_a_template_that_does_not_reproduce_the_first_quote_is_never_used(
     second = dict(first, quote_id="b")
     got = issue_json(body, intent=intent, first_unsigned_action_supported=False, **second).json
     assert got == reference_json(body, intent, first_unsigned_action_supported=False, **second)
-    assert type(body._issue_templates[(60, False, None)]) is not IssueTemplate
+    assert type(body.issue_templates[(60, False, None)]) is not IssueTemplate
     third = dict(first, quote_id="c")
     got = issue_json(body, intent=intent, first_unsigned_action_supported=False, **third).json
     assert got == reference_json(body, intent, first_unsigned_action_supported=False, **third)
@@ -178,18 +178,20 @@ async def test_a_template_that_does_not_reproduce_the_first_quote_is_never_used(
 def test_a_placeholder_inside_a_longer_string_refuses_the_template() -> None:
     data = orjson.dumps({"a": "\x00quote_id\x00", "b": "see \x00quote_id\x00 here"})
     with pytest.raises(ValueError):
-        _Format.cut(data, {"quote_id": 2})
+        PayloadFormat.cut(data, {"quote_id": 2})
 
 
 def test_a_format_fills_its_places_and_keeps_everything_else() -> None:
     data = orjson.dumps(
         {"a": "\x00quote_id\x00", "b": "100% %s %d %%", "c": ["\x00latency\x00", "\x00quote_id\x00"]}
     )
-    fmt = _Format.cut(data, {"quote_id": 2, "latency": 1})
+    fmt = PayloadFormat.cut(data, {"quote_id": 2, "latency": 1})
     filled = fmt.fill((b'"q-1"', b"", b"", b"7", b"", b""))
     assert orjson.loads(filled) == {"a": "q-1", "b": "100% %s %d %%", "c": [7, "q-1"]}
     assert fmt.sha256((b'"q-1"', b"", b"", b"7", b"", b"")) == sha256(filled).hexdigest().encode()
-    one = _Format.cut(orjson.dumps({"a": "%s%%", "b": "\x00latency\x00"}), {"latency": 1})  # a single place
+    one = PayloadFormat.cut(
+        orjson.dumps({"a": "%s%%", "b": "\x00latency\x00"}), {"latency": 1}
+    )  # a single place
     assert one.fill((b"", b"", b"", b"12", b"", b"")) == b'{"a":"%s%%","b":12}'
     assert one.sha256((b"", b"", b"", b"12", b"", b"")) == sha256(b'{"a":"%s%%","b":12}').hexdigest().encode()
 
@@ -205,7 +207,7 @@ def test_a_format_led_by_the_times_hashes_as_its_fill_whether_the_times_repeat_o
             "e": "\x00latency\x00",
         }
     )
-    fmt = _Format.cut(data, {"issued": 1, "expires": 1, "quote_id": 1, "latency": 1})
+    fmt = PayloadFormat.cut(data, {"issued": 1, "expires": 1, "quote_id": 1, "latency": 1})
     calls = [  # same times (kept), new times, the old times again, one time changed, the other changed
         ("t1", "e1", "q1"),
         ("t1", "e1", "q2"),
@@ -230,7 +232,7 @@ def test_a_format_led_by_the_times_hashes_as_its_fill_whether_the_times_repeat_o
             quote_id,
         )
     # led by the quote id: nothing is kept, the hash starts after the first run
-    unled = _Format.cut(
+    unled = PayloadFormat.cut(
         orjson.dumps({"a": "\x00quote_id\x00", "b": "\x00issued\x00", "c": "\x00expires\x00"}),
         {"issued": 1, "expires": 1, "quote_id": 1},
     )

@@ -24,7 +24,7 @@ from routequote.core.actions.cctp_solana_state import (
 )
 from routequote.core.actions.common import ActionUnavailable, associated_token_address
 from routequote.core.assets import ASSETS
-from routequote.observe._common import WireError
+from routequote.observe.evm_state import WireError
 from routequote.observe.solana import parse_account_data
 from routequote.ports import ObservationUnavailable
 from routequote.sessions.gather import ChainFacts, SessionConfig

@@ -177,6 +177,10 @@ class PreparedAction(Open, _Raw):
         """The verifier's warnings (findings that do not refuse the bundle), e.g. an unpinned fee recipient."""
         return self._warnings
 
+    def keep_warnings(self, warnings: list[Any]) -> None:
+        """Set by the client's verifier (`plans.verified_action`) once it has checked the bundle."""
+        self._warnings = list(warnings)
+
 
 class Funds(Closed):
     endpoint: str
@@ -220,6 +224,10 @@ class Session(Open, _Raw):
     def handle(self) -> Any:
         """The SessionHandle (id, token, verification context) that drives this session."""
         return self._handle
+
+    def attach(self, handle: Any) -> None:
+        """Set by the client (`plans`) on every session answer it parses."""
+        self._handle = handle
 
 
 class SessionView(Open, _Raw):

@@ -193,7 +193,7 @@ class Plans:
         if any(f.severity == "error" for f in findings):
             raise ActionVerificationFailed(findings)
         action: PreparedAction = self._model(PreparedAction, raw, what)
-        action._warnings = [f for f in findings if f.severity != "error"]
+        action.keep_warnings([f for f in findings if f.severity != "error"])
         return action
 
     # ---- plans --------------------------------------------------------------------------------------
@@ -317,7 +317,7 @@ class Plans:
                 session.current_action = self.verified_action(
                     action, ctx, actual_input_base=actual, what="session action"
                 )
-            session._handle = handle
+            session.attach(handle)
             return session
 
         return parse

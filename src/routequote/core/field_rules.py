@@ -100,7 +100,7 @@ MIN_DISTINCT_TOKEN_CHARS: Final = 16
 MAX_TOKEN_PATTERN_PERIOD: Final = 32
 
 
-def _shortest_period(values: list[int]) -> int:
+def shortest_period(values: list[int]) -> int:
     """The least p with values[i] == values[i - p] for every i >= p, or len(values). A period p needs
     values[p] == values[0], so only those p (about 1 in 64 for a random token) compare two slices."""
     n = len(values)
@@ -122,10 +122,10 @@ def session_token_problem(token: object) -> str | None:
     if len(set(token)) < MIN_DISTINCT_TOKEN_CHARS:
         return "the session token is plainly not random (too few distinct characters): use 32 random bytes"
     idx = [_B64URL.index(ch) for ch in token]
-    if _shortest_period(idx) <= MAX_TOKEN_PATTERN_PERIOD:
+    if shortest_period(idx) <= MAX_TOKEN_PATTERN_PERIOD:
         return "the session token is plainly not random (a short repeat): use 32 random bytes"
     steps = [(b - a) % 64 for a, b in zip(idx, idx[1:], strict=False)]
-    if _shortest_period(steps) <= MAX_TOKEN_PATTERN_PERIOD:
+    if shortest_period(steps) <= MAX_TOKEN_PATTERN_PERIOD:
         return "the session token is plainly not random (a sequence): use 32 random bytes"
     return None
 

@@ -171,8 +171,9 @@ class QuoteBody:
     price_recommended: bool
     route: Route
     pricing: RoutePricing
-    # the compiled issue of this body (routequote.core.quote_issue.IssueTemplate), by TTL and prepare flag
-    _issue_templates: dict[tuple[int, bool, str | None], Any] = field(
+    # the compiled issue of this body (routequote.core.quote_issue.IssueTemplate), by TTL and prepare flag: a cache
+    # that `quote_issue.issued_json` alone reads and fills
+    issue_templates: dict[tuple[int, bool, str | None], Any] = field(
         default_factory=dict, compare=False, repr=False
     )
 

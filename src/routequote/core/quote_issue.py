@@ -46,7 +46,7 @@ _MILLISECONDS = [b"%03dZ" % ms for ms in range(1000)]  # an ISO time's end
 _TYPED_MS = [typed_canonical(ms) for ms in range(1000)]  # a quote's latency, typed-canonical
 
 
-class _Format:
+class PayloadFormat:
     """Constant runs with a named value between each two."""
 
     __slots__ = (
@@ -86,7 +86,7 @@ class _Format:
         self._kept: tuple[tuple[bytes, ...], Any] | None = None
 
     @classmethod
-    def cut(cls, data: bytes, expected: dict[str, int]) -> _Format:
+    def cut(cls, data: bytes, expected: dict[str, int]) -> PayloadFormat:
         """`data` cut at each placeholder's JSON token (as orjson writes it)."""
         runs: list[bytes] = []
         names: list[str] = []
@@ -181,7 +181,7 @@ class IssueTemplate:
         hashed = CanonicalTemplate.of(_holes(substituted_payload(quote)))
         if sorted(hashed.holes) != sorted((_ID, _ISSUED, _EXPIRES, _LATENCY)):
             raise ValueError(f"the payload hash's placeholders are {hashed.holes}")
-        self._payload = _Format(hashed.runs, hashed.holes)
+        self._payload = PayloadFormat(hashed.runs, hashed.holes)
         continuation = continuation_fields(
             body,
             quote,
@@ -189,13 +189,15 @@ class IssueTemplate:
             payload_sha256=m[_PAYLOAD_SHA],
         )
         once = {_ID: 1, _ISSUED: 1, _EXPIRES: 1, _PAYLOAD_SHA: 1}
-        self._claim = _Format.cut(canonical_json_numberless(continuation["quote_fingerprint_claim"]), once)
+        self._claim = PayloadFormat.cut(
+            canonical_json_numberless(continuation["quote_fingerprint_claim"]), once
+        )
         continuation["quote_fingerprint"] = m[_FINGERPRINT]
         continuation["quote_fingerprint_spec"] = FINGERPRINT_SPEC
         quote["continuation_v3"] = continuation
         # the id and both times appear in the quote, the continuation and its claim
         every = {_ID: 3, _ISSUED: 3, _EXPIRES: 3, _LATENCY: 1, _PAYLOAD_SHA: 2, _FINGERPRINT: 1}
-        self._json = _Format.cut(orjson.dumps(quote), every)
+        self._json = PayloadFormat.cut(orjson.dumps(quote), every)
         self._ttl = timedelta(seconds=ttl_seconds)
         # the latest quote's whole second and millisecond, and its times' encodings (shared by every quote
         # issued in the same millisecond: several, under load)
@@ -257,7 +259,7 @@ def fill_json(runs: Sequence[bytes], names: Sequence[str], values: Sequence[byte
     """A quote's JSON from a template's `json_runs` and its per-quote values (JSON, in `PER_QUOTE` order)."""
     if len(runs) != len(names) + 1 or len(values) != len(PER_QUOTE):
         raise ValueError("runs, names and values do not fit together")
-    # a plain interleave: a lookup fills once, so the hash states a `_Format` prepares would be wasted
+    # a plain interleave: a lookup fills once, so the hash states a `PayloadFormat` prepares would be wasted
     parts = [runs[0]]
     for name, run in zip(names, runs[1:], strict=True):
         parts += (values[_NAMES.index(name)], run)
@@ -288,7 +290,7 @@ def issue_json(
 
     `intent` must be the one `body` was priced for (its amount is in `body.intent`)."""
     key = (ttl_seconds, first_unsigned_action_supported, prepare_blocker)
-    slot = body._issue_templates.get(key)
+    slot = body.issue_templates.get(key)
     if type(slot) is tuple:  # the second quote of this body: compile, and check against the first
         try:
             template = IssueTemplate(
@@ -300,7 +302,7 @@ def issue_json(
             checked = template.fill(*slot[:3])[0] == slot[3]
         except (ValueError, TypeError):
             checked = False
-        slot = body._issue_templates[key] = template if checked else _NO_TEMPLATE
+        slot = body.issue_templates[key] = template if checked else _NO_TEMPLATE
     if type(slot) is IssueTemplate and type(latency_ms) is int:
         json, values = slot.fill(quote_id, issued_at, latency_ms)
         return IssuedJson(json, slot, values)
@@ -317,5 +319,5 @@ def issue_json(
         )
     )
     if slot is None:  # the first quote of this body: kept to check the template against
-        body._issue_templates[key] = (quote_id, issued_at, latency_ms, data)
+        body.issue_templates[key] = (quote_id, issued_at, latency_ms, data)
     return IssuedJson(data, None, ())

@@ -119,7 +119,7 @@ def _surface(path: str) -> str:
     return "other"
 
 
-def _flat_routes(routes: Any) -> list[Any]:
+def flat_routes(routes: Any) -> list[Any]:
     """Routes with included routers expanded (FastAPI >= 0.165 keeps included routers as one entry)."""
     try:
         from fastapi.routing import iter_route_contexts
@@ -156,6 +156,11 @@ class InstanceFacts:
         self._economics_at = 0.0
         self._endpoints: list[dict[str, Any]] | None = None
 
+    def forget_documents(self) -> None:
+        """Drop the cached manifest and safety document: a fact they carry changed (the OFT pin)."""
+        self._manifest = None
+        self._safety = None
+
     # ---- basics ---------------------------------------------------------------------------------
 
     @property
@@ -178,7 +183,7 @@ class InstanceFacts:
         from starlette.routing import Mount
 
         out: dict[str, dict[str, Any]] = {}
-        for r in _flat_routes(self._routes_provider() if self._routes_provider else []):
+        for r in flat_routes(self._routes_provider() if self._routes_provider else []):
             path = getattr(r, "path", None)
             if not path:
                 continue

@@ -156,17 +156,7 @@ class Purger:
         self.deleted: dict[str, int] = {}
 
     async def _batch(self, operation: Callable[[Connection], int]) -> int:
-        store = self.store
-        if getattr(store, "scope", None) != "sqlite":
-            n: int = await store._run(operation, write=True)
-        else:  # the store runs SQLite statements on the loop (they are tiny); a purge batch is not: a thread
-
-            def work() -> int:
-                with store._sync_writer.connect() as conn:
-                    return operation(conn)
-
-            async with store._guard(), store._write_slot():
-                n = await asyncio.to_thread(work)
+        n: int = await self.store.write_batch(operation)
         await asyncio.sleep(0)  # between batches the loop serves requests
         return n
 
@@ -326,7 +316,7 @@ async def store_sizes(store: Any) -> dict[str, int]:
             for name, t in SIZED_TABLES.items()
         }
 
-    out: dict[str, int] = await store._run(operation, write=False)
+    out: dict[str, int] = await store.read(operation)
     return out
 
 

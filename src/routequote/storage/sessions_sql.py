@@ -195,6 +195,24 @@ class SqlSessionStore:
     async def ping(self) -> None:
         await self._run(lambda conn: conn.execute(text("SELECT 1")).all(), write=False)
 
+    async def read(self, operation: Callable[[Connection], T]) -> T:
+        """Run a read-only `operation` on a connection (the retention job's table sizes)."""
+        return await self._run(operation, write=False)
+
+    async def write_batch(self, operation: Callable[[Connection], int]) -> int:
+        """Run one long write (a retention purge batch): on PostgreSQL as any write; on SQLite in a worker
+        thread inside this process's write slot, because the store runs SQLite's tiny statements on the loop
+        and a purge batch is not tiny."""
+        if self.scope != "sqlite":
+            return await self._run(operation, write=True)
+
+        def work() -> int:
+            with self._sync_writer.connect() as conn:
+                return operation(conn)
+
+        async with self._guard(), self._write_slot():
+            return await asyncio.to_thread(work)
+
     async def _run(self, operation: Callable[[Connection], T], *, write: bool) -> T:
         """Run `operation` on a connection: one worker-thread call on SQLite (writers of this process queue
         on a lock first), `run_sync` over asyncpg on PostgreSQL. Database failures become StoreUnavailable."""
@@ -313,7 +331,7 @@ class SqlSessionStore:
             if updated.rowcount != 1:
                 conn.rollback()
                 return False
-            conn.execute(_INSERT_EVENT, self._event_row(event))
+            conn.execute(_INSERT_EVENT, self.event_row(event))
             if idempotency is not None:
                 scope, key, request_sha256, _response = idempotency
                 inserted = conn.execute(
@@ -508,7 +526,7 @@ class SqlSessionStore:
         return None if row is None else IdempotentAnswer(row.request_sha256, row.response)
 
     @staticmethod
-    def _event_row(event: SessionEvent) -> dict[str, Any]:
+    def event_row(event: SessionEvent) -> dict[str, Any]:
         return {
             "session_id": event.session_id,
             "seq": event.seq,

@@ -300,7 +300,7 @@ def v1_session_tools(state: Any) -> list[ToolDef]:
 # ---- results ------------------------------------------------------------------------------------------
 
 
-def _result(
+def tool_result(
     structured: dict[str, Any], *, is_error: bool = False, text: dict[str, Any] | None = None
 ) -> mt.CallToolResult:
     return mt.CallToolResult(
@@ -311,7 +311,7 @@ def _result(
 
 
 def tool_error(exc: RouteQuoteError) -> mt.CallToolResult:
-    return _result({"error": g.agent_error(exc)}, is_error=True)
+    return tool_result({"error": g.agent_error(exc)}, is_error=True)
 
 
 def invalid_arguments(exc: ValidationError) -> mt.CallToolResult:
@@ -324,7 +324,7 @@ def invalid_arguments(exc: ValidationError) -> mt.CallToolResult:
         }
         for e in exc.errors(include_url=False, include_input=False, include_context=False)
     ]
-    return _result(
+    return tool_result(
         {
             "error": {
                 "code": g.REQUEST_REJECTED,
@@ -378,12 +378,12 @@ def build_server(tools: Sequence[ToolDef], *, limiter: RateLimiter | None = None
             return tool_error(exc)
         try:
             out = await tool.run(args)
-            return _result(out, text=tool.text(out) if tool.text is not None else None)
+            return tool_result(out, text=tool.text(out) if tool.text is not None else None)
         except RouteQuoteError as exc:
             return tool_error(exc)
         except Exception as exc:  # never a traceback or caller input in a result; the log has the type
             log.error("mcp_tool_failed", tool=tool.name, error_type=type(exc).__name__)
-            return _result(
+            return tool_result(
                 {
                     "error": {
                         "code": "internal_error",

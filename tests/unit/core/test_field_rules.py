@@ -124,10 +124,10 @@ def test_each_rule_is_spelled_once_in_src(spelled: str) -> None:
 def test_the_shortest_period_is_the_least_shift_that_maps_the_values_onto_themselves(
     values: list[int],
 ) -> None:
-    from routequote.core.field_rules import _shortest_period
+    from routequote.core.field_rules import shortest_period
 
     expected = next(
         (p for p in range(1, len(values)) if all(values[i] == values[i - p] for i in range(p, len(values)))),
         len(values),
     )
-    assert _shortest_period(values) == expected
+    assert shortest_period(values) == expected

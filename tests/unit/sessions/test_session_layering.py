@@ -4,7 +4,7 @@ imports a surface. Read from the source text, so an import inside a function cou
 
 from __future__ import annotations
 
-from tests.unit.test_layering import MODULES, _imports, _under
+from tests.unit.test_layering import MODULES, imports_of, under
 
 ADAPTERS = ("storage", "market", "observe", "sessions", "prepare", "service")
 
@@ -13,26 +13,26 @@ def test_the_core_imports_no_port() -> None:
     bad = {
         (m, i)
         for m in MODULES
-        if _under(m, "routequote.core")
-        for i in _imports(m)
-        if _under(i, "routequote.ports")
+        if under(m, "routequote.core")
+        for i in imports_of(m)
+        if under(i, "routequote.ports")
     }
     assert bad == set()
 
 
 def test_ports_import_only_the_core() -> None:
-    outside = {i for i in _imports("routequote.ports") if not _under(i, "routequote.core")}
+    outside = {i for i in imports_of("routequote.ports") if not under(i, "routequote.core")}
     assert outside == set()
-    assert "routequote.core.chain" in _imports("routequote.ports")  # so the test above can fail
+    assert "routequote.core.chain" in imports_of("routequote.ports")  # so the test above can fail
 
 
 def test_no_adapter_imports_a_surface() -> None:
     bad = {
         (m, i)
         for m in MODULES
-        if any(_under(m, f"routequote.{a}") for a in ADAPTERS)
-        for i in _imports(m)
-        if _under(i, "routequote.surfaces")
+        if any(under(m, f"routequote.{a}") for a in ADAPTERS)
+        for i in imports_of(m)
+        if under(i, "routequote.surfaces")
     }
     assert bad == set()
 
