@@ -36,7 +36,13 @@ from routequote.core.auth import (
     login_message,
     signature_valid,
 )
-from routequote.core.field_rules import UUID_RE, object_fields
+from routequote.core.field_rules import (
+    UUID_RE,
+    V1_SIGNATURE_MAX_CHARS,
+    V1_SIGNATURE_MIN_CHARS,
+    is_v1_signature_shape,
+    object_fields,
+)
 from routequote.core.wallet_rules import KnownAddresses, check_signing_wallet, known_addresses
 from routequote.errors import InvalidRequest, RouteQuoteError
 from routequote.ports import Clock, IdFactory
@@ -161,8 +167,11 @@ class WalletAuth:
         challenge_id, signature, terms = fields["challenge_id"], fields["signature"], fields["terms_version"]
         if not isinstance(challenge_id, str) or not UUID_RE.fullmatch(challenge_id.lower()):
             raise InvalidRequest("invalid_challenge_id", "challenge_id must be the uuid start returned")
-        if not isinstance(signature, str) or not 64 <= len(signature) <= 128:
-            raise InvalidRequest("invalid_signature_format", "signature must be 64..128 base58 characters")
+        if not is_v1_signature_shape(signature):
+            raise InvalidRequest(
+                "invalid_signature_format",
+                f"signature must be {V1_SIGNATURE_MIN_CHARS}..{V1_SIGNATURE_MAX_CHARS} base58 characters",
+            )
         if not isinstance(terms, str) or not 1 <= len(terms) <= 160:
             raise InvalidRequest("invalid_terms_version", "terms_version must be 1..160 characters")
         await self._limit(wallet, client)

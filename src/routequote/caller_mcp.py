@@ -30,13 +30,12 @@ from routequote.client.client import AsyncRouteQuoteClient
 from routequote.client.models import PreparedAction, Quote, Session
 from routequote.client.token import SessionHandle
 from routequote.contract.v2 import ChainName
-from routequote.core.field_rules import MAX_TRANSACTION_IDS, TRANSACTION_ID_PATTERN
+from routequote.core.field_rules import MAX_TRANSACTION_IDS, TRANSACTION_ID_PATTERN, UUID_PATTERN
 from routequote.core.verify.handoff import caller_wallet_handoff
 from routequote.errors import RouteQuoteError
 from routequote.surfaces import guidance as g
 from routequote.surfaces.mcp_inputs import (
     QUOTE_RULES,
-    UUID_PATTERN,
     NoArguments,
     ToolInput,
     V2ProfileQuoteArguments,

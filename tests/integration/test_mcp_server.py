@@ -57,7 +57,7 @@ UUID = {
 }
 WALLET = {"type": "string", "minLength": 32, "maxLength": 64}
 SIG = {"type": "string", "minLength": 64, "maxLength": 128}
-KEY = {"type": "string", "minLength": 8, "maxLength": 128}
+KEY = {"type": "string", "minLength": 8, "maxLength": 128, "pattern": "^[A-Za-z0-9._:-]{8,128}$"}
 TOKEN = {"type": "string", "minLength": 20, "maxLength": 512}
 
 

@@ -11,11 +11,12 @@ this text).
 
 from __future__ import annotations
 
-import re
 from datetime import UTC, datetime
 
 from solders.pubkey import Pubkey
 from solders.signature import Signature
+
+from routequote.core.field_rules import SOLANA_ADDRESS_RE, SOLANA_SIGNATURE_RE
 
 LOGIN_MESSAGE_VERSION = "routequote-wallet-login-v1"
 TERMS_VERSION = "routequote-terms-v1"  # the /terms page this build serves
@@ -23,7 +24,6 @@ NO_TRANSACTION_SENTENCE = (
     "Signing this message cannot authorize a transaction: it only proves you control this wallet, "
     "and it moves no funds."
 )
-BASE58_RE = re.compile(r"[1-9A-HJ-NP-Za-km-z]+")
 
 
 def iso(t: datetime) -> str:
@@ -62,7 +62,7 @@ def login_message(
 
 def valid_wallet(wallet: object) -> bool:
     """A base58 Solana public key of 32 bytes (32..44 characters)."""
-    if not isinstance(wallet, str) or not 32 <= len(wallet) <= 44 or not BASE58_RE.fullmatch(wallet):
+    if not isinstance(wallet, str) or not SOLANA_ADDRESS_RE.fullmatch(wallet):
         return False
     try:
         return len(bytes(Pubkey.from_string(wallet))) == 32
@@ -73,12 +73,8 @@ def valid_wallet(wallet: object) -> bool:
 def signature_valid(*, wallet: str, message: str, signature: str) -> bool:
     """True when `signature` (base58, 64 bytes) is `wallet`'s Ed25519 signature of exactly `message`'s
     UTF-8 bytes. Malformed input is simply not valid (never an exception)."""
-    if (
-        not isinstance(signature, str)
-        or not 64 <= len(signature) <= 128
-        or not BASE58_RE.fullmatch(signature)
-    ):
-        return False
+    if not isinstance(signature, str) or not SOLANA_SIGNATURE_RE.fullmatch(signature):
+        return False  # 64 bytes in base58 are 64..88 characters
     if not valid_wallet(wallet):
         return False
     try:

@@ -8,7 +8,9 @@ for the schemas, a predicate for the client, and a `check_*` that raises the ser
 - the session token: exactly 43 base64url characters (32 random bytes, 256 bits, unpadded), the A2A
   `sessionToken` capability of the spec, and not plainly non-random (`session_token_problem`);
 - a session id (a lower-case UUID), a transaction id (an EVM hash or a Solana signature, at most 8 per call),
-  the syntax of public addresses (EVM `0x` + 40 hex, Solana base58 of 32..44 characters).
+  the syntax of public addresses (EVM `0x` + 40 hex, Solana base58 of 32..44 characters);
+- the v1 shapes the spec's v1 tool table fixes, deliberately wider or looser than the rules above and named
+  `V1_*`: a UUID in either case, a signature of 64..128 characters, a wallet of 32..64 characters.
 
 Whether a wallet can sign (on curve, not a program, mint, token contract or fee recipient) is
 `core/wallet_rules.py`.
@@ -51,12 +53,14 @@ def object_fields(body: Any, required: Collection[str], optional: Collection[str
 
 # ---- idempotency keys ---------------------------------------------------------------------------------
 
+IDEMPOTENCY_KEY_MIN_CHARS: Final = 8
+IDEMPOTENCY_KEY_MAX_CHARS: Final = 128
 IDEMPOTENCY_KEY_PATTERN: Final = "^[A-Za-z0-9._:-]{8,128}$"
 IDEMPOTENCY_KEY_RE: Final = re.compile(IDEMPOTENCY_KEY_PATTERN[1:-1])  # always fullmatch
 IDEMPOTENCY_KEY_SCHEMA: Final[dict[str, Any]] = {
     "type": "string",
-    "minLength": 8,
-    "maxLength": 128,
+    "minLength": IDEMPOTENCY_KEY_MIN_CHARS,
+    "maxLength": IDEMPOTENCY_KEY_MAX_CHARS,
     "pattern": IDEMPOTENCY_KEY_PATTERN,
 }
 
@@ -148,13 +152,39 @@ def check_session_token(token: object) -> str:
 UUID_PATTERN: Final = "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"  # lower case
 UUID_RE: Final = re.compile(UUID_PATTERN[1:-1])
 SESSION_ID_RE: Final = UUID_RE
+# The ids this service issues (quotes, sessions, challenges): version-4 UUIDs in lower case. The peers' wire
+# checks a quote id against it before any lookup.
+ISSUED_UUID4_RE: Final = re.compile("[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
+# v1 shape, deliberately different: the spec's v1 tool table says "uuid", and RFC 4122 reads its hex digits in
+# either case; the v1 engine lower-cases the id before any lookup. The v2 shapes take the issued lower case.
+V1_UUID_PATTERN: Final = "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
+V1_UUID_RE: Final = re.compile(V1_UUID_PATTERN[1:-1])
 EVM_TX_HASH_PATTERN: Final = "^0x[0-9a-fA-F]{64}$"
 EVM_TX_HASH_RE: Final = re.compile(EVM_TX_HASH_PATTERN[1:-1])
-SOLANA_SIGNATURE_PATTERN: Final = "^[1-9A-HJ-NP-Za-km-z]{64,88}$"
+BASE58_CLASS: Final = "[1-9A-HJ-NP-Za-km-z]"  # Bitcoin's alphabet: no 0, O, I, l
+# A Solana transaction signature is an Ed25519 signature, 64 bytes, written in base58: 64 characters when every
+# byte is zero (each leading zero byte is one "1") up to 88 for 2**512 - 1 (64 x log(256) / log(58) = 87.4).
+SOLANA_SIGNATURE_MIN_CHARS: Final = 64
+SOLANA_SIGNATURE_MAX_CHARS: Final = 88
+SOLANA_SIGNATURE_PATTERN: Final = f"^{BASE58_CLASS}{{64,88}}$"
 SOLANA_SIGNATURE_RE: Final = re.compile(SOLANA_SIGNATURE_PATTERN[1:-1])
-TRANSACTION_ID_PATTERN: Final = "^(0x[0-9a-fA-F]{64}|[1-9A-HJ-NP-Za-km-z]{64,88})$"
+TRANSACTION_ID_PATTERN: Final = f"^(0x[0-9a-fA-F]{{64}}|{BASE58_CLASS}{{64,88}})$"
 MAX_TRANSACTION_IDS: Final = 8  # per observe call
+# v1 shape, deliberately different: the spec's v1 tool table gives `signature` and `burn_signature` (and the
+# wallet login's signature) as "string 64..128". The v1 input shape keeps that width; anything it admits beyond
+# 88 characters is no base58 signature and is refused by the signature rule above (400), never looked up.
+V1_SIGNATURE_MIN_CHARS: Final = 64
+V1_SIGNATURE_MAX_CHARS: Final = 128
 EVM_ADDRESS_PATTERN: Final = "^0x[0-9a-fA-F]{40}$"
 EVM_ADDRESS_RE: Final = re.compile(EVM_ADDRESS_PATTERN[1:-1])
-SOLANA_ADDRESS_PATTERN: Final = "^[1-9A-HJ-NP-Za-km-z]{32,44}$"
+SOLANA_ADDRESS_PATTERN: Final = f"^{BASE58_CLASS}{{32,44}}$"
 SOLANA_ADDRESS_RE: Final = re.compile(SOLANA_ADDRESS_PATTERN[1:-1])
+# v1 shape, deliberately different: the spec's v1 tool table gives `source_wallet` and `event_signer_public` as
+# "string 32..64"; the wallet rule (32..44 base58 decoding to 32 bytes, core/wallet_rules.py) decides after.
+V1_WALLET_MIN_CHARS: Final = 32
+V1_WALLET_MAX_CHARS: Final = 64
+
+
+def is_v1_signature_shape(value: object) -> TypeGuard[str]:
+    """The v1 shape of a signature field: a string of 64..128 characters (its content is checked after)."""
+    return isinstance(value, str) and V1_SIGNATURE_MIN_CHARS <= len(value) <= V1_SIGNATURE_MAX_CHARS

@@ -21,7 +21,6 @@ import asyncio
 import contextlib
 import fcntl
 import os
-import re
 import socket
 import struct
 import time
@@ -31,6 +30,7 @@ from pathlib import Path
 import orjson
 
 from routequote.clock import random_uuid4
+from routequote.core.field_rules import ISSUED_UUID4_RE
 from routequote.ports import IssuedQuote
 from routequote.storage.quote_records import issued_from_stored, issued_to_record, record_head
 from routequote.storage.quotes import MemoryQuoteStore
@@ -43,7 +43,6 @@ MAX_SLOTS = 256  # one byte of the id
 MAX_ANSWER_BYTES = 256 * 1024  # a quote record is a few KiB
 LOOKUP_TIMEOUT_SECONDS = 1.0
 CLAIM_TIMEOUT_SECONDS = 10.0
-_UUID4 = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
 _HEADER = struct.Struct(">II")  # record length (0: not held), remaining lifetime in ms
 _REQUEST_BYTES = 37
 _MAX_SOCKET_PATH = 100  # AF_UNIX paths end at 107 bytes on Linux
@@ -58,7 +57,7 @@ def slotted_uuid4(slot: int) -> str:
 
 def slot_of(quote_id: str) -> int | None:
     """The slot a quote id names, or None when it is not a lowercase uuid4."""
-    if len(quote_id) != 36 or not _UUID4.fullmatch(quote_id):
+    if len(quote_id) != 36 or not ISSUED_UUID4_RE.fullmatch(quote_id):
         return None
     return int(quote_id[34:], 16)
 

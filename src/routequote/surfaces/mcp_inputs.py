@@ -9,7 +9,18 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from routequote.contract.v2 import ChainName, TokenName
 from routequote.core.assets import ENDPOINT_KEYS, TOKENS_BY_CHAIN
-from routequote.core.field_rules import EVM_ADDRESS_PATTERN, EVM_TX_HASH_PATTERN
+from routequote.core.field_rules import (
+    EVM_ADDRESS_PATTERN,
+    EVM_TX_HASH_PATTERN,
+    IDEMPOTENCY_KEY_MAX_CHARS,
+    IDEMPOTENCY_KEY_MIN_CHARS,
+    IDEMPOTENCY_KEY_PATTERN,
+    V1_SIGNATURE_MAX_CHARS,
+    V1_SIGNATURE_MIN_CHARS,
+    V1_UUID_PATTERN,
+    V1_WALLET_MAX_CHARS,
+    V1_WALLET_MIN_CHARS,
+)
 from routequote.core.intent import MAX_AMOUNT_USD, MIN_AMOUNT_USD
 from routequote.surfaces.legacy import DEFAULT_DESTINATION
 
@@ -69,12 +80,20 @@ class LegacyQuoteArguments(ToolInput):
     destination_chain: Literal["base", "arbitrum"] = Field("base", description="Default base")
 
 
-# The session tools of the spec's table (served by `v1_session_tools` over the v1 corridor engine).
-UUID_PATTERN = r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
-Uuid = Annotated[str, Field(pattern=UUID_PATTERN, json_schema_extra={"format": "uuid"})]
-SourceWallet = Annotated[str, Field(min_length=32, max_length=64)]
-Signature = Annotated[str, Field(min_length=64, max_length=128)]
-IdempotencyKey = Annotated[str, Field(min_length=8, max_length=128)]
+# The session tools of the spec's table (served by `v1_session_tools` over the v1 corridor engine), in the v1
+# shapes that table fixes (core/field_rules.py `V1_*`: a UUID in either case, wider signature and wallet lengths).
+V1Uuid = Annotated[str, Field(pattern=V1_UUID_PATTERN, json_schema_extra={"format": "uuid"})]
+SourceWallet = Annotated[str, Field(min_length=V1_WALLET_MIN_CHARS, max_length=V1_WALLET_MAX_CHARS)]
+Signature = Annotated[str, Field(min_length=V1_SIGNATURE_MIN_CHARS, max_length=V1_SIGNATURE_MAX_CHARS)]
+# v1 and v2 tools alike: the one idempotency key rule, pattern included
+IdempotencyKey = Annotated[
+    str,
+    Field(
+        min_length=IDEMPOTENCY_KEY_MIN_CHARS,
+        max_length=IDEMPOTENCY_KEY_MAX_CHARS,
+        pattern=IDEMPOTENCY_KEY_PATTERN,
+    ),
+]
 AccessToken = Annotated[
     str, Field(min_length=20, max_length=512, description="Sensitive: never logged or echoed")
 ]
@@ -85,7 +104,7 @@ class StartWalletAuthArguments(ToolInput):
 
 
 class FinishWalletAuthArguments(ToolInput):
-    challenge_id: Uuid
+    challenge_id: V1Uuid
     source_wallet: SourceWallet
     signature: Signature
     terms_version: Annotated[str, Field(min_length=1, max_length=160)]
@@ -93,7 +112,7 @@ class FinishWalletAuthArguments(ToolInput):
 
 class CreateSessionArguments(ToolInput):
     access_token: AccessToken
-    quote_id: Uuid
+    quote_id: V1Uuid
     idempotency_key: IdempotencyKey
     source_wallet: SourceWallet
     destination_wallet: Annotated[str, Field(pattern=EVM_ADDRESS_PATTERN)]
@@ -101,13 +120,13 @@ class CreateSessionArguments(ToolInput):
 
 class ReadSessionArguments(ToolInput):
     access_token: AccessToken
-    session_id: Uuid
+    session_id: V1Uuid
     view: Literal["session", "workflow", "receipt", "next_action"] | None = None
 
 
 class SessionArguments(ToolInput):
     access_token: AccessToken
-    session_id: Uuid
+    session_id: V1Uuid
 
 
 class VerifySourceReceiptArguments(SessionArguments):

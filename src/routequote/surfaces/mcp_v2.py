@@ -26,6 +26,7 @@ from routequote.core.field_rules import (
     SESSION_TOKEN_PATTERN,
     SOLANA_ADDRESS_PATTERN,
     TRANSACTION_ID_PATTERN,
+    UUID_PATTERN,
 )
 from routequote.core.intent import MAX_AMOUNT_USD, MIN_AMOUNT_USD
 from routequote.fee_recipient_check import A2A_ACCEPT_FIELD
@@ -38,7 +39,6 @@ from routequote.surfaces.http import MAX_BODY_BYTES
 from routequote.surfaces.jsonrpc_guard import JsonRpcGuard, guarded_streams
 from routequote.surfaces.mcp_inputs import (
     QUOTE_RULES,
-    UUID_PATTERN,
     IdempotencyKey,
     NoArguments,
     ToolInput,
@@ -71,6 +71,7 @@ SessionToken = Annotated[
         "characters). Only its SHA-256 is stored; it is never returned or logged.",
     ),
 ]
+# a v2 session id as issued (lower case), as REST v2 and A2A take it
 SessionId = Annotated[str, Field(pattern=UUID_PATTERN, json_schema_extra={"format": "uuid"})]
 PublicAddress = Annotated[
     str,

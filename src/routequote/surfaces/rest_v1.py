@@ -23,10 +23,18 @@ from routequote import __version__
 from routequote.auth import AccessTokenInvalid
 from routequote.contract.v2 import ErrorResponse
 from routequote.core.field_rules import (
+    BASE58_CLASS,
     EVM_ADDRESS_PATTERN,
     EVM_TX_HASH_PATTERN,
+    IDEMPOTENCY_KEY_MAX_CHARS,
+    IDEMPOTENCY_KEY_MIN_CHARS,
     IDEMPOTENCY_KEY_PATTERN,
     SOLANA_ADDRESS_PATTERN,
+    V1_SIGNATURE_MAX_CHARS,
+    V1_SIGNATURE_MIN_CHARS,
+    V1_UUID_PATTERN,
+    V1_WALLET_MAX_CHARS,
+    V1_WALLET_MIN_CHARS,
 )
 from routequote.errors import RouteQuoteError
 from routequote.ratelimit import RateLimiter
@@ -92,9 +100,15 @@ class LegacyQuoteResponse(BaseModel):
 
 # ---- v1 wallet login and corridor session shapes --------------------------------------------------------
 
-_UUID = r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
-_KEY = Field(min_length=8, max_length=128, pattern=IDEMPOTENCY_KEY_PATTERN)
-_SOL_SIG = Field(min_length=64, max_length=128, pattern=r"^[1-9A-HJ-NP-Za-km-z]+$")
+# the v1 shapes of core/field_rules.py (`V1_*`): a UUID in either case, a signature of 64..128 characters
+_KEY = Field(
+    min_length=IDEMPOTENCY_KEY_MIN_CHARS,
+    max_length=IDEMPOTENCY_KEY_MAX_CHARS,
+    pattern=IDEMPOTENCY_KEY_PATTERN,
+)
+_SOL_SIG = Field(
+    min_length=V1_SIGNATURE_MIN_CHARS, max_length=V1_SIGNATURE_MAX_CHARS, pattern=f"^{BASE58_CLASS}+$"
+)
 
 
 class _Strict(BaseModel):
@@ -127,7 +141,7 @@ class WalletAuthChallenge(BaseModel):
 
 
 class WalletAuthFinishRequest(_Strict):
-    challenge_id: str = Field(pattern=_UUID)
+    challenge_id: str = Field(pattern=V1_UUID_PATTERN)
     source_wallet: str = Field(
         min_length=32,
         max_length=44,
@@ -135,7 +149,9 @@ class WalletAuthFinishRequest(_Strict):
         description="The wallet the challenge was issued for (base58, 32 bytes)",
     )
     signature: str = Field(
-        min_length=64, max_length=128, description="base58 Ed25519 signature of the message"
+        min_length=V1_SIGNATURE_MIN_CHARS,
+        max_length=V1_SIGNATURE_MAX_CHARS,
+        description="base58 Ed25519 signature of the message",
     )
     terms_version: str = Field(min_length=1, max_length=160)
 
@@ -152,7 +168,7 @@ class WalletAuthToken(BaseModel):
 
 
 class V1SessionCreateRequest(_Strict):
-    quote_id: str = Field(pattern=_UUID, description="A fresh quote from POST /v1/quote")
+    quote_id: str = Field(pattern=V1_UUID_PATTERN, description="A fresh quote from POST /v1/quote")
     idempotency_key: str = _KEY
     source_wallet: str = Field(
         min_length=32,
@@ -168,7 +184,12 @@ class V1SessionCreateRequest(_Strict):
 
 
 class V1PrepareSourceRequest(_Strict):
-    idempotency_key: str | None = Field(None, min_length=8, max_length=128, pattern=IDEMPOTENCY_KEY_PATTERN)
+    idempotency_key: str | None = Field(
+        None,
+        min_length=IDEMPOTENCY_KEY_MIN_CHARS,
+        max_length=IDEMPOTENCY_KEY_MAX_CHARS,
+        pattern=IDEMPOTENCY_KEY_PATTERN,
+    )
 
 
 class V1VerifySourceRequest(_Strict):
@@ -177,7 +198,11 @@ class V1VerifySourceRequest(_Strict):
 
 
 class V1PrepareCctpRequest(_Strict):
-    event_signer_public: str = Field(min_length=32, max_length=64, description="A fresh keypair's public key")
+    event_signer_public: str = Field(
+        min_length=V1_WALLET_MIN_CHARS,
+        max_length=V1_WALLET_MAX_CHARS,
+        description="A fresh keypair's public key",
+    )
     idempotency_key: str = _KEY
 
 

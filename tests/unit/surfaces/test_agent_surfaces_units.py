@@ -177,7 +177,7 @@ async def test_in_process_server(service: RouteQuoteService) -> None:
 UUID_RE = "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
 WALLET = {"type": "string", "minLength": 32, "maxLength": 64}
 SIG = {"type": "string", "minLength": 64, "maxLength": 128}
-IDEM = {"type": "string", "minLength": 8, "maxLength": 128}
+IDEM = {"type": "string", "minLength": 8, "maxLength": 128, "pattern": "^[A-Za-z0-9._:-]{8,128}$"}
 TOKEN = {"type": "string", "minLength": 20, "maxLength": 512}
 UUID = {"type": "string", "format": "uuid", "pattern": UUID_RE}
 SESSION = {"access_token": TOKEN, "session_id": UUID}
