@@ -4,6 +4,7 @@ and the safety receipt; then the chain family's payload checks (evm.py, solana.p
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from routequote.core.actions.bundle import (
@@ -24,7 +25,7 @@ from routequote.core.actions.evm import (
 )
 from routequote.core.assets import CHAINS, Chain, ChainFamily
 from routequote.core.hashing import canonical_sha256
-from routequote.core.routes import ROUTES, Step
+from routequote.core.routes import ROUTES, Route, Step
 from routequote.core.verify.bounds import check_bounds
 from routequote.core.verify.cctp_receive import is_receive, verify_receive
 from routequote.core.verify.common import (
@@ -66,6 +67,16 @@ def verify_bundle(bundle: Any, **kwargs: Any) -> list[Finding]:
         return c.findings
 
 
+@dataclass(frozen=True, slots=True)
+class _Amounts:
+    """The action's stated amounts, read as integers."""
+
+    input_base: int
+    fee: int
+    net: int
+    min_out: int
+
+
 def _verify_bundle(
     c: Checker,
     bundle: Any,
@@ -85,7 +96,64 @@ def _verify_bundle(
         return [Finding("bundle_not_object", "the bundle must be a JSON object")]
     deps = {**DEFAULT_DEPLOYMENTS, **(deployments or {})}
     scan_flags(bundle, "bundle", c)
-    # ---- hashes -------------------------------------------------------------------------------------
+    bound = _check_hashes(c, bundle)
+    if bound is None:
+        return c.findings
+    action, receipt = bound
+    located = _route_step(c, bundle, action, intent)
+    if located is None:
+        return c.findings
+    route, step = located
+    if set(wallets) != set(route.required_wallet_chains):
+        c.fail(
+            "wallet_chains_mismatch",
+            f"the route needs wallets on exactly {list(route.required_wallet_chains)}",
+        )
+        return c.findings
+    if _verified_as_mint(c, bundle, action, receipt, route, step, wallets, now_unix, approval_v3, deps):
+        return c.findings
+    caller, recipient = _check_parties(c, bundle, action, step, wallets)
+    x = _check_amounts(c, action, step)
+    if x is None:
+        return c.findings
+    min_bound = _summary_bound(
+        c, route, step, x, approval_v3, direct_route_summary, session_actual_input_base
+    )
+    _check_approval(c, bundle, route, step, x, min_bound, approval_v3, session_actual_input_base)
+    deadline = check_timing(c, bundle, action, now_unix)
+    if deadline is None:
+        return c.findings
+    family = CHAINS[step.source.chain].family
+    fee_recipient = _fee_recipient(c, action, receipt, x.fee, family, fee_recipients)
+    _check_receipt(
+        c, bundle, action, receipt, step, x.input_base, x.fee, x.net, x.min_out, deadline, family, deps
+    )
+    check_bounds(c, action, receipt, step, accept_modelled=accept_modelled_bounds)
+    ctx = StepContext(
+        c,
+        route,
+        step,
+        caller,
+        recipient,
+        x.input_base,
+        x.fee,
+        x.net,
+        x.min_out,
+        deadline,
+        now_unix,
+        fee_recipient,
+        event_signer_public,
+    )
+    if family is ChainFamily.EVM:
+        check_evm(ctx, action, deps)
+    else:
+        check_solana(ctx, action)
+    return c.findings
+
+
+def _check_hashes(c: Checker, bundle: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """The payload hash, the action hash, the per-payload rows and the receipt's allowlists. The unsigned
+    action and its receipt, or None when either is missing or the payloads cannot be read."""
     c.expect(
         bundle.get("payload_sha256") == payload_sha256(bundle),
         "payload_sha256_mismatch",
@@ -94,7 +162,7 @@ def _verify_bundle(
     action = bundle.get("unsigned_action")
     if not isinstance(action, dict) or not isinstance(action.get("safety_receipt"), dict):
         c.fail("unsigned_action_missing", "bundle.unsigned_action with a safety_receipt is required")
-        return c.findings
+        return None
     receipt = action["safety_receipt"]
     binding = receipt.get("payload_binding", {})
     c.expect(
@@ -107,7 +175,7 @@ def _verify_bundle(
         targets, selectors = allowlists(action)
     except (ValueError, KeyError, TypeError) as exc:
         c.fail("payload_malformed", f"cannot read the payloads: {exc}")
-        return c.findings
+        return None
     c.expect(
         binding.get("raw_payloads") == rows,
         "raw_payload_hash_mismatch",
@@ -123,17 +191,23 @@ def _verify_bundle(
         "receipt_allowlist_mismatch",
         "the receipt's selector allowlist does not list exactly the payload selectors",
     )
-    # ---- intent, route, step ------------------------------------------------------------------------
+    return action, receipt
+
+
+def _route_step(
+    c: Checker, bundle: dict[str, Any], action: dict[str, Any], intent: dict[str, Any]
+) -> tuple[Route, Step] | None:
+    """The route your intent names and the step the bundle is for, which the action must match."""
     route_key = f"{intent.get('from_chain')}:{intent.get('from_token')}->{intent.get('to_chain')}:{intent.get('to_token')}"
     route = ROUTES.get(route_key)
     if route is None:
         c.fail("intent_route_unknown", f"no route {route_key}")
-        return c.findings
+        return None
     c.expect(bundle.get("route") == route.key, "route_mismatch", "bundle.route differs from the intent")
     idx = bundle.get("step_index")
     if not is_int(idx) or not 0 <= idx < len(route.steps):
         c.fail("step_index_invalid", "bundle.step_index is not a step of the route")
-        return c.findings
+        return None
     step = route.steps[idx]
     c.expect(
         strict_eq(action.get("step_index"), idx), "step_index_mismatch", "unsigned_action.step_index differs"
@@ -148,13 +222,24 @@ def _verify_bundle(
         "step_endpoints_mismatch",
         "unsigned action endpoints differ from the route step",
     )
-    if set(wallets) != set(route.required_wallet_chains):
-        c.fail(
-            "wallet_chains_mismatch",
-            f"the route needs wallets on exactly {list(route.required_wallet_chains)}",
-        )
-        return c.findings
-    if is_solana_receive(bundle):  # the CCTP mint on Solana: its own rule, re-deriving both instructions
+    return route, step
+
+
+def _verified_as_mint(
+    c: Checker,
+    bundle: dict[str, Any],
+    action: dict[str, Any],
+    receipt: dict[str, Any],
+    route: Route,
+    step: Step,
+    wallets: dict[str, str],
+    now_unix: int,
+    approval_v3: dict[str, Any] | None,
+    deps: dict[Chain, EvmDeployment],
+) -> bool:
+    """A CCTP destination mint is held to its own rules (on Solana, re-deriving both instructions): True when
+    the bundle is one and has been checked as one."""
+    if is_solana_receive(bundle):
         for code, message in check_solana_receive_bundle(
             bundle,
             route=route,
@@ -165,10 +250,17 @@ def _verify_bundle(
             deployments=deps,
         ):
             c.fail(code, message)
-        return c.findings
+        return True
     if is_receive(action, receipt):
         verify_receive(c, bundle, action, receipt, route, step, wallets, now_unix, approval_v3, deps)
-        return c.findings
+        return True
+    return False
+
+
+def _check_parties(
+    c: Checker, bundle: dict[str, Any], action: dict[str, Any], step: Step, wallets: dict[str, str]
+) -> tuple[str, str]:
+    """Sender, recipient and the workflow's wallets are yours. Your (caller, recipient) for this step."""
     caller, recipient = wallets[step.source.chain.value], wallets[step.target.chain.value]
     c.expect(
         same_address(action.get("sender"), caller),
@@ -186,7 +278,11 @@ def _verify_bundle(
         "workflow_wallets_mismatch",
         "workflow.wallets differs from your wallets",
     )
-    # ---- amounts and bounds -------------------------------------------------------------------------
+    return caller, recipient
+
+
+def _check_amounts(c: Checker, action: dict[str, Any], step: Step) -> _Amounts | None:
+    """The amounts are decimal strings, the fee is the 1 bp formula on the fee step, net = input - fee."""
     try:
         input_base = int(action["inputAmount"])
         fee = int(action["routeFee"])
@@ -197,7 +293,7 @@ def _verify_bundle(
             "amounts_malformed",
             "inputAmount / routeFee / netInputAmount / minimumOutput must be decimal strings",
         )
-        return c.findings
+        return None
     want_fee = service_fee_base(input_base, step.fee_step)
     c.expect(
         fee == want_fee,
@@ -205,49 +301,72 @@ def _verify_bundle(
         f"the fee must be floor(input/10000) = {want_fee} on the fee step and 0 elsewhere, not {fee}",
     )
     c.expect(net == input_base - fee, "net_input_mismatch", "netInputAmount must be inputAmount - routeFee")
-    min_bound = 1
-    if direct_route_summary is not None:
-        if approval_v3 is not None:
-            c.expect(
-                canonical_sha256(direct_route_summary) == approval_v3.get("direct_route_summary_sha256"),
-                "summary_hash_mismatch",
-                "direct_route_summary does not hash to approval_v3's summary hash",
-            )
-        c.expect(
-            direct_route_summary.get("route") == route.key,
-            "summary_route_mismatch",
-            "summary is for another route",
-        )
-        s_steps = direct_route_summary.get("steps") or []
-        if idx < len(s_steps):
-            ss = s_steps[idx]
-            c.expect(
-                ss.get("provider") == step.provider.value,
-                "summary_provider_mismatch",
-                "summary provider differs",
-            )
-            if session_actual_input_base is not None and idx > 0:
-                # a session step spends what the previous step verifiably delivered, not the quoted estimate
-                c.expect(
-                    input_base == session_actual_input_base,
-                    "input_amount_mismatch",
-                    f"inputAmount {input_base} differs from the verified actual input {session_actual_input_base}",
-                )
-            else:
-                c.expect(
-                    str(input_base) == ss.get("expected_input_base"),
-                    "input_amount_mismatch",
-                    f"inputAmount {input_base} differs from the quoted {ss.get('expected_input_base')}",
-                )
-            min_bound = max(min_bound, int(ss.get("minimum_output_base", "1")))
+    return _Amounts(input_base, fee, net, min_out)
+
+
+def _summary_bound(
+    c: Checker,
+    route: Route,
+    step: Step,
+    x: _Amounts,
+    approval_v3: dict[str, Any] | None,
+    summary: dict[str, Any] | None,
+    session_actual_input_base: int | None,
+) -> int:
+    """Against the approved quote's direct_route_summary (when given): its hash, route, the step's provider
+    and input. The minimum output the summary holds the step to (1 without one)."""
+    if summary is None:
+        return 1
     if approval_v3 is not None:
-        if idx == 0:
+        c.expect(
+            canonical_sha256(summary) == approval_v3.get("direct_route_summary_sha256"),
+            "summary_hash_mismatch",
+            "direct_route_summary does not hash to approval_v3's summary hash",
+        )
+    c.expect(summary.get("route") == route.key, "summary_route_mismatch", "summary is for another route")
+    s_steps = summary.get("steps") or []
+    if step.index >= len(s_steps):
+        return 1
+    ss = s_steps[step.index]
+    c.expect(
+        ss.get("provider") == step.provider.value, "summary_provider_mismatch", "summary provider differs"
+    )
+    if session_actual_input_base is not None and step.index > 0:
+        # a session step spends what the previous step verifiably delivered, not the quoted estimate
+        c.expect(
+            x.input_base == session_actual_input_base,
+            "input_amount_mismatch",
+            f"inputAmount {x.input_base} differs from the verified actual input {session_actual_input_base}",
+        )
+    else:
+        c.expect(
+            str(x.input_base) == ss.get("expected_input_base"),
+            "input_amount_mismatch",
+            f"inputAmount {x.input_base} differs from the quoted {ss.get('expected_input_base')}",
+        )
+    return max(1, int(ss.get("minimum_output_base", "1")))
+
+
+def _check_approval(
+    c: Checker,
+    bundle: dict[str, Any],
+    route: Route,
+    step: Step,
+    x: _Amounts,
+    min_bound: int,
+    approval_v3: dict[str, Any] | None,
+    session_actual_input_base: int | None,
+) -> None:
+    """Against approval_v3 (when given): the first step's maximum input, the quote binding, and the approved
+    minimum output on a route's last step; minimumOutput at or above every bound that applies."""
+    if approval_v3 is not None:
+        if step.index == 0:
             c.expect(
-                input_base <= int(approval_v3["maximum_input_base"]),
+                x.input_base <= int(approval_v3["maximum_input_base"]),
                 "input_above_approved_maximum",
                 "inputAmount exceeds approval_v3.maximum_input_base",
             )
-        last_of_session = session_actual_input_base is not None and idx == len(route.steps) - 1
+        last_of_session = session_actual_input_base is not None and step.index == len(route.steps) - 1
         if len(route.steps) == 1 or last_of_session:
             min_bound = max(min_bound, int(approval_v3["minimum_output_base"]))
         qb = bundle.get("quote_binding", {})
@@ -264,18 +383,23 @@ def _verify_bundle(
             "no approval_v3 given: the bundle is legacy_advisory and not bound to your quote",
         )
     c.expect(
-        min_out >= min_bound,
+        x.min_out >= min_bound,
         "minimum_output_below_bound",
-        f"minimumOutput {min_out} is below the bound {min_bound}",
+        f"minimumOutput {x.min_out} is below the bound {min_bound}",
     )
-    # ---- timing -------------------------------------------------------------------------------------
-    deadline = check_timing(c, bundle, action, now_unix)
-    if deadline is None:
-        return c.findings
-    # ---- fee recipient ------------------------------------------------------------------------------
-    family = CHAINS[step.source.chain].family
-    # unpinned, the payloads must pay the recipient the receipt names (the receipt must name the action's)
-    fee_recipient = receipt.get("service_fee", {}).get("recipient")
+
+
+def _fee_recipient(
+    c: Checker,
+    action: dict[str, Any],
+    receipt: dict[str, Any],
+    fee: int,
+    family: ChainFamily,
+    fee_recipients: dict[str, str] | None,
+) -> str | None:
+    """The recipient the payloads must pay: the one you pinned for the family, else (unpinned) the one the
+    receipt names, which must be the action's. The receipt's fee must be the action's."""
+    fee_recipient: str | None = receipt.get("service_fee", {}).get("recipient")
     if fee_recipients is not None:
         pinned = fee_recipients.get(family.value)
         if fee and not same_address(action.get("feeRecipient"), pinned):
@@ -287,29 +411,7 @@ def _verify_bundle(
         )
     if receipt.get("service_fee", {}).get("exact_amount_base") != str(fee):
         c.fail("receipt_fee_mismatch", "the receipt's fee differs from the action's")
-    _check_receipt(c, bundle, action, receipt, step, input_base, fee, net, min_out, deadline, family, deps)
-    check_bounds(c, action, receipt, step, accept_modelled=accept_modelled_bounds)
-    # ---- payloads -----------------------------------------------------------------------------------
-    ctx = StepContext(
-        c,
-        route,
-        step,
-        caller,
-        recipient,
-        input_base,
-        fee,
-        net,
-        min_out,
-        deadline,
-        now_unix,
-        fee_recipient,
-        event_signer_public,
-    )
-    if family is ChainFamily.EVM:
-        check_evm(ctx, action, deps)
-    else:
-        check_solana(ctx, action)
-    return c.findings
+    return fee_recipient
 
 
 def _check_receipt(
