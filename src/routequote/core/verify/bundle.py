@@ -76,6 +76,25 @@ class _Amounts:
     net: int
     min_out: int
 
+    def fields(self) -> tuple[int, int, int, int]:
+        return self.input_base, self.fee, self.net, self.min_out
+
+
+@dataclass(frozen=True, slots=True)
+class _Yours:
+    """What the caller knows and hands the verifier (the deployments merged over the pinned ones)."""
+
+    intent: dict[str, Any]
+    wallets: dict[str, str]
+    now_unix: int
+    approval_v3: dict[str, Any] | None
+    direct_route_summary: dict[str, Any] | None
+    event_signer_public: str | None
+    fee_recipients: dict[str, str] | None
+    deps: dict[Chain, EvmDeployment]
+    session_actual_input_base: int | None
+    accept_modelled_bounds: bool
+
 
 def _verify_bundle(
     c: Checker,
@@ -94,61 +113,65 @@ def _verify_bundle(
 ) -> list[Finding]:
     if not isinstance(bundle, dict):
         return [Finding("bundle_not_object", "the bundle must be a JSON object")]
-    deps = {**DEFAULT_DEPLOYMENTS, **(deployments or {})}
+    y = _Yours(
+        intent,
+        wallets,
+        now_unix,
+        approval_v3,
+        direct_route_summary,
+        event_signer_public,
+        fee_recipients,
+        {**DEFAULT_DEPLOYMENTS, **(deployments or {})},
+        session_actual_input_base,
+        accept_modelled_bounds,
+    )
+    _verify_checks(c, bundle, y)
+    return c.findings
+
+
+def _verify_checks(c: Checker, bundle: dict[str, Any], y: _Yours) -> None:
+    """The groups in order; a group whose failure leaves nothing to check against ends the run."""
     scan_flags(bundle, "bundle", c)
     bound = _check_hashes(c, bundle)
     if bound is None:
-        return c.findings
+        return
     action, receipt = bound
-    located = _route_step(c, bundle, action, intent)
+    located = _route_step(c, bundle, action, y.intent)
     if located is None:
-        return c.findings
+        return
     route, step = located
-    if set(wallets) != set(route.required_wallet_chains):
+    if set(y.wallets) != set(route.required_wallet_chains):
         c.fail(
             "wallet_chains_mismatch",
             f"the route needs wallets on exactly {list(route.required_wallet_chains)}",
         )
-        return c.findings
-    if _verified_as_mint(c, bundle, action, receipt, route, step, wallets, now_unix, approval_v3, deps):
-        return c.findings
-    caller, recipient = _check_parties(c, bundle, action, step, wallets)
+        return
+    if _verified_as_mint(c, bundle, action, receipt, route, step, y):
+        return
+    parties = _check_parties(c, bundle, action, step, y.wallets)
     x = _check_amounts(c, action, step)
     if x is None:
-        return c.findings
+        return
     min_bound = _summary_bound(
-        c, route, step, x, approval_v3, direct_route_summary, session_actual_input_base
+        c, route, step, x, y.approval_v3, y.direct_route_summary, y.session_actual_input_base
     )
-    _check_approval(c, bundle, route, step, x, min_bound, approval_v3, session_actual_input_base)
-    deadline = check_timing(c, bundle, action, now_unix)
+    _check_approval(c, bundle, route, step, x, min_bound, y.approval_v3, y.session_actual_input_base)
+    deadline = check_timing(c, bundle, action, y.now_unix)
     if deadline is None:
-        return c.findings
+        return
     family = CHAINS[step.source.chain].family
-    fee_recipient = _fee_recipient(c, action, receipt, x.fee, family, fee_recipients)
+    fee_recipient = _fee_recipient(c, action, receipt, x.fee, family, y.fee_recipients)
     _check_receipt(
-        c, bundle, action, receipt, step, x.input_base, x.fee, x.net, x.min_out, deadline, family, deps
+        c, bundle, action, receipt, step, x.input_base, x.fee, x.net, x.min_out, deadline, family, y.deps
     )
-    check_bounds(c, action, receipt, step, accept_modelled=accept_modelled_bounds)
+    check_bounds(c, action, receipt, step, accept_modelled=y.accept_modelled_bounds)
     ctx = StepContext(
-        c,
-        route,
-        step,
-        caller,
-        recipient,
-        x.input_base,
-        x.fee,
-        x.net,
-        x.min_out,
-        deadline,
-        now_unix,
-        fee_recipient,
-        event_signer_public,
+        c, route, step, *parties, *x.fields(), deadline, y.now_unix, fee_recipient, y.event_signer_public
     )
     if family is ChainFamily.EVM:
-        check_evm(ctx, action, deps)
+        check_evm(ctx, action, y.deps)
     else:
         check_solana(ctx, action)
-    return c.findings
 
 
 def _check_hashes(c: Checker, bundle: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]] | None:
@@ -232,10 +255,7 @@ def _verified_as_mint(
     receipt: dict[str, Any],
     route: Route,
     step: Step,
-    wallets: dict[str, str],
-    now_unix: int,
-    approval_v3: dict[str, Any] | None,
-    deps: dict[Chain, EvmDeployment],
+    y: _Yours,
 ) -> bool:
     """A CCTP destination mint is held to its own rules (on Solana, re-deriving both instructions): True when
     the bundle is one and has been checked as one."""
@@ -244,15 +264,15 @@ def _verified_as_mint(
             bundle,
             route=route,
             step=step,
-            wallets=wallets,
-            now_unix=now_unix,
-            approval_v3=approval_v3,
-            deployments=deps,
+            wallets=y.wallets,
+            now_unix=y.now_unix,
+            approval_v3=y.approval_v3,
+            deployments=y.deps,
         ):
             c.fail(code, message)
         return True
     if is_receive(action, receipt):
-        verify_receive(c, bundle, action, receipt, route, step, wallets, now_unix, approval_v3, deps)
+        verify_receive(c, bundle, action, receipt, route, step, y.wallets, y.now_unix, y.approval_v3, y.deps)
         return True
     return False
 
@@ -429,6 +449,22 @@ def _check_receipt(
     deps: dict[Chain, EvmDeployment],
 ) -> None:
     """The receipt is what an agent reads: every safety statement in it must match the payloads."""
+    _check_receipt_identity(c, bundle, action, receipt, step, family, deps)
+    _check_receipt_statements(
+        c, bundle, action, receipt, step, input_base, fee, net, min_out, deadline, family, deps
+    )
+
+
+def _check_receipt_identity(
+    c: Checker,
+    bundle: dict[str, Any],
+    action: dict[str, Any],
+    receipt: dict[str, Any],
+    step: Step,
+    family: ChainFamily,
+    deps: dict[Chain, EvmDeployment],
+) -> None:
+    """The bundle, action and receipt versions, and the chains the action and the receipt name."""
     is_evm = family is ChainFamily.EVM
     c.expect(bundle.get("version") == BUNDLE_VERSION, "bundle_version_unsupported", "unknown bundle version")
     want_action_version = EVM_ACTION_VERSION if is_evm else SOLANA_ACTION_VERSION
@@ -456,6 +492,24 @@ def _check_receipt(
         "receipt_network_mismatch",
         "the receipt names other chains",
     )
+
+
+def _check_receipt_statements(
+    c: Checker,
+    bundle: dict[str, Any],
+    action: dict[str, Any],
+    receipt: dict[str, Any],
+    step: Step,
+    input_base: int,
+    fee: int,
+    net: int,
+    min_out: int,
+    deadline: int,
+    family: ChainFamily,
+    deps: dict[Chain, EvmDeployment],
+) -> None:
+    """Spend, native value cap, approval, service fee, receive bound and timing: each as the payloads say."""
+    is_evm = family is ChainFamily.EVM
     spend = receipt.get("spend", {})
     c.expect(
         spend.get("exact_amount_base") == str(input_base) == spend.get("maximum_amount_base"),

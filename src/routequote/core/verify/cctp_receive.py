@@ -86,38 +86,9 @@ def verify_receive(
     destinationCaller zero or you, addressed to that chain's TokenMessengerV2, a burn of the step's USDC from
     its source domain by your source wallet, and every amount the action and receipt state = the message's.
     The attestation's signatures are checked on chain by the transmitter, not here."""
-    if not c.expect(
-        step.provider is Provider.CIRCLE_CCTP and CHAINS[step.target.chain].family is ChainFamily.EVM,
-        "receive_step_invalid",
-        f"step {step.index} has no CCTP mint on an EVM chain",
-    ):
+    x = _mint_context(c, bundle, action, receipt, route, step, wallets, approval_v3, deps)
+    if x is None:
         return
-    chain = step.target.chain
-    dep = deps[chain]
-    caller = wallets[chain.value]
-    transmitter = dep.message_transmitter_v2
-    if not c.expect(
-        transmitter is not None,
-        "protocol_contract_not_pinned",
-        f"no pinned MessageTransmitterV2 on {chain.value}",
-    ):
-        return
-    assert transmitter is not None
-    x = _Mint(
-        c,
-        bundle,
-        action,
-        receipt,
-        route,
-        step,
-        wallets,
-        deps,
-        approval_v3,
-        chain,
-        dep,
-        caller,
-        transmitter,
-    )
     deadline = _check_mint_action(x, now_unix)
     call = _receive_call(x)
     if call is None:
@@ -133,6 +104,40 @@ def verify_receive(
     expected, minimum = _check_mint_amounts(x, m["burn"], attestation)
     _check_receipt_identity(x)
     _check_receipt_amounts(x, expected, minimum, deadline)
+
+
+def _mint_context(
+    c: Checker,
+    bundle: dict[str, Any],
+    action: dict[str, Any],
+    receipt: dict[str, Any],
+    route: Route,
+    step: Step,
+    wallets: dict[str, str],
+    approval_v3: dict[str, Any] | None,
+    deps: dict[Chain, EvmDeployment],
+) -> _Mint | None:
+    """The step mints by CCTP on an EVM chain with a pinned MessageTransmitterV2: what the checks read, else None."""
+    if not c.expect(
+        step.provider is Provider.CIRCLE_CCTP and CHAINS[step.target.chain].family is ChainFamily.EVM,
+        "receive_step_invalid",
+        f"step {step.index} has no CCTP mint on an EVM chain",
+    ):
+        return None
+    chain = step.target.chain
+    dep = deps[chain]
+    caller = wallets[chain.value]
+    transmitter = dep.message_transmitter_v2
+    if not c.expect(
+        transmitter is not None,
+        "protocol_contract_not_pinned",
+        f"no pinned MessageTransmitterV2 on {chain.value}",
+    ):
+        return None
+    assert transmitter is not None
+    return _Mint(
+        c, bundle, action, receipt, route, step, wallets, deps, approval_v3, chain, dep, caller, transmitter
+    )
 
 
 def _check_mint_action(x: _Mint, now_unix: int) -> int | None:
