@@ -8,11 +8,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from routequote.core.actions.bundle import (
-    BUNDLE_VERSION,
-    EVM_ACTION_VERSION,
-    FEE_FORMULA,
-    RECEIPT_SCHEMA,
-    SOLANA_ACTION_VERSION,
     action_sha256,
     allowlists,
     payload_sha256,
@@ -42,6 +37,7 @@ from routequote.core.verify.common import (
     strict_eq,
 )
 from routequote.core.verify.evm import check_evm
+from routequote.core.verify.receipt import check_receipt
 from routequote.core.verify.solana import check_solana
 
 
@@ -161,7 +157,7 @@ def _verify_checks(c: Checker, bundle: dict[str, Any], y: _Yours) -> None:
         return
     family = CHAINS[step.source.chain].family
     fee_recipient = _fee_recipient(c, action, receipt, x.fee, family, y.fee_recipients)
-    _check_receipt(
+    check_receipt(
         c, bundle, action, receipt, step, x.input_base, x.fee, x.net, x.min_out, deadline, family, y.deps
     )
     check_bounds(c, action, receipt, step, accept_modelled=y.accept_modelled_bounds)
@@ -432,142 +428,6 @@ def _fee_recipient(
     if receipt.get("service_fee", {}).get("exact_amount_base") != str(fee):
         c.fail("receipt_fee_mismatch", "the receipt's fee differs from the action's")
     return fee_recipient
-
-
-def _check_receipt(
-    c: Checker,
-    bundle: dict[str, Any],
-    action: dict[str, Any],
-    receipt: dict[str, Any],
-    step: Step,
-    input_base: int,
-    fee: int,
-    net: int,
-    min_out: int,
-    deadline: int,
-    family: ChainFamily,
-    deps: dict[Chain, EvmDeployment],
-) -> None:
-    """The receipt is what an agent reads: every safety statement in it must match the payloads."""
-    _check_receipt_identity(c, bundle, action, receipt, step, family, deps)
-    _check_receipt_statements(
-        c, bundle, action, receipt, step, input_base, fee, net, min_out, deadline, family, deps
-    )
-
-
-def _check_receipt_identity(
-    c: Checker,
-    bundle: dict[str, Any],
-    action: dict[str, Any],
-    receipt: dict[str, Any],
-    step: Step,
-    family: ChainFamily,
-    deps: dict[Chain, EvmDeployment],
-) -> None:
-    """The bundle, action and receipt versions, and the chains the action and the receipt name."""
-    is_evm = family is ChainFamily.EVM
-    c.expect(bundle.get("version") == BUNDLE_VERSION, "bundle_version_unsupported", "unknown bundle version")
-    want_action_version = EVM_ACTION_VERSION if is_evm else SOLANA_ACTION_VERSION
-    c.expect(
-        action.get("version") == want_action_version and action.get("family") == family.value,
-        "action_version_unsupported",
-        "unknown unsigned action version or family",
-    )
-    want_chain_id: Any = deps[step.source.chain].chain_id if is_evm else "mainnet-beta"
-    c.expect(
-        strict_eq(action.get("chainId"), want_chain_id),
-        "chain_id_mismatch",
-        "unsigned_action.chainId differs",
-    )
-    c.expect(
-        receipt.get("schema") == RECEIPT_SCHEMA and strict_eq(receipt.get("schema_version"), 1),
-        "receipt_schema_unsupported",
-        "unknown safety receipt schema",
-    )
-    net_block = receipt.get("network", {})
-    c.expect(
-        net_block.get("source_chain") == step.source.chain.value
-        and net_block.get("destination_chain") == step.target.chain.value
-        and strict_eq(net_block.get("source_chain_id"), want_chain_id),
-        "receipt_network_mismatch",
-        "the receipt names other chains",
-    )
-
-
-def _check_receipt_statements(
-    c: Checker,
-    bundle: dict[str, Any],
-    action: dict[str, Any],
-    receipt: dict[str, Any],
-    step: Step,
-    input_base: int,
-    fee: int,
-    net: int,
-    min_out: int,
-    deadline: int,
-    family: ChainFamily,
-    deps: dict[Chain, EvmDeployment],
-) -> None:
-    """Spend, native value cap, approval, service fee, receive bound and timing: each as the payloads say."""
-    is_evm = family is ChainFamily.EVM
-    spend = receipt.get("spend", {})
-    c.expect(
-        spend.get("exact_amount_base") == str(input_base) == spend.get("maximum_amount_base"),
-        "receipt_spend_mismatch",
-        "the receipt's spend differs from inputAmount",
-    )
-    txs = action.get("transactions") or []
-    values = [str(tx.get("value")) for tx in txs]
-    cap = receipt.get("native_value_cap", {})
-    c.expect(
-        cap.get("per_transaction_base") == values
-        and cap.get("maximum_base") == str(max((int(v) for v in values), default=0)),
-        "receipt_native_value_mismatch",
-        "the receipt's native value cap differs from the transactions",
-    )
-    approval = receipt.get("approval", {})
-    if is_evm and not step.source.is_native:
-        dep = deps[step.source.chain]
-        idx = next((i for i, tx in enumerate(txs) if str(tx.get("data", ""))[:10] == "0x095ea7b3"), None)
-        c.expect(
-            approval.get("required") is True
-            and same_address(approval.get("token"), dep.token(step.source))
-            and same_address(approval.get("target"), dep.contract(step.provider))
-            and approval.get("exact_allowance_base") == str(net)
-            and strict_eq(approval.get("transaction_index"), idx),
-            "receipt_approval_mismatch",
-            "the receipt's approval statement differs from the approve call",
-        )
-    else:
-        c.expect(approval.get("required") is False, "receipt_approval_mismatch", "no approval is due")
-    fee_block = receipt.get("service_fee", {})
-    c.expect(
-        fee_block.get("formula") == FEE_FORMULA
-        and fee_block.get("bps") == (1 if step.fee_step else 0)
-        and fee_block.get("basis", {}).get("amount_base") == str(input_base)
-        and fee_block.get("recipient") == action.get("feeRecipient"),
-        "receipt_fee_mismatch",
-        "the receipt's fee statement differs from the action",
-    )
-    receive = receipt.get("receive", {})
-    c.expect(
-        receive.get("minimum_amount_base") == str(min_out) and receive.get("token") == step.target.key,
-        "receipt_receive_mismatch",
-        "the receipt's receive bound differs from minimumOutput",
-    )
-    timing = receipt.get("timing", {})
-    c.expect(
-        strict_eq(timing.get("action_deadline_unix"), deadline)
-        and timing.get("bundle_expires_at") == bundle.get("expires_at")
-        and timing.get("recent_blockhash") is None,
-        "receipt_timing_mismatch",
-        "the receipt's timing differs from the action",
-    )
-    c.expect(
-        fee + net == input_base and strict_eq(bundle.get("step_index"), step.index),
-        "receipt_internal",
-        "inconsistent",
-    )
 
 
 def assert_bundle_ok(bundle: Any, **kwargs: Any) -> list[Finding]:
