@@ -48,6 +48,7 @@ from routequote.core.field_rules import EVM_ADDRESS_RE, SOLANA_ADDRESS_RE, requi
 from routequote.core.hashing import canonical_sha256
 from routequote.core.intent import QUOTE_FIELDS, QuoteIntent, parse_quote_request
 from routequote.core.pricing import PricedStep
+from routequote.core.providers import PROVIDERS
 from routequote.core.quote import APPROVAL_VERSION
 from routequote.core.routes import ROUTES, Provider, Route, Step
 from routequote.core.wallet_rules import check_signing_wallet, known_addresses
@@ -496,6 +497,7 @@ class PrepareService:
             )
         now = self.service.clock.now()
         prepared = unix(now)
+        spec = PROVIDERS[step.provider]
         plan = StepPlan(
             route=route,
             step=step,
@@ -503,8 +505,8 @@ class PrepareService:
             fee_base=ps.service_fee_base,
             minimum_output_base=minimum_output_base,
             expected_output_base=ps.expected_output_base,
-            max_provider_fee_base=ps.provider_fee_max_base if step.provider is Provider.CIRCLE_CCTP else 0,
-            native_fee_wei=ps.native_fee_max_wei if step.provider is Provider.PAXOS_OFT else 0,
+            max_provider_fee_base=ps.provider_fee_max_base if spec.bounded_provider_fee else 0,
+            native_fee_wei=ps.native_fee_max_wei if spec.native_messaging_fee else 0,
             wallets=wallets,
             fee_recipient=self.fee_recipient_for(step.source.chain),
             event_signer_public=signer if step.source.chain is Chain.SOLANA else None,

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from routequote.core.assets import ASSETS, Asset, Chain
-from routequote.core.routes import Provider, Route
+from routequote.core.providers import PROVIDERS
+from routequote.core.routes import Route
 
 SOLANA_TOKEN_ACCOUNT_RENT_LAMPORTS = 2_039_280
 SOLANA_ACTION_FEE_BUDGET_LAMPORTS = 100_000
@@ -51,27 +52,16 @@ class SignedAction:
     kind: str
 
 
-def _step_kind(provider: Provider, chain: Chain) -> str:
-    if provider is Provider.UNISWAP_V3:
-        return "uniswap_v3_swap"
-    if provider is Provider.CIRCLE_CCTP:
-        return "cctp_burn"
-    if provider is Provider.ACROSS:
-        return "across_deposit"
-    if provider is Provider.PAXOS_OFT:
-        return "oft_send"
-    return "solana_swap" if chain is Chain.SOLANA else "uniswap_v3_swap"
-
-
 def signed_actions(route: Route) -> list[SignedAction]:
     """Every action the caller signs along the route: each step on its source chain, plus the CCTP mint on the
     destination (`receiveMessage`, which the caller submits). Across fills and OFT deliveries are relayed."""
     out: list[SignedAction] = []
     for step in route.steps:
         chain = step.source.chain
-        out.append(SignedAction(step.index, chain, _step_kind(step.provider, chain)))
-        if step.provider is Provider.CIRCLE_CCTP:
-            out.append(SignedAction(step.index, step.target.chain, "cctp_receive_message"))
+        spec = PROVIDERS[step.provider]
+        out.append(SignedAction(step.index, chain, spec.signed_action_kind))
+        if spec.destination_action:
+            out.append(SignedAction(step.index, step.target.chain, spec.destination_action))
     return out
 
 

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from routequote.core.assets import CHAINS, Token
 from routequote.core.clmm import ClmmMathError, swap_exact_input
 from routequote.core.market import MarketView
-from routequote.core.routes import Provider, Route, Step
+from routequote.core.providers import PROVIDERS
+from routequote.core.routes import Action, Provider, Route, Step
 from routequote.errors import CapacityBusy, InvalidRequest, UpstreamUnavailable
 
 SERVICE_FEE_BPS = 1
@@ -97,7 +98,7 @@ def _price_step(view: MarketView, step: Step, exp_in: int, min_in: int) -> Price
     x, m = exp_in - fee_exp, min_in - fee_min
     native = native_max = 0
     crossed = 0
-    if step.provider in (Provider.UNISWAP_V3, Provider.RAYDIUM_CLMM, Provider.ORCA_WHIRLPOOL):
+    if step.action is Action.SWAP:
         tol = view.swap_tolerance_bps[step.pool_id or ""]
         out, lp_fee, crossed = _swap_out(view, step, x)
         out_m, lp_fee_m, _ = _swap_out(view, step, m) if m != x else (out, lp_fee, crossed)
@@ -159,7 +160,7 @@ def route_components(route: Route) -> tuple[str, ...]:
     (`price:<TOKEN>` for every token on the path, plus ETH where a native LayerZero fee is paid)."""
     comps = [s.pool_id or s.provider.value for s in route.steps]
     tokens = {t for s in route.steps for t in (s.source.token, s.target.token)}
-    if any(s.provider is Provider.PAXOS_OFT for s in route.steps):
+    if any(PROVIDERS[s.provider].native_messaging_fee for s in route.steps):
         tokens.add(Token.ETH)
     comps += [f"price:{t.value}" for t in sorted(tokens)]
     return tuple(comps)

@@ -10,29 +10,8 @@ from typing import Any
 from routequote.core.assets import CHAINS, Asset, Chain, Token
 from routequote.core.market import MarketView
 from routequote.core.pricing import PricedStep, RoutePricing
+from routequote.core.providers import PROVIDERS
 from routequote.core.routes import Action, Provider, Route
-
-_FEE_KIND = {
-    Provider.UNISWAP_V3: "pool_lp_fee",
-    Provider.RAYDIUM_CLMM: "pool_lp_fee",
-    Provider.ORCA_WHIRLPOOL: "pool_lp_fee",
-    Provider.CIRCLE_CCTP: "cctp_fast_transfer_fee",
-    Provider.ACROSS: "across_relayer_and_lp_fee",
-    Provider.PAXOS_OFT: "layerzero_native_messaging_fee",
-}
-_GAS_ACTIONS = {
-    Provider.UNISWAP_V3: ("erc20_approve", "uniswap_v3_swap"),
-    Provider.RAYDIUM_CLMM: ("raydium_clmm_swap",),
-    Provider.ORCA_WHIRLPOOL: ("orca_whirlpool_swap",),
-    Provider.CIRCLE_CCTP: ("erc20_approve", "cctp_deposit_for_burn"),
-    Provider.ACROSS: ("erc20_approve", "across_deposit"),
-    Provider.PAXOS_OFT: ("erc20_approve", "oft_send"),
-}
-_ETA_SOURCES = {
-    Provider.CIRCLE_CCTP: "https://developers.circle.com/cctp/required-block-confirmations",
-    Provider.ACROSS: "https://docs.across.to",
-    Provider.PAXOS_OFT: "https://docs.layerzero.network",
-}
 
 
 def usd_value(base: int, a: Asset, view: MarketView) -> Fraction:
@@ -64,9 +43,7 @@ def eta(pricing: RoutePricing, view: MarketView) -> dict[str, Any]:
     complete = all(x is not None for x in per_step)
     total = sum(x for x in per_step if x is not None) if complete else None
     low = sum((x + 1) // 2 for x in per_step if x is not None) if complete else None
-    sources = sorted(
-        {_ETA_SOURCES[ps.step.provider] for ps in pricing.steps if ps.step.provider in _ETA_SOURCES}
-    )
+    sources = sorted({src for ps in pricing.steps if (src := PROVIDERS[ps.step.provider].eta_source)})
     return {
         "estimated_time_seconds": total,
         "estimated_time_range_seconds": [low, total] if complete else None,
@@ -99,7 +76,7 @@ def fee_components(pricing: RoutePricing, view: MarketView) -> list[dict[str, An
                 {
                     "step_index": s.index,
                     "provider": s.provider.value,
-                    "kind": _FEE_KIND[s.provider],
+                    "kind": PROVIDERS[s.provider].fee_kind,
                     "token": f"{s.source.chain.value}:ETH",
                     "amount_base": str(ps.native_fee_wei),
                     "maximum_amount_base": str(ps.native_fee_max_wei),
@@ -113,7 +90,7 @@ def fee_components(pricing: RoutePricing, view: MarketView) -> list[dict[str, An
             entry: dict[str, Any] = {
                 "step_index": s.index,
                 "provider": s.provider.value,
-                "kind": _FEE_KIND[s.provider] if s.provider is not Provider.PAXOS_OFT else "oft_amount_fee",
+                "kind": PROVIDERS[s.provider].amount_fee_kind,
                 "token": s.source.key,
                 "amount_base": str(ps.provider_fee_base),
                 "maximum_amount_base": str(ps.provider_fee_max_base),
@@ -131,12 +108,13 @@ def fee_components(pricing: RoutePricing, view: MarketView) -> list[dict[str, An
 def network_gas(route: Route, view: MarketView) -> list[dict[str, Any]]:
     by_chain: dict[Chain, list[str]] = {}
     for s in route.steps:
-        actions = _GAS_ACTIONS[s.provider]
+        spec = PROVIDERS[s.provider]
+        actions = spec.gas_actions
         if s.source.is_native or s.source.chain is Chain.SOLANA:
             actions = tuple(a for a in actions if a != "erc20_approve")
         by_chain.setdefault(s.source.chain, []).extend(actions)
-        if s.provider is Provider.CIRCLE_CCTP:
-            by_chain.setdefault(s.target.chain, []).append("cctp_receive_message")
+        if spec.destination_action:
+            by_chain.setdefault(s.target.chain, []).append(spec.destination_action)
     out = []
     for chain, chain_actions in by_chain.items():
         units = view.gas_units[chain]

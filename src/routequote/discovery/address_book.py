@@ -28,6 +28,7 @@ from routequote.core.actions.solana import (
     SOLANA_UNPINNED,
 )
 from routequote.core.assets import Chain
+from routequote.core.providers import PROVIDERS
 from routequote.core.routes import ROUTES, Provider
 
 
@@ -40,13 +41,6 @@ class Contract:
     basis: str  # pinned_in_action_builder | issuer_docs | third_party | not_pinned
     note: str | None = None
 
-
-_EVM_ROLES = {
-    Provider.UNISWAP_V3: "swap_router_02",
-    Provider.CIRCLE_CCTP: "token_messenger_v2",
-    Provider.ACROSS: "spoke_pool",
-    Provider.PAXOS_OFT: "usdg_oft",
-}
 
 # Involved in routes but not called by a builder in this build.
 REFERENCE: tuple[Contract, ...] = (
@@ -199,13 +193,23 @@ def contracts(deployments: Mapping[Chain, EvmDeployment] | None = None) -> list[
         dep = deps.get(chain)
         address = dep.contract(provider) if dep is not None else None
         if address is not None:
-            out.append(Contract(provider, chain, _EVM_ROLES[provider], address, "pinned_in_action_builder"))
+            out.append(
+                Contract(
+                    provider,
+                    chain,
+                    PROVIDERS[provider].evm_role or "contract",
+                    address,
+                    "pinned_in_action_builder",
+                )
+            )
         else:
             reason = (
                 dep.unpinned_reasons.get(provider.value) if dep is not None else "no deployment for the chain"
             )
             out.append(
-                Contract(provider, chain, _EVM_ROLES.get(provider, "contract"), None, "not_pinned", reason)
+                Contract(
+                    provider, chain, PROVIDERS[provider].evm_role or "contract", None, "not_pinned", reason
+                )
             )
     reference = [c for c in REFERENCE if (c.provider, c.chain) in used or c.role == "message_transmitter_v2"]
     return out + reference + [c for c in SOLANA_SWAPS if (c.provider, c.chain) in used]

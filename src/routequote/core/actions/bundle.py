@@ -26,7 +26,8 @@ from routequote.core.actions.solana import SolanaBuild
 from routequote.core.assets import CHAINS, Chain
 from routequote.core.fee_recipient import is_placeholder
 from routequote.core.hashing import CANONICAL_JSON_SPEC, canonical_sha256, sha256_hex
-from routequote.core.routes import Action, Provider, Route
+from routequote.core.providers import PROVIDERS
+from routequote.core.routes import Action, Route
 
 BUNDLE_VERSION = "routequote-direct-multichain-action-v2"
 WORKFLOW_VERSION = "routequote-direct-workflow-v1"
@@ -40,42 +41,6 @@ RESPONSE_ONLY_KEYS = frozenset({"payload_sha256", "idempotent_replay", "prefligh
 ACTION_SHA256_SPEC = f"{CANONICAL_JSON_SPEC}; omit safety_receipt"
 SERVER_FLAGS = {"server_signing": False, "server_submission": False}
 FEE_FORMULA = "floor(fee_basis_base * bps / 10000)"
-
-_ACTION_KIND = {
-    Provider.UNISWAP_V3: "evm_uniswap_v3_swap",
-    Provider.CIRCLE_CCTP: "cctp_burn",
-    Provider.ACROSS: "evm_across_deposit",
-    Provider.PAXOS_OFT: "evm_layerzero_oft_send",
-    Provider.ORCA_WHIRLPOOL: "solana_orca_whirlpool_swap",
-    Provider.RAYDIUM_CLMM: "solana_raydium_clmm_swap",
-}
-_PROVIDER_RISKS = {
-    Provider.UNISWAP_V3: ["pool_price_may_move_before_inclusion_minimum_output_enforced_onchain"],
-    Provider.ORCA_WHIRLPOOL: [
-        "pool_price_may_move_before_inclusion_minimum_output_enforced_onchain",
-        "tick_arrays_chosen_from_the_live_tick_at_prepare_time_a_large_move_fails_the_swap",
-        "no_onchain_deadline_the_caller_blockhash_bounds_inclusion",
-    ],
-    Provider.RAYDIUM_CLMM: [
-        "pool_price_may_move_before_inclusion_minimum_output_enforced_onchain",
-        "tick_arrays_chosen_from_the_live_tick_at_prepare_time_a_large_move_fails_the_swap",
-        "observation_and_tick_arrays_from_the_servers_read_a_wrong_one_fails_the_swap_never_pays_below_minimum",
-        "no_onchain_deadline_the_caller_blockhash_bounds_inclusion",
-    ],
-    Provider.CIRCLE_CCTP: [
-        "attestation_and_destination_mint_are_separate_caller_actions",
-        "fast_transfer_fee_bounded_by_max_fee",
-    ],
-    Provider.ACROSS: [
-        "external_intent_relayer_fill_not_guaranteed",
-        "unfilled_deposit_refunds_on_origin_after_fill_deadline",
-    ],
-    Provider.PAXOS_OFT: [
-        "layerzero_delivery_time_not_modelled",
-        "oft_enforced_options_of_the_oapp_apply_extra_options_empty",
-        "native_fee_above_actual_is_refunded_to_caller",
-    ],
-}
 
 
 def iso_ms(t: datetime) -> str:
@@ -222,6 +187,7 @@ def workflow_document(
 def unsigned_action(plan: StepPlan, build: EvmBuild | SolanaBuild) -> dict[str, Any]:
     step = plan.step
     src = step.source
+    spec = PROVIDERS[step.provider]
     head: dict[str, Any] = {
         "source": src.key,
         "destination": step.target.key,
@@ -237,11 +203,11 @@ def unsigned_action(plan: StepPlan, build: EvmBuild | SolanaBuild) -> dict[str, 
         "netInputAmount": str(plan.net_input_base),
         "expectedOutput": str(plan.expected_output_base),
         "minimumOutput": str(plan.minimum_output_base),
-        "maxProviderFee": str(plan.max_provider_fee_base) if step.provider is Provider.CIRCLE_CCTP else None,
-        "minFinalityThreshold": CCTP_FAST_FINALITY if step.provider is Provider.CIRCLE_CCTP else None,
-        "nativeMessagingFee": str(plan.native_fee_wei) if step.provider is Provider.PAXOS_OFT else None,
+        "maxProviderFee": str(plan.max_provider_fee_base) if spec.bounded_provider_fee else None,
+        "minFinalityThreshold": CCTP_FAST_FINALITY if spec.bounded_provider_fee else None,
+        "nativeMessagingFee": str(plan.native_fee_wei) if spec.native_messaging_fee else None,
         "deadline": plan.deadline_unix,
-        "fillDeadline": plan.fill_deadline_unix if step.provider is Provider.ACROSS else None,
+        "fillDeadline": plan.fill_deadline_unix if spec.fill_deadline else None,
         "kinds": list(build.kinds),
         "aggregatorApiUsed": False,
         "signed": False,
@@ -306,6 +272,7 @@ def safety_receipt(
     bounds: dict[str, Any],
 ) -> dict[str, Any]:
     step = plan.step
+    spec = PROVIDERS[step.provider]
     src, dst = step.source, step.target
     targets, selectors = allowlists(action)
     is_evm = isinstance(build, EvmBuild)
@@ -321,7 +288,7 @@ def safety_receipt(
             "destination_chain": dst.chain.value,
         },
         "action": {
-            "kind": _ACTION_KIND.get(step.provider, step.provider.value),
+            "kind": spec.action_kind,
             "provider": step.provider.value,
             "builder_version": BUILDER_VERSION,
             "step_index": step.index,
@@ -372,11 +339,9 @@ def safety_receipt(
         "timing": {
             "prepared_at_unix": plan.prepared_at_unix,
             "action_deadline_unix": plan.deadline_unix,
-            "deadline_enforced_onchain": step.provider is Provider.UNISWAP_V3,
+            "deadline_enforced_onchain": spec.deadline_enforced_onchain,
             "maximum_deadline_window_seconds": MAX_DEADLINE_WINDOW_SECONDS,
-            "across_fill_deadline_unix": plan.fill_deadline_unix
-            if step.provider is Provider.ACROSS
-            else None,
+            "across_fill_deadline_unix": plan.fill_deadline_unix if spec.fill_deadline else None,
             "quote_expiry_unix": quote_expiry_unix,
             "recent_blockhash": None,
             "bundle_expires_at": bundle_expires_at,
@@ -389,12 +354,8 @@ def safety_receipt(
         "custody": {**SERVER_FLAGS, "signed": False, "submitted": False},
         "risks": {
             "unpriced": sorted(unpriced_costs),
-            "provider": _PROVIDER_RISKS.get(step.provider, [])
-            + (
-                ["solana_recipient_usdc_token_account_must_exist_before_the_mint"]
-                if step.provider is Provider.CIRCLE_CCTP and dst.chain is Chain.SOLANA
-                else []
-            )
+            "provider": list(spec.risks)
+            + (list(spec.solana_destination_risks) if dst.chain is Chain.SOLANA else [])
             + (
                 [
                     "pool_state_from_the_embedded_snapshot_modelled_tick_arrays_may_fail_on_mainnet_never_below_minimum"
@@ -426,17 +387,15 @@ def assemble_bundle(
     expires = prepared_at + timedelta(seconds=BUNDLE_TTL_SECONDS)
     action = unsigned_action(plan, build)
     chain = plan.step.source.chain
+    spec = PROVIDERS[plan.step.provider]
     unpriced = [f"network_gas:{chain.value}"]
     if chain is Chain.SOLANA:
         unpriced.append("solana_priority_fee")
-        if plan.step.provider is Provider.CIRCLE_CCTP:
-            unpriced.append("solana_account_rent:cctp_message_sent_event_account")
-        else:
-            unpriced.append("solana_account_rent:caller_output_token_account_if_new")
+        unpriced.append(f"solana_account_rent:{spec.solana_source_rent}")
         if plan.fee_base:
             unpriced.append("solana_account_rent:fee_recipient_token_account_if_new")
-    if plan.step.provider is Provider.CIRCLE_CCTP:
-        unpriced.append(f"network_gas:{plan.step.target.chain.value}:cctp_receive_message")
+    if spec.destination_action:
+        unpriced.append(f"network_gas:{plan.step.target.chain.value}:{spec.destination_action}")
     action["safety_receipt"] = safety_receipt(
         plan,
         build,

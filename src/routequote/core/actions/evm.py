@@ -23,6 +23,7 @@ from routequote.core.actions.common import (
 )
 from routequote.core.actions.plan import CCTP_FAST_FINALITY, StepPlan
 from routequote.core.assets import ASSETS, CHAINS, Asset, Chain, Token
+from routequote.core.providers import PROVIDERS
 from routequote.core.routes import Provider
 
 # SwapRouter02 (swap-router-contracts Constants.sol): recipient placeholder meaning "the router itself"
@@ -121,12 +122,9 @@ class EvmDeployment:
         return checksum(self.tokens[key])
 
     def contract(self, provider: Provider) -> str | None:
-        found = {
-            Provider.UNISWAP_V3: self.swap_router02,
-            Provider.CIRCLE_CCTP: self.token_messenger_v2,
-            Provider.ACROSS: self.across_spoke_pool,
-            Provider.PAXOS_OFT: self.usdg_oft,
-        }.get(provider)
+        """The pinned contract a step of `provider` calls here: the deployment field its spec names."""
+        name = PROVIDERS[provider].evm_contract
+        found: str | None = getattr(self, name) if name else None
         return None if found is None else checksum(found)
 
     def with_overrides(self, **changes: Any) -> EvmDeployment:

@@ -29,8 +29,9 @@ from routequote.core.actions.common import (
     token_program,
 )
 from routequote.core.actions.plan import CCTP_FAST_FINALITY, StepPlan
-from routequote.core.assets import CHAINS, Asset, Chain, Token
-from routequote.core.routes import Provider
+from routequote.core.assets import CHAINS, Asset, Chain, ChainFamily, Token
+from routequote.core.providers import PROVIDERS
+from routequote.core.routes import Action, Provider
 
 ATA_PROGRAM = Pubkey.from_string("ATokenGPvbdGVxr1b2hvZbsiqW5xWH25efTNsLJA8knL")
 SYSTEM_PROGRAM = Pubkey.from_string("11111111111111111111111111111111")
@@ -231,9 +232,7 @@ def solana_step_supported(provider: Provider) -> str | None:
     the market holds (live, or the embedded snapshot's modelled state, labelled so in the action)."""
     if provider in SOLANA_UNPINNED:
         return SOLANA_UNPINNED[provider]
-    if provider in (Provider.ORCA_WHIRLPOOL, Provider.RAYDIUM_CLMM):
-        return None
-    if provider is Provider.CIRCLE_CCTP:
+    if ChainFamily.SOLANA in PROVIDERS[provider].source_families:
         return None
     return f"{provider.value}_not_buildable_on_solana"
 
@@ -305,7 +304,7 @@ def build_solana_swap(plan: StepPlan) -> SolanaBuild:
 
 def build_solana(plan: StepPlan) -> SolanaBuild:
     step = plan.step
-    if step.provider in (Provider.ORCA_WHIRLPOOL, Provider.RAYDIUM_CLMM):
+    if step.action is Action.SWAP and ChainFamily.SOLANA in PROVIDERS[step.provider].source_families:
         return build_solana_swap(plan)
     reason = solana_step_supported(step.provider)
     if reason:

@@ -5,7 +5,8 @@ against what the caller itself knows (its intent, its wallets, its approval_v3 b
 direct_route_summary), against the pinned contracts and programs, the 1 bp fee formula and the deadlines.
 It returns findings; an empty list of errors means "nothing found wrong". By part:
 
-- `bundle`: hashes, intent / route / step, amounts and bounds, timing, fee recipient, safety receipt;
+- `bundle`: hashes, intent / route / step, amounts and bounds, timing, fee recipient (`receipt`: the safety
+  receipt against the payloads);
 - `evm`, `solana`: the payloads of each chain family (`solana_fee`: the Solana fee, decoded on its own);
   `cctp_receive`: a CCTP destination mint;
 - `erc4337`: the v1 corridor's settlement plan (`verify_settlement_plan`);

@@ -3,6 +3,7 @@ against the caller's own values."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from routequote.core.actions import common as ak
@@ -66,6 +67,26 @@ def verify_settlement_plan(
     return c.findings
 
 
+@dataclass(frozen=True, slots=True)
+class _Yours:
+    """The caller's own values the plan is held to (wallet, account and token addresses checksummed)."""
+
+    wallet: str
+    smart_account: str
+    chain_id: int
+    entry_point: str
+    usdc: str
+    router: str
+    weth: str
+    minimum_eth_out: int
+    now_unix: int
+    amount_in: int | None
+    factory: str | None
+    salt: int | None
+    permit_domain: tuple[str, str] | None
+    max_gas_cost_wei: int
+
+
 def _verify_settlement_plan(
     c: Checker,
     plan: Any,
@@ -92,47 +113,82 @@ def _verify_settlement_plan(
         return
     wallet, smart_account = ak.checksum(wallet), ak.checksum(smart_account)
     usdc, router, weth = ak.checksum(usdc), ak.checksum(router), ak.checksum(weth)
+    y = _Yours(
+        wallet,
+        smart_account,
+        chain_id,
+        entry_point,
+        usdc,
+        router,
+        weth,
+        minimum_eth_out,
+        now_unix,
+        amount_in,
+        factory,
+        salt,
+        permit_domain,
+        max_gas_cost_wei,
+    )
+    _check_parties(c, plan, v, y)
+    _check_plan_bounds(c, plan["bounds"], v, y)
+    _check_init_code(c, v, y)
+    _check_gas(c, v, y)
+    _check_permit(c, plan, v, y)
+    _check_call_data(c, plan, v, y)
+
+
+def _check_parties(c: Checker, plan: Any, v: aa.PlanView, y: _Yours) -> None:
+    """No server custody; your chain and EntryPoint; your wallet; your smart account as the sender; your
+    USDC, router and WETH."""
     for key in ("serverSigning", "serverSubmission"):
         c.expect(plan.get(key) is False, "custody_flag_not_false", f"{key} must be false")
-    c.expect(v.chain_id == chain_id, "settlement_wrong_chain", f"chainId {v.chain_id}, expected {chain_id}")
     c.expect(
-        v.entry_point == ak.checksum(entry_point),
+        v.chain_id == y.chain_id, "settlement_wrong_chain", f"chainId {v.chain_id}, expected {y.chain_id}"
+    )
+    c.expect(
+        v.entry_point == ak.checksum(y.entry_point),
         "settlement_wrong_entry_point",
         f"EntryPoint {v.entry_point}",
     )
-    c.expect(v.wallet == wallet, "settlement_wrong_wallet", f"the plan's wallet {v.wallet} is not yours")
-    c.expect(smart_account != wallet, "settlement_wrong_account", "the smart account cannot be the wallet")
+    c.expect(v.wallet == y.wallet, "settlement_wrong_wallet", f"the plan's wallet {v.wallet} is not yours")
     c.expect(
-        v.smart_account == smart_account and v.sender == smart_account,
-        "settlement_wrong_account",
-        f"the operation's sender {v.sender} is not your smart account {smart_account}",
+        y.smart_account != y.wallet, "settlement_wrong_account", "the smart account cannot be the wallet"
     )
     c.expect(
-        (v.usdc, v.router, v.weth) == (usdc, router, weth),
+        v.smart_account == y.smart_account and v.sender == y.smart_account,
+        "settlement_wrong_account",
+        f"the operation's sender {v.sender} is not your smart account {y.smart_account}",
+    )
+    c.expect(
+        (v.usdc, v.router, v.weth) == (y.usdc, y.router, y.weth),
         "settlement_wrong_target",
         "the plan's USDC / router / WETH are not the ones you named",
     )
-    b = plan["bounds"]
+
+
+def _check_plan_bounds(c: Checker, b: Any, v: aa.PlanView, y: _Yours) -> None:
+    """The plan's bounds: targets [USDC, router], the ETH to your wallet, no service fee, your amount and
+    minimum, a known pool fee, one deadline in the permit window."""
     c.expect(
-        [str(t) for t in b.get("targets") or []] == [usdc, router],
+        [str(t) for t in b.get("targets") or []] == [y.usdc, y.router],
         "settlement_wrong_target",
         "targets must be exactly [USDC, router]",
     )
     c.expect(
-        str(b.get("ethRecipient")) == wallet, "settlement_wrong_recipient", "the ETH must go to your wallet"
+        str(b.get("ethRecipient")) == y.wallet, "settlement_wrong_recipient", "the ETH must go to your wallet"
     )
     c.expect(str(b.get("serviceFee")) == "0", "settlement_service_fee", "the settlement takes no service fee")
-    if amount_in is not None:
+    if y.amount_in is not None:
         c.expect(
-            v.amount_in == amount_in,
+            v.amount_in == y.amount_in,
             "settlement_amount_mismatch",
-            f"the plan spends {v.amount_in} USDC, expected exactly {amount_in}",
+            f"the plan spends {v.amount_in} USDC, expected exactly {y.amount_in}",
         )
     c.expect(v.amount_in > 0, "settlement_amount_mismatch", "the USDC amount must be positive")
     c.expect(
-        v.minimum_eth_out >= minimum_eth_out > 0,
+        v.minimum_eth_out >= y.minimum_eth_out > 0,
         "settlement_minimum_below_yours",
-        f"minimum ETH out {v.minimum_eth_out} is below your {minimum_eth_out}",
+        f"minimum ETH out {v.minimum_eth_out} is below your {y.minimum_eth_out}",
     )
     c.expect(v.pool_fee in aa.UNISWAP_FEE_TIERS, "settlement_pool_fee_unknown", f"pool fee {v.pool_fee}")
     deadlines = {b.get("permitDeadline"), b.get("swapDeadline"), b.get("validUntil")}
@@ -142,22 +198,30 @@ def _verify_settlement_plan(
         "permit, swap and validity deadlines differ",
     )
     c.expect(
-        now_unix < v.deadline <= now_unix + aa.MAX_PERMIT_WINDOW_SECONDS + CLOCK_SKEW_SECONDS,
+        y.now_unix < v.deadline <= y.now_unix + aa.MAX_PERMIT_WINDOW_SECONDS + CLOCK_SKEW_SECONDS,
         "settlement_deadline_out_of_bounds",
         f"deadline {v.deadline} must be in the future and at most {aa.MAX_PERMIT_WINDOW_SECONDS} s ahead",
     )
-    # initCode: empty for a deployed account, else exactly factory ‖ createAccount(your wallet, salt)
-    if factory is not None:
-        c.expect(v.factory == ak.checksum(factory), "settlement_init_code_mismatch", f"factory {v.factory}")
-    if salt is not None:
-        c.expect(v.salt == salt, "settlement_init_code_mismatch", f"salt {v.salt}")
-    want_init = b"" if v.account_deployed else aa.init_code(v.factory, wallet, v.salt)
+
+
+def _check_init_code(c: Checker, v: aa.PlanView, y: _Yours) -> None:
+    """initCode: empty for a deployed account, else exactly factory ‖ createAccount(your wallet, salt);
+    paymasterAndData empty."""
+    if y.factory is not None:
+        c.expect(v.factory == ak.checksum(y.factory), "settlement_init_code_mismatch", f"factory {v.factory}")
+    if y.salt is not None:
+        c.expect(v.salt == y.salt, "settlement_init_code_mismatch", f"salt {v.salt}")
+    want_init = b"" if v.account_deployed else aa.init_code(v.factory, y.wallet, v.salt)
     c.expect(
         v.init_code == want_init,
         "settlement_init_code_mismatch",
         "initCode must be empty (deployed account) or factory ‖ createAccount(your wallet, salt)",
     )
     c.expect(v.paymaster_and_data == b"", "settlement_paymaster_not_empty", "paymasterAndData must be empty")
+
+
+def _check_gas(c: Checker, v: aa.PlanView, y: _Yours) -> None:
+    """The packed gas fields are bytes32 and every gas limit and price is within the bounds."""
     vgl, cgl = aa.unpack_uint128_pair(v.account_gas_limits)
     prio, max_fee = aa.unpack_uint128_pair(v.gas_fees)
     gas = {
@@ -172,12 +236,15 @@ def _verify_settlement_plan(
         "user_op_gas_out_of_bounds",
         "accountGasLimits and gasFees are bytes32",
     )
-    for code, message in aa.check_gas(gas, max_gas_cost_wei):
+    for code, message in aa.check_gas(gas, y.max_gas_cost_wei):
         c.fail(code, message)
-    # the permit: typed data and digest re-derived from your values
-    domain = permit_domain or aa.USDC_PERMIT_DOMAIN.get(chain_id)
+
+
+def _check_permit(c: Checker, plan: Any, v: aa.PlanView, y: _Yours) -> None:
+    """The permit: its domain the pinned (or your) one, typed data and digest re-derived from your values."""
+    domain = y.permit_domain or aa.USDC_PERMIT_DOMAIN.get(y.chain_id)
     if c.expect(
-        domain is not None, "settlement_permit_mismatch", f"no pinned USDC permit domain on {chain_id}"
+        domain is not None, "settlement_permit_mismatch", f"no pinned USDC permit domain on {y.chain_id}"
     ):
         assert domain is not None
         c.expect(
@@ -188,10 +255,10 @@ def _verify_settlement_plan(
     permit: dict[str, Any] = {
         "name": v.permit_name,
         "version": v.permit_version,
-        "chain_id": chain_id,
-        "token": usdc,
-        "owner": wallet,
-        "spender": smart_account,
+        "chain_id": y.chain_id,
+        "token": y.usdc,
+        "owner": y.wallet,
+        "spender": y.smart_account,
         "value": v.amount_in,
         "nonce": v.permit_nonce,
         "deadline": v.deadline,
@@ -206,13 +273,17 @@ def _verify_settlement_plan(
         "settlement_permit_mismatch",
         "the permit digest does not match its typed data",
     )
-    # the callData, byte for byte
+
+
+def _check_call_data(c: Checker, plan: Any, v: aa.PlanView, y: _Yours) -> None:
+    """The callData template byte for byte; no owner signature; with a permit signature, the callData and
+    the userOpHash re-derived from it (without one, both null)."""
     derive: dict[str, Any] = {
-        "usdc": usdc,
-        "router": router,
-        "weth": weth,
-        "wallet": wallet,
-        "account": smart_account,
+        "usdc": y.usdc,
+        "router": y.router,
+        "weth": y.weth,
+        "wallet": y.wallet,
+        "account": y.smart_account,
         "amount_in": v.amount_in,
         "minimum_eth_out": v.minimum_eth_out,
         "pool_fee": v.pool_fee,

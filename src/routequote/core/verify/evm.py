@@ -19,6 +19,7 @@ from routequote.core.actions.plan import (
     MAX_ACROSS_FILL_DEADLINE_SECONDS,
 )
 from routequote.core.assets import CHAINS, Chain
+from routequote.core.providers import PROVIDERS
 from routequote.core.routes import Provider
 from routequote.core.verify.common import (
     CLOCK_SKEW_SECONDS,
@@ -110,8 +111,9 @@ def check_evm(x: StepContext, action: dict[str, Any], deps: dict[Chain, EvmDeplo
             "target_not_allowed",
             f"{where}: target {to} is not the pinned {protocol}",
         )
-        expected_value = x.net if (step.provider is Provider.UNISWAP_V3 and src.is_native) else 0
-        if step.provider is Provider.PAXOS_OFT and call.name == "send":
+        spec = PROVIDERS[step.provider]
+        expected_value = x.net if (spec.native_input_as_value and src.is_native) else 0
+        if spec.native_messaging_fee and call.name == "send":
             expected_value = int(call.args[1][0])
             c.expect(
                 expected_value <= MAX_OFT_NATIVE_FEE_WEI,

@@ -14,7 +14,7 @@ from routequote.core.actions import solana_swaps as sw
 from routequote.core.actions.common import address_to_bytes32
 from routequote.core.actions.plan import CCTP_FAST_FINALITY
 from routequote.core.assets import ASSETS, CHAINS, Token
-from routequote.core.routes import Provider
+from routequote.core.routes import Action, Provider
 from routequote.core.verify.common import (
     Checker,
     StepContext,
@@ -277,7 +277,7 @@ def _check_raydium_swap(
 def check_solana(x: StepContext, action: dict[str, Any]) -> None:
     c, step = x.c, x.step
     src, dst = step.source, step.target
-    if step.provider in (Provider.ORCA_WHIRLPOOL, Provider.RAYDIUM_CLMM):
+    if step.action is Action.SWAP:  # a swap starting on Solana: Orca or Raydium
         _check_solana_swap(x, action)
         return
     if step.provider is not Provider.CIRCLE_CCTP:
