@@ -27,6 +27,8 @@ PORTED = {
     "solana:circle_cctp->evm",
     "solana:orca_whirlpool",
     "solana:raydium_clmm",
+    "cctp_receive:evm",
+    "cctp_receive:solana",
 }
 NOT_PORTED_CODE = "verifier_kind_not_ported"
 

@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from routequote.core.actions import erc4337 as aa
 from routequote.core.actions import solana_swaps as sw
 from routequote.core.actions.bundle import (
     BUNDLE_VERSION,
@@ -18,7 +19,11 @@ from routequote.core.actions.bundle import (
     SOLANA_ACTION_VERSION,
 )
 from routequote.core.actions.cctp_receive import RECEIVE_KIND, RECEIVE_PHASE
-from routequote.core.actions.cctp_solana_receive import SOLANA_RECEIVE_KIND, SOLANA_RECEIVE_PHASE
+from routequote.core.actions.cctp_solana_receive import (
+    SOLANA_RECEIVE_KIND,
+    SOLANA_RECEIVE_KINDS,
+    SOLANA_RECEIVE_PHASE,
+)
 from routequote.core.actions.evm import DEFAULT_DEPLOYMENTS, LZ_EID, ROUTER_ADDRESS_THIS
 from routequote.core.actions.plan import (
     BUNDLE_TTL_SECONDS,
@@ -59,6 +64,7 @@ def pinned() -> dict[str, Any]:
             "RECEIVE_PHASE": RECEIVE_PHASE,
             "SOLANA_RECEIVE_KIND": SOLANA_RECEIVE_KIND,
             "SOLANA_RECEIVE_PHASE": SOLANA_RECEIVE_PHASE,
+            "SOLANA_RECEIVE_KINDS": list(SOLANA_RECEIVE_KINDS),
             "SPL_TOKEN_PROGRAM": SPL_TOKEN_PROGRAM,
             "ATA_PROGRAM": str(ATA_PROGRAM),
             "SYSTEM_PROGRAM": str(SYSTEM_PROGRAM),
@@ -99,6 +105,7 @@ def pinned() -> dict[str, Any]:
                 "chainId": d.chain_id,
                 "tokens": dict(sorted(d.tokens.items())),
                 "contracts": {p.value: d.contract(p) for p in Provider if d.contract(p) is not None},
+                "messageTransmitterV2": d.message_transmitter_v2,
             }
             for c, d in DEFAULT_DEPLOYMENTS.items()
         },
@@ -126,6 +133,15 @@ def pinned() -> dict[str, Any]:
                 "tickSpacing": p.tick_spacing,
             }
             for pool_id, p in sorted(sw.RAYDIUM_POOLS.items())
+        },
+        "erc4337": {
+            "planKind": aa.PLAN_KIND,
+            "planVersion": aa.PLAN_VERSION,
+            "maxPermitWindowSeconds": aa.MAX_PERMIT_WINDOW_SECONDS,
+            "uniswapFeeTiers": sorted(aa.UNISWAP_FEE_TIERS),
+            "gasBounds": {k: [str(lo), str(hi)] for k, (lo, hi) in aa.GAS_BOUNDS.items()},
+            "maxGasCostWei": str(aa.MAX_GAS_COST_WEI),
+            "usdcPermitDomain": {str(c): list(d) for c, d in sorted(aa.USDC_PERMIT_DOMAIN.items())},
         },
         "routes": {
             r.key: {

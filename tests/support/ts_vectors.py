@@ -12,6 +12,7 @@ from routequote.core.assets import CHAINS
 from routequote.core.intent import parse_quote_request
 from routequote.core.routes import ROUTES
 from routequote.verify import verify_bundle
+from tests.support.ts_vectors_mint import mint_entries
 from tests.unit.actions.support import (
     EVENT_SIGNER,
     FEE_RECIPIENTS,
@@ -248,4 +249,5 @@ async def corpus() -> list[dict[str, Any]]:
             bundle, kwargs = await _later_step(env, route_key, index, amount)
             kind = action_kind(route_key, index)
             _add_variants(entries, f"{route_key}#{index}@{amount}", kind, bundle, kwargs)
+    entries += await mint_entries(_add_variants, _entry, AMOUNTS_USD)
     return entries
