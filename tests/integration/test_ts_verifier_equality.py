@@ -29,6 +29,7 @@ PORTED = {
     "solana:raydium_clmm",
     "cctp_receive:evm",
     "cctp_receive:solana",
+    "erc4337_settlement",
 }
 NOT_PORTED_CODE = "verifier_kind_not_ported"
 

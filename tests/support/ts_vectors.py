@@ -12,6 +12,7 @@ from routequote.core.assets import CHAINS
 from routequote.core.intent import parse_quote_request
 from routequote.core.routes import ROUTES
 from routequote.verify import verify_bundle
+from tests.support.ts_vectors_4337 import settlement_entries
 from tests.support.ts_vectors_mint import mint_entries
 from tests.unit.actions.support import (
     EVENT_SIGNER,
@@ -250,4 +251,5 @@ async def corpus() -> list[dict[str, Any]]:
             kind = action_kind(route_key, index)
             _add_variants(entries, f"{route_key}#{index}@{amount}", kind, bundle, kwargs)
     entries += await mint_entries(_add_variants, _entry, AMOUNTS_USD)
+    entries += settlement_entries()
     return entries

@@ -1,6 +1,7 @@
 export { canonicalJson, canonicalSha256, sha256Hex } from "./canonical.js";
 export { assertBundleOk, verifyBundle, NOT_PORTED_CODE, type Intent, type VerifyOptions } from "./verify/bundle.js";
 export { BundleRejected, type Finding } from "./verify/common.js";
+export { verifySettlementPlan, type SettlementOptions } from "./verify/erc4337.js";
 export { baseUnits, toDecimal } from "./client/amounts.js";
 export {
   ActionVerificationFailed,
