@@ -225,7 +225,9 @@ function run(c: Checker, bundle: unknown, o: VerifyOptions): Finding[] {
   if (deadline === null) return c.findings;
   // ---- fee recipient
   const rawFeeRecipient = get(action, "feeRecipient");
-  let feeRecipient: string | null = typeof rawFeeRecipient === "string" ? rawFeeRecipient : null;
+  // unpinned, the payloads must pay the recipient the receipt names (the receipt must name the action's)
+  const stated = get(get(receipt, "service_fee", {}), "recipient");
+  let feeRecipient: string | null = stated === null ? null : typeof stated === "string" ? stated : "";
   if (o.feeRecipients !== undefined && o.feeRecipients !== null) {
     const pinned = o.feeRecipients[family];
     if (fee && !sameAddress(rawFeeRecipient, pinned)) c.fail("fee_recipient_mismatch", "the fee goes to another recipient than the one you pinned");
