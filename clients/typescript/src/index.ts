@@ -34,3 +34,4 @@ export {
 } from "./client/client.js";
 export { feeRecipientFindings, isPlaceholder, FEE_RECIPIENT_REFUSAL_CODE } from "./verify/fee_recipient.js";
 export { evmSendRequests, NotVerified, type EvmSendRequest } from "./client/handoff.js";
+export { DuplicateKey, parseStrictJson } from "./client/strict_json.js";

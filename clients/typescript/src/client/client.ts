@@ -1,6 +1,7 @@
 /** The routequote REST client (v2): capabilities, status, quote, prepare and the session operations. Every
  * prepared action is checked by the ported verifier against what the caller holds before it is returned;
  * only idempotent calls are retried; base-unit amounts are bigint. */
+import { DuplicateKey, parseStrictJson } from "./strict_json.js";
 import { webcrypto } from "node:crypto";
 import type { components } from "../generated/v2.js";
 import { type Finding, isObj } from "../verify/common.js";
@@ -349,9 +350,10 @@ export class RouteQuoteClient {
       const text = await resp.text();
       let body: unknown;
       try {
-        body = JSON.parse(text);
-      } catch {
-        throw new ResponseInvalid(call.what, [`HTTP ${resp.status} body is not JSON`]);
+        body = parseStrictJson(text);
+      } catch (e) {
+        const why = e instanceof DuplicateKey ? e.message : "not JSON";
+        throw new ResponseInvalid(call.what, [`HTTP ${resp.status} body is not strict JSON: ${why}`]);
       }
       if ((call.ok ?? [200]).includes(resp.status)) {
         if (!isObj(body)) throw new ResponseInvalid(call.what, ["the answer is not a JSON object"]);
