@@ -33,5 +33,5 @@ export {
   type VerificationContext,
 } from "./client/client.js";
 export { feeRecipientFindings, isPlaceholder, FEE_RECIPIENT_REFUSAL_CODE } from "./verify/fee_recipient.js";
-export { evmSendRequests, NotVerified, type EvmSendRequest } from "./client/handoff.js";
+export { evmSendRequests, solanaTransactionMessage, NotVerified, type EvmSendRequest, type SolanaHandoff } from "./client/handoff.js";
 export { DuplicateKey, parseStrictJson } from "./client/strict_json.js";
