@@ -24,7 +24,7 @@ from routequote.core.actions.cctp_solana_receive import (
     SOLANA_RECEIVE_KINDS,
     SOLANA_RECEIVE_PHASE,
 )
-from routequote.core.actions.evm import DEFAULT_DEPLOYMENTS, LZ_EID, ROUTER_ADDRESS_THIS
+from routequote.core.actions.evm import DEFAULT_DEPLOYMENTS, LZ_EID, ROUTER_ADDRESS_THIS, EvmDeployment
 from routequote.core.actions.plan import (
     BUNDLE_TTL_SECONDS,
     CCTP_FAST_FINALITY,
@@ -43,6 +43,17 @@ from routequote.core.routes import ROUTES, Provider
 from routequote.core.verify.common import CLOCK_SKEW_SECONDS
 
 TARGET = Path(__file__).resolve().parents[2] / "clients" / "typescript" / "src" / "generated" / "pinned.ts"
+
+
+def deployment_json(d: EvmDeployment) -> dict[str, Any]:
+    """One chain's contract addresses in the TypeScript verifier's shape (`PinnedDeployment`); also what a
+    caller passes as `deployments` to point the client at local chains."""
+    return {
+        "chainId": d.chain_id,
+        "tokens": dict(sorted(d.tokens.items())),
+        "contracts": {p.value: d.contract(p) for p in Provider if d.contract(p) is not None},
+        "messageTransmitterV2": d.message_transmitter_v2,
+    }
 
 
 def pinned() -> dict[str, Any]:
@@ -100,15 +111,7 @@ def pinned() -> dict[str, Any]:
             }
             for key, a in sorted(ASSETS.items())
         },
-        "deployments": {
-            c.value: {
-                "chainId": d.chain_id,
-                "tokens": dict(sorted(d.tokens.items())),
-                "contracts": {p.value: d.contract(p) for p in Provider if d.contract(p) is not None},
-                "messageTransmitterV2": d.message_transmitter_v2,
-            }
-            for c, d in DEFAULT_DEPLOYMENTS.items()
-        },
+        "deployments": {c.value: deployment_json(d) for c, d in DEFAULT_DEPLOYMENTS.items()},
         "orcaPools": {
             pool_id: {
                 "whirlpool": p.whirlpool,
