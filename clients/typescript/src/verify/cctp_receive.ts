@@ -349,6 +349,11 @@ export function checkSolanaReceive(a: ReceiveArgs): void {
     return;
   }
   c.expect(sameJson(ixs, expected), "instruction_mismatch", "the instructions differ from those derived from the message");
+  c.expect(
+    get(action, "sender") === me && get(action, "recipient") === me && get(action, "recipientTokenAccount") === expected[1]!.keys[15]!.pubkey,
+    "recipient_mismatch",
+    "the action must name your Solana wallet as sender and recipient, and its own USDC account",
+  );
   c.expect(feeAccount !== expected[1]!.keys[15]!.pubkey, "fee_account_is_your_token_account", "the CCTP fee recipient account must not be your own token account");
   // ---- amounts and times
   const burn = m.burn;
