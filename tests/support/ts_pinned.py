@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from routequote.core.actions import erc4337 as aa
 from routequote.core.actions import solana_swaps as sw
 from routequote.core.actions.bundle import (
     BUNDLE_VERSION,
@@ -18,8 +19,12 @@ from routequote.core.actions.bundle import (
     SOLANA_ACTION_VERSION,
 )
 from routequote.core.actions.cctp_receive import RECEIVE_KIND, RECEIVE_PHASE
-from routequote.core.actions.cctp_solana_receive import SOLANA_RECEIVE_KIND, SOLANA_RECEIVE_PHASE
-from routequote.core.actions.evm import DEFAULT_DEPLOYMENTS, LZ_EID, ROUTER_ADDRESS_THIS
+from routequote.core.actions.cctp_solana_receive import (
+    SOLANA_RECEIVE_KIND,
+    SOLANA_RECEIVE_KINDS,
+    SOLANA_RECEIVE_PHASE,
+)
+from routequote.core.actions.evm import DEFAULT_DEPLOYMENTS, LZ_EID, ROUTER_ADDRESS_THIS, EvmDeployment
 from routequote.core.actions.plan import (
     BUNDLE_TTL_SECONDS,
     CCTP_FAST_FINALITY,
@@ -38,6 +43,17 @@ from routequote.core.routes import ROUTES, Provider
 from routequote.core.verify.common import CLOCK_SKEW_SECONDS
 
 TARGET = Path(__file__).resolve().parents[2] / "clients" / "typescript" / "src" / "generated" / "pinned.ts"
+
+
+def deployment_json(d: EvmDeployment) -> dict[str, Any]:
+    """One chain's contract addresses in the TypeScript verifier's shape (`PinnedDeployment`); also what a
+    caller passes as `deployments` to point the client at local chains."""
+    return {
+        "chainId": d.chain_id,
+        "tokens": dict(sorted(d.tokens.items())),
+        "contracts": {p.value: d.contract(p) for p in Provider if d.contract(p) is not None},
+        "messageTransmitterV2": d.message_transmitter_v2,
+    }
 
 
 def pinned() -> dict[str, Any]:
@@ -59,6 +75,7 @@ def pinned() -> dict[str, Any]:
             "RECEIVE_PHASE": RECEIVE_PHASE,
             "SOLANA_RECEIVE_KIND": SOLANA_RECEIVE_KIND,
             "SOLANA_RECEIVE_PHASE": SOLANA_RECEIVE_PHASE,
+            "SOLANA_RECEIVE_KINDS": list(SOLANA_RECEIVE_KINDS),
             "SPL_TOKEN_PROGRAM": SPL_TOKEN_PROGRAM,
             "ATA_PROGRAM": str(ATA_PROGRAM),
             "SYSTEM_PROGRAM": str(SYSTEM_PROGRAM),
@@ -94,14 +111,7 @@ def pinned() -> dict[str, Any]:
             }
             for key, a in sorted(ASSETS.items())
         },
-        "deployments": {
-            c.value: {
-                "chainId": d.chain_id,
-                "tokens": dict(sorted(d.tokens.items())),
-                "contracts": {p.value: d.contract(p) for p in Provider if d.contract(p) is not None},
-            }
-            for c, d in DEFAULT_DEPLOYMENTS.items()
-        },
+        "deployments": {c.value: deployment_json(d) for c, d in DEFAULT_DEPLOYMENTS.items()},
         "orcaPools": {
             pool_id: {
                 "whirlpool": p.whirlpool,
@@ -126,6 +136,15 @@ def pinned() -> dict[str, Any]:
                 "tickSpacing": p.tick_spacing,
             }
             for pool_id, p in sorted(sw.RAYDIUM_POOLS.items())
+        },
+        "erc4337": {
+            "planKind": aa.PLAN_KIND,
+            "planVersion": aa.PLAN_VERSION,
+            "maxPermitWindowSeconds": aa.MAX_PERMIT_WINDOW_SECONDS,
+            "uniswapFeeTiers": sorted(aa.UNISWAP_FEE_TIERS),
+            "gasBounds": {k: [str(lo), str(hi)] for k, (lo, hi) in aa.GAS_BOUNDS.items()},
+            "maxGasCostWei": str(aa.MAX_GAS_COST_WEI),
+            "usdcPermitDomain": {str(c): list(d) for c, d in sorted(aa.USDC_PERMIT_DOMAIN.items())},
         },
         "routes": {
             r.key: {

@@ -4,14 +4,17 @@ verifiers must agree on every entry (tests/integration/test_ts_verifier_equality
 
 from __future__ import annotations
 
+import base64
 import copy
 from collections.abc import Callable
 from typing import Any
 
-from routequote.core.assets import CHAINS
+from routequote.core.assets import CHAINS, SPL_TOKEN_PROGRAM, TOKEN_2022_PROGRAM
 from routequote.core.intent import parse_quote_request
 from routequote.core.routes import ROUTES
 from routequote.verify import verify_bundle
+from tests.support.ts_vectors_4337 import settlement_entries
+from tests.support.ts_vectors_mint import mint_entries
 from tests.unit.actions.support import (
     EVENT_SIGNER,
     FEE_RECIPIENTS,
@@ -117,7 +120,53 @@ def _account_flag(b: dict[str, Any]) -> bool:
     return True
 
 
+def _fee_transfer(a: dict[str, Any]) -> tuple[dict[str, Any], bytes] | None:
+    """The action's SPL TransferChecked (the Solana fee) and its data, or None."""
+    for ix in a.get("instructions") or []:
+        data = base64.b64decode(ix["data"])
+        if ix["programId"] in (SPL_TOKEN_PROGRAM, TOKEN_2022_PROGRAM) and len(data) == 10 and data[0] == 12:
+            return ix, data
+    return None
+
+
+def _fee_to_stranger(b: dict[str, Any]) -> bool:
+    """The planted bug of issue 45: the fee paid to another token account (the account creation made to
+    match), the stated fee recipient left as it was."""
+    a = b["unsigned_action"]
+    found = _fee_transfer(a)
+    if found is None:
+        return False
+    transfer, _ = found
+    destination = transfer["keys"][2]["pubkey"]
+    for ix in a["instructions"]:
+        for key in ix["keys"]:
+            if key["pubkey"] == destination:
+                key["pubkey"] = OTHER_SOLANA
+    return True
+
+
+def _fee_amount(b: dict[str, Any]) -> bool:
+    found = _fee_transfer(b["unsigned_action"])
+    if found is None:
+        return False
+    transfer, data = found
+    amount = int.from_bytes(data[1:9], "little") + 1
+    transfer["data"] = base64.b64encode(data[:1] + amount.to_bytes(8, "little") + data[9:]).decode()
+    return True
+
+
+def _fee_token_account(b: dict[str, Any]) -> bool:
+    a = b["unsigned_action"]
+    if not a.get("feeRecipientTokenAccount"):
+        return False
+    a["feeRecipientTokenAccount"] = OTHER_SOLANA
+    return True
+
+
 TAMPERS: dict[str, Tamper] = {
+    "fee_to_stranger": _fee_to_stranger,
+    "fee_amount": _fee_amount,
+    "fee_token_account": _fee_token_account,
     "recipient": _recipient,
     "calldata_recipient": _calldata_recipient,
     "amount": _amount,
@@ -248,4 +297,6 @@ async def corpus() -> list[dict[str, Any]]:
             bundle, kwargs = await _later_step(env, route_key, index, amount)
             kind = action_kind(route_key, index)
             _add_variants(entries, f"{route_key}#{index}@{amount}", kind, bundle, kwargs)
+    entries += await mint_entries(_add_variants, _entry, AMOUNTS_USD)
+    entries += settlement_entries()
     return entries

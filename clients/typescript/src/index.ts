@@ -1,6 +1,7 @@
 export { canonicalJson, canonicalSha256, sha256Hex } from "./canonical.js";
 export { assertBundleOk, verifyBundle, NOT_PORTED_CODE, type Intent, type VerifyOptions } from "./verify/bundle.js";
 export { BundleRejected, type Finding } from "./verify/common.js";
+export { verifySettlementPlan, type SettlementOptions } from "./verify/erc4337.js";
 export { baseUnits, toDecimal } from "./client/amounts.js";
 export {
   ActionVerificationFailed,
@@ -32,4 +33,7 @@ export {
   type VerificationContext,
 } from "./client/client.js";
 export { feeRecipientFindings, isPlaceholder, FEE_RECIPIENT_REFUSAL_CODE } from "./verify/fee_recipient.js";
-export { evmSendRequests, NotVerified, type EvmSendRequest } from "./client/handoff.js";
+export { evmSendRequests, solanaTransactionMessage, NotVerified, type EvmSendRequest, type SolanaHandoff } from "./client/handoff.js";
+export { DuplicateKey, parseStrictJson } from "./client/strict_json.js";
+export type { Deployments } from "./verify/evm.js";
+export type { PinnedDeployment } from "./pinned-types.js";

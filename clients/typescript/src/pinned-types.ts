@@ -28,6 +28,19 @@ export interface PinnedDeployment {
   chainId: number;
   tokens: Record<string, string>;
   contracts: Record<string, string>;
+  /** CCTP v2 MessageTransmitterV2 (the destination mint's target), or null where not pinned. */
+  messageTransmitterV2?: string | null;
+}
+
+/** The ERC-4337 settlement's limits (core/actions/erc4337/plan.py, permit.py); integers past 2^53 as strings. */
+export interface PinnedErc4337 {
+  planKind: string;
+  planVersion: string;
+  maxPermitWindowSeconds: number;
+  uniswapFeeTiers: number[];
+  gasBounds: Record<string, [string, string]>;
+  maxGasCostWei: string;
+  usdcPermitDomain: Record<string, [string, string]>;
 }
 
 export interface Pinned {
@@ -48,6 +61,7 @@ export interface Pinned {
     RECEIVE_PHASE: string;
     SOLANA_RECEIVE_KIND: string;
     SOLANA_RECEIVE_PHASE: string;
+    SOLANA_RECEIVE_KINDS: string[];
     SPL_TOKEN_PROGRAM: string;
     ATA_PROGRAM: string;
     SYSTEM_PROGRAM: string;
@@ -73,6 +87,7 @@ export interface Pinned {
   deployments: Record<string, PinnedDeployment>;
   orcaPools: Record<string, OrcaPool>;
   raydiumPools: Record<string, RaydiumPool>;
+  erc4337: PinnedErc4337;
   routes: Record<string, PinnedRoute>;
 }
 

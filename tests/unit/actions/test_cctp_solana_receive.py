@@ -185,6 +185,15 @@ TAMPERS: dict[str, tuple[Any, str]] = {
         lambda b: b["unsigned_action"].update(requiredSigners=[str(Pubkey.new_unique())]),
         "signers_mismatch",
     ),
+    # the action's own statement of who receives (the instructions mint to you regardless): must be you
+    "recipient_stated": (
+        lambda b: b["unsigned_action"].update(recipient=str(Pubkey.new_unique())),
+        "recipient_mismatch",
+    ),
+    "recipient_token_account_stated": (
+        lambda b: b["unsigned_action"].update(recipientTokenAccount=str(Pubkey.new_unique())),
+        "recipient_mismatch",
+    ),
     "used_nonce_of_another_message": (
         lambda b: b["unsigned_action"]["instructions"][1]["keys"][4].update(pubkey=str(Pubkey.new_unique())),
         "instruction_mismatch",

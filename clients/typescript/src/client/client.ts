@@ -1,6 +1,8 @@
 /** The routequote REST client (v2): capabilities, status, quote, prepare and the session operations. Every
  * prepared action is checked by the ported verifier against what the caller holds before it is returned;
  * only idempotent calls are retried; base-unit amounts are bigint. */
+import type { Deployments } from "../verify/evm.js";
+import { DuplicateKey, parseStrictJson } from "./strict_json.js";
 import { webcrypto } from "node:crypto";
 import type { components } from "../generated/v2.js";
 import { type Finding, isObj } from "../verify/common.js";
@@ -43,6 +45,8 @@ export interface ClientOptions {
   acceptModelledBounds?: boolean;
   /** Accept a fee going to the development placeholder (tests and local chains only). */
   acceptUnconfiguredFeeRecipient?: boolean;
+  /** Contract addresses per EVM chain replacing the pinned mainnet ones (local chains, e.g. anvil, only). */
+  deployments?: Deployments;
 }
 
 export interface Quote {
@@ -169,7 +173,7 @@ export function errorFor(what: string, resp: Response, body: unknown): Error {
 }
 
 export class RouteQuoteClient {
-  readonly #o: Required<Omit<ClientOptions, "feeRecipients">> & { feeRecipients: Record<string, string> | null };
+  readonly #o: Required<Omit<ClientOptions, "feeRecipients" | "deployments">> & { feeRecipients: Record<string, string> | null; deployments: Deployments };
 
   constructor(options: ClientOptions) {
     this.#o = {
@@ -182,6 +186,7 @@ export class RouteQuoteClient {
       feeRecipients: options.feeRecipients ?? null,
       acceptModelledBounds: options.acceptModelledBounds ?? false,
       acceptUnconfiguredFeeRecipient: options.acceptUnconfiguredFeeRecipient ?? false,
+      deployments: options.deployments ?? {},
     };
   }
 
@@ -254,6 +259,21 @@ export class RouteQuoteClient {
     return this.#run({ what: "session", method: "GET", path: `${sessionPath(handle)}?view=session`, token: handle.reveal(), idempotent: true, parse: (b) => this.#session(b, handle) });
   }
 
+  /** The session's receipt (quoted and actual amounts per step and for the route), as the server states it. */
+  readReceipt(handle: SessionHandle): Promise<Json> {
+    return this.#run({
+      what: "session receipt",
+      method: "GET",
+      path: `${sessionPath(handle)}?view=receipt`,
+      token: handle.reveal(),
+      idempotent: true,
+      parse: (b) => {
+        if (b["session_id"] !== handle.sessionId || !isObj(b["receipt"])) throw new ResponseInvalid("session receipt", ["not this session's receipt"]);
+        return b["receipt"];
+      },
+    });
+  }
+
   /** The session's current unsigned action, verified, or null when there is nothing to sign. */
   async nextAction(handle: SessionHandle): Promise<PreparedAction | null> {
     return (await this.readSession(handle)).currentAction;
@@ -286,6 +306,7 @@ export class RouteQuoteClient {
       feeRecipients: this.#o.feeRecipients,
       sessionActualInputBase: actualInputBase,
       acceptModelledBounds: this.#o.acceptModelledBounds,
+      deployments: this.#o.deployments,
     });
     findings.push(...feeRecipientFindings(raw, this.#o.acceptUnconfiguredFeeRecipient));
     if (findings.some((f) => f.severity === "error")) throw new ActionVerificationFailed(findings);
@@ -349,9 +370,10 @@ export class RouteQuoteClient {
       const text = await resp.text();
       let body: unknown;
       try {
-        body = JSON.parse(text);
-      } catch {
-        throw new ResponseInvalid(call.what, [`HTTP ${resp.status} body is not JSON`]);
+        body = parseStrictJson(text);
+      } catch (e) {
+        const why = e instanceof DuplicateKey ? e.message : "not JSON";
+        throw new ResponseInvalid(call.what, [`HTTP ${resp.status} body is not strict JSON: ${why}`]);
       }
       if ((call.ok ?? [200]).includes(resp.status)) {
         if (!isObj(body)) throw new ResponseInvalid(call.what, ["the answer is not a JSON object"]);

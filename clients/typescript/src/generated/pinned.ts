@@ -19,6 +19,10 @@ export const PINNED: Pinned = {
     "RECEIVE_PHASE": "cctp_destination_mint",
     "SOLANA_RECEIVE_KIND": "cctp_receive_message_solana",
     "SOLANA_RECEIVE_PHASE": "cctp_destination_mint_solana",
+    "SOLANA_RECEIVE_KINDS": [
+      "create_recipient_usdc_token_account",
+      "cctp_receive_message_solana"
+    ],
     "SPL_TOKEN_PROGRAM": "TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA",
     "ATA_PROGRAM": "ATokenGPvbdGVxr1b2hvZbsiqW5xWH25efTNsLJA8knL",
     "SYSTEM_PROGRAM": "11111111111111111111111111111111",
@@ -151,7 +155,8 @@ export const PINNED: Pinned = {
         "uniswap_v3": "0x2626664c2603336E57B271c5C0b26F421741e481",
         "circle_cctp": "0x28b5a0e9C621a5BadaA536219b3a228C8168cf5d",
         "across_intent_bridge": "0x09aea4b2242abC8bb4BB78D537A67a245A7bEC64"
-      }
+      },
+      "messageTransmitterV2": "0x81D40F21F12A8F0E3252Bccb954D722d4c464B64"
     },
     "arbitrum": {
       "chainId": 42161,
@@ -163,7 +168,8 @@ export const PINNED: Pinned = {
         "uniswap_v3": "0x68b3465833fb72A70ecDF485E0e4C7bD8665Fc45",
         "circle_cctp": "0x28b5a0e9C621a5BadaA536219b3a228C8168cf5d",
         "across_intent_bridge": "0xe35e9842fceaCA96570B734083f4a58e8F7C5f2A"
-      }
+      },
+      "messageTransmitterV2": "0x81D40F21F12A8F0E3252Bccb954D722d4c464B64"
     },
     "robinhood": {
       "chainId": 4663,
@@ -174,7 +180,8 @@ export const PINNED: Pinned = {
       "contracts": {
         "uniswap_v3": "0xCaf681a66D020601342297493863E78C959E5cb2",
         "paxos_usdg_layerzero_oft": "0x0d54755f5106BfdB43f7a35f5D49a23F940628d1"
-      }
+      },
+      "messageTransmitterV2": null
     }
   },
   "orcaPools": {
@@ -198,6 +205,50 @@ export const PINNED: Pinned = {
       "vault1": "4d35yC7C8zhCDec7JbPptL9SEb4NUddKHxURgmvD8hfo",
       "bitmapExtension": "9z9VTNvaTpJuwjn4LSnjHwZgUR9iGuy59BwXTNbxRF6s",
       "tickSpacing": 10
+    }
+  },
+  "erc4337": {
+    "planKind": "erc4337_settlement",
+    "planVersion": "routequote.erc4337_settlement.v1",
+    "maxPermitWindowSeconds": 300,
+    "uniswapFeeTiers": [
+      100,
+      500,
+      3000,
+      10000
+    ],
+    "gasBounds": {
+      "verificationGasLimit": [
+        "50000",
+        "2000000"
+      ],
+      "callGasLimit": [
+        "100000",
+        "3000000"
+      ],
+      "preVerificationGas": [
+        "21000",
+        "5000000"
+      ],
+      "maxFeePerGas": [
+        "0",
+        "1000000000000"
+      ],
+      "maxPriorityFeePerGas": [
+        "0",
+        "1000000000000"
+      ]
+    },
+    "maxGasCostWei": "10000000000000000",
+    "usdcPermitDomain": {
+      "8453": [
+        "USD Coin",
+        "2"
+      ],
+      "42161": [
+        "USD Coin",
+        "2"
+      ]
     }
   },
   "routes": {

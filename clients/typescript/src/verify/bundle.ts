@@ -1,10 +1,12 @@
 /** The bundle-level checks (port of core/verify/bundle.py): hashes, intent, route and step, amounts and bounds,
- * timing, the fee recipient and the safety receipt; then the EVM payload checks (evm.ts). A kind this port
- * does not cover yet (Solana instructions, CCTP destination mints) is refused with `verifier_kind_not_ported`. */
+ * timing, the fee recipient and the safety receipt; then the chain family's payload checks (evm.ts, solana.ts) or
+ * a CCTP destination mint (cctp_receive.ts). A kind this port does not cover is refused with
+ * `verifier_kind_not_ported`. */
 import { canonicalJson, canonicalSha256 } from "../canonical.js";
 import { PINNED } from "../generated/pinned.js";
 import type { PinnedStep } from "../pinned-types.js";
 import { checkBounds } from "./bounds.js";
+import { checkSolanaReceive, isReceive, isSolanaReceive, verifyReceive } from "./cctp_receive.js";
 import {
   BundleRejected,
   Checker,
@@ -101,7 +103,6 @@ function run(c: Checker, bundle: unknown, o: VerifyOptions): Finding[] {
     return c.findings;
   }
   const receipt = get(action, "safety_receipt") as Obj;
-  if (isSolanaReceive(action) || isReceive(action, receipt)) throw new NotPorted("CCTP destination mints are not checked by this port yet");
   const binding = get(receipt, "payload_binding", {});
   c.expect(
     get(binding, "action_sha256") === actionSha256(action),
@@ -147,6 +148,15 @@ function run(c: Checker, bundle: unknown, o: VerifyOptions): Finding[] {
   const walletChains = Object.keys(o.wallets).sort();
   if (walletChains.join(",") !== [...route.requiredWalletChains].sort().join(",")) {
     c.fail("wallet_chains_mismatch", `the route needs wallets on exactly ${JSON.stringify(route.requiredWalletChains)}`);
+    return c.findings;
+  }
+  const receiveArgs = { c, bundle, action, receipt, route, routeKey, step, wallets: o.wallets, nowUnix: o.nowUnix, approval, deps };
+  if (isSolanaReceive(action)) {
+    checkSolanaReceive(receiveArgs); // the CCTP mint on Solana: its own rule, re-deriving both instructions
+    return c.findings;
+  }
+  if (isReceive(action, receipt)) {
+    verifyReceive(receiveArgs);
     return c.findings;
   }
   const family = PINNED.chains[chainOf(step.source)]!.family;
@@ -215,7 +225,9 @@ function run(c: Checker, bundle: unknown, o: VerifyOptions): Finding[] {
   if (deadline === null) return c.findings;
   // ---- fee recipient
   const rawFeeRecipient = get(action, "feeRecipient");
-  let feeRecipient: string | null = typeof rawFeeRecipient === "string" ? rawFeeRecipient : null;
+  // unpinned, the payloads must pay the recipient the receipt names (the receipt must name the action's)
+  const stated = get(get(receipt, "service_fee", {}), "recipient");
+  let feeRecipient: string | null = stated === null ? null : typeof stated === "string" ? stated : "";
   if (o.feeRecipients !== undefined && o.feeRecipients !== null) {
     const pinned = o.feeRecipients[family];
     if (fee && !sameAddress(rawFeeRecipient, pinned)) c.fail("fee_recipient_mismatch", "the fee goes to another recipient than the one you pinned");
@@ -231,22 +243,6 @@ function run(c: Checker, bundle: unknown, o: VerifyOptions): Finding[] {
   if (family === "evm") checkEvm(ctx, action, deps);
   else checkSolana(ctx, action);
   return c.findings;
-}
-
-function isReceive(action: Obj, receipt: Obj): boolean {
-  const a = get(receipt, "action");
-  const kind = isObj(a) ? a["kind"] : undefined;
-  const kinds = get(action, "kinds");
-  return (
-    kind === PINNED.constants.RECEIVE_KIND ||
-    (Array.isArray(kinds) && kinds.length === 1 && kinds[0] === PINNED.constants.RECEIVE_KIND) ||
-    get(action, "phase") === PINNED.constants.RECEIVE_PHASE
-  );
-}
-
-function isSolanaReceive(action: Obj): boolean {
-  const kinds = get(action, "kinds");
-  return get(action, "phase") === PINNED.constants.SOLANA_RECEIVE_PHASE || (Array.isArray(kinds) && kinds.includes(PINNED.constants.SOLANA_RECEIVE_KIND));
 }
 
 function checkReceipt(

@@ -24,6 +24,7 @@ const ABI = parseAbi([
   "function depositForBurn(uint256,uint32,bytes32,address,bytes32,uint256,uint32)",
   "function deposit(bytes32,bytes32,bytes32,bytes32,uint256,uint256,uint256,bytes32,uint32,uint32,uint32,bytes)",
   "function send((uint32,bytes32,uint256,uint256,bytes,bytes,bytes),(uint256,uint256),address)",
+  "function receiveMessage(bytes,bytes)",
 ]);
 const KNOWN_SELECTORS = new Set(
   ABI.map((f) => toFunctionSelector(`${f.name}(${f.inputs.map((i) => formatType(i)).join(",")})`)),
@@ -34,7 +35,7 @@ function formatType(p: { type: string; components?: readonly { type: string }[] 
   return p.type;
 }
 
-interface Call {
+export interface Call {
   name: string;
   args: readonly unknown[];
 }
@@ -50,7 +51,7 @@ export function decodeCall(data: Hex): Call | null {
   return { name: decoded.functionName, args: decoded.args ?? [] };
 }
 
-function addressToBytes32(address: string | undefined): string {
+export function addressToBytes32(address: string | undefined): string {
   if (address === undefined) throw new Malformed("no address");
   return `0x${"00".repeat(12)}${address.slice(2).toLowerCase()}`;
 }

@@ -6,7 +6,7 @@ import { type Obj, Malformed, get, item } from "./common.js";
 
 const RESPONSE_ONLY_KEYS = new Set(["payload_sha256", "idempotent_replay", "preflight"]);
 
-/** Thrown for a payload kind this port does not check yet (Solana instructions): refused, never passed. */
+/** Thrown for an action kind this port does not check (a provider added to the service before the port): refused, never passed. */
 export class NotPorted extends Error {}
 
 export function payloadSha256(bundle: Obj): string {

@@ -7,6 +7,7 @@ import { DEPOSIT_FOR_BURN_HEX, b64Bytes, toHex } from "./payloads.js";
 import { associatedTokenAddress, findProgramAddress, solanaKey } from "./solana_keys.js";
 import { base58 } from "@scure/base";
 import { checkRaydiumSwap, raydiumSwapV2 } from "./raydium.js";
+import { checkFeeTransfers, expectedFeeInstructions } from "./solana_fee.js";
 
 export interface Meta {
   pubkey: string;
@@ -125,9 +126,9 @@ export function checkSolana(x: StepContext, action: Obj): void {
       c.fail("fee_recipient_unknown", "cannot check the fee instruction without a fee recipient");
       return;
     }
-    expected.push(createAtaIdempotent(x.caller, x.feeRecipient, src));
-    expected.push(transferChecked(x.caller, x.feeRecipient, src, x.fee));
+    expected.push(...expectedFeeInstructions(x.caller, x.feeRecipient, src, x.fee));
   }
+  checkFeeTransfers(x, action, ixs, src);
   const domain = PINNED.chains[step.target.split(":")[0]!]!.cctpDomain;
   if (ixs.length) {
     let data: Uint8Array;
@@ -247,7 +248,7 @@ function checkSolanaSwap(x: StepContext, action: Obj): void {
   if (step.provider === "raydium_clmm" && PINNED.raydiumPools[poolId] !== undefined) {
     const live = checkRaydiumSwap(x, action, swapIx, tick);
     if (live === null) return;
-    finishSwap(x, ixs, () => [raydiumSwapV2(x.caller, poolId, x.net, x.minOut, src === PINNED.raydiumPools[poolId]!.token0, live)], k().RAYDIUM_CLMM_PROGRAM);
+    finishSwap(x, action, ixs, () => [raydiumSwapV2(x.caller, poolId, x.net, x.minOut, src === PINNED.raydiumPools[poolId]!.token0, live)], k().RAYDIUM_CLMM_PROGRAM);
     return;
   }
   const pool = PINNED.orcaPools[poolId];
@@ -281,30 +282,28 @@ function checkSolanaSwap(x: StepContext, action: Obj): void {
     "the swap's pool, vaults or oracle are not the pinned ones",
   );
   // as the Python verifier: the swap re-derived from the stated net input (checked against input - fee apart)
-  finishSwap(x, ixs, () => [orcaSwapV2(x.caller, poolId, x.net, x.minOut, aToB, tick)], k().ORCA_WHIRLPOOL_PROGRAM);
+  finishSwap(x, action, ixs, () => [orcaSwapV2(x.caller, poolId, x.net, x.minOut, aToB, tick)], k().ORCA_WHIRLPOOL_PROGRAM);
 }
 
 /** build_solana_swap's instruction list: wSOL wrap for SOL input, the fee, the caller's output account, the swap,
  * wSOL close for SOL output; then the program allowlist and exact equality. */
-function finishSwap(x: StepContext, ixs: unknown[], swap: () => Ix[], program: string): void {
+function finishSwap(x: StepContext, action: Obj, ixs: unknown[], swap: () => Ix[], program: string): void {
   const { c, step } = x;
   const src = step.source;
   const dst = step.target;
-  let expected: Ix[];
+  // your own wrap and fee instructions, your output token account, the swap re-derived, the unwrap
+  const expected: Ix[] = [];
+  if (src === "solana:SOL") expected.push(...wrapSol(x.caller, src, x.inputBase));
+  if (x.fee) expected.push(...expectedFeeInstructions(x.caller, x.feeRecipient ?? "", src, x.fee));
+  expected.push(createAtaIdempotent(x.caller, x.caller, dst));
   try {
-    expected = [];
-    if (src === "solana:SOL") expected.push(...wrapSol(x.caller, src, x.inputBase));
-    if (x.fee) {
-      expected.push(createAtaIdempotent(x.caller, x.feeRecipient!, src));
-      expected.push(transferChecked(x.caller, x.feeRecipient!, src, x.fee));
-    }
-    expected.push(createAtaIdempotent(x.caller, x.caller, dst));
     expected.push(...swap());
-    if (dst === "solana:SOL") expected.push(closeWsol(x.caller, dst));
   } catch (e) {
-    c.fail("instruction_mismatch", `cannot derive the expected instructions: ${e instanceof Error ? e.message : String(e)}`);
+    c.fail("instruction_mismatch", `cannot derive the expected swap instruction: ${e instanceof Error ? e.message : String(e)}`);
     return;
   }
+  if (dst === "solana:SOL") expected.push(closeWsol(x.caller, dst));
+  checkFeeTransfers(x, action, ixs, src);
   const allowed = new Set([k().ATA_PROGRAM, tokenProgram(src), tokenProgram(dst), k().SYSTEM_PROGRAM, program]);
   ixs.forEach((one, i) => c.expect(allowed.has(get(one, "programId") as string), "program_not_allowed", `instruction ${i}: program`));
   c.expect(sameJson(ixs, expected), "instruction_mismatch", "instructions differ from the exact fee / token-account / swap instructions derived from your inputs");

@@ -176,6 +176,13 @@ def check_solana_receive_bundle(
         "the instructions differ from those derived from the message",
     )
     expect(
+        action.get("sender") == caller
+        and action.get("recipient") == caller
+        and action.get("recipientTokenAccount") == expected_ixs[1]["keys"][15]["pubkey"],
+        "recipient_mismatch",
+        "the action must name your Solana wallet as sender and recipient, and its own USDC account",
+    )
+    expect(
         fee_account != expected_ixs[1]["keys"][15]["pubkey"],
         "fee_account_is_your_token_account",
         "the CCTP fee recipient account must not be your own token account",
