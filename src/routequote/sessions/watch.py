@@ -50,7 +50,7 @@ from routequote.core.sessions.machine import Status
 from routequote.core.sessions.state import Decision
 from routequote.ports import ObservationUnavailable, SessionRecord, StoreUnavailable
 from routequote.readiness import rpc_setting
-from routequote.storage.watch_store import LEADER
+from routequote.storage.watch_store import LEADER, SESSION_PREFIX
 
 log = structlog.get_logger("routequote.watch")
 
@@ -239,9 +239,38 @@ class Watcher:
             return None
         return list(await self.store.waiting(statuses, self.config.batch))
 
+    async def _heartbeat(self, names: list[str]) -> None:
+        """While a long tick runs: renew what it holds every third of the lease; a lease lost (the database
+        unreachable past the lease, another process took it) ends the tick at the next session."""
+        while True:
+            await asyncio.sleep(self.config.lease_seconds / 3)
+            try:
+                held = await self.store.claim(names, self.holder, self.wall(), self.config.lease_seconds)
+            except Exception as exc:  # the store is unavailable: the lease runs out unless the next try works
+                log.warning("watch_lease_renewal_failed", error_type=type(exc).__name__)
+                continue
+            if self.config.scope != "shared" and LEADER not in held:
+                self.held = False
+                log.warning("watch_lease_lost", holder=self.holder)
+                return
+
     async def tick(self) -> TickReport:
-        report = TickReport()
         records = await self._records()
+        if records is None:
+            return await self._tick(None)
+        names = (
+            [SESSION_PREFIX + r.session_id for r in records] if self.config.scope == "shared" else [LEADER]
+        )
+        heartbeat = asyncio.create_task(self._heartbeat(names), name="routequote-watch-lease")
+        try:
+            return await self._tick(records)
+        finally:
+            heartbeat.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await heartbeat
+
+    async def _tick(self, records: list[SessionRecord] | None) -> TickReport:
+        report = TickReport()
         self.ticks += 1
         self.last = report
         if records is None:
@@ -273,6 +302,8 @@ class Watcher:
         for record, result in zip(group, results, strict=True):
             if result is None:
                 continue
+            if not self.held:  # the lease was lost mid-tick: another process follows these sessions now
+                return
             report.looked_at += 1
             report.per_chain[chain.value] = report.per_chain.get(chain.value, 0) + 1
             if isinstance(result, ObservationUnavailable):
