@@ -155,7 +155,7 @@ class Settings(BaseSettings):
         ge=0.5,
         le=3600,
         description="Lifetime of the watcher's lease in the session database, renewed each tick: with several workers "
-        "or replicas one holds it at a time, and another takes over at most this long after the holder dies",
+        "or replicas one holds it at a time, and another takes over within this and one tick after the holder dies",
     )
     watch_scope: str = Field(
         "leader",

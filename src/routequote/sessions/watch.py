@@ -11,7 +11,8 @@ nothing, so a waiting session's event log grows only when something changed.
 
 Who watches: the session database holds the lease (`storage.watch_store`). `leader` (default): one process, the
 holder of the `watcher` row renewed every tick, looks at every waiting session; with `--workers N` or several
-replicas the others try each tick and one takes over once a dead holder's lease expires. `shared`: each process
+replicas the others try each tick and one takes over once a dead holder's lease expires (within the lease and
+one tick). A tick longer than the lease renews it as it goes. `shared`: each process
 leases at most `batch` sessions per tick (one row per session), so replicas share the watch, each session
 watched by one process at a time. Either way a commit is the store's optimistic version check: two processes
 looking at one session at once still advance it once.
@@ -360,8 +361,8 @@ class Watcher:
     async def running(self) -> AsyncIterator[None]:
         """For the app's lifespan: the loop in the background while the app serves; the lease is given up at
         shutdown so another process takes over at its next tick."""
-        if not self.config.enabled:
-            yield
+        if not self.config.enabled or self.watching.rpc_chains == frozenset():
+            yield  # off, or no chain has an RPC URL (the embedded defaults): nothing could be followed
             return
         task = asyncio.create_task(self.loop(), name="routequote-watch")
         try:
