@@ -14,6 +14,9 @@ for key in [k for k in os.environ if k.startswith("ROUTEQUOTE_")]:
 # Sessions: every app the suite builds keeps its sessions in a throwaway SQLite file, never in the repo's var/.
 _SESSION_DB_DIR = tempfile.mkdtemp(prefix="routequote-test-db-")
 os.environ["ROUTEQUOTE_DATABASE_URL"] = f"sqlite+aiosqlite:///{_SESSION_DB_DIR}/sessions.sqlite3"
+# The watcher (sessions/watch.py) is off unless a test turns it on (`Settings(watch=True)`): the tests that drive
+# each transition with observe expect exactly the transitions they ask for, not one the service made meanwhile.
+os.environ["ROUTEQUOTE_WATCH"] = "0"
 
 # CI replays a fixed set of generated examples (a red CI must be reproducible); local runs explore anew.
 # Neither has Hypothesis's per-example deadline (200 ms by default): it is a timing, and on a busy machine an

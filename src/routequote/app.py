@@ -259,6 +259,19 @@ def retention_purger(settings: Settings, store: Any, clock: Clock) -> Any:
     return Purger(store.inner, policy, clock.now)
 
 
+def build_watcher(settings: Settings, sessions: SessionService) -> Any:
+    """The watcher (sessions/watch.py): every session waiting on a chain with an RPC URL is advanced by the
+    service; its lease lives in the session database. Off with ROUTEQUOTE_WATCH=0 (views say so)."""
+    from routequote.sessions.watch import WatchConfig, Watcher, Watching
+    from routequote.storage.watch_store import watch_store
+
+    observation = sessions.config.observation
+    sessions.watching = Watching(
+        WatchConfig.from_settings(settings), None if observation is None else observation.rpc_chains
+    )
+    return Watcher(sessions, watch_store(sessions.store), sessions.watching)
+
+
 def build_service(
     settings: Settings,
     *,
@@ -360,12 +373,16 @@ def create_app(
             hooks.append(functools.partial(_closing, close))
 
     purger = retention_purger(settings, sessions.store, service.clock)
+    watcher = build_watcher(settings, sessions)
 
     @contextlib.asynccontextmanager
     async def session_lifespan() -> AsyncIterator[None]:
         await sessions.store.start()  # migrations run here, before the first request
         try:
-            async with purger.running() if purger is not None else contextlib.nullcontext():
+            async with (
+                purger.running() if purger is not None else contextlib.nullcontext(),
+                watcher.running(),
+            ):
                 yield
         finally:
             await sessions.store.aclose()
@@ -406,6 +423,7 @@ def create_app(
     app.state.prepare = prepare
     app.state.sessions = sessions
     app.state.retention = purger  # the background purge (None for a store it does not manage)
+    app.state.watcher = watcher
     fee_configured = recipients_configured(settings.fee_recipient_evm, settings.fee_recipient_solana)
     probes = Probes(
         service.market, sessions.store, settings.redis_url, settings.market_fallback, fee_configured

@@ -139,6 +139,41 @@ class Settings(BaseSettings):
     across_fill_search_blocks: int = Field(
         20_000, ge=1, description="How many recent destination blocks a session searches for an Across fill"
     )
+    watch: bool = Field(
+        True,
+        description="Follow every session waiting on the chain (awaiting_source_receipt, awaiting_destination) "
+        "and advance it by the observe rules without another call; 0 turns the watcher off (observe still works)",
+    )
+    watch_interval_seconds: float = Field(
+        2.0,
+        ge=0.05,
+        le=3600,
+        description="Pause between two watcher ticks (each tick looks at every watched session)",
+    )
+    watch_lease_seconds: float = Field(
+        15.0,
+        ge=0.5,
+        le=3600,
+        description="Lifetime of the watcher's lease in the session database, renewed each tick: with several workers "
+        "or replicas one holds it at a time, and another takes over within this and one tick after the holder dies",
+    )
+    watch_scope: str = Field(
+        "leader",
+        description="`leader` (default): one process (worker or replica) watches every session; `shared`: each "
+        "replica leases at most ROUTEQUOTE_WATCH_BATCH sessions per tick, so several share the watch (one per session)",
+    )
+    watch_batch: int = Field(
+        2000,
+        ge=1,
+        le=1_000_000,
+        description="Most sessions one process looks at per tick (oldest change first)",
+    )
+    watch_max_backoff_seconds: float = Field(
+        60.0,
+        ge=1,
+        le=3600,
+        description="Longest wait before the watcher retries a session or chain whose read failed",
+    )
     max_header_bytes: int = Field(
         16_384, ge=1024, description="Request line plus headers, in bytes, before answering 431 (then close)"
     )

@@ -86,6 +86,13 @@ def problems(settings: Settings) -> list[str]:  # noqa: C901 - one flat list of 
         value = getattr(s, name)
         if value and not _url(value, ("http", "https")):
             out.append(f"{_env(name)}: not an http(s) URL")
+    if s.watch_scope not in ("leader", "shared"):
+        out.append(f"ROUTEQUOTE_WATCH_SCOPE: unknown scope {s.watch_scope[:20]!r} (leader or shared)")
+    if s.watch and s.watch_lease_seconds <= s.watch_interval_seconds:
+        out.append(
+            "ROUTEQUOTE_WATCH_LEASE_SECONDS must be longer than ROUTEQUOTE_WATCH_INTERVAL_SECONDS (the lease is "
+            "renewed each tick)"
+        )
     if s.quote_store not in ("auto", "memory", "peers", "sqlite", "redis"):
         out.append(
             f"ROUTEQUOTE_QUOTE_STORE: unknown store {s.quote_store[:20]!r} (auto, memory, peers, sqlite or redis)"

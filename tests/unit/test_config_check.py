@@ -74,6 +74,12 @@ CASES = [
     ),
     ({"rate_limit": "lots"}, "ROUTEQUOTE_RATE_LIMIT: 'lots' is not a limit like 120/minute (or off)"),
     ({"release_commit": "abc"}, "ROUTEQUOTE_RELEASE_COMMIT: must be 40 lower-case hex characters"),
+    ({"watch_scope": "everyone"}, "ROUTEQUOTE_WATCH_SCOPE: unknown scope 'everyone' (leader or shared)"),
+    (
+        {"watch": True, "watch_interval_seconds": 5, "watch_lease_seconds": 5},
+        "ROUTEQUOTE_WATCH_LEASE_SECONDS must be longer than ROUTEQUOTE_WATCH_INTERVAL_SECONDS (the lease is renewed "
+        "each tick)",
+    ),
     (
         {"otel_exporter": "jaeger"},
         "ROUTEQUOTE_OTEL_EXPORTER: unknown exporter 'jaeger' (none, console or otlp)",

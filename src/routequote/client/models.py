@@ -214,6 +214,7 @@ class Session(Open, _Raw):
     note: str | None = None
     idempotent_replay: bool
     preflight: dict[str, Any] | None = None  # advice for `current_action` (absent without one)
+    watch: dict[str, Any] | None = None  # {active, reason, chain}: whether the service follows it by itself
     signed: Literal[False]
     submitted: Literal[False]
     server_signing: Literal[False]

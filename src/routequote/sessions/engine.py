@@ -16,6 +16,8 @@ compared in constant time; a wrong or missing token is 404 `session_not_found` (
 
 from __future__ import annotations
 
+import json
+
 from dataclasses import replace
 from typing import Any
 
@@ -23,7 +25,7 @@ from routequote.core.actions.approval import check_approval
 from routequote.core.hashing import canonical_sha256
 from routequote.core.routes import ROUTES, Provider, Route, Step
 from routequote.core.sessions.kinds.cctp_mint_evm import install_receive
-from routequote.core.sessions.machine import Event
+from routequote.core.sessions.machine import Event, Status, next_status
 from routequote.core.sessions.state import (
     MODE_V2,
     SESSION_BINDING_VERSION,
@@ -33,11 +35,12 @@ from routequote.core.sessions.state import (
     new_state,
     parse_ts,
     session_id_for,
+    transactions_proven,
 )
 from routequote.core.sessions.views import VIEWS
 from routequote.errors import Conflict, DependencyUnavailable, InvalidRequest, RouteQuoteError
-from routequote.ports import ObservationUnavailable
-from routequote.sessions.base import SessionAnswer
+from routequote.ports import ObservationUnavailable, SessionRecord, TransactionAlreadyUsed
+from routequote.sessions.base import SessionAnswer, log
 from routequote.sessions.inputs import (
     body_object,
     creation_token,
@@ -47,10 +50,21 @@ from routequote.sessions.inputs import (
     operation_sha256,
 )
 from routequote.sessions.v1 import V1CorridorMode
+from routequote.sessions.watch import Watching
 from routequote.store_errors import stored
 
 
 class SessionService(V1CorridorMode):
+    # what this instance follows without a call (sessions/watch.py): each session view says so in `watch`
+    watching: Watching | None = None
+
+    def _with_watch(self, body: dict[str, Any]) -> dict[str, Any]:
+        """The `watch` block of a session view, computed per answer (never stored): whether the service follows
+        this session on its chain by itself, and why not when it does not."""
+        if body.get("view") != "session" or self.watching is None:  # None: a service built without the app
+            return body
+        return {**body, "watch": self.watching.block(body)}
+
     # ---- create -----------------------------------------------------------------------------------------
 
     async def create(self, body: Any, token: str | None) -> SessionAnswer:
@@ -95,6 +109,7 @@ class SessionService(V1CorridorMode):
         never stored with the session nor part of the action); an answer without an action has none."""
         action = answer.body.get("current_action")
         route = ROUTES.get(str(answer.body.get("route")))
+        answer = SessionAnswer(answer.status_code, self._with_watch(answer.body))
         if not isinstance(action, dict) or route is None:
             return answer
         preflight = await self.prepare.preflight.check(route, wallets, action, self.service.clock.now())
@@ -202,7 +217,7 @@ class SessionService(V1CorridorMode):
             raise InvalidRequest("invalid_view", f"view must be one of {', '.join(VIEWS)}")
         record = await self._load(session_id, token)
         record = await self._expire_if_due(record)
-        return self._view(record, view)
+        return self._with_watch(self._view(record, view))
 
     # ---- observe: gather, decide, commit ----------------------------------------------------------------
 
@@ -217,15 +232,43 @@ class SessionService(V1CorridorMode):
         record = await self._expire_if_due(record)
         self._check_operation(record, "observe")
         try:
-            state = self._document(record)
-            if state.phase == "source":
-                decision = await self.facts.source(state, route, hashes)
-            else:
-                decision = await self.facts.destination(state, route, hashes)
-            outcome = await self._advance(record, route, decision)
+            outcome = await self._observed(record, route, hashes)
         except ObservationUnavailable as exc:
             raise DependencyUnavailable(exc.reason, exc.message, retry_after_seconds=5) from None
         return await self._with_preflight(await self._finish(record, outcome, key, request_sha), wallets)
+
+    async def _observed(self, record: SessionRecord, route: Route, hashes: list[str]) -> Decision:
+        """Phases 1 and 2 of observe (gather the chain facts, decide in the core) and the fulfilment of what the
+        decision asks for (the next action, re-quoted from the verified output); nothing is written."""
+        state = self._document(record)
+        if state.phase == "source":
+            decision = await self.facts.source(state, route, hashes)
+        else:
+            decision = await self.facts.destination(state, route, hashes)
+        return await self._advance(record, route, decision)
+
+    # ---- the watcher's entry: observe without a caller (sessions/watch.py) ------------------------------
+
+    async def watched_outcome(self, record: SessionRecord) -> Decision:
+        """What observe with no new transaction names would decide for `record` now (nothing written). Raises
+        what observe raises before its commit: ObservationUnavailable, or a 4xx error (nothing advances)."""
+        self._check_operation(record, "observe")
+        return await self._observed(record, ROUTES[record.route], [])
+
+    async def commit_watched(self, record: SessionRecord, outcome: Decision) -> SessionRecord | None:
+        """Observe's one commit of `outcome` (same event, document, claims and transition table), without a caller
+        idempotency record: none was sent. A decision that only restates the stored pending status and document
+        writes nothing (observe would append a `submitted_pending` / `destination_pending` that changes nothing
+        else). None when nothing was written (no change, or another request moved the session first)."""
+        status = next_status(Status(record.status), outcome.event)
+        if status.value == record.status and json.loads(json.dumps(outcome.state.to_json())) == record.state:
+            return None
+        claims = transactions_proven(self._document(record), outcome.state)
+        try:
+            return await self._commit(record, outcome.event, outcome.state, None, claims)
+        except TransactionAlreadyUsed:
+            log.info("session_watch_transaction_already_used", session_id=record.session_id)
+            return None
 
     # ---- refresh and cancel -----------------------------------------------------------------------------
 
@@ -264,10 +307,11 @@ class SessionService(V1CorridorMode):
         key = key_only_body(body)
         request_sha = operation_sha256("cancel", body)
         if (replayed := await self._replayed(record, key, request_sha)) is not None:
-            return replayed
+            return SessionAnswer(replayed.status_code, self._with_watch(replayed.body))
         self._check_operation(record, "cancel")
         decision = cancelled(self._document(record), record.status, self.service.clock.now())
-        return await self._finish(record, decision, key, request_sha)
+        answer = await self._finish(record, decision, key, request_sha)
+        return SessionAnswer(answer.status_code, self._with_watch(answer.body))
 
 
 __all__ = ["SessionAnswer", "SessionService"]

@@ -1,0 +1,208 @@
+"""The watcher's side of the session database: its leases, and the sessions waiting on the chain.
+
+`watch_leases` (migration 0005) holds one row per lease: `watcher` when one process follows every waiting session
+(`leader`), `session:<id>` when replicas share the watch (`shared`). Taking or renewing a lease is one
+`INSERT ... ON CONFLICT (name) DO UPDATE ... WHERE the row expired or is ours ... RETURNING name` statement, the
+same SQLAlchemy Core on SQLite and PostgreSQL: of two processes racing for a row, the database lets exactly one
+write it (the row lock on PostgreSQL, the write lock on SQLite), and the other gets no row back. A holder renews
+its rows every tick; a process killed with `kill -9` stops renewing, and its rows are free at `expires_at`.
+
+Times are the hosts' wall clocks (UTC): replicas sharing a database are assumed to keep their clocks in step
+(NTP) to well under a lease's length.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable, Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import Column, MetaData, String, Table, delete, literal, select
+from sqlalchemy.dialects import postgresql as pg
+from sqlalchemy.dialects import sqlite as sqlite_dialect
+from sqlalchemy.engine import Connection
+
+from routequote.ports import SessionRecord
+from routequote.storage.sessions_common import malformed_document
+from routequote.storage.sessions_schema import UtcDateTime, sessions
+
+LEADER = "watcher"
+SESSION_PREFIX = "session:"
+_CHUNK = 500  # rows per multi-row upsert (3 bound values each: far under either database's limit)
+
+_meta = MetaData()
+watch_leases = Table(
+    "watch_leases",
+    _meta,
+    Column("name", String(80), primary_key=True),
+    Column("holder", String(120), nullable=False),
+    Column("expires_at", UtcDateTime, nullable=False),
+)
+
+
+def _record(row: Any) -> SessionRecord:
+    if not isinstance(row.state, dict):
+        raise malformed_document("state", row.session_id, TypeError(type(row.state).__name__))
+    return SessionRecord(
+        session_id=row.session_id,
+        token_sha256=row.token_sha256,
+        version=row.version,
+        status=row.status,
+        route=row.route,
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+        state=row.state,
+    )
+
+
+def _claim_rows(conn: Connection, names: Sequence[str], holder: str, now: datetime, ttl: float) -> set[str]:
+    """Take or renew each named lease that is free, expired or already ours; the names now held by `holder`."""
+    if not names:
+        return set()
+    dialect = sqlite_dialect if conn.dialect.name == "sqlite" else pg
+    until = now + timedelta(seconds=ttl)
+    held: set[str] = set()
+    for i in range(0, len(names), _CHUNK):
+        rows = [{"name": n, "holder": holder, "expires_at": until} for n in names[i : i + _CHUNK]]
+        stmt = dialect.insert(watch_leases).values(rows)
+        stmt = stmt.on_conflict_do_update(
+            index_elements=[watch_leases.c.name],
+            set_={"holder": stmt.excluded.holder, "expires_at": stmt.excluded.expires_at},
+            where=(watch_leases.c.expires_at < now) | (watch_leases.c.holder == holder),
+        ).returning(watch_leases.c.name)
+        held |= {r[0] for r in conn.execute(stmt)}
+    return held
+
+
+class SqlWatchStore:
+    """Leases and waiting sessions on a `SqlSessionStore` (or the `CappedSessionStore` wrapping one)."""
+
+    def __init__(self, store: Any) -> None:
+        self.store = getattr(store, "inner", store)
+        self.scope = self.store.scope
+
+    async def claim(self, names: Sequence[str], holder: str, now: datetime, ttl: float) -> set[str]:
+        def operation(conn: Connection) -> set[str]:
+            with conn.begin():
+                return _claim_rows(conn, list(names), holder, now, ttl)
+
+        held: set[str] = await self.store._run(operation, write=True)
+        return held
+
+    async def release(self, holder: str) -> None:
+        """Give up every lease `holder` holds (a clean shutdown: another process takes over at its next tick)."""
+
+        def operation(conn: Connection) -> None:
+            with conn.begin():
+                conn.execute(delete(watch_leases).where(watch_leases.c.holder == holder))
+
+        await self.store._run(operation, write=True)
+
+    async def leases(self) -> dict[str, tuple[str, datetime]]:
+        def operation(conn: Connection) -> list[Any]:
+            rows = list(conn.execute(select(watch_leases)))
+            conn.rollback()
+            return rows
+
+        return {r.name: (r.holder, r.expires_at) for r in await self.store._run(operation, write=False)}
+
+    async def waiting(self, statuses: Iterable[str], limit: int) -> list[SessionRecord]:
+        """Every session in `statuses` (at most `limit`, least recently changed first)."""
+        wanted = list(statuses)
+
+        def operation(conn: Connection) -> list[Any]:
+            rows = list(
+                conn.execute(
+                    select(sessions)
+                    .where(sessions.c.status.in_(wanted))
+                    .order_by(sessions.c.updated_at)
+                    .limit(limit)
+                )
+            )
+            conn.rollback()
+            return rows
+
+        return [_record(r) for r in await self.store._run(operation, write=False)]
+
+    async def claim_waiting(
+        self, statuses: Iterable[str], holder: str, now: datetime, ttl: float, limit: int
+    ) -> list[SessionRecord]:
+        """`shared`: lease up to `limit` waiting sessions no other live holder has, renew ours, and return them.
+        Leases of sessions that stopped waiting are dropped once expired."""
+        wanted = list(statuses)
+        name = literal(SESSION_PREFIX) + sessions.c.session_id
+
+        def operation(conn: Connection) -> list[Any]:
+            with conn.begin():
+                conn.execute(
+                    delete(watch_leases).where(watch_leases.c.expires_at < now - timedelta(seconds=ttl))
+                )
+                rows = list(
+                    conn.execute(
+                        select(sessions)
+                        .select_from(sessions.outerjoin(watch_leases, watch_leases.c.name == name))
+                        .where(
+                            sessions.c.status.in_(wanted),
+                            watch_leases.c.name.is_(None)
+                            | (watch_leases.c.expires_at < now)
+                            | (watch_leases.c.holder == holder),
+                        )
+                        .order_by(sessions.c.updated_at)
+                        .limit(limit)
+                    )
+                )
+                held = _claim_rows(conn, [SESSION_PREFIX + r.session_id for r in rows], holder, now, ttl)
+            return [r for r in rows if SESSION_PREFIX + r.session_id in held]
+
+        return [_record(r) for r in await self.store._run(operation, write=True)]
+
+
+class MemoryWatchStore:
+    """The same over the in-process `MemorySessionStore` (unit tests; one process, so leases are local)."""
+
+    scope = "memory"
+
+    def __init__(self, store: Any) -> None:
+        self.store = store
+        self._leases: dict[str, tuple[str, datetime]] = {}
+        self._lock = asyncio.Lock()
+
+    async def claim(self, names: Sequence[str], holder: str, now: datetime, ttl: float) -> set[str]:
+        async with self._lock:
+            held: set[str] = set()
+            for n in names:
+                current = self._leases.get(n)
+                if current is None or current[1] < now or current[0] == holder:
+                    self._leases[n] = (holder, now + timedelta(seconds=ttl))
+                    held.add(n)
+            return held
+
+    async def release(self, holder: str) -> None:
+        async with self._lock:
+            self._leases = {n: v for n, v in self._leases.items() if v[0] != holder}
+
+    async def leases(self) -> dict[str, tuple[str, datetime]]:
+        return dict(self._leases)
+
+    async def waiting(self, statuses: Iterable[str], limit: int) -> list[SessionRecord]:
+        wanted = set(statuses)
+        ids = [sid for sid, row in list(self.store._sessions.items()) if row.record.status in wanted]
+        out = [r for r in [await self.store.get(sid) for sid in ids] if r is not None]
+        return sorted(out, key=lambda r: r.updated_at)[:limit]
+
+    async def claim_waiting(
+        self, statuses: Iterable[str], holder: str, now: datetime, ttl: float, limit: int
+    ) -> list[SessionRecord]:
+        def free(r: SessionRecord) -> bool:
+            lease = self._leases.get(SESSION_PREFIX + r.session_id)
+            return lease is None or lease[1] < now or lease[0] == holder
+
+        records = [r for r in await self.waiting(statuses, 10**9) if free(r)][:limit]
+        held = await self.claim([SESSION_PREFIX + r.session_id for r in records], holder, now, ttl)
+        return [r for r in records if SESSION_PREFIX + r.session_id in held]
+
+
+def watch_store(store: Any) -> SqlWatchStore | MemoryWatchStore:
+    inner = getattr(store, "inner", store)
+    return SqlWatchStore(inner) if hasattr(inner, "_run") else MemoryWatchStore(inner)
