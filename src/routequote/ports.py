@@ -202,6 +202,11 @@ class SessionEvent:
     at: datetime
 
 
+# the names of the watch leases in the session store (`storage/watch_store.py`, `sessions/watch.py`)
+WATCH_LEADER = "watcher"  # scope `leader`: the one process that watches every session
+WATCH_SESSION_PREFIX = "session:"  # scope `shared`: one lease per session, `session:<id>`
+
+
 class SessionStore(Protocol):
     """Sessions and their idempotency records, in one database. Every write is one transaction.
 

@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from tests.support.postgres import _run, require_postgres, temporary_database
+from tests.support.postgres import require_postgres, run_coroutine, temporary_database
 
 from routequote.ports import SessionEvent, SessionRecord
 from routequote.storage.sessions_sql import SqlSessionStore
@@ -68,7 +68,7 @@ def test_one_holder_renews_and_another_takes_over_only_after_expiry(database_url
             await a.aclose()
             await b.aclose()
 
-    _run(run())
+    run_coroutine(run())
 
 
 def test_racing_claims_have_exactly_one_winner(database_url: str) -> None:
@@ -83,7 +83,7 @@ def test_racing_claims_have_exactly_one_winner(database_url: str) -> None:
             for s in stores:
                 await s.aclose()
 
-    _run(run())
+    run_coroutine(run())
 
 
 def test_shared_scope_leases_disjoint_sessions(database_url: str) -> None:
@@ -117,4 +117,4 @@ def test_shared_scope_leases_disjoint_sessions(database_url: str) -> None:
             await a.aclose()
             await b.aclose()
 
-    _run(run())
+    run_coroutine(run())

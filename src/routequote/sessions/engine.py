@@ -17,7 +17,6 @@ compared in constant time; a wrong or missing token is 404 `session_not_found` (
 from __future__ import annotations
 
 import json
-
 from dataclasses import replace
 from typing import Any
 

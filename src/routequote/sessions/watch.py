@@ -49,9 +49,10 @@ from routequote.core.routes import ROUTES
 from routequote.core.sessions.document import MODE_V2
 from routequote.core.sessions.machine import Status
 from routequote.core.sessions.state import Decision
+from routequote.ports import WATCH_LEADER as LEADER
+from routequote.ports import WATCH_SESSION_PREFIX as SESSION_PREFIX
 from routequote.ports import ObservationUnavailable, SessionRecord, StoreUnavailable
 from routequote.readiness import rpc_setting
-from routequote.storage.watch_store import LEADER, SESSION_PREFIX
 
 log = structlog.get_logger("routequote.watch")
 

@@ -8,6 +8,7 @@ Nothing survives the process: not for production.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Collection
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
@@ -134,6 +135,11 @@ class MemorySessionStore:
             for row in self._sessions.values():
                 counts[row.record.status] = counts.get(row.record.status, 0) + 1
             return counts
+
+    async def ids_with_status(self, statuses: Collection[str]) -> list[str]:
+        """The ids of the sessions in one of `statuses` (the watcher's list of what waits on a chain)."""
+        async with self._lock:
+            return [sid for sid, row in self._sessions.items() if row.record.status in statuses]
 
     # ---- v1 wallet login (same semantics as the SQL store) ---------------------------------------------
 

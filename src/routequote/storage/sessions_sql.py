@@ -199,6 +199,11 @@ class SqlSessionStore:
         """Run a read-only `operation` on a connection (the retention job's table sizes)."""
         return await self._run(operation, write=False)
 
+    async def execute(self, operation: Callable[[Connection], T], *, write: bool) -> T:
+        """Run one short `operation` on a store connection, as the session operations run theirs: for the
+        stores that keep their own tables in this database (watch leases, webhook subscriptions)."""
+        return await self._run(operation, write=write)
+
     async def write_batch(self, operation: Callable[[Connection], int]) -> int:
         """Run one long write (a retention purge batch): on PostgreSQL as any write; on SQLite in a worker
         thread inside this process's write slot, because the store runs SQLite's tiny statements on the loop

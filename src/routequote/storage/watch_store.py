@@ -23,12 +23,12 @@ from sqlalchemy.dialects import postgresql as pg
 from sqlalchemy.dialects import sqlite as sqlite_dialect
 from sqlalchemy.engine import Connection
 
+from routequote.ports import WATCH_SESSION_PREFIX as SESSION_PREFIX
 from routequote.ports import SessionRecord
 from routequote.storage.sessions_common import malformed_document
 from routequote.storage.sessions_schema import UtcDateTime, sessions
+from routequote.storage.sessions_sql import SqlSessionStore
 
-LEADER = "watcher"
-SESSION_PREFIX = "session:"
 _CHUNK = 500  # rows per multi-row upsert (3 bound values each: far under either database's limit)
 
 _meta = MetaData()
@@ -87,7 +87,7 @@ class SqlWatchStore:
             with conn.begin():
                 return _claim_rows(conn, list(names), holder, now, ttl)
 
-        held: set[str] = await self.store._run(operation, write=True)
+        held: set[str] = await self.store.execute(operation, write=True)
         return held
 
     async def release(self, holder: str) -> None:
@@ -97,7 +97,7 @@ class SqlWatchStore:
             with conn.begin():
                 conn.execute(delete(watch_leases).where(watch_leases.c.holder == holder))
 
-        await self.store._run(operation, write=True)
+        await self.store.execute(operation, write=True)
 
     async def leases(self) -> dict[str, tuple[str, datetime]]:
         def operation(conn: Connection) -> list[Any]:
@@ -105,7 +105,7 @@ class SqlWatchStore:
             conn.rollback()
             return rows
 
-        return {r.name: (r.holder, r.expires_at) for r in await self.store._run(operation, write=False)}
+        return {r.name: (r.holder, r.expires_at) for r in await self.store.execute(operation, write=False)}
 
     async def waiting(self, statuses: Iterable[str], limit: int) -> list[SessionRecord]:
         """Every session in `statuses` (at most `limit`, least recently changed first)."""
@@ -123,7 +123,7 @@ class SqlWatchStore:
             conn.rollback()
             return rows
 
-        return [_record(r) for r in await self.store._run(operation, write=False)]
+        return [_record(r) for r in await self.store.execute(operation, write=False)]
 
     async def claim_waiting(
         self, statuses: Iterable[str], holder: str, now: datetime, ttl: float, limit: int
@@ -155,7 +155,7 @@ class SqlWatchStore:
                 held = _claim_rows(conn, [SESSION_PREFIX + r.session_id for r in rows], holder, now, ttl)
             return [r for r in rows if SESSION_PREFIX + r.session_id in held]
 
-        return [_record(r) for r in await self.store._run(operation, write=True)]
+        return [_record(r) for r in await self.store.execute(operation, write=True)]
 
 
 class MemoryWatchStore:
@@ -187,7 +187,7 @@ class MemoryWatchStore:
 
     async def waiting(self, statuses: Iterable[str], limit: int) -> list[SessionRecord]:
         wanted = set(statuses)
-        ids = [sid for sid, row in list(self.store._sessions.items()) if row.record.status in wanted]
+        ids = await self.store.ids_with_status(wanted)
         out = [r for r in [await self.store.get(sid) for sid in ids] if r is not None]
         return sorted(out, key=lambda r: r.updated_at)[:limit]
 
@@ -205,4 +205,4 @@ class MemoryWatchStore:
 
 def watch_store(store: Any) -> SqlWatchStore | MemoryWatchStore:
     inner = getattr(store, "inner", store)
-    return SqlWatchStore(inner) if hasattr(inner, "_run") else MemoryWatchStore(inner)
+    return SqlWatchStore(inner) if isinstance(inner, SqlSessionStore) else MemoryWatchStore(inner)
