@@ -276,3 +276,28 @@ def test_two_replicas_deliver_each_event_once() -> None:
         assert len(ids) == 24 and len(set(ids)) == 24
         for sid, _ in sessions:
             assert [e["sequence"] for e in rx.events() if e["session_id"] == sid] == [1, 2]
+
+
+def test_delivery_survives_a_restart(tmp_path: Any) -> None:
+    """Events still undelivered when the server stops are delivered by the next server on the same store."""
+    url = f"sqlite+aiosqlite:///{tmp_path / 's.sqlite3'}"
+    token = new_token()
+    with receiving(fail_first=1_000_000) as rx:
+        port = free_port()
+        with running_server(create_app(settings(port, url)), port) as base, httpx.Client(base_url=base) as http:
+            r = http.post("/v2/session", json=create_body(http, {"url": rx.url}), headers={SESSION_HEADER: token})
+            assert r.status_code == 201, r.text
+            sid = r.json()["session_id"]
+            deadline = time.monotonic() + 60  # bounds a hang only
+            while http.get(f"/v2/session/{sid}", headers={SESSION_HEADER: token}).json()["webhook"][
+                "failed_attempts"
+            ] < 1:
+                assert time.monotonic() < deadline
+                time.sleep(0.05)
+        assert rx.events() == []
+        with rx.lock:
+            rx.fail_first = 0
+        port = free_port()
+        with running_server(create_app(settings(port, url)), port):
+            events = rx.wait_for(lambda e: len(e) >= 1, "the create event after the restart")
+        assert [(e["session_id"], e["sequence"]) for e in events] == [(sid, 1)]
