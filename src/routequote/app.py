@@ -253,12 +253,12 @@ def session_webhooks(settings: Settings, store: Any, key: Any, clock: Clock) -> 
         return None
     from routequote.storage.webhooks_sql import SqlWebhookStore
     from routequote.webhooks.service import Webhooks, WebhookSettings
-    from routequote.webhooks.signing import webhook_key_material
+    from routequote.webhooks.signing import server_key_seed
 
     allow = tuple(h.strip() for h in settings.webhook_allow_hosts.split(",") if h.strip())
     return Webhooks(
         SqlWebhookStore(store.inner),
-        webhook_key_material(key),
+        server_key_seed(key),
         WebhookSettings(allow_hosts=allow, interval_seconds=settings.webhook_interval_seconds),
         clock.now,
     )
@@ -441,6 +441,7 @@ def create_app(
         hooks.append(market_lifespan)
     app.state.prepare = prepare
     app.state.sessions = sessions
+    app.state.signing_key = signing_key  # MCP task ids are sealed under a key derived from it
     app.state.retention = purger  # the background purge (None for a store it does not manage)
     fee_configured = recipients_configured(settings.fee_recipient_evm, settings.fee_recipient_solana)
     probes = Probes(

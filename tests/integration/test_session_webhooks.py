@@ -284,14 +284,22 @@ def test_delivery_survives_a_restart(tmp_path: Any) -> None:
     token = new_token()
     with receiving(fail_first=1_000_000) as rx:
         port = free_port()
-        with running_server(create_app(settings(port, url)), port) as base, httpx.Client(base_url=base) as http:
-            r = http.post("/v2/session", json=create_body(http, {"url": rx.url}), headers={SESSION_HEADER: token})
+        with (
+            running_server(create_app(settings(port, url)), port) as base,
+            httpx.Client(base_url=base) as http,
+        ):
+            r = http.post(
+                "/v2/session", json=create_body(http, {"url": rx.url}), headers={SESSION_HEADER: token}
+            )
             assert r.status_code == 201, r.text
             sid = r.json()["session_id"]
             deadline = time.monotonic() + 60  # bounds a hang only
-            while http.get(f"/v2/session/{sid}", headers={SESSION_HEADER: token}).json()["webhook"][
-                "failed_attempts"
-            ] < 1:
+            while (
+                http.get(f"/v2/session/{sid}", headers={SESSION_HEADER: token}).json()["webhook"][
+                    "failed_attempts"
+                ]
+                < 1
+            ):
                 assert time.monotonic() < deadline
                 time.sleep(0.05)
         assert rx.events() == []

@@ -33,7 +33,7 @@ class UnsealError(ValueError):
     """A sealed URL that this server key cannot open (another key, or damaged)."""
 
 
-def webhook_key_material(key: Ed25519PrivateKey) -> bytes:
+def server_key_seed(key: Ed25519PrivateKey) -> bytes:
     """The 32-byte seed of the server's signing key: the input of every webhook secret."""
     return key.private_bytes(Encoding.Raw, PrivateFormat.Raw, NoEncryption())
 
