@@ -6,8 +6,8 @@ capability is -32021, an unknown task id is -32602."""
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import base64
+import dataclasses
 import secrets
 from collections.abc import Iterator
 from typing import Any, ClassVar, Literal
