@@ -3,6 +3,7 @@ and mounts every surface over it."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import functools
 import gc
@@ -244,6 +245,37 @@ def _oft_pin(settings: Settings, sessions: SessionService, service: RouteQuoteSe
     return resolver
 
 
+def session_webhooks(settings: Settings, store: Any, key: Any, clock: Clock) -> Any:
+    """Signed webhooks (webhooks/), kept beside the sessions in the SQL store; None for other stores."""
+    from routequote.storage.retention import CappedSessionStore
+
+    if not isinstance(store, CappedSessionStore):
+        return None
+    from routequote.storage.webhooks_sql import SqlWebhookStore
+    from routequote.webhooks.service import Webhooks, WebhookSettings
+    from routequote.webhooks.signing import server_key_seed
+
+    allow = tuple(h.strip() for h in settings.webhook_allow_hosts.split(",") if h.strip())
+    return Webhooks(
+        SqlWebhookStore(store.inner),
+        server_key_seed(key),
+        WebhookSettings(allow_hosts=allow, interval_seconds=settings.webhook_interval_seconds),
+        clock.now,
+    )
+
+
+@contextlib.asynccontextmanager
+async def _delivering(webhooks: Any) -> AsyncIterator[None]:
+    """The webhook deliverer runs beside the server, in every worker (claims keep each event to one)."""
+    stop = asyncio.Event()
+    task = asyncio.create_task(webhooks.run(stop))
+    try:
+        yield
+    finally:
+        stop.set()
+        await task
+
+
 def retention_purger(settings: Settings, store: Any, clock: Clock) -> Any:
     """The background purge of the SQL session store (storage/retention.py); None for other stores."""
     from routequote.storage.retention import CappedSessionStore, Purger, RetentionPolicy
@@ -356,6 +388,8 @@ def create_app(
         deployments=deployments,
     )
     sessions = build_sessions(settings, prepare, session_store)
+    signing_key = load_signing_key(settings)  # the manifest's key; webhook secrets are derived from it too
+    sessions.webhooks = session_webhooks(settings, sessions.store, signing_key.private, clock)
     prepare.preflight = _preflight(settings, sessions)
     service.config.session_unavailable_reasons = sessions.session_reasons()
     service.config.session_unavailable_details = sessions.session_gaps()
@@ -379,10 +413,12 @@ def create_app(
     async def session_lifespan() -> AsyncIterator[None]:
         await sessions.store.start()  # migrations run here, before the first request
         try:
-            async with (
-                purger.running() if purger is not None else contextlib.nullcontext(),
-                watcher.running(),
-            ):
+            async with contextlib.AsyncExitStack() as running:
+                if purger is not None:
+                    await running.enter_async_context(purger.running())
+                await running.enter_async_context(watcher.running())
+                if sessions.webhooks is not None:
+                    await running.enter_async_context(_delivering(sessions.webhooks))
                 yield
         finally:
             await sessions.store.aclose()
@@ -422,6 +458,7 @@ def create_app(
         hooks.append(market_lifespan)
     app.state.prepare = prepare
     app.state.sessions = sessions
+    app.state.signing_key = signing_key  # MCP task ids are sealed under a key derived from it
     app.state.retention = purger  # the background purge (None for a store it does not manage)
     app.state.watcher = watcher
     fee_configured = recipients_configured(settings.fee_recipient_evm, settings.fee_recipient_solana)
@@ -462,7 +499,7 @@ def create_app(
         settings=settings,
         service=service,
         clock=clock,
-        signing_key=load_signing_key(settings),
+        signing_key=signing_key,
         routes_provider=lambda: app.routes,
         deployments=prepare.deployments,
     )

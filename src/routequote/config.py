@@ -222,6 +222,14 @@ class Settings(BaseSettings):
         DEV_FEE_RECIPIENT_SOLANA,
         description="Solana wallet receiving the 1 bp service fee (default: a development placeholder; set it)",
     )
+    webhook_allow_hosts: str = Field(
+        "",
+        description="Comma-separated hosts a session webhook may reach over http or at a non-public address "
+        "(loopback, private, link-local); every other webhook URL must be https to a public address",
+    )
+    webhook_interval_seconds: float = Field(
+        1.0, gt=0, le=60, description="How often the webhook deliverer looks for events to send"
+    )
     signing_key_path: str = Field(
         "", description="Ed25519 manifest signing key (PEM); dev key generated if unset"
     )

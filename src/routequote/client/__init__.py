@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     )
     from routequote.client.token import SessionHandle, SessionToken
     from routequote.client.units import format_units, token_amount
+    from routequote.client.webhooks import WebhookInvalid, verify_webhook
 
 _WHERE = {
     "approval_for": "approval",
@@ -71,6 +72,8 @@ _WHERE = {
     "SessionToken": "token",
     "format_units": "units",
     "token_amount": "units",
+    "WebhookInvalid": "webhooks",
+    "verify_webhook": "webhooks",
 }
 __all__ = [
     "ActionVerificationFailed",
@@ -94,12 +97,14 @@ __all__ = [
     "SessionView",
     "Status",
     "UpstreamUnavailable",
+    "WebhookInvalid",
     "approval_for",
     "describe_action",
     "describe_quote",
     "format_units",
     "new_idempotency_key",
     "token_amount",
+    "verify_webhook",
 ]
 assert sorted(__all__) == sorted(_WHERE)
 

@@ -49,6 +49,7 @@ from routequote.sessions.advance import ActionBuilder
 from routequote.sessions.gather import ChainFacts, SessionConfig
 from routequote.sessions.inputs import UUID_RE, is_session_token, token_sha256
 from routequote.store_errors import log_malformed, store_unavailable, stored
+from routequote.webhooks.service import Webhooks
 
 log = structlog.get_logger("routequote.sessions")  # ids, statuses and events only: never a token or a key
 
@@ -93,6 +94,7 @@ class SessionBase:
         self.facts = ChainFacts(prepare, self.config, evm, solana, attestations, layerzero)
         self.builder = ActionBuilder(prepare, evm_state, self.config.erc4337)
         self.http_client: Any = None  # the readers' shared HTTP client, when the composition root made one
+        self.webhooks: Webhooks | None = None  # signed event delivery, where the store can keep subscriptions
         # fixed per process: deployments, pinned pools and the configured RPC URLs and lookups do not change
         self._gaps = self._session_gaps()
         self._reasons = {key: "; ".join(gaps) for key, gaps in self._gaps.items()}

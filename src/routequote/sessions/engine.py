@@ -37,6 +37,7 @@ from routequote.core.sessions.state import (
     transactions_proven,
 )
 from routequote.core.sessions.views import VIEWS
+from routequote.core.webhook_rules import WebhookUrl
 from routequote.errors import Conflict, DependencyUnavailable, InvalidRequest, RouteQuoteError
 from routequote.ports import ObservationUnavailable, SessionRecord, TransactionAlreadyUsed
 from routequote.sessions.base import SessionAnswer, log
@@ -70,9 +71,12 @@ class SessionService(V1CorridorMode):
         sha = creation_token(token)
         body = body_object(body)
         key = idempotency_key(body)
-        parsed = self.prepare.parse_request({k: v for k, v in body.items() if k != "idempotency_key"})
+        parsed = self.prepare.parse_request(
+            {k: v for k, v in body.items() if k not in ("idempotency_key", "webhook")}
+        )
         intent, route, wallets, approval = parsed.intent, parsed.route, parsed.wallets, parsed.approval
         signer = parsed.event_signer_public
+        hook = await self._webhook_request(body)
         if approval is None:
             raise InvalidRequest(
                 "approval_v3_required",
@@ -97,11 +101,34 @@ class SessionService(V1CorridorMode):
             # looked for here, because the store's insert already returns it on the normal path (one round trip)
             prior = await stored(self.store.idempotent(scope, key))
             if prior is not None:
-                return await self._with_preflight(
-                    await self._create_replay(prior, request_sha, route), wallets
-                )
+                replay = await self._create_replay(prior, request_sha, route)
+                return await self._with_preflight(await self._with_webhook(replay, hook), wallets)
             raise
-        return await self._with_preflight(answer, wallets)
+        return await self._with_preflight(await self._with_webhook(answer, hook), wallets)
+
+    async def _webhook_request(self, body: dict[str, Any]) -> WebhookUrl | None:
+        """The create body's `webhook`, checked before anything is created (400 webhook_*)."""
+        if "webhook" not in body:
+            return None
+        if self.webhooks is None:
+            raise InvalidRequest(
+                "webhooks_unavailable", "this instance's session store cannot deliver webhooks; omit webhook"
+            )
+        return await self.webhooks.check(body["webhook"])
+
+    async def _with_webhook(self, answer: SessionAnswer, hook: WebhookUrl | None) -> SessionAnswer:
+        """Subscribe the session (idempotent: a replayed create subscribes once) and hand over its signing
+        secret. The secret is added to the answer, never to the stored idempotent answer."""
+        session_id = answer.body.get("session_id")
+        if (
+            hook is None
+            or self.webhooks is None
+            or answer.status_code >= 300
+            or not isinstance(session_id, str)
+        ):
+            return answer
+        block = await self.webhooks.subscribe(session_id, hook)
+        return SessionAnswer(answer.status_code, {**answer.body, "webhook": block})
 
     async def _with_preflight(self, answer: SessionAnswer, wallets: dict[str, str]) -> SessionAnswer:
         """The answer with the `preflight` of its current action (advice computed per answer from chain reads,
@@ -216,7 +243,12 @@ class SessionService(V1CorridorMode):
             raise InvalidRequest("invalid_view", f"view must be one of {', '.join(VIEWS)}")
         record = await self._load(session_id, token)
         record = await self._expire_if_due(record)
-        return self._with_watch(self._view(record, view))
+        answer = self._with_watch(self._view(record, view))
+        if view == "session" and self.webhooks is not None:
+            delivery = await self.webhooks.status(record.session_id)
+            if delivery is not None:  # how far the session's webhook has got (never its URL)
+                answer = {**answer, "webhook": delivery}
+        return answer
 
     # ---- observe: gather, decide, commit ----------------------------------------------------------------
 

@@ -51,6 +51,7 @@ from routequote.storage.sessions_schema import (
     sessions,
 )
 from routequote.storage.sessions_sql_create import OpenSessionCapReached
+from routequote.storage.webhooks_sql import session_webhooks
 
 NO_FUNDS_IN_FLIGHT = ("action_ready", "action_expired", "action_required")  # nothing was submitted on chain
 log = structlog.get_logger("routequote.retention")
@@ -84,6 +85,7 @@ SIZED_TABLES = {
     "access_tokens": access_tokens,
     "session_receipts": session_receipts,
     "session_clients": session_clients,
+    "session_webhooks": session_webhooks,
 }
 
 
@@ -244,6 +246,7 @@ class Purger:
                 # (its events went with it: foreign key ON DELETE CASCADE)
                 conn.execute(delete(session_events).where(session_events.c.session_id.in_(gone)))
                 conn.execute(delete(session_clients).where(session_clients.c.session_id.in_(gone)))
+                conn.execute(delete(session_webhooks).where(session_webhooks.c.session_id.in_(gone)))
                 return len(rows)
 
         return operation

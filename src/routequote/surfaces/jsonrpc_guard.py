@@ -56,6 +56,10 @@ MCP_MESSAGES = {
     -32042: "URL elicitation required",
 }
 UNSUPPORTED_VERSION = -32022
+MISSING_CAPABILITY = -32021
+# what a MissingRequiredClientCapabilityError's data may name: capabilities and extensions this server knows
+CLIENT_CAPABILITY_NAMES = frozenset({"sampling", "elicitation", "roots"})
+KNOWN_EXTENSIONS = frozenset({"io.modelcontextprotocol/tasks"})
 # an echoed `requested` version: only the shape of a version (digits, dots, dashes), never free caller text
 _VERSION_SHAPE = re.compile(r"v?[0-9]{1,4}(?:[.-][0-9]{1,4}){0,3}")
 
@@ -103,7 +107,21 @@ def clean_mcp_error(error: Any) -> dict[str, Any]:
     out: dict[str, Any] = {"code": code, "message": MCP_MESSAGES.get(code, "Server error")}
     if code == UNSUPPORTED_VERSION and (data := _version_data(error.get("data"))) is not None:
         out["data"] = data
+    if code == MISSING_CAPABILITY:
+        out["data"] = _capability_data(error.get("data"))
     return out
+
+
+def _capability_data(data: Any) -> dict[str, Any]:
+    """MCP 2026-07-28's MissingRequiredClientCapabilityError data (required): only the names of capabilities and
+    extensions this server knows, each with empty settings."""
+    wanted = data.get("requiredCapabilities") if isinstance(data, dict) else None
+    wanted = wanted if isinstance(wanted, dict) else {}
+    required: dict[str, Any] = {name: {} for name in sorted(CLIENT_CAPABILITY_NAMES & set(wanted))}
+    extensions = wanted.get("extensions")
+    if isinstance(extensions, dict) and (known := sorted(KNOWN_EXTENSIONS & set(extensions))):
+        required["extensions"] = {name: {} for name in known}
+    return {"requiredCapabilities": required}
 
 
 def error_info(code: int) -> dict[str, Any]:

@@ -53,6 +53,7 @@ from routequote.surfaces.mcp_inputs import (
     V2QuoteArguments,
     input_schema,
 )
+from routequote.surfaces.mcp_tasks import SessionTasks, declared
 from routequote.surfaces.quote_result import (
     FULL_IN_STRUCTURED_CONTENT,
     FULL_IN_STRUCTURED_CONTENT_V1,
@@ -347,7 +348,9 @@ def _client_key(ctx: ServerRequestContext[Any, Any]) -> str:
     return str(client.host) if client else "local"
 
 
-def build_server(tools: Sequence[ToolDef], *, limiter: RateLimiter | None = None) -> Server[Any]:
+def build_server(
+    tools: Sequence[ToolDef], *, limiter: RateLimiter | None = None, tasks: SessionTasks | None = None
+) -> Server[Any]:
     by_name = {t.name: t for t in tools}
     listing = mt.ListToolsResult(tools=[t.tool() for t in tools])
     schemas = {t.name: input_schema(t.model) for t in tools}
@@ -359,7 +362,7 @@ def build_server(tools: Sequence[ToolDef], *, limiter: RateLimiter | None = None
 
     async def on_call_tool(
         ctx: ServerRequestContext[Any, Any], params: mt.CallToolRequestParams
-    ) -> mt.CallToolResult:
+    ) -> Any:  # a CallToolResult, or (MCP tasks) a CreateTaskResult mapping the runner sends as it is
         tool = by_name.get(params.name)
         if tool is None:
             raise MCPError(code=mt.INVALID_PARAMS, message="unknown tool")
@@ -368,6 +371,15 @@ def build_server(tools: Sequence[ToolDef], *, limiter: RateLimiter | None = None
         try:
             if limiter is not None:
                 await limiter.check(_client_key(ctx))
+        except RouteQuoteError as exc:
+            return tool_error(exc)
+        result = await call(tool, args)
+        if tasks is not None and declared(params.meta):  # the host can take a task instead (MCP tasks)
+            return tasks.task_for(tool.name, args, result) or result
+        return result
+
+    async def call(tool: ToolDef, args: dict[str, Any]) -> mt.CallToolResult:
+        try:
             check_tree(
                 args
             )  # the strict reader's depth / Unicode rules, for callers that bypass /mcp (stdio)
@@ -394,7 +406,7 @@ def build_server(tools: Sequence[ToolDef], *, limiter: RateLimiter | None = None
                 is_error=True,
             )
 
-    return Server(
+    server = Server(
         SERVER_NAME,
         version=SERVER_VERSION,
         title="routequote route quotes",
@@ -403,6 +415,9 @@ def build_server(tools: Sequence[ToolDef], *, limiter: RateLimiter | None = None
         on_list_tools=on_list_tools,
         on_call_tool=on_call_tool,
     )
+    if tasks is not None:
+        tasks.install(server, lambda name, args: call(by_name[name], args))
+    return server
 
 
 def allowed_hosts(settings: Settings) -> list[str]:

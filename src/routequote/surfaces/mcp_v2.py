@@ -44,6 +44,7 @@ from routequote.surfaces.mcp_inputs import (
     ToolInput,
     V2ProfileQuoteArguments,
 )
+from routequote.surfaces.mcp_tasks import SessionTasks
 from routequote.surfaces.mcp_tools import (
     QUOTE,
     READ_ONLY,
@@ -57,6 +58,7 @@ from routequote.surfaces.mcp_tools import (
     transport_security,
 )
 from routequote.surfaces.quote_result import quote_detail, quote_result
+from routequote.webhooks.signing import server_key_seed
 
 MCP_V2_PATH = "/mcp/v2"
 # the same profile at a path ending in /mcp: some hosts (MCP Inspector's CLI 0.15) post to `/mcp` of the
@@ -301,10 +303,18 @@ def v2_tools(state: Any, manifest: ManifestSource | None) -> list[ToolDef]:
     return tools
 
 
+def session_tasks(state: Any) -> SessionTasks | None:
+    """MCP tasks for the session tools, keyed to the server's signing key (none without one)."""
+    key = getattr(state, "signing_key", None)
+    if key is None:
+        return None
+    return SessionTasks(server_key_seed(key.private), state.service.clock.now)
+
+
 def build_mcp_v2(app: Any, *, limiter: RateLimiter | None) -> McpSurface:
     state = app.state
     tools = v2_tools(state, manifest_provider(state))
-    server = build_server(tools, limiter=limiter)
+    server = build_server(tools, limiter=limiter, tasks=session_tasks(state))
     sub = server.streamable_http_app(
         streamable_http_path=MCP_V2_PATH,
         stateless_http=True,
@@ -337,7 +347,10 @@ async def run_stdio_v2(app: Any, tools: Sequence[ToolDef] | None = None) -> None
     from mcp.server.stdio import stdio_server
 
     state = app.state
-    server = build_server(list(tools) if tools is not None else v2_tools(state, manifest_provider(state)))
+    server = build_server(
+        list(tools) if tools is not None else v2_tools(state, manifest_provider(state)),
+        tasks=session_tasks(state),
+    )
     async with contextlib.AsyncExitStack() as stack:
         for hook in state.lifespan_hooks:
             await stack.enter_async_context(hook())

@@ -20,6 +20,7 @@ from routequote.core.field_rules import (
     TRANSACTION_ID_PATTERN,
 )
 from routequote.core.quote import SESSION_HEADER
+from routequote.core.webhook_rules import MAX_URL_LENGTH
 from routequote.ratelimit import RateLimiter
 from routequote.sessions import VIEWS, SessionService
 from routequote.surfaces.http import answer, json_request_body, read_json_body
@@ -36,6 +37,16 @@ _TOKEN_PARAM = {
     "schema": SESSION_TOKEN_SCHEMA,
 }
 _APPROVAL = PREPARE_REQUEST_SCHEMA["properties"]["approval_v3"]
+WEBHOOK_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["url"],
+    "description": "optional: every event of the session is POSTed to url, signed by the Standard Webhooks "
+    "scheme (webhook-id, webhook-timestamp, webhook-signature; HMAC-SHA256 with the secret the create answer "
+    "returns), at least once and in order. https to a public address only (http and non-public addresses only "
+    "for hosts the operator allows); no redirect is followed; the URL is kept sealed and never echoed.",
+    "properties": {"url": {"type": "string", "minLength": 1, "maxLength": MAX_URL_LENGTH}},
+}
 CREATE_SCHEMA: dict[str, Any] = {
     **PREPARE_REQUEST_SCHEMA,
     "required": [*PREPARE_REQUEST_SCHEMA["required"], "approval_v3", "idempotency_key"],
@@ -46,6 +57,7 @@ CREATE_SCHEMA: dict[str, Any] = {
     "properties": {
         **PREPARE_REQUEST_SCHEMA["properties"],
         "idempotency_key": IDEMPOTENCY_KEY,
+        "webhook": WEBHOOK_SCHEMA,
         "approval_v3": {
             **_APPROVAL,
             "properties": {
