@@ -17,6 +17,7 @@ import structlog
 
 from routequote.core.routes import ROUTES, Route, Step
 from routequote.core.sessions.document import SessionDocument
+from routequote.core.sessions.event_log import describe
 from routequote.core.sessions.kinds.cctp_mint_evm import install_receive
 from routequote.core.sessions.machine import (
     Event,
@@ -87,6 +88,9 @@ class SessionBase:
         on_transition: Callable[[str, str | None, str], None] | None = None,
     ) -> None:
         self.on_transition = on_transition  # (event, from_status, to_status) after each commit (metrics)
+        # each committed event, after its commit (the in-process wake-up of open event streams; the streams also
+        # poll the store, which other workers and replicas write)
+        self.on_event: list[Callable[[SessionEvent], None]] = []
         self.prepare = prepare
         self.service = prepare.service
         self.store = store
@@ -209,14 +213,18 @@ class SessionBase:
         """Store a new session with its first event and its create answer; a raced key answers the winner's."""
         session_id = state.session_id
         status = next_status(None, event)
-        record = SessionRecord(session_id, owner_sha, 1, status.value, state.route, now, now, state.to_json())
+        document = state.to_json()
+        record = SessionRecord(session_id, owner_sha, 1, status.value, state.route, now, now, document)
         response = self._view(record, "session")
+        first = SessionEvent(
+            session_id, 1, None, event.value, status.value, now, *describe(None, document, status.value)
+        )
         # the create's idempotency record names the session it made: a replay answers that session as it is
         # then (not a second copy of the whole first document)
         raced = await stored(
             self.store.create(
                 record,
-                SessionEvent(session_id, 1, None, event.value, status.value, now),
+                first,
                 scope,
                 key,
                 request_sha,
@@ -234,7 +242,12 @@ class SessionBase:
         )
         if self.on_transition is not None:
             self.on_transition(event.value, None, status.value)
+        self._announce(first)
         return SessionAnswer(201, response)
+
+    def _announce(self, event: SessionEvent) -> None:
+        for listener in self.on_event:
+            listener(event)
 
     # ---- status rules -----------------------------------------------------------------------------------
 
@@ -297,8 +310,17 @@ class SessionBase:
             ) from None
         now = self.service.clock.now()
         version = record.version + 1
-        entry = SessionEvent(record.session_id, version, record.status, event.value, status.value, now)
         document = state.to_json()  # the store boundary: the typed document is stored in its JSON shape
+        # the event log's entry, written in the same transaction: where the session is after this change
+        entry = SessionEvent(
+            record.session_id,
+            version,
+            record.status,
+            event.value,
+            status.value,
+            now,
+            *describe(record.state, document, status.value),
+        )
         ok = await stored(
             self.store.transition(
                 record.session_id, record.version, status.value, document, entry, idempotency, claims
@@ -323,6 +345,7 @@ class SessionBase:
         )
         if self.on_transition is not None:
             self.on_transition(event.value, record.status, status.value)
+        self._announce(entry)
         return SessionRecord(
             record.session_id,
             record.token_sha256,

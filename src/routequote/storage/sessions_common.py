@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Awaitable
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -121,6 +122,39 @@ def check_transition(session_id: str, expected_version: int, status: str, event:
     if event.to_status != status:
         raise ValueError("the event must lead to the status being committed")
     utc(event.at)
+
+
+def event_detail(event: SessionEvent) -> dict[str, Any] | None:
+    """The event's `detail` column: where the session is after it (None for an event that says nothing more)."""
+    if (
+        event.step_index is None
+        and event.next_operation is None
+        and not event.transactions
+        and not event.funds
+    ):
+        return None
+    return {
+        "step_index": event.step_index,
+        "next_operation": event.next_operation,
+        "transactions": list(event.transactions),
+        "funds": event.funds,
+    }
+
+
+def with_detail(event: SessionEvent, detail: Any) -> SessionEvent:
+    """The stored event with its `detail` column read back (an event stored before the column: as it is)."""
+    if not isinstance(detail, dict):
+        return event
+    step = detail.get("step_index")
+    operation = detail.get("next_operation")
+    funds = detail.get("funds")
+    return replace(
+        event,
+        step_index=step if isinstance(step, int) else None,
+        next_operation=operation if isinstance(operation, str) else None,
+        transactions=tuple(t for t in detail.get("transactions") or () if isinstance(t, dict)),
+        funds=funds if isinstance(funds, dict) else None,
+    )
 
 
 def create_scope(token_sha256: str) -> str:
