@@ -33,8 +33,9 @@ from routequote.ratelimit import RateLimiter
 from routequote.readiness import Observation, bounds_by_route
 from routequote.service import RouteQuoteService, ServiceConfig
 from routequote.sessions import SessionConfig, SessionService
+from routequote.sessions.event_stream import EventFeed, StreamSlots
 from routequote.storage.quotes import MemoryIdempotencyStore, MemoryQuoteStore
-from routequote.surfaces import rest_prepare, rest_session, rest_v1, rest_v2, web, well_known
+from routequote.surfaces import rest_events, rest_prepare, rest_session, rest_v1, rest_v2, web, well_known
 from routequote.surfaces.a2a_agent import mount_a2a
 from routequote.surfaces.errors import json_response
 from routequote.surfaces.health import Probes
@@ -437,6 +438,11 @@ def create_app(
     app.add_route("/metrics", metrics.endpoint, methods=["GET"], include_in_schema=False)
     app.include_router(rest_prepare.router(prepare, limiter))  # POST /v2/prepare
     app.include_router(rest_session.router(sessions, limiter))  # /v2/session...
+    app.state.event_feed = EventFeed(sessions, poll_seconds=settings.event_stream_poll_seconds)
+    app.state.event_slots = StreamSlots(settings.event_stream_max_per_client)
+    app.include_router(  # GET /v2/session/{id}/events (Server-Sent Events)
+        rest_events.router(app.state.event_feed, limiter, app.state.event_slots, settings)
+    )
     app.include_router(rest_v1.router(service, limiter))  # /v1/* + /openapi.json (legacy corridors)
     discovery = Discovery(
         settings=settings,
@@ -531,6 +537,7 @@ def _install_openapi(app: FastAPI) -> None:
         schema["paths"] = {p: op for p, op in schema.get("paths", {}).items() if p.startswith("/v2/")}
         components = schema.setdefault("components", {}).setdefault("schemas", {})
         components["QuoteRequest"] = QuoteRequest.model_json_schema()
+        components["SessionEvent"] = rest_events.EVENT_SCHEMA
         schema["x-service-safety"] = SERVICE_SAFETY
         schema["info"]["x-release-status"] = "capped_public_agent_release"
         schema["info"]["x-build-version"] = __version__
