@@ -55,8 +55,9 @@ FAILED = Outcome(
     Status.FAILED,
     terminal=True,
     final_on_chain=True,
-    meaning="the bridge can never deliver the message, shown final on chain. A reverted transaction is not a "
-    "failure of the session: observe refuses it (observation_reverted) and the session stays where it was",
+    meaning="the bridge can never deliver the message, shown final on chain (no step kind of this build "
+    "decides it except the Across expiry, `refund_on_origin`). A reverted transaction is not a failure of the "
+    "session: observe refuses it (observation_reverted) and the session stays where it was",
     lifi="FAILED",
     across="no equivalent (an unfilled deposit expires and is refunded: see refund_on_origin)",
 )
@@ -68,7 +69,7 @@ REFUND_ON_ORIGIN = Outcome(
     meaning="an Across deposit stayed unfilled past its fill deadline: Across refunds the input on the origin "
     "chain to the depositor in a later settlement bundle (`funds.state` refund_expected)",
     lifi="PENDING / REFUND_IN_PROGRESS until paid out, then DONE / REFUNDED",
-    across="expired (isTerminal true, finalized false), then refunded once the bundle pays it",
+    across="expired (terminal; the refund not yet paid), then refunded once a settlement bundle pays it",
 )
 REAPPROVAL_REQUIRED = Outcome(
     "reapproval_required",
@@ -96,4 +97,19 @@ def outcome(status: str, funds_state: str | None) -> Outcome | None:
     return None
 
 
-__all__ = ["OUTCOMES", "Outcome", "outcome"]
+def outcomes_table() -> str:
+    """The table of outcomes as docs/sessions.md shows it (a unit test keeps the two equal)."""
+    rows = [
+        "| outcome | status | terminal | final on chain | meaning | LI.FI | Across |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for o in OUTCOMES:
+        yes = {True: "yes", False: "no"}
+        rows.append(
+            f"| `{o.name}` | `{o.status.value}` | {yes[o.terminal]} | {yes[o.final_on_chain]} | {o.meaning} "
+            f"| {o.lifi} | {o.across} |"
+        )
+    return "\n".join(rows)
+
+
+__all__ = ["OUTCOMES", "Outcome", "outcome", "outcomes_table"]
