@@ -21,12 +21,13 @@ import pytest
 from httpx_sse import connect_sse
 from tests.integration.test_sessions_api import ONE_STEP, Api, created, new_token
 from tests.support.observable import OBSERVABLE
+from tests.support.postgres import require_postgres, temporary_database
 from tests.support.server import free_port, running_server
 from tests.unit.actions.support import START
 from tests.unit.sessions.corpus import FakeEvm, swap_receipts
 
 from routequote.app import create_app
-from routequote.client import RouteQuoteClient, SessionHandle, SessionToken
+from routequote.client import AsyncRouteQuoteClient, RouteQuoteClient, SessionHandle, SessionToken
 from routequote.client.errors import Rejected
 from routequote.clock import FixedClock
 from routequote.config import Settings
@@ -338,3 +339,124 @@ def test_the_stream_is_in_the_openapi_document(api: Api) -> None:
     assert set(op["responses"]) >= {"200", "204", "400", "404", "429"}
     schema = doc["components"]["schemas"]["SessionEvent"]
     assert "funds" in schema["required"] and "sequence" in schema["required"]
+
+
+def _append(db: Path, sid: str, to_status: str, name: str) -> None:
+    """One commit to the session's log by a second store on the same file: another worker's (or replica's)
+    commit, which no notifier of the serving process hears."""
+
+    async def write() -> None:
+        store = SqlSessionStore(f"sqlite:///{db}")
+        await store.start()
+        try:
+            record = await store.get(sid)
+            assert record is not None
+            event = SessionEvent(
+                sid,
+                record.version + 1,
+                record.status,
+                name,
+                to_status,
+                record.updated_at + timedelta(seconds=1),
+                0,
+                "none",
+                (),
+                None,
+            )
+            assert await store.transition(sid, record.version, to_status, record.state, event)
+        finally:
+            await store.aclose()
+
+    asyncio.run(write())
+
+
+def test_heartbeats_and_another_processs_commits_reach_an_open_stream(api: Api) -> None:
+    """An idle stream carries heartbeat comments; a commit written by another store on the same database (as
+    another worker would) reaches the open stream by its poll of the log, and ends it when it rests. Then a
+    session resting in reapproval_required that is cancelled afterwards: the next stream sends the cancel only."""
+    sid, token, _, _ = created(api)
+    lines: list[str] = []
+    heartbeat = threading.Event()
+
+    def follow() -> None:
+        headers = {SESSION_HEADER: token}
+        path = f"/v2/session/{sid}/events"
+        with (
+            httpx.Client(base_url=api.base, timeout=60) as http,  # type: ignore[attr-defined]
+            http.stream("GET", path, headers=headers) as response,
+        ):
+            for line in response.iter_lines():
+                lines.append(line)
+                if line.startswith(": heartbeat"):
+                    heartbeat.set()
+
+    reader = threading.Thread(target=follow, daemon=True)
+    reader.start()
+    assert heartbeat.wait(60)  # bounds a hang only
+    _append(api.db_path, sid, "reapproval_required", "requote_below_approval")  # type: ignore[attr-defined]
+    reader.join(60)
+    assert not reader.is_alive()  # ended after the resting event another process committed
+    data = [json.loads(line[len("data: ") :]) for line in lines if line.startswith("data: ")]
+    assert [(e["sequence"], e["status"]) for e in data] == [(1, "action_ready"), (2, "reapproval_required")]
+    assert data[-1]["terminal"] is False and data[-1]["outcome"] == "reapproval_required"
+    assert stream(api, sid, token, last_event_id=f"{sid}:2")[0] == 204
+    cancel(api, sid, token)
+    code, messages = stream(api, sid, token, last_event_id=f"{sid}:2")
+    assert code == 200 and [json.loads(m[1])["status"] for m in messages] == ["cancelled"]
+    assert [m[1] for m in messages] == stored_log(api, sid)[2:]
+
+
+def test_the_async_client_iterates_the_same_events(api: Api) -> None:
+    sid, token, _, _ = created(api)
+    cancel(api, sid, token)
+    handle = SessionHandle(sid, SessionToken(token), {})
+
+    async def read() -> list[dict[str, Any]]:
+        async with AsyncRouteQuoteClient(api.base) as client:  # type: ignore[attr-defined]
+            return [e.raw async for e in client.events(handle)]
+
+    got = asyncio.run(read())
+    assert [json.dumps(e, separators=(",", ":"), ensure_ascii=False) for e in got] == stored_log(api, sid)
+
+
+@pytest.mark.postgres
+def test_two_replicas_on_postgresql_share_one_log(tmp_path: Path) -> None:
+    """Two servers on one PostgreSQL database: a stream open on A receives the cancel committed on B (by A's poll of
+    the shared log), then ends; A and B stream the same bytes, and a resume on B from A's first id gets the rest."""
+    require_postgres()
+    clock = FixedClock(START)
+    with contextlib.ExitStack() as stack:
+        url = stack.enter_context(temporary_database())
+        bases = []
+        for _ in range(2):
+            port = free_port()
+            settings = Settings(
+                rate_limit="off", port=port, database_url=url, event_stream_poll_seconds=0.2, **OBSERVABLE
+            )
+            bases.append(stack.enter_context(running_server(create_app(settings, clock=clock), port)))
+        a, b = Api(bases[0], clock), Api(bases[1], clock)
+        a.base, b.base = bases  # type: ignore[attr-defined]
+        sid, token, _, _ = created(a)
+        received: list[tuple[str, str]] = []
+        first = threading.Event()
+
+        def follow() -> None:
+            path = f"/v2/session/{sid}/events"
+            with (
+                httpx.Client(base_url=bases[0], timeout=60) as http,
+                connect_sse(http, "GET", path, headers={SESSION_HEADER: token}) as source,
+            ):
+                for m in source.iter_sse():
+                    if m.data:
+                        received.append((m.id, m.data))
+                        first.set()
+
+        reader = threading.Thread(target=follow, daemon=True)
+        reader.start()
+        assert first.wait(60)  # bounds a hang only
+        cancel(b, sid, token)
+        reader.join(60)
+        assert not reader.is_alive()
+        assert [json.loads(m[1])["status"] for m in received] == ["action_ready", "cancelled"]
+        assert stream(b, sid, token) == (200, received)
+        assert stream(b, sid, token, last_event_id=received[0][0]) == (200, received[1:])
