@@ -460,3 +460,14 @@ def test_two_replicas_on_postgresql_share_one_log(tmp_path: Path) -> None:
         assert [json.loads(m[1])["status"] for m in received] == ["action_ready", "cancelled"]
         assert stream(b, sid, token) == (200, received)
         assert stream(b, sid, token, last_event_id=received[0][0]) == (200, received[1:])
+
+
+def test_head_answers_the_streams_headers_without_a_stream(api: Api) -> None:
+    sid, token, _, _ = created(api)
+    r = api.http.head(f"/v2/session/{sid}/events", headers={SESSION_HEADER: token})
+    assert r.status_code == 200 and r.headers["content-type"].startswith("text/event-stream")
+    assert r.content == b"" and api.app.state.event_slots.open_streams() == 0  # type: ignore[attr-defined]
+    assert (
+        api.http.head(f"/v2/session/{sid}/events", headers={SESSION_HEADER: new_token()}).status_code == 404
+    )
+    cancel(api, sid, token)

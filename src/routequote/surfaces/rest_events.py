@@ -28,6 +28,7 @@ from routequote.contract.v2 import ErrorResponse
 from routequote.core.quote import SESSION_HEADER
 from routequote.core.sessions.event_log import event_id
 from routequote.errors import RouteQuoteError
+from routequote.observability import ASKED_METHOD
 from routequote.ratelimit import RateLimiter
 from routequote.sessions.event_stream import EventFeed, StreamSlots, StreamStart, encode_event
 from routequote.surfaces.errors import error_response
@@ -181,6 +182,8 @@ def router(feed: EventFeed, limiter: RateLimiter, slots: StreamSlots, settings: 
             )
             if start.finished:
                 return Response(status_code=204, headers=headers)
+            if request.scope.get(ASKED_METHOD) == "HEAD":  # the stream's headers, no stream (no slot held)
+                return Response(status_code=200, media_type="text/event-stream", headers=headers)
             slots.acquire(client)
         except RouteQuoteError as exc:
             return error_response(exc, headers)
