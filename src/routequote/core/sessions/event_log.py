@@ -17,7 +17,7 @@ webhooks and MCP tasks send:
       "transactions": [{"step_index": 0, "side": "source", "chain": "base", "tx_id": "0x..",
                         "verified": true}],      chain evidence this change recorded (named, or verified)
       "funds": {"chain": "arbitrum", "token": "USDC", "amount_base": "123" | null, "owner": "0x.."
-                | "bridge:cctp_v2", "wallet": "0x..", "state": "in_flight"} | null,
+                | "bridge:circle_cctp", "wallet": "0x..", "state": "in_flight"} | null,
       "outcome": "complete" | null,              core.sessions.lifecycle: where the session rests, if it does
       "terminal": false,
       "final_on_chain": null | true | false,     of the outcome (Across's `finalized`)
