@@ -440,6 +440,11 @@ def create_app(
     app.include_router(rest_session.router(sessions, limiter))  # /v2/session...
     app.state.event_feed = EventFeed(sessions, poll_seconds=settings.event_stream_poll_seconds)
     app.state.event_slots = StreamSlots(settings.event_stream_max_per_client)
+    metrics.gauge_of(
+        "routequote_event_streams_open",
+        "Open session event streams in this process",
+        app.state.event_slots.open_streams,
+    )
     app.include_router(  # GET /v2/session/{id}/events (Server-Sent Events)
         rest_events.router(app.state.event_feed, limiter, app.state.event_slots, settings)
     )

@@ -471,3 +471,15 @@ def test_head_answers_the_streams_headers_without_a_stream(api: Api) -> None:
         api.http.head(f"/v2/session/{sid}/events", headers={SESSION_HEADER: new_token()}).status_code == 404
     )
     cancel(api, sid, token)
+
+
+def test_metrics_count_the_open_streams(api: Api) -> None:
+    sid, token, _, _ = created(api)
+    with (
+        httpx.Client(base_url=api.base, timeout=60) as http,  # type: ignore[attr-defined]
+        http.stream("GET", f"/v2/session/{sid}/events", headers={SESSION_HEADER: token}) as response,
+    ):
+        assert response.status_code == 200
+        scraped = http.get("/metrics").text
+        assert "routequote_event_streams_open 1.0" in scraped
+    cancel(api, sid, token)
