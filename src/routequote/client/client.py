@@ -131,12 +131,22 @@ class RouteQuoteClient(_Plans):
         return self._run(self.plan_key_only(handle, "cancel", idempotency_key))
 
     def events(
-        self, handle: SessionHandle, *, last_event_id: str | None = None, max_reconnects: int = 5
+        self,
+        handle: SessionHandle,
+        *,
+        last_event_id: str | None = None,
+        max_reconnects: int = 5,
+        retry_seconds: float = 1.0,
     ) -> Iterator[SessionEvent]:
         """The session's events in order (after `last_event_id`), as they happen, until the session rests;
         a dropped stream is resumed with Last-Event-ID (`client.events`)."""
         return follow_events(
-            self._http, handle, self._raise_error, last_event_id=last_event_id, max_reconnects=max_reconnects
+            self._http,
+            handle,
+            self._raise_error,
+            last_event_id=last_event_id,
+            max_reconnects=max_reconnects,
+            retry_seconds=retry_seconds,
         )
 
 
@@ -241,9 +251,19 @@ class AsyncRouteQuoteClient(_Plans):
         return await self._run(self.plan_key_only(handle, "cancel", idempotency_key))
 
     def events(
-        self, handle: SessionHandle, *, last_event_id: str | None = None, max_reconnects: int = 5
+        self,
+        handle: SessionHandle,
+        *,
+        last_event_id: str | None = None,
+        max_reconnects: int = 5,
+        retry_seconds: float = 1.0,
     ) -> AsyncIterator[SessionEvent]:
         """`async for event in client.events(handle)`: the session's events in order until it rests."""
         return afollow_events(
-            self._http, handle, self._raise_error, last_event_id=last_event_id, max_reconnects=max_reconnects
+            self._http,
+            handle,
+            self._raise_error,
+            last_event_id=last_event_id,
+            max_reconnects=max_reconnects,
+            retry_seconds=retry_seconds,
         )
