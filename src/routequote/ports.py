@@ -266,6 +266,10 @@ class SessionStore(Protocol):
         """The session's events with a sequence above `after`, in order, at most `limit` (the stream's page)."""
         ...
 
+    async def versions(self, session_ids: list[str]) -> dict[str, int]:
+        """The current version of each of these sessions that exists (one read for all open event streams)."""
+        ...
+
     async def count_by_status(self) -> dict[str, int]: ...
 
 

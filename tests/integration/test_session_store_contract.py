@@ -761,3 +761,7 @@ async def test_the_event_log_keeps_each_events_detail_and_pages_in_order(store: 
     assert back.transactions[0]["tx_id"] == f"0x{0:064x}" and back.funds is not None
     assert back.funds["amount_base"] == str(2**70)
     assert (await store.events(record.session_id))[0].funds is None  # written without detail: none read back
+    other = await create(store)
+    many = [record.session_id, "ses_unknown", other.session_id] + [f"ses_{n}" for n in range(1200)]
+    assert await store.versions(many) == {record.session_id: 8, other.session_id: 1}  # IN lists in chunks
+    assert await store.versions([]) == {}

@@ -88,18 +88,65 @@ class StreamSlots:
 
 
 class EventFeed:
-    """Reads and follows sessions' event logs for the streams of this process."""
+    """Reads and follows sessions' event logs for the streams of this process.
+
+    A stream waits, between reads of its log, until it is woken: at once by a commit of this process
+    (`SessionBase.on_event`), or by the feed's one poller, which reads the versions of every followed session in one
+    query per `poll_seconds` (however many streams are open) and wakes the streams of each session whose version
+    moved (a commit of another worker or replica). A stream also reads on its own every `FALLBACK_POLLS` polls,
+    should the poller fail."""
+
+    FALLBACK_POLLS = 30
 
     def __init__(self, sessions: SessionBase, *, poll_seconds: float = 1.0, page: int = PAGE) -> None:
         self.sessions = sessions
         self.poll_seconds = poll_seconds
         self.page = page
         self._waiters: dict[str, set[asyncio.Event]] = {}
+        self._seen: dict[str, int] = {}  # the version the poller last read, per followed session
+        self._poller: asyncio.Task[None] | None = None
+        self.polls = 0  # version reads the poller made (one per interval while any stream is open)
         sessions.on_event.append(self._wake)
 
     def _wake(self, event: SessionEvent) -> None:
         for waiter in self._waiters.get(event.session_id, ()):
             waiter.set()
+
+    async def _poll(self) -> None:
+        """While any stream is open: every `poll_seconds`, one read of the followed sessions' versions."""
+        while self._waiters:
+            await asyncio.sleep(self.poll_seconds)
+            followed = list(self._waiters)
+            if not followed:
+                break
+            try:
+                versions = await self.sessions.store.versions(followed)
+            except Exception as exc:  # noqa: BLE001 - the store's fault: the streams' fallback reads cover it
+                log.warning("event_stream_poll_failed", error_type=type(exc).__name__)
+                continue
+            self.polls += 1
+            for session_id, version in versions.items():
+                if version != self._seen.get(session_id):
+                    self._seen[session_id] = version
+                    for waiter in self._waiters.get(session_id, ()):
+                        waiter.set()
+        self._poller = None
+
+    def _follow_from(self, session_id: str, waiter: asyncio.Event) -> None:
+        self._waiters.setdefault(session_id, set()).add(waiter)
+        if self._poller is None or self._poller.done():
+            self._poller = asyncio.get_running_loop().create_task(self._poll())
+
+    def _unfollow(self, session_id: str, waiter: asyncio.Event) -> None:
+        waiters = self._waiters.get(session_id)
+        if waiters is not None:
+            waiters.discard(waiter)
+            if not waiters:
+                self._waiters.pop(session_id, None)
+                self._seen.pop(session_id, None)
+        if not self._waiters and self._poller is not None:  # the last stream ended: no poller left behind
+            self._poller.cancel()
+            self._poller = None
 
     async def start(self, session_id: Any, token: str | None, last_event_id: str | None) -> StreamStart:
         """Authorise the stream (the session's token, as every session call: a wrong one is 404) and read where
@@ -123,10 +170,10 @@ class EventFeed:
         the session to rest, or when the store cannot be read (the caller resumes with `Last-Event-ID`)."""
         after = start.after
         waiter = asyncio.Event()
-        self._waiters.setdefault(start.session_id, set()).add(waiter)
+        self._follow_from(start.session_id, waiter)
         try:
             while True:
-                waiter.clear()
+                waiter.clear()  # before the read: a wake-up during the read is kept for the wait below
                 try:
                     events = await stored(
                         self.sessions.store.events_after(start.session_id, after, self.page)
@@ -142,13 +189,9 @@ class EventFeed:
                 if len(events) == self.page:
                     continue  # more are stored: read on without waiting
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(waiter.wait(), self.poll_seconds)
+                    await asyncio.wait_for(waiter.wait(), self.poll_seconds * self.FALLBACK_POLLS)
         finally:
-            waiters = self._waiters.get(start.session_id)
-            if waiters is not None:
-                waiters.discard(waiter)
-                if not waiters:
-                    self._waiters.pop(start.session_id, None)
+            self._unfollow(start.session_id, waiter)
 
 
 __all__ = ["EventFeed", "StreamSlots", "StreamStart", "encode_event", "render_event"]

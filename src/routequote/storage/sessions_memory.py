@@ -149,6 +149,10 @@ class MemorySessionStore:
         async with self._lock:
             return [e for e in self._events.get(session_id, ()) if e.seq > after][: max(limit, 0)]
 
+    async def versions(self, session_ids: list[str]) -> dict[str, int]:
+        async with self._lock:
+            return {i: self._sessions[i].record.version for i in session_ids if i in self._sessions}
+
     async def count_by_status(self) -> dict[str, int]:
         async with self._lock:
             counts: dict[str, int] = {}

@@ -417,6 +417,23 @@ class SqlSessionStore:
             for r in rows
         ]
 
+    async def versions(self, session_ids: list[str]) -> dict[str, int]:
+        if not session_ids:
+            return {}
+        query = select(sessions.c.session_id, sessions.c.version).where(
+            sessions.c.session_id.in_(bindparam("b_ids", expanding=True))
+        )
+
+        def operation(conn: Connection) -> dict[str, int]:
+            found: dict[str, int] = {}
+            for start in range(0, len(session_ids), 500):  # bounded IN lists
+                rows = conn.execute(query, {"b_ids": session_ids[start : start + 500]}).all()
+                found.update((r.session_id, int(r.version)) for r in rows)
+            conn.rollback()
+            return found
+
+        return await self._run(operation, write=False)
+
     async def count_by_status(self) -> dict[str, int]:
         def operation(conn: Connection) -> list[Any]:
             rows = conn.execute(select(sessions.c.status, func.count()).group_by(sessions.c.status)).all()

@@ -81,3 +81,39 @@ def test_slots_cap_each_client_and_are_given_back() -> None:
     for client in ("a", "a", "b"):
         slots.release(client)
     assert slots.open_streams() == 0
+
+
+async def test_one_poller_reads_every_followed_sessions_version_and_wakes_on_another_processs_commit() -> (
+    None
+):
+    """Three streams on one session: a commit the feed is not told of (another process's) reaches all three by the
+    poller's version read, one read per interval for all of them; the last stream to end stops the poller."""
+    sessions = await new_log(1)
+    feed = EventFeed(sessions, poll_seconds=0.01, page=100)  # type: ignore[arg-type]
+    feed.FALLBACK_POLLS = 10**9  # type: ignore[misc] # only the poller may wake them here
+    got: list[list[int]] = [[], [], []]
+    asked: list[list[str]] = []
+    read_versions = sessions.store.versions
+
+    async def versions(ids: list[str]) -> dict[str, int]:
+        asked.append(list(ids))
+        return await read_versions(ids)
+
+    sessions.store.versions = versions  # type: ignore[method-assign]
+
+    async def follow(n: int) -> None:
+        async for event in feed.follow(StreamStart(SID, 0, False)):
+            got[n].append(event.seq)
+
+    tasks = [asyncio.create_task(follow(n)) for n in range(3)]
+    for _ in range(100_000):
+        if all(g == [1] for g in got) and feed.polls >= 2:
+            break
+        await asyncio.sleep(0.001)
+    assert all(g == [1] for g in got)
+    sessions.on_event.clear()  # commits of "another process": no in-process wake-up
+    await sessions.commit(1, "action_ready", "cancelled")
+    await asyncio.wait_for(asyncio.gather(*tasks), 60)  # bounds a hang only
+    assert got == [[1, 2]] * 3
+    assert asked and all(ids == [SID] for ids in asked) and len(asked) == feed.polls  # one read per interval
+    assert feed._poller is None and feed._waiters == {}
