@@ -138,8 +138,8 @@ class Settings(BaseSettings):
         1.0,
         gt=0,
         le=60,
-        description="How often an open event stream reads the session's log (commits in this process wake it at "
-        "once; other workers and replicas are seen at the next read)",
+        description="How often a process reads, in one query, the versions of the sessions its event streams follow "
+        "(commits in the process wake them at once; other workers' and replicas' are seen at the next read)",
     )
     event_stream_send_timeout_seconds: float = Field(
         10.0, gt=0, le=300, description="A stream whose client reads nothing for this long is dropped"
