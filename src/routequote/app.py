@@ -3,7 +3,6 @@ and mounts every surface over it."""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import functools
 import gc
@@ -34,8 +33,9 @@ from routequote.ratelimit import RateLimiter
 from routequote.readiness import Observation, bounds_by_route
 from routequote.service import RouteQuoteService, ServiceConfig
 from routequote.sessions import SessionConfig, SessionService
+from routequote.sessions.event_stream import EventFeed, StreamSlots
 from routequote.storage.quotes import MemoryIdempotencyStore, MemoryQuoteStore
-from routequote.surfaces import rest_prepare, rest_session, rest_v1, rest_v2, web, well_known
+from routequote.surfaces import rest_events, rest_prepare, rest_session, rest_v1, rest_v2, web, well_known
 from routequote.surfaces.a2a_agent import mount_a2a
 from routequote.surfaces.errors import json_response
 from routequote.surfaces.health import Probes
@@ -44,6 +44,7 @@ from routequote.surfaces.input_guard import TransportLimits
 from routequote.surfaces.mcp_tools import mount_mcp
 from routequote.surfaces.mcp_v2 import mount_mcp_v2
 from routequote.surfaces.request_stack import RequestStack
+from routequote.webhooks.wiring import delivering, session_webhooks
 
 OPENAPI_VERSION = "2.0.0-quote-only"
 SERVICE_SAFETY = {
@@ -245,37 +246,6 @@ def _oft_pin(settings: Settings, sessions: SessionService, service: RouteQuoteSe
     return resolver
 
 
-def session_webhooks(settings: Settings, store: Any, key: Any, clock: Clock) -> Any:
-    """Signed webhooks (webhooks/), kept beside the sessions in the SQL store; None for other stores."""
-    from routequote.storage.retention import CappedSessionStore
-
-    if not isinstance(store, CappedSessionStore):
-        return None
-    from routequote.storage.webhooks_sql import SqlWebhookStore
-    from routequote.webhooks.service import Webhooks, WebhookSettings
-    from routequote.webhooks.signing import server_key_seed
-
-    allow = tuple(h.strip() for h in settings.webhook_allow_hosts.split(",") if h.strip())
-    return Webhooks(
-        SqlWebhookStore(store.inner),
-        server_key_seed(key),
-        WebhookSettings(allow_hosts=allow, interval_seconds=settings.webhook_interval_seconds),
-        clock.now,
-    )
-
-
-@contextlib.asynccontextmanager
-async def _delivering(webhooks: Any) -> AsyncIterator[None]:
-    """The webhook deliverer runs beside the server, in every worker (claims keep each event to one)."""
-    stop = asyncio.Event()
-    task = asyncio.create_task(webhooks.run(stop))
-    try:
-        yield
-    finally:
-        stop.set()
-        await task
-
-
 def retention_purger(settings: Settings, store: Any, clock: Clock) -> Any:
     """The background purge of the SQL session store (storage/retention.py); None for other stores."""
     from routequote.storage.retention import CappedSessionStore, Purger, RetentionPolicy
@@ -418,7 +388,7 @@ def create_app(
                     await running.enter_async_context(purger.running())
                 await running.enter_async_context(watcher.running())
                 if sessions.webhooks is not None:
-                    await running.enter_async_context(_delivering(sessions.webhooks))
+                    await running.enter_async_context(delivering(sessions.webhooks))
                 yield
         finally:
             await sessions.store.aclose()
@@ -494,6 +464,16 @@ def create_app(
     app.add_route("/metrics", metrics.endpoint, methods=["GET"], include_in_schema=False)
     app.include_router(rest_prepare.router(prepare, limiter))  # POST /v2/prepare
     app.include_router(rest_session.router(sessions, limiter))  # /v2/session...
+    app.state.event_feed = EventFeed(sessions, poll_seconds=settings.event_stream_poll_seconds)
+    app.state.event_slots = StreamSlots(settings.event_stream_max_per_client)
+    metrics.gauge_of(
+        "routequote_event_streams_open",
+        "Open session event streams in this process",
+        app.state.event_slots.open_streams,
+    )
+    app.include_router(  # GET /v2/session/{id}/events (Server-Sent Events)
+        rest_events.router(app.state.event_feed, limiter, app.state.event_slots, settings)
+    )
     app.include_router(rest_v1.router(service, limiter))  # /v1/* + /openapi.json (legacy corridors)
     discovery = Discovery(
         settings=settings,
@@ -588,6 +568,7 @@ def _install_openapi(app: FastAPI) -> None:
         schema["paths"] = {p: op for p, op in schema.get("paths", {}).items() if p.startswith("/v2/")}
         components = schema.setdefault("components", {}).setdefault("schemas", {})
         components["QuoteRequest"] = QuoteRequest.model_json_schema()
+        components["SessionEvent"] = rest_events.EVENT_SCHEMA
         schema["x-service-safety"] = SERVICE_SAFETY
         schema["info"]["x-release-status"] = "capped_public_agent_release"
         schema["info"]["x-build-version"] = __version__

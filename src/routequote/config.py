@@ -125,6 +125,25 @@ class Settings(BaseSettings):
     max_open_sessions_per_client: int = Field(
         100, ge=0, description="Unfinished sessions one client may hold at once (0: no cap); past it, 429"
     )
+    event_stream_max_per_client: int = Field(
+        8,
+        ge=1,
+        le=10_000,
+        description="Open event streams (GET /v2/session/{id}/events) per client; past it, 429",
+    )
+    event_stream_heartbeat_seconds: float = Field(
+        15.0, gt=0, le=300, description="A heartbeat comment on an idle event stream this often"
+    )
+    event_stream_poll_seconds: float = Field(
+        1.0,
+        gt=0,
+        le=60,
+        description="How often a process reads, in one query, the versions of the sessions its event streams follow "
+        "(commits in the process wake them at once; other workers' and replicas' are seen at the next read)",
+    )
+    event_stream_send_timeout_seconds: float = Field(
+        10.0, gt=0, le=300, description="A stream whose client reads nothing for this long is dropped"
+    )
     finality_confirmations: str = Field(
         "base=10,arbitrum=10,robinhood=10",
         description="Confirmations an EVM transaction needs before a session treats it as final: `chain=N,...`",

@@ -10,6 +10,7 @@ import asyncio
 import contextlib
 import functools
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from prometheus_client import (
@@ -147,6 +148,10 @@ class Metrics:
         )
 
     # ---- hooks the composition root wires ------------------------------------------------------------
+
+    def gauge_of(self, name: str, documentation: str, read: Callable[[], float]) -> None:
+        """A gauge read from `read` at each scrape (e.g. the open event streams)."""
+        Gauge(name, documentation, registry=self.registry).set_function(read)
 
     def on_transition(self, event: str, from_status: str | None, to_status: str) -> None:
         """SessionService's `on_transition` callback: one committed transition."""

@@ -192,14 +192,22 @@ class IdempotentAnswer:
 
 @dataclass(frozen=True, slots=True)
 class SessionEvent:
-    """One committed transition, kept beside the session for the receipt and for metrics."""
+    """One committed transition: an entry of the session's durable event log, written in the transaction that
+    commits the change (`core.sessions.event_log` renders it; the stream and webhooks read it).
+
+    The trailing fields say where the session is after the change; events stored before they existed read back
+    with the defaults."""
 
     session_id: str
-    seq: int  # equals the session version the transition produced
+    seq: int  # the per-session sequence: equals the session version the transition produced (1, 2, 3, ...)
     from_status: str | None
     event: str
     to_status: str
     at: datetime
+    step_index: int | None = None  # the document's current step after the change
+    next_operation: str | None = None  # what the caller does next (`NEXT_OPERATION` of the new status)
+    transactions: tuple[dict[str, Any], ...] = ()  # chain evidence this change recorded
+    funds: dict[str, Any] | None = None  # where the caller's value sits now (from the verified state)
 
 
 # the names of the watch leases in the session store (`storage/watch_store.py`, `sessions/watch.py`)
@@ -258,6 +266,14 @@ class SessionStore(Protocol):
     async def idempotent(self, scope: str, key: str) -> IdempotentAnswer | None: ...
 
     async def events(self, session_id: str) -> list[SessionEvent]: ...
+
+    async def events_after(self, session_id: str, after: int, limit: int) -> list[SessionEvent]:
+        """The session's events with a sequence above `after`, in order, at most `limit` (the stream's page)."""
+        ...
+
+    async def versions(self, session_ids: list[str]) -> dict[str, int]:
+        """The current version of each of these sessions that exists (one read for all open event streams)."""
+        ...
 
     async def count_by_status(self) -> dict[str, int]: ...
 

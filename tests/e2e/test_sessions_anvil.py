@@ -323,7 +323,7 @@ def test_eth_to_robinhood_usdg_swap_then_across_with_the_test_as_relayer(w: Worl
     assert route["complete"] is True and int(route["actual_output_base"]) == usdg1 - usdg0
 
 
-def _burn_and_attest(
+def burn_and_attest(
     w: World, key: str, s: dict[str, Any], sid: str, token: str
 ) -> tuple[dict[str, Any], Any]:
     """Step 0 of the CCTP route: burn on arbitrum, observe, Circle attests (fake Iris), observe -> receive ready."""
@@ -348,7 +348,7 @@ def test_arbitrum_usdc_to_base_eth_over_cctp_with_the_test_as_circle(w: World) -
     s, token = w.api.create(CCTP_ROUTE, {"arbitrum": who, "base": who})
     sid = s["session_id"]
     arb0 = usd(w.arb, who)
-    s, (burn, amount, fee) = _burn_and_attest(w, key, s, sid, token)
+    s, (burn, amount, fee) = burn_and_attest(w, key, s, sid, token)
     arb1 = usd(w.arb, who)
 
     receive = s["current_action"]["unsigned_action"]
@@ -396,7 +396,7 @@ def test_the_preflight_asks_for_base_gas_and_the_route_completes_once_it_is_topp
     topped_up = int(base_gas["needed"])
     w.base.send(who, "0x", value=topped_up)
 
-    s, _ = _burn_and_attest(w, key, s, sid, token)
+    s, _ = burn_and_attest(w, key, s, sid, token)
     later = {f"{f['code']}:{f['chain']}": f for f in s["preflight"]["findings"]}
     assert s["preflight"]["checked"] is True and "input_balance:base" not in later  # a mint spends nothing
     assert later["gas:base"]["has"] == str(topped_up)

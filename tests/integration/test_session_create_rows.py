@@ -20,7 +20,7 @@ from tests.support.postgres import require_postgres, temporary_database
 
 from routequote.ports import SessionEvent, SessionRecord
 from routequote.storage.retention import session_clients
-from routequote.storage.sessions_common import create_scope, json_dumps
+from routequote.storage.sessions_common import create_scope, event_detail, json_dumps
 from routequote.storage.sessions_schema import session_events, session_idempotency, sessions
 from routequote.storage.sessions_sql import SqlSessionStore
 from routequote.storage.sessions_sql_connections import Encoded
@@ -67,7 +67,17 @@ def _session(n: int, at: datetime) -> tuple[SessionRecord, SessionEvent]:
     record = SessionRecord(
         sid, hashlib.sha256(sid.encode()).hexdigest(), 1, "action_ready", "base:ETH->base:USDC", at, at, STATE
     )
-    return record, SessionEvent(sid, 1, None, "create", "action_ready", at)
+    funds = {
+        "chain": "base",
+        "token": "ETH",
+        "amount_base": "1",
+        "owner": "0x1",
+        "wallet": "0x1",
+        "state": "in_wallet",
+    }
+    return record, SessionEvent(
+        sid, 1, None, "create", "action_ready", at, 0, "submit_current_action", (), funds
+    )
 
 
 def _core_create(record: SessionRecord, event: SessionEvent) -> Any:
@@ -97,7 +107,9 @@ def _core_create(record: SessionRecord, event: SessionEvent) -> Any:
                 "state": Encoded(json_dumps(record.state)),
             },
         )
-        conn.execute(insert(session_events), SqlSessionStore.event_row(event))
+        detail = event_detail(event)
+        assert detail is not None
+        conn.execute(insert(session_events), SqlSessionStore.event_row(event, Encoded(json_dumps(detail))))
         conn.commit()
 
     return operation

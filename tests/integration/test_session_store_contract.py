@@ -715,3 +715,53 @@ async def test_a_stored_document_that_does_not_parse_is_a_store_fault(store: Ses
         assert (
             getattr(read.value, "fault", None) == getattr(answered.value, "fault", None) == "malformed_record"
         )
+
+
+# ---- the event log (issue 42) --------------------------------------------------------------------------
+
+
+async def test_the_event_log_keeps_each_events_detail_and_pages_in_order(store: SessionStore) -> None:
+    """Each event's detail (step index, next operation, chain evidence, funds) reads back as written, on every
+    backend; `events_after` pages the log in sequence order from any point; an event written without detail
+    reads back without it."""
+    funds = {
+        "chain": "base",
+        "token": "USDC",
+        "amount_base": str(2**70),
+        "owner": "0xabc",
+        "state": "in_wallet",
+    }
+    record = await create(store)
+    version, status = 1, "action_ready"
+    written = [(await store.events(record.session_id))[0]]
+    for n in range(7):
+        tx = {
+            "step_index": 0,
+            "side": "source",
+            "chain": "base",
+            "tx_id": f"0x{n:064x}",
+            "verified": n % 2 == 0,
+        }
+        event = replace(
+            step(record, version, status, f"s{n}"),
+            step_index=n % 3,
+            next_operation="observe",
+            transactions=(tx,) if n != 3 else (),
+            funds=None if n == 5 else {**funds, "note": "ünïcødé ✓"},
+        )
+        assert await store.transition(record.session_id, version, f"s{n}", {"v": n}, event)
+        written.append(event)
+        version, status = version + 1, f"s{n}"
+    assert await store.events(record.session_id) == written
+    assert await store.events_after(record.session_id, 0, 100) == written
+    assert await store.events_after(record.session_id, 3, 2) == written[3:5]
+    assert await store.events_after(record.session_id, 8, 10) == []
+    assert await store.events_after(record.session_id, 2, 0) == []
+    back = (await store.events_after(record.session_id, 1, 1))[0]
+    assert back.transactions[0]["tx_id"] == f"0x{0:064x}" and back.funds is not None
+    assert back.funds["amount_base"] == str(2**70)
+    assert (await store.events(record.session_id))[0].funds is None  # written without detail: none read back
+    other = await create(store)
+    many = [record.session_id, "ses_unknown", other.session_id] + [f"ses_{n}" for n in range(1200)]
+    assert await store.versions(many) == {record.session_id: 8, other.session_id: 1}  # IN lists in chunks
+    assert await store.versions([]) == {}

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
         ServiceUnreachable,
         UpstreamUnavailable,
     )
+    from routequote.client.events import SessionEvent
     from routequote.client.models import (
         Capabilities,
         Funds,
@@ -51,6 +52,7 @@ _WHERE = {
     "RouteQuoteClient": "client",
     "describe_action": "describe",
     "describe_quote": "describe",
+    "SessionEvent": "events",
     "ActionVerificationFailed": "errors",
     "ApprovalRefused": "errors",
     "ClientError": "errors",
@@ -92,6 +94,7 @@ __all__ = [
     "ServerError",
     "ServiceUnreachable",
     "Session",
+    "SessionEvent",
     "SessionHandle",
     "SessionToken",
     "SessionView",

@@ -6,7 +6,7 @@ caller itself holds: a bundle that fails is never returned. The client never sig
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from decimal import Decimal
 from typing import Any
 
@@ -14,6 +14,7 @@ import httpx
 
 from routequote.client.approval import approval_for
 from routequote.client.errors import ServiceUnreachable
+from routequote.client.events import SessionEvent, afollow_events, follow_events
 from routequote.client.models import Capabilities, PreparedAction, Quote, Session, SessionView, Status
 from routequote.client.plans import Call, Plans, T
 from routequote.client.token import SessionHandle, SessionToken
@@ -129,6 +130,25 @@ class RouteQuoteClient(Plans):
     def cancel(self, handle: SessionHandle, *, idempotency_key: str | None = None) -> Session:
         return self._run(self.plan_key_only(handle, "cancel", idempotency_key))
 
+    def events(
+        self,
+        handle: SessionHandle,
+        *,
+        last_event_id: str | None = None,
+        max_reconnects: int = 5,
+        retry_seconds: float = 1.0,
+    ) -> Iterator[SessionEvent]:
+        """The session's events in order (after `last_event_id`), as they happen, until the session rests;
+        a dropped stream is resumed with Last-Event-ID (`client.events`)."""
+        return follow_events(
+            self._http,
+            handle,
+            self._raise_error,
+            last_event_id=last_event_id,
+            max_reconnects=max_reconnects,
+            retry_seconds=retry_seconds,
+        )
+
 
 class AsyncRouteQuoteClient(Plans):
     """The asynchronous twin of RouteQuoteClient (same methods, awaited)."""
@@ -229,3 +249,21 @@ class AsyncRouteQuoteClient(Plans):
 
     async def cancel(self, handle: SessionHandle, *, idempotency_key: str | None = None) -> Session:
         return await self._run(self.plan_key_only(handle, "cancel", idempotency_key))
+
+    def events(
+        self,
+        handle: SessionHandle,
+        *,
+        last_event_id: str | None = None,
+        max_reconnects: int = 5,
+        retry_seconds: float = 1.0,
+    ) -> AsyncIterator[SessionEvent]:
+        """`async for event in client.events(handle)`: the session's events in order until it rests."""
+        return afollow_events(
+            self._http,
+            handle,
+            self._raise_error,
+            last_event_id=last_event_id,
+            max_reconnects=max_reconnects,
+            retry_seconds=retry_seconds,
+        )

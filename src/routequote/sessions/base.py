@@ -11,12 +11,13 @@ import hmac
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 
 from routequote.core.routes import ROUTES, Route, Step
 from routequote.core.sessions.document import SessionDocument
+from routequote.core.sessions.event_log import describe
 from routequote.core.sessions.kinds.cctp_mint_evm import install_receive
 from routequote.core.sessions.machine import (
     Event,
@@ -49,7 +50,9 @@ from routequote.sessions.advance import ActionBuilder
 from routequote.sessions.gather import ChainFacts, SessionConfig
 from routequote.sessions.inputs import UUID_RE, is_session_token, token_sha256
 from routequote.store_errors import log_malformed, store_unavailable, stored
-from routequote.webhooks.service import Webhooks
+
+if TYPE_CHECKING:  # the webhooks render events with sessions/event_stream: imported for the type only
+    from routequote.webhooks.service import Webhooks
 
 log = structlog.get_logger("routequote.sessions")  # ids, statuses and events only: never a token or a key
 
@@ -87,6 +90,9 @@ class SessionBase:
         on_transition: Callable[[str, str | None, str], None] | None = None,
     ) -> None:
         self.on_transition = on_transition  # (event, from_status, to_status) after each commit (metrics)
+        # each committed event, after its commit (the in-process wake-up of open event streams; the streams also
+        # poll the store, which other workers and replicas write)
+        self.on_event: list[Callable[[SessionEvent], None]] = []
         self.prepare = prepare
         self.service = prepare.service
         self.store = store
@@ -149,6 +155,10 @@ class SessionBase:
 
     # ---- loading and replays ----------------------------------------------------------------------------
 
+    async def authorized(self, session_id: Any, token: str | None) -> SessionRecord:
+        """The session this token holds (404 session_not_found otherwise), for the other session surfaces."""
+        return await self._load(session_id, token)
+
     async def _load(self, session_id: Any, token: str | None) -> SessionRecord:
         missing = NotFound("session_not_found", "no session with this id for this token")
         if not isinstance(session_id, str) or not UUID_RE.fullmatch(session_id) or not token:
@@ -210,14 +220,18 @@ class SessionBase:
         """Store a new session with its first event and its create answer; a raced key answers the winner's."""
         session_id = state.session_id
         status = next_status(None, event)
-        record = SessionRecord(session_id, owner_sha, 1, status.value, state.route, now, now, state.to_json())
+        document = state.to_json()
+        record = SessionRecord(session_id, owner_sha, 1, status.value, state.route, now, now, document)
         response = self._view(record, "session")
+        first = SessionEvent(
+            session_id, 1, None, event.value, status.value, now, *describe(None, document, status.value)
+        )
         # the create's idempotency record names the session it made: a replay answers that session as it is
         # then (not a second copy of the whole first document)
         raced = await stored(
             self.store.create(
                 record,
-                SessionEvent(session_id, 1, None, event.value, status.value, now),
+                first,
                 scope,
                 key,
                 request_sha,
@@ -235,7 +249,12 @@ class SessionBase:
         )
         if self.on_transition is not None:
             self.on_transition(event.value, None, status.value)
+        self._announce(first)
         return SessionAnswer(201, response)
+
+    def _announce(self, event: SessionEvent) -> None:
+        for listener in self.on_event:
+            listener(event)
 
     # ---- status rules -----------------------------------------------------------------------------------
 
@@ -298,8 +317,17 @@ class SessionBase:
             ) from None
         now = self.service.clock.now()
         version = record.version + 1
-        entry = SessionEvent(record.session_id, version, record.status, event.value, status.value, now)
         document = state.to_json()  # the store boundary: the typed document is stored in its JSON shape
+        # the event log's entry, written in the same transaction: where the session is after this change
+        entry = SessionEvent(
+            record.session_id,
+            version,
+            record.status,
+            event.value,
+            status.value,
+            now,
+            *describe(record.state, document, status.value),
+        )
         ok = await stored(
             self.store.transition(
                 record.session_id, record.version, status.value, document, entry, idempotency, claims
@@ -324,6 +352,7 @@ class SessionBase:
         )
         if self.on_transition is not None:
             self.on_transition(event.value, record.status, status.value)
+        self._announce(entry)
         return SessionRecord(
             record.session_id,
             record.token_sha256,

@@ -13,13 +13,14 @@ types JSON does not have) takes the stdlib encoder, which writes or refuses it e
 from __future__ import annotations
 
 import hashlib
-import json
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
-import orjson
 import structlog
 
+from routequote.jsontext import json_dumps as json_dumps  # re-exported: the stores read it here
+from routequote.jsontext import json_loads as json_loads
 from routequote.ports import SessionEvent, SessionRecord, StoreUnavailable
 from routequote.store_errors import log_malformed
 
@@ -48,20 +49,6 @@ def malformed_document(what: str, key: str, exc: Exception) -> MalformedDocument
     """`key` names the record (logged once per record, as a hash)."""
     log_malformed(f"session_database:{what}", key, exc)
     return MalformedDocument(f"a stored session {what} that does not parse")
-
-
-def json_dumps(value: Any) -> str:
-    try:
-        raw = orjson.dumps(value)
-        if orjson.loads(raw) == value:
-            return raw.decode()
-    except (TypeError, ValueError):  # orjson refuses ints beyond 64 bits, non-str keys, invalid UTF-8
-        pass
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-
-
-def json_loads(text: str | bytes) -> Any:
-    return json.loads(text)
 
 
 def json_copy(value: dict[str, Any]) -> dict[str, Any]:
@@ -98,6 +85,39 @@ def check_transition(session_id: str, expected_version: int, status: str, event:
     if event.to_status != status:
         raise ValueError("the event must lead to the status being committed")
     utc(event.at)
+
+
+def event_detail(event: SessionEvent) -> dict[str, Any] | None:
+    """The event's `detail` column: where the session is after it (None for an event that says nothing more)."""
+    if (
+        event.step_index is None
+        and event.next_operation is None
+        and not event.transactions
+        and not event.funds
+    ):
+        return None
+    return {
+        "step_index": event.step_index,
+        "next_operation": event.next_operation,
+        "transactions": list(event.transactions),
+        "funds": event.funds,
+    }
+
+
+def with_detail(event: SessionEvent, detail: Any) -> SessionEvent:
+    """The stored event with its `detail` column read back (an event stored before the column: as it is)."""
+    if not isinstance(detail, dict):
+        return event
+    step = detail.get("step_index")
+    operation = detail.get("next_operation")
+    funds = detail.get("funds")
+    return replace(
+        event,
+        step_index=step if isinstance(step, int) else None,
+        next_operation=operation if isinstance(operation, str) else None,
+        transactions=tuple(t for t in detail.get("transactions") or () if isinstance(t, dict)),
+        funds=funds if isinstance(funds, dict) else None,
+    )
 
 
 def create_scope(token_sha256: str) -> str:

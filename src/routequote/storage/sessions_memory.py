@@ -21,7 +21,22 @@ from routequote.ports import (
     SessionRecord,
     TransactionAlreadyUsed,
 )
-from routequote.storage.sessions_common import check_create, check_transition, json_dumps, json_loads, utc
+from routequote.storage.sessions_common import (
+    check_create,
+    check_transition,
+    event_detail,
+    json_dumps,
+    json_loads,
+    utc,
+    with_detail,
+)
+
+
+def _kept(event: SessionEvent) -> SessionEvent:
+    """The event as stored: its instant in UTC, its detail a copy (JSON's types, as the databases return)."""
+    detail = event_detail(event)
+    kept = replace(event, at=utc(event.at))
+    return kept if detail is None else with_detail(kept, json_loads(json_dumps(detail)))
 
 
 @dataclass(slots=True)
@@ -62,6 +77,7 @@ class MemorySessionStore:
     ) -> IdempotentAnswer | None:
         check_create(record, event)
         state_json, response_json = json_dumps(record.state), json_dumps(response)
+        first = _kept(event)
         async with self._lock:
             stored = self._idempotency.get((idempotency_scope, idempotency_key))
             if stored is not None:
@@ -72,7 +88,7 @@ class MemorySessionStore:
                 record, created_at=utc(record.created_at), updated_at=utc(record.updated_at), state={}
             )
             self._sessions[record.session_id] = _Row(kept, state_json)
-            self._events[record.session_id] = [replace(event, at=utc(event.at))]
+            self._events[record.session_id] = [first]
             self._idempotency[(idempotency_scope, idempotency_key)] = (
                 request_sha256,
                 response_json,
@@ -100,6 +116,7 @@ class MemorySessionStore:
         check_transition(session_id, expected_version, status, event)
         state_json = json_dumps(state)
         response_json = json_dumps(idempotency[3]) if idempotency is not None else None
+        entry = _kept(event)
         async with self._lock:
             row = self._sessions.get(session_id)
             if row is None or row.record.version != expected_version:
@@ -115,7 +132,7 @@ class MemorySessionStore:
                 self._claims[tx_id] = (session_id, step)
             row.record = replace(row.record, version=expected_version + 1, status=status, updated_at=at)
             row.state_json = state_json
-            self._events[session_id].append(replace(event, at=at))
+            self._events[session_id].append(entry)
             if idempotency is not None and response_json is not None:
                 self._idempotency[(idempotency[0], idempotency[1])] = (idempotency[2], response_json, at)
             return True
@@ -128,6 +145,14 @@ class MemorySessionStore:
     async def events(self, session_id: str) -> list[SessionEvent]:
         async with self._lock:
             return list(self._events.get(session_id, ()))
+
+    async def events_after(self, session_id: str, after: int, limit: int) -> list[SessionEvent]:
+        async with self._lock:
+            return [e for e in self._events.get(session_id, ()) if e.seq > after][: max(limit, 0)]
+
+    async def versions(self, session_ids: list[str]) -> dict[str, int]:
+        async with self._lock:
+            return {i: self._sessions[i].record.version for i in session_ids if i in self._sessions}
 
     async def count_by_status(self) -> dict[str, int]:
         async with self._lock:

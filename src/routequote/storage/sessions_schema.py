@@ -32,6 +32,7 @@ class UtcDateTime(TypeDecorator[datetime]):
 
 
 Json = JSON().with_variant(pg.JSONB(), "postgresql")
+JsonOrNull = JSON(none_as_null=True).with_variant(pg.JSONB(none_as_null=True), "postgresql")  # None: SQL NULL
 
 metadata = MetaData()
 sessions = Table(
@@ -55,6 +56,9 @@ session_events = Table(
     Column("event", String(64), nullable=False),
     Column("to_status", String(64), nullable=False),
     Column("at", UtcDateTime, nullable=False),
+    # migration 0005: where the session is after the event (step_index, next_operation, transactions, funds),
+    # one JSON object; NULL in events stored before it
+    Column("detail", JsonOrNull, nullable=True),
 )
 session_idempotency = Table(
     "session_idempotency",

@@ -48,10 +48,12 @@ from routequote.ports import (
 from routequote.storage.sessions_common import (
     check_create,
     check_transition,
+    event_detail,
     json_dumps,
     malformed_document,
     stored_json_loads,
     utc,
+    with_detail,
 )
 from routequote.storage.sessions_schema import (
     access_tokens,
@@ -288,6 +290,7 @@ class SqlSessionStore:
             response_json,
             None if client is None else client[:64],
             max_open,
+            None if (detail := event_detail(event)) is None else json_dumps(detail),
         )
 
         def operation(conn: Connection) -> IdempotentAnswer | None:
@@ -321,6 +324,8 @@ class SqlSessionStore:
         check_transition(session_id, expected_version, status, event)
         state_json = Encoded(json_dumps(state))
         response_json = Encoded(json_dumps(idempotency[3])) if idempotency is not None else None
+        detail = event_detail(event)
+        event_row = self.event_row(event, None if detail is None else Encoded(json_dumps(detail)))
 
         def operation(conn: Connection) -> bool:
             updated = conn.execute(
@@ -336,7 +341,7 @@ class SqlSessionStore:
             if updated.rowcount != 1:
                 conn.rollback()
                 return False
-            conn.execute(_INSERT_EVENT, self.event_row(event))
+            conn.execute(_INSERT_EVENT, event_row)
             if idempotency is not None:
                 scope, key, request_sha256, _response = idempotency
                 inserted = conn.execute(
@@ -400,27 +405,57 @@ class SqlSessionStore:
         return await self._run(operation, write=False)
 
     async def events(self, session_id: str) -> list[SessionEvent]:
+        return await self._read_events(session_id, 0, None)
+
+    async def events_after(self, session_id: str, after: int, limit: int) -> list[SessionEvent]:
+        return await self._read_events(session_id, after, max(limit, 0))
+
+    async def _read_events(self, session_id: str, after: int, limit: int | None) -> list[SessionEvent]:
+        query = (
+            select(session_events)
+            .where(session_events.c.session_id == session_id, session_events.c.seq > after)
+            .order_by(session_events.c.seq)
+        )
+        if limit is not None:
+            query = query.limit(limit)
+
         def operation(conn: Connection) -> list[Any]:
-            rows = conn.execute(
-                select(session_events)
-                .where(session_events.c.session_id == session_id)
-                .order_by(session_events.c.seq)
-            ).all()
+            rows = conn.execute(query).all()
             conn.rollback()
             return list(rows)
 
         rows = await self._run(operation, write=False)
         return [
-            SessionEvent(
-                session_id=r.session_id,
-                seq=r.seq,
-                from_status=r.from_status,
-                event=r.event,
-                to_status=r.to_status,
-                at=r.at,
+            with_detail(
+                SessionEvent(
+                    session_id=r.session_id,
+                    seq=r.seq,
+                    from_status=r.from_status,
+                    event=r.event,
+                    to_status=r.to_status,
+                    at=r.at,
+                ),
+                r.detail,
             )
             for r in rows
         ]
+
+    async def versions(self, session_ids: list[str]) -> dict[str, int]:
+        if not session_ids:
+            return {}
+        query = select(sessions.c.session_id, sessions.c.version).where(
+            sessions.c.session_id.in_(bindparam("b_ids", expanding=True))
+        )
+
+        def operation(conn: Connection) -> dict[str, int]:
+            found: dict[str, int] = {}
+            for start in range(0, len(session_ids), 500):  # bounded IN lists
+                rows = conn.execute(query, {"b_ids": session_ids[start : start + 500]}).all()
+                found.update((r.session_id, int(r.version)) for r in rows)
+            conn.rollback()
+            return found
+
+        return await self._run(operation, write=False)
 
     async def count_by_status(self) -> dict[str, int]:
         def operation(conn: Connection) -> list[Any]:
@@ -531,7 +566,7 @@ class SqlSessionStore:
         return None if row is None else IdempotentAnswer(row.request_sha256, row.response)
 
     @staticmethod
-    def event_row(event: SessionEvent) -> dict[str, Any]:
+    def event_row(event: SessionEvent, detail_json: str | None) -> dict[str, Any]:
         return {
             "session_id": event.session_id,
             "seq": event.seq,
@@ -539,6 +574,7 @@ class SqlSessionStore:
             "event": event.event,
             "to_status": event.to_status,
             "at": event.at,
+            "detail": detail_json,
         }
 
     @asynccontextmanager

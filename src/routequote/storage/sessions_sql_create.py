@@ -45,7 +45,8 @@ _SQLITE = (
     "ON CONFLICT DO NOTHING",
     "INSERT INTO sessions (session_id, token_sha256, version, status, route, created_at, updated_at, state) "
     "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-    "INSERT INTO session_events (session_id, seq, from_status, event, to_status, at) VALUES (?, ?, ?, ?, ?, ?)",
+    "INSERT INTO session_events (session_id, seq, from_status, event, to_status, at, detail) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?)",
     "INSERT INTO session_clients (session_id, client, created_at) VALUES (?, ?, ?)",
 )
 _FINISHED_SQL = ", ".join(f"'{status}'" for status in FINISHED)  # constants of ours, not input
@@ -78,9 +79,9 @@ _PG_REST = """
     FROM made
     WHERE CAST(:client AS VARCHAR) IS NOT NULL
 )
-INSERT INTO session_events (session_id, seq, from_status, event, to_status, at)
+INSERT INTO session_events (session_id, seq, from_status, event, to_status, at, detail)
 SELECT session_id, CAST(:seq AS INTEGER), CAST(:from_status AS VARCHAR), CAST(:event AS VARCHAR),
-    CAST(:to_status AS VARCHAR), CAST(:at AS TIMESTAMPTZ)
+    CAST(:to_status AS VARCHAR), CAST(:at AS TIMESTAMPTZ), CAST(:detail AS JSONB)
 FROM made
 RETURNING seq
 """
@@ -118,6 +119,7 @@ class NewSession(NamedTuple):
     response_json: str
     client: str | None = None  # counted against this client's open sessions (`session_clients`)
     max_open: int = 0  # the client's cap on unfinished sessions (0: none)
+    detail_json: str | None = None  # the first event's `detail` (JSON text), or NULL
 
 
 def create_on_sqlite(conn: Connection, new: NewSession) -> bool:
@@ -152,7 +154,16 @@ def create_on_sqlite(conn: Connection, new: NewSession) -> bool:
         except sqlite3.IntegrityError:
             raise ValueError("session_id already exists") from None
         driver.execute(
-            _SQLITE[2], (event.session_id, event.seq, event.from_status, event.event, event.to_status, at)
+            _SQLITE[2],
+            (
+                event.session_id,
+                event.seq,
+                event.from_status,
+                event.event,
+                event.to_status,
+                at,
+                new.detail_json,
+            ),
         )
         if new.client is not None:
             driver.execute(_SQLITE[3], (record.session_id, new.client, at))
@@ -189,6 +200,7 @@ def create_on_postgresql(conn: Connection, new: NewSession) -> bool:
         "event": event.event,
         "to_status": event.to_status,
         "at": utc(event.at),
+        "detail": new.detail_json,
         "client": new.client,
     }
     try:

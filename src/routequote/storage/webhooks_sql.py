@@ -152,21 +152,7 @@ class SqlWebhookStore:
         return bool(await self.sessions.execute(operation, write=True))
 
     async def pending_events(self, session_id: str, after_seq: int, limit: int) -> list[SessionEvent]:
-        def operation(conn: Connection) -> list[Any]:
-            rows = conn.execute(
-                select(session_events)
-                .where(session_events.c.session_id == session_id)
-                .where(session_events.c.seq > after_seq)
-                .order_by(session_events.c.seq)
-                .limit(limit)
-            ).all()
-            conn.rollback()
-            return list(rows)
-
-        return [
-            SessionEvent(r.session_id, r.seq, r.from_status, r.event, r.to_status, r.at)
-            for r in await self.sessions.execute(operation, write=False)
-        ]
+        return await self.sessions.events_after(session_id, after_seq, limit)
 
     async def record(
         self,

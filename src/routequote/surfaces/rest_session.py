@@ -28,7 +28,7 @@ from routequote.surfaces.rest_prepare import IDEMPOTENCY_KEY, PREPARE_REQUEST_SC
 
 _ERR = {"model": ErrorResponse}
 _KEY = {"type": "string", "pattern": IDEMPOTENCY_KEY_PATTERN}
-_TOKEN_PARAM = {
+TOKEN_PARAM = {
     "name": SESSION_HEADER,
     "in": "header",
     "required": True,
@@ -110,7 +110,7 @@ def router(sessions: SessionService, limiter: RateLimiter) -> APIRouter:
             "session: a create for it with another token or another key is 409 session_exists_for_approval "
             "(no token is returned, nothing is opened)."
         ),
-        openapi_extra={**json_request_body(CREATE_SCHEMA), "parameters": [_TOKEN_PARAM]},
+        openapi_extra={**json_request_body(CREATE_SCHEMA), "parameters": [TOKEN_PARAM]},
     )
     async def create(request: Request) -> Response:
         async def produce() -> Any:
@@ -125,7 +125,7 @@ def router(sessions: SessionService, limiter: RateLimiter) -> APIRouter:
         summary="Read a session: session, workflow, receipt (quoted vs actual) or next_action",
         openapi_extra={
             "parameters": [  # the path's session_id comes from the signature
-                _TOKEN_PARAM,
+                TOKEN_PARAM,
                 {
                     "name": "view",
                     "in": "query",
@@ -147,7 +147,7 @@ def router(sessions: SessionService, limiter: RateLimiter) -> APIRouter:
             operation_id=op_id,
             responses={400: _ERR, 404: _ERR, 409: _ERR, 429: _ERR, 502: _ERR, 503: _ERR},
             summary=summary,
-            openapi_extra={**json_request_body(schema), "parameters": [_TOKEN_PARAM]},
+            openapi_extra={**json_request_body(schema), "parameters": [TOKEN_PARAM]},
         )
         async def handler(request: Request, session_id: str) -> Response:
             async def produce() -> Any:

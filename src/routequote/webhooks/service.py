@@ -19,13 +19,13 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
-import orjson
 import structlog
 
 from routequote.core.field_rules import object_fields
 from routequote.core.webhook_rules import WebhookUrl, parse_webhook_url, retry_delay, undeliverable
 from routequote.errors import InvalidRequest
 from routequote.ports import SessionEvent
+from routequote.sessions.event_stream import encode_event
 from routequote.webhooks.sender import Attempt, Resolver, deliver_once, resolve, system_resolver
 from routequote.webhooks.signing import (
     UnsealError,
@@ -91,19 +91,6 @@ class WebhookSettings:
 
 
 Sender = Callable[[WebhookUrl, bytes, dict[str, str]], Awaitable[Attempt]]
-
-
-def event_payload(event: SessionEvent) -> dict[str, Any]:
-    """What one delivery carries: the committed transition, as the session's event log holds it."""
-    return {
-        "id": f"{event.session_id}:{event.seq}",
-        "session_id": event.session_id,
-        "sequence": event.seq,
-        "type": event.event,
-        "from_status": event.from_status,
-        "status": event.to_status,
-        "at": event.at.isoformat().replace("+00:00", "Z"),
-    }
 
 
 class Webhooks:
@@ -233,7 +220,7 @@ class Webhooks:
     async def _attempt(self, url: WebhookUrl | None, event: SessionEvent) -> Attempt:
         if url is None:
             return Attempt(False, None, "the stored webhook URL cannot be opened with this server key")
-        body = orjson.dumps(event_payload(event))
+        body = encode_event(event).encode()  # the same bytes as the event stream's data line
         message_id = f"{event.session_id}:{event.seq}"
         headers = signed_headers(
             webhook_secret(self._key, event.session_id), message_id, int(self.now().timestamp()), body

@@ -1,7 +1,7 @@
 """Session webhooks: each session's sealed webhook URL and how far delivery of its event log has got.
 
-Revision ID: 0006_session_webhooks
-Revises: 0005_watch_leases
+Revision ID: 0007_session_webhooks
+Revises: 0006_session_event_log
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import sqlalchemy as sa
 from alembic import op
 from sqlalchemy.dialects import postgresql
 
-revision = "0006_session_webhooks"
-down_revision = "0005_watch_leases"
+revision = "0007_session_webhooks"
+down_revision = "0006_session_event_log"
 branch_labels = None
 depends_on = None
 
