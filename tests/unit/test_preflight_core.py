@@ -37,6 +37,11 @@ def test_created_token_accounts_are_the_solana_targets() -> None:
         "solana:SOL",
     )
     assert created_token_accounts(ROUTES["base:USDC->base:ETH"]) == []
+    # a SOL input is wrapped in the wallet's wSOL account before the swap: one account per asset
+    got = [(i, a.key) for i, a in created_token_accounts(ROUTES["solana:SOL->base:ETH"])]
+    assert got == [(0, "solana:SOL"), (0, "solana:USDC")]
+    got = [(i, a.key) for i, a in created_token_accounts(ROUTES["solana:USDC->solana:SOL"])]
+    assert got == [(0, "solana:SOL")]
 
 
 def test_ok_is_false_exactly_when_a_finding_blocks() -> None:

@@ -5,8 +5,9 @@ Advice only: a preflight never refuses, and it sits outside every hashed payload
 
 Gas: the first action is estimated (`eth_estimateGas` of its first transaction); every later step the caller
 signs uses the per-action-kind budget below times the chain's current fee, and says it is an estimate.
-Solana: each token account the route creates costs `SOLANA_TOKEN_ACCOUNT_RENT_LAMPORTS` (a 165-byte SPL account),
-and each Solana action `SOLANA_ACTION_FEE_BUDGET_LAMPORTS` in fees (base fee plus a modest priority fee).
+Solana: each token account the route creates costs `SOLANA_TOKEN_ACCOUNT_RENT_LAMPORTS` (a 165-byte SPL account);
+the first action's fee is the node's `getFeeForMessage` of its message, and every later Solana action takes
+`SOLANA_ACTION_FEE_BUDGET_LAMPORTS` (base fee plus a modest priority fee: an estimate).
 """
 
 from __future__ import annotations
@@ -76,16 +77,18 @@ def signed_actions(route: Route) -> list[SignedAction]:
 
 
 def created_token_accounts(route: Route) -> list[tuple[int, Asset]]:
-    """(step index, asset) of each Solana token account a step of the route pays into: the caller's output
-    account of a Solana swap (USDC, USDG or wrapped SOL) and the CCTP or OFT recipient account on Solana."""
+    """(step index, asset) of each Solana token account a step of the route creates if missing (once per asset,
+    at its first step): the wrapped-SOL account a SOL input is wrapped in, the caller's output account of a
+    Solana swap (USDC, USDG or wrapped SOL) and the CCTP or OFT recipient account on Solana."""
     out: list[tuple[int, Asset]] = []
+    sol = ASSETS["solana:SOL"]
     for step in route.steps:
-        if step.target.chain is not Chain.SOLANA:
-            continue
-        target = step.target
-        if target.is_native:  # a SOL output passes through a wrapped-SOL account
-            target = ASSETS["solana:SOL"]
-        out.append((step.index, target))
+        wanted = []
+        if step.source.chain is Chain.SOLANA and step.source.is_native:
+            wanted.append(sol)  # wrapped before the swap
+        if step.target.chain is Chain.SOLANA:
+            wanted.append(sol if step.target.is_native else step.target)  # a SOL output passes through wSOL
+        out += [(step.index, a) for a in wanted if all(a.key != seen.key for _, seen in out)]
     return out
 
 
