@@ -379,7 +379,12 @@ class PreflightChecker:
                 f"{len(missing)} new token account(s) at {SOLANA_TOKEN_ACCOUNT_RENT_LAMPORTS} lamports each"
                 + (f" ({names})" if names else "")
                 + (f" and fees: {' + '.join(fee_parts)}" if fee_parts else "")
-                + f"; you have {amount_text(has, Chain.SOLANA)}",
+                + f"; you have {amount_text(has, Chain.SOLANA)}"
+                + (
+                    " (not counted: the rent of the message account a CCTP burn creates, refundable later)"
+                    if first_here and "cctp_deposit_for_burn" in (action.get("kinds") or [])
+                    else ""
+                ),
                 blocking=short,
                 estimate=budgeted > 0,
             )

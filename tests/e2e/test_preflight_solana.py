@@ -93,7 +93,10 @@ def test_a_funded_wallet_passes_with_its_usdc_and_the_nodes_fee(world: Any) -> N
     # no account to create (the fee recipient's USDC account exists); the burn's fee: one fee per signature
     assert sol["needed"] == str(rpc.per_signature * len(action["requiredSigners"])) == "10000"
     assert sol["has"] == str(vm.lamports(owner)) and not sol["blocking"] and sol["estimate"] is False
-    assert "the node's fee for its message" in sol["message"]
+    assert (
+        "the node's fee for its message" in sol["message"]
+        and "not counted: the rent of the message" in sol["message"]
+    )
     assert "getFeeForMessage" in [method for method, _ in rpc.calls]
     # Base has no RPC URL on this server: its gas is unknown, said so, and does not block
     assert (
