@@ -17,6 +17,7 @@ from _litesvm_rpc import LiteSvmRpc
 from _solana_vm import SolanaVm, ata
 from solders.keypair import Keypair
 from solders.pubkey import Pubkey
+from tests.support.openapi_component import validate_component
 from tests.support.server import free_port, running_server
 from tests.unit.actions.support import EVENT_SIGNER, START, approval_for, intent_for, wallets_for
 
@@ -63,6 +64,7 @@ def _prepare(http: httpx.Client, route: str, wallet: str) -> dict[str, Any]:
     r = http.post("/v2/prepare", json=body)
     assert r.status_code == 200, r.text
     out: dict[str, Any] = r.json()
+    validate_component(http.get("/v2/openapi.json").json(), "PrepareResponse", out)  # findings as documented
     return out
 
 
