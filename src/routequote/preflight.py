@@ -1,8 +1,10 @@
 """Preflight: before the caller signs, what each chain of the route will need from them (core/preflight.py).
 
 Reads go through the chain ports (bounded, classified errors, no upstream text relayed); a failed read is a
-finding with `code: unknown`, never an error answer. Where this instance has no chain access (no RPC URL, as
-under the embedded defaults), no chain call is made and the block says `checked: false` with the reason. Advice only: the action and
+finding with `code: unknown`, never an error answer. The block is computed wherever any RPC URL is configured,
+whatever ROUTEQUOTE_MARKET says (balances, fees and accounts are chain facts, not prices); a chain of the route
+without one gives `unknown`. With none (the embedded defaults), no chain call is made and the block is
+`checked: false` with the `NO_CHAIN_ACCESS` reason. Advice only: the action and
 its hashes are the same with or without it (the block is a response-only member, outside `payload_sha256`).
 """
 
@@ -48,9 +50,10 @@ from routequote.core.routes import Route
 from routequote.ports import ObservationUnavailable, SolanaPreflightReader
 
 NO_CHAIN_ACCESS = (
-    "this instance has no chain access (no RPC URL is configured, as under the embedded defaults): no chain was "
-    "read; set ROUTEQUOTE_RPC_URL_<CHAIN> (e.g. with ROUTEQUOTE_MARKET=live) to check balances, gas, rent and "
-    "time before signing"
+    "no_chain_access: no RPC URL is configured (ROUTEQUOTE_RPC_URL_BASE, ROUTEQUOTE_RPC_URL_ARBITRUM, "
+    "ROUTEQUOTE_RPC_URL_ROBINHOOD and ROUTEQUOTE_RPC_URL_SOLANA are all unset, as under the embedded defaults), so "
+    "no chain was read; set the RPC URL of each chain a route touches to have its balances, gas, Solana rent and "
+    "time checked before signing"
 )
 APPROVE_SELECTOR = "0x095ea7b3"
 RECEIVE_PHASES = (RECEIVE_PHASE, SOLANA_RECEIVE_PHASE)

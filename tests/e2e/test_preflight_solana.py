@@ -84,6 +84,8 @@ def test_a_funded_wallet_passes_with_its_usdc_and_the_nodes_fee(world: Any) -> N
     bundle = _prepare(http, "solana:USDC->base:USDC", str(owner))
     action = bundle["unsigned_action"]
     pf = bundle["preflight"]
+    # computed wherever an RPC URL is set, whatever the market: this server prices from the embedded snapshot
+    assert http.get("/v2/capabilities").json()["action_bounds"]["bounds"] == "modelled"
     assert pf["checked"] is True and pf["ok"] is True, pf
     found = _found(bundle)
     held = vm.token_amount(ata(owner, USDC))
