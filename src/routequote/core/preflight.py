@@ -145,3 +145,60 @@ def block(checked: bool, findings: list[dict[str, Any]], **extra: Any) -> dict[s
 
 def not_checked(reason: str) -> dict[str, Any]:
     return {"checked": False, "ok": None, "advice_only": True, "reason": reason, "findings": []}
+
+
+def preflight_summary(preflight: Any) -> dict[str, Any] | None:
+    """What an agent or a person should read before signing: `ok`, the messages of the blocking findings, what
+    could not be read, and one sentence (guidance of the A2A and MCP v2 answers). None without a block."""
+    if not isinstance(preflight, dict):
+        return None
+    if not preflight.get("checked"):
+        reason = str(preflight.get("reason") or "")
+        return {
+            "checked": False,
+            "ok": None,
+            "advice_only": True,
+            "blocking": [],
+            "unread": [],
+            "summary": f"preflight not checked: {reason}",
+        }
+    findings = [f for f in preflight.get("findings") or [] if isinstance(f, dict)]
+    blocking = [str(f.get("message")) for f in findings if f.get("blocking")]
+    unread = [str(f.get("message")) for f in findings if f.get("code") == CODE_UNKNOWN]
+    if blocking:
+        summary = (
+            f"preflight: {len(blocking)} finding(s) would stop this route before it completes: "
+            + "; ".join(blocking)
+        )
+    elif unread:
+        summary = (
+            f"preflight: nothing that was read blocks this route, but {len(unread)} read(s) failed, so it is not "
+            "confirmed: " + "; ".join(unread)
+        )
+    else:
+        summary = "preflight ok: the wallets cover this route's input, gas, rent and time"
+    return {
+        "checked": True,
+        "ok": not blocking,
+        "advice_only": True,
+        "blocking": blocking,
+        "unread": unread,
+        "summary": summary + " (advice: nothing is refused)",
+    }
+
+
+def preflight_lines(preflight: Any) -> list[str]:
+    """The block as lines for a terminal: a headline, then one line per finding (BLOCKS / ok / unread)."""
+    summary = preflight_summary(preflight)
+    if summary is None:
+        return []
+    lines = [summary["summary"]]
+    for f in preflight.get("findings") or []:
+        mark = "BLOCKS" if f.get("blocking") else ("unread" if f.get("code") == CODE_UNKNOWN else "ok")
+        where = (
+            f"{f.get('chain')}, step {int(f['step_index']) + 1}" if f.get("step_index") is not None else ""
+        )
+        amounts = f" [needed {f['needed']}, has {f['has']}]" if f.get("needed") is not None else ""
+        estimate = " (estimate)" if f.get("estimate") else ""
+        lines.append(f"  {mark:6} {f.get('code')} ({where}): {f.get('message')}{amounts}{estimate}")
+    return lines

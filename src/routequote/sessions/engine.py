@@ -93,7 +93,7 @@ class SessionService(V1CorridorMode):
     async def _with_preflight(self, answer: SessionAnswer, wallets: dict[str, str]) -> SessionAnswer:
         """The answer with the `preflight` of its current action (advice computed per answer from chain reads,
         never stored with the session nor part of the action); an answer without an action has none."""
-        action = answer.body.get("current_action")
+        action = answer.body.get("current_action") or answer.body.get("next_action")
         route = ROUTES.get(str(answer.body.get("route")))
         if not isinstance(action, dict) or route is None:
             return answer
@@ -202,7 +202,12 @@ class SessionService(V1CorridorMode):
             raise InvalidRequest("invalid_view", f"view must be one of {', '.join(VIEWS)}")
         record = await self._load(session_id, token)
         record = await self._expire_if_due(record)
-        return self._view(record, view)
+        body = self._view(record, view)
+        if view not in ("session", "next_action"):
+            return body
+        # the views that show the action to sign carry its preflight, as every answer with an action does
+        wallets = dict(self._document(record).wallets)
+        return (await self._with_preflight(SessionAnswer(200, body), wallets)).body
 
     # ---- observe: gather, decide, commit ----------------------------------------------------------------
 
