@@ -202,3 +202,36 @@ def preflight_lines(preflight: Any) -> list[str]:
         estimate = " (estimate)" if f.get("estimate") else ""
         lines.append(f"  {mark:6} {f.get('code')} ({where}): {f.get('message')}{amounts}{estimate}")
     return lines
+
+
+def before_signing(route: Route) -> dict[str, Any]:
+    """What any wallet will need along the route, before its own balances are known (the route document and the
+    explorer): the chains the caller signs on, with the steps, and the Solana token accounts the route creates
+    (each costs its rent if it does not exist yet). A wallet's own balances are what `preflight` checks."""
+    per_chain: dict[Chain, list[SignedAction]] = {}
+    for signed in signed_actions(route):
+        per_chain.setdefault(signed.chain, []).append(signed)
+    accounts = created_token_accounts(route)
+    return {
+        "sign_on": [
+            {
+                "chain": chain.value,
+                "native": NATIVE_SYMBOL[chain],
+                "steps": sorted({a.step_index + 1 for a in acts}),
+                "actions": [a.kind for a in acts],
+                "text": f"you sign {len(acts)} action(s) on {chain.value} ({steps_text([a.step_index for a in acts])}): "
+                f"hold {NATIVE_SYMBOL[chain]} on {chain.value} for their fees"
+                + (" and the rent of the token accounts below" if chain is Chain.SOLANA and accounts else ""),
+            }
+            for chain, acts in per_chain.items()
+        ],
+        "solana_token_accounts": [
+            {
+                "step": i + 1,
+                "token": "wSOL" if asset.is_native else asset.token.value,
+                "rent_lamports_if_missing": SOLANA_TOKEN_ACCOUNT_RENT_LAMPORTS,
+            }
+            for i, asset in accounts
+        ],
+        "checked_per_wallet_by": "the preflight block of POST /v2/prepare and of every session answer with an action",
+    }
