@@ -338,7 +338,10 @@ class PreflightChecker:
         who = wallets.get(Chain.SOLANA.value, "")
         index = min([a.step_index for a in actions] + [i for i, _ in accounts])
         first_here = bool(actions) and todo[0] is actions[0] and action.get("family") == "solana"
-        created = [(i, asset.token.value, str(associated_token_address(who, asset))) for i, asset in accounts]
+        created = [
+            (i, "wSOL" if asset.is_native else asset.token.value, str(associated_token_address(who, asset)))
+            for i, asset in accounts
+        ]
         fee_account = action.get("feeRecipientTokenAccount") if first_here else None
         if isinstance(fee_account, str):  # the caller creates the fee recipient's account if it is missing
             created.append((actions[0].step_index, "fee recipient's", fee_account))
