@@ -35,6 +35,7 @@ from routequote.client import (
     UpstreamUnavailable,
     approval_for,
     describe_action,
+    describe_preflight,
 )
 from routequote.config import Settings
 from routequote.core.quote import SESSION_HEADER
@@ -228,6 +229,13 @@ def test_prepare_verified_and_described(url: str) -> None:
     text = "\n".join(describe_action(action))
     assert "Uniswap SwapRouter02" in text and "exactInputSingle" in text
     assert f"at least {int(ua['minimumOutput']) // 10**6}." in text and " ETH" in text and " USDC" in text
+    # the preflight the server sent, in words before signing (its reads here fail: the RPC URLs lead nowhere)
+    lines = describe_preflight(action)
+    codes = [f["code"] for f in action.preflight["findings"]]  # type: ignore[index]
+    assert lines[0].startswith("preflight: nothing that was read blocks this route") and len(
+        lines
+    ) == 1 + len(codes)
+    assert describe_preflight(action.raw) == lines
 
 
 def test_client_refuses_a_placeholder_fee_recipient(base_url: str) -> None:

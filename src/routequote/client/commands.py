@@ -160,9 +160,9 @@ def _show_session(s: Any) -> None:
 
 def _show_preflight(preflight: Any) -> None:
     """What each chain of the route will need from the caller, before signing (advice, never a refusal)."""
-    from routequote.core.preflight import preflight_lines
+    from routequote.client.describe import describe_preflight
 
-    for i, line in enumerate(preflight_lines(preflight)):
+    for i, line in enumerate(describe_preflight({"preflight": preflight})):
         style = "bold" if i == 0 else ("red" if line.lstrip().startswith("BLOCKS") else "")
         console.print(
             f"[{style}]{escape(line)}[/{style}]" if style else escape(line), overflow="fold", highlight=False
