@@ -646,6 +646,7 @@ def test_example_quote_to_prepare(url: str, capsys: pytest.CaptureFixture[str]) 
     assert out.count(" ETH, receive ") == 2 and "gets the better rate" in out
     assert "verify_bundle: 0 error(s)" in out and "your wallet would be asked to sign" in out
     assert "exactInputSingle: swap 0.0" in out and "Uniswap SwapRouter02" in out
+    assert "  preflight: " in out and "time_left (base, step 1)" in out  # the advice, after the action
 
 
 def test_cli_matrix_waits_out_the_rate_limit_and_fails_when_cells_are_missing() -> None:
