@@ -14,7 +14,8 @@ from typing import Any
 import httpx
 import pytest
 from _litesvm_rpc import LiteSvmRpc
-from _solana_vm import SolanaVm, ata
+from _solana_vm import SYSTEM_PROGRAM, SolanaVm, ata
+from solders.account import Account as SolAccount
 from solders.keypair import Keypair
 from solders.pubkey import Pubkey
 from tests.support.openapi_component import validate_component
@@ -157,3 +158,24 @@ def test_missing_token_accounts_and_too_little_sol_for_their_rent(world: Any) ->
     sol = _found(enough)["solana_rent_and_fees:solana"]
     assert sol["has"] == sol["needed"] == str(rent + fee) and not sol["blocking"]
     assert enough["preflight"]["ok"] is True, enough["preflight"]
+
+
+def test_the_fee_recipients_missing_account_is_rent_the_caller_pays(world: Any) -> None:
+    """The fee step creates the fee recipient's token account when it is missing, paid by the caller."""
+    http, vm, rpc = world
+    fee_account = ata(vm.fee_owner, USDC)
+    kept = vm.svm.get_account(fee_account)
+    assert kept is not None
+    vm.svm.set_account(fee_account, SolAccount(0, b"", Pubkey.from_string(SYSTEM_PROGRAM), False, 0))
+    try:
+        owner = Keypair().pubkey()
+        vm.fund(owner, 10**9, {"solana:USDC": 1_000 * 10**6})
+        bundle = _prepare(http, "solana:USDC->base:USDC", str(owner))
+    finally:
+        vm.svm.set_account(fee_account, kept)
+    action = bundle["unsigned_action"]
+    assert action["feeRecipientTokenAccount"] == str(fee_account)
+    sol = _found(bundle)["solana_rent_and_fees:solana"]
+    rent = vm.svm.minimum_balance_for_rent_exemption(165)
+    assert sol["needed"] == str(rent + rpc.per_signature * len(action["requiredSigners"]))
+    assert f"fee recipient's account {fee_account} (step 1)" in sol["message"] and not sol["blocking"]
