@@ -15,7 +15,14 @@ import argparse
 import time
 from decimal import Decimal
 
-from routequote.client import ClientError, RouteQuoteClient, approval_for, describe_action, token_amount
+from routequote.client import (
+    ClientError,
+    RouteQuoteClient,
+    approval_for,
+    describe_action,
+    describe_preflight,
+    token_amount,
+)
 from routequote.verify import verify_bundle
 
 
@@ -99,6 +106,9 @@ def main(argv: list[str] | None = None) -> int:
     # 5. what the wallet would be asked to sign
     print("your wallet would be asked to sign:")
     for line in describe_action(action):
+        print("  " + line)
+    # 6. what each chain of the route will need from your wallet (advice from chain reads; refuses nothing)
+    for line in describe_preflight(action):
         print("  " + line)
     return 0
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
@@ -320,6 +321,30 @@ class SolanaAccountInfoReader(Protocol):
         ...
 
 
+@dataclass(frozen=True, slots=True)
+class SolanaTokenAccount:
+    """An SPL token account as `getAccountInfo` holds it: the token program that owns it, and the mint, owner
+    and amount (base units) its first 72 bytes encode."""
+
+    program: str
+    mint: str
+    owner: str
+    amount: int
+
+
+class SolanaPreflightReader(SolanaAccountInfoReader, Protocol):
+    """What a preflight reads on Solana: accounts, token accounts, and the fee of a message."""
+
+    async def token_account(self, address: str) -> SolanaTokenAccount | None:
+        """The SPL token account at `address` (`getAccountInfo`), None when there is no account there."""
+        ...
+
+    async def fee_for_message(self, build: Callable[[str], str]) -> int | None:
+        """The fee in lamports of the message `build(recent_blockhash)` (base64) makes, from `getLatestBlockhash`
+        then `getFeeForMessage`; None when the node will not price it."""
+        ...
+
+
 class SolanaChainReader(Protocol):
     async def transaction(self, signature: str) -> SolanaTransaction | None:
         """None when the signature is unknown or not yet finalized."""
@@ -386,6 +411,8 @@ __all__ = [
     "SessionStore",
     "SolanaChainReader",
     "SolanaInstruction",
+    "SolanaPreflightReader",
+    "SolanaTokenAccount",
     "SolanaTokenBalance",
     "SolanaTransaction",
     "SourceHealth",

@@ -1,20 +1,28 @@
 """Preflight: before the caller signs, what each chain of the route will need from them (core/preflight.py).
 
 Reads go through the chain ports (bounded, classified errors, no upstream text relayed); a failed read is a
-finding with `code: unknown`, never an error answer. Where this instance has no chain access (no RPC URL, as
-under the embedded defaults), no chain call is made and the block says `checked: false` with the reason. Advice only: the action and
+finding with `code: unknown`, never an error answer. The block is computed wherever any RPC URL is configured,
+whatever ROUTEQUOTE_MARKET says (balances, fees and accounts are chain facts, not prices); a chain of the route
+without one gives `unknown`. With none (the embedded defaults), no chain call is made and the block is
+`checked: false` with the `NO_CHAIN_ACCESS` reason. Advice only: the action and
 its hashes are the same with or without it (the block is a response-only member, outside `payload_sha256`).
 """
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any, Protocol
 
+from solders.hash import Hash
+from solders.message import Message
+from solders.pubkey import Pubkey
+
 from routequote.core.actions.cctp_receive import RECEIVE_PHASE
 from routequote.core.actions.cctp_solana_receive import SOLANA_RECEIVE_PHASE
-from routequote.core.actions.common import associated_token_address
+from routequote.core.actions.common import associated_token_address, mint
+from routequote.core.actions.solana import instruction_from_dict
 from routequote.core.assets import Asset, Chain
 from routequote.core.preflight import (
     CODE_GAS,
@@ -39,12 +47,13 @@ from routequote.core.preflight import (
     steps_text,
 )
 from routequote.core.routes import Route
-from routequote.ports import ObservationUnavailable, SolanaAccountInfoReader
+from routequote.ports import ObservationUnavailable, SolanaPreflightReader
 
 NO_CHAIN_ACCESS = (
-    "this instance has no chain access (no RPC URL is configured, as under the embedded defaults): no chain was "
-    "read; set ROUTEQUOTE_RPC_URL_<CHAIN> (e.g. with ROUTEQUOTE_MARKET=live) to check balances, gas, rent and "
-    "time before signing"
+    "no_chain_access: no RPC URL is configured (ROUTEQUOTE_RPC_URL_BASE, ROUTEQUOTE_RPC_URL_ARBITRUM, "
+    "ROUTEQUOTE_RPC_URL_ROBINHOOD and ROUTEQUOTE_RPC_URL_SOLANA are all unset, as under the embedded defaults), so "
+    "no chain was read; set the RPC URL of each chain a route touches to have its balances, gas, Solana rent and "
+    "time checked before signing"
 )
 APPROVE_SELECTOR = "0x095ea7b3"
 RECEIVE_PHASES = (RECEIVE_PHASE, SOLANA_RECEIVE_PHASE)
@@ -81,7 +90,7 @@ class PreflightChecker:
         enabled: bool,
         reason: str,
         evm: EvmPreflightReader | None = None,
-        solana: SolanaAccountInfoReader | None = None,
+        solana: SolanaPreflightReader | None = None,
         token_address: Callable[[Asset], str | None] | None = None,
     ) -> None:
         self.enabled, self.reason = enabled, reason
@@ -122,7 +131,7 @@ class PreflightChecker:
             input_base if not receive and step.source.chain is Chain.SOLANA and step.source.is_native else 0
         )
         accounts = [(i, a) for i, a in created_token_accounts(route) if i >= step_index]
-        findings += await self._solana(todo, accounts, wallets, sol_input)
+        findings += await self._solana(todo, accounts, wallets, sol_input, action)
         findings.append(self._time(action, step_index, first_chain, now))
         return block(True, findings)
 
@@ -211,12 +220,20 @@ class PreflightChecker:
         return out
 
     async def _solana_token_balance(self, asset: Asset, who: str) -> int:
+        """SOL: the wallet's lamports. An SPL token: the amount in the wallet's associated token account (the
+        account the action spends from; none is 0), once it is a token account of that mint and wallet."""
         if self.solana is None:
             raise _Unknown("no RPC URL for solana")
         if asset.is_native:
             acct = await self._read(self.solana.account_info(who))
             return 0 if acct is None else int(acct.lamports)
-        raise _Unknown("SPL token balances are not read by this preflight yet")
+        ata = str(associated_token_address(who, asset))
+        token = await self._read(self.solana.token_account(ata))
+        if token is None:
+            return 0
+        if token.program != str(asset.token_program) or token.mint != str(mint(asset)) or token.owner != who:
+            raise _Unknown(f"the account at {ata} is not this wallet's {asset.token.value} token account")
+        return int(token.amount)
 
     async def _gas(
         self, todo: list[SignedAction], wallets: dict[str, str], action: dict[str, Any], committed: int
@@ -311,29 +328,51 @@ class PreflightChecker:
         accounts: list[tuple[int, Asset]],
         wallets: dict[str, str],
         sol_input: int,
+        action: dict[str, Any],
     ) -> list[dict[str, Any]]:
-        """SOL for fees and the rent of each token account the route creates (beyond a SOL input)."""
+        """SOL for fees and the rent of each token account the route creates (beyond a SOL input): the first
+        action's fee from the node (`getFeeForMessage`), a budget for each later Solana action."""
         actions = [a for a in todo if a.chain is Chain.SOLANA]
         if not actions and not accounts:
             return []
         who = wallets.get(Chain.SOLANA.value, "")
         index = min([a.step_index for a in actions] + [i for i, _ in accounts])
+        first_here = bool(actions) and todo[0] is actions[0] and action.get("family") == "solana"
+        created = [
+            (i, "wSOL" if asset.is_native else asset.token.value, str(associated_token_address(who, asset)))
+            for i, asset in accounts
+        ]
+        fee_account = action.get("feeRecipientTokenAccount") if first_here else None
+        if isinstance(fee_account, str):  # the caller creates the fee recipient's account if it is missing
+            created.append((actions[0].step_index, "fee recipient's", fee_account))
         try:
             if self.solana is None:
                 raise _Unknown("no RPC URL for solana")
             wallet = await self._read(self.solana.account_info(who))
             missing = []
-            for i, asset in accounts:
-                ata = str(associated_token_address(who, asset))
-                if await self._read(self.solana.account_info(ata)) is None:
-                    missing.append((i, asset, ata))
+            for i, name, address in created:
+                if await self._read(self.solana.account_info(address)) is None:
+                    missing.append((i, name, address))
+            first_fee = await self._first_solana_fee(action) if first_here else None
         except _Unknown as exc:
             return [self._unknown(Chain.SOLANA, index, "the SOL balance and token accounts", str(exc))]
         has = max(0, (0 if wallet is None else int(wallet.lamports)) - sol_input)
-        fees = len(actions) * SOLANA_ACTION_FEE_BUDGET_LAMPORTS
+        budgeted = len(actions) - (1 if first_fee is not None else 0)
+        fees = (first_fee or 0) + budgeted * SOLANA_ACTION_FEE_BUDGET_LAMPORTS
         rent = len(missing) * SOLANA_TOKEN_ACCOUNT_RENT_LAMPORTS
         needed = fees + rent
-        names = ", ".join(f"{asset.token.value} account {ata} (step {i + 1})" for i, asset, ata in missing)
+        names = ", ".join(f"{name} account {address} (step {i + 1})" for i, name, address in missing)
+        fee_parts = (
+            [f"{first_fee} lamports for this action (the node's fee for its message)"]
+            if first_fee is not None
+            else []
+        ) + (
+            [
+                f"about {budgeted} x {SOLANA_ACTION_FEE_BUDGET_LAMPORTS} lamports for the later action(s) (a budget)"
+            ]
+            if budgeted
+            else []
+        )
         short = has < needed
         return [
             finding(
@@ -342,14 +381,40 @@ class PreflightChecker:
                 index,
                 needed,
                 has,
-                f"you need about {amount_text(needed, Chain.SOLANA)} SOL on solana: "
+                f"you need {'about ' if budgeted else ''}{amount_text(needed, Chain.SOLANA)} SOL on solana: "
                 f"{len(missing)} new token account(s) at {SOLANA_TOKEN_ACCOUNT_RENT_LAMPORTS} lamports each"
                 + (f" ({names})" if names else "")
-                + f" and about {fees} lamports of fees; you have {amount_text(has, Chain.SOLANA)}",
+                + (f" and fees: {' + '.join(fee_parts)}" if fee_parts else "")
+                + f"; you have {amount_text(has, Chain.SOLANA)}"
+                + (
+                    " (not counted: the rent of the message account a CCTP burn creates, refundable later)"
+                    if first_here and "cctp_deposit_for_burn" in (action.get("kinds") or [])
+                    else ""
+                ),
                 blocking=short,
-                estimate=True,
+                estimate=budgeted > 0,
             )
         ]
+
+    async def _first_solana_fee(self, action: dict[str, Any]) -> int | None:
+        """The node's fee for the first action's message (fresh blockhash; its signatures and any priority fee
+        its instructions set); None (the budget is used) where the node will not price it."""
+        assert self.solana is not None
+        try:
+            ixs = [instruction_from_dict(ix) for ix in action.get("instructions") or []]
+            payer = Pubkey.from_string(str(action.get("feePayer")))
+        except (ValueError, TypeError, KeyError):
+            return None
+
+        def message(blockhash: str) -> str:
+            compiled = Message.new_with_blockhash(ixs, payer, Hash.from_string(blockhash))
+            return base64.b64encode(bytes(compiled)).decode()
+
+        try:
+            fee = await self._read(self.solana.fee_for_message(message))
+        except _Unknown:
+            return None
+        return None if fee is None else int(fee)
 
     def _time(self, action: dict[str, Any], step_index: int, chain: Chain, now: datetime) -> dict[str, Any]:
         timing = (action.get("safety_receipt") or {}).get("timing") or {}

@@ -17,6 +17,7 @@ from routequote.core.assets import ASSETS, Chain
 from routequote.core.field_rules import SESSION_TOKEN_RULE
 from routequote.core.intent import MAX_AMOUNT_USD, MIN_AMOUNT_USD, QuoteIntent, parse_quote_request
 from routequote.core.market import MarketView
+from routequote.core.preflight import before_signing
 from routequote.core.pricing import SERVICE_FEE_BPS, check_route_available, price_route, route_components
 from routequote.core.quote import (
     RELEASE_STATUS,
@@ -415,6 +416,8 @@ class RouteQuoteService:
                     "session_ready": r.key not in sessions,
                     "session_unavailable_reason": sessions.get(r.key),
                     "session_unavailable_details": self.config.session_unavailable_details.get(r.key, []),
+                    # what any wallet will need along the route (its own balances: the preflight block)
+                    "before_signing": before_signing(r),
                 }
             )
         return {

@@ -290,6 +290,12 @@ def test_matrix_fills_and_a_cell_opens_its_exact_quote(
     expect()(panel.locator("#ttl")).to_have_text(re.compile(r"^expires in \d+ s$"))
     # the Raydium first step is built from the embedded snapshot's pool state (labelled in the action)
     expect()(panel.locator(".readiness")).to_contain_text("Prepare: ready")
+    # before signing: what any wallet needs along the route, as the route document says
+    doc = httpx.get(f"{base_url}/v2/capabilities/routes").json()
+    need = next(r for r in doc["routes"] if r["route"] == SELECTED)["before_signing"]
+    for chain in need["sign_on"]:
+        expect()(panel.locator("#before-signing")).to_contain_text(chain["text"])
+    expect()(panel.locator("#before-signing")).to_contain_text("0.00203928 SOL rent")
 
     # keyboard: arrows move the focus between cells, Enter opens the focused cell's quote
     page.keyboard.press("ArrowRight")

@@ -16,15 +16,26 @@ import httpx
 import pytest
 from _evm import AnvilChain
 from _evm import deploy_all as _deploy_all
+from _litesvm_rpc import LiteSvmRpc
+from _solana_vm import SolanaVm
 from eth_account import Account
+from solders.keypair import Keypair
+from solders.pubkey import Pubkey
 from test_prepare_anvil import _deployments
 from tests.support.loopback import json_server
-from tests.unit.actions.support import SOLANA_WALLET, approval_for, intent_for, make_env
+from tests.unit.actions.support import EVENT_SIGNER, SOLANA_WALLET, approval_for, intent_for, make_env
 
+from routequote.config import Settings
 from routequote.core.actions.bundle import payload_sha256
 from routequote.core.actions.common import associated_token_address
 from routequote.core.assets import ASSETS, Chain
-from routequote.core.preflight import EVM_GAS_BUDGET, FIRST_SIGNATURE_SECONDS, FURTHER_TRANSACTION_SECONDS
+from routequote.core.preflight import (
+    EVM_GAS_BUDGET,
+    FIRST_SIGNATURE_SECONDS,
+    FURTHER_TRANSACTION_SECONDS,
+    SOLANA_ACTION_FEE_BUDGET_LAMPORTS,
+)
+from routequote.core.routes import ROUTES
 from routequote.observe.evm import JsonRpcEvmReader
 from routequote.observe.evm_state import JsonRpcEvmState
 from routequote.observe.solana import JsonRpcSolanaReader
@@ -78,6 +89,8 @@ def _prepare(
             quote = await env.service.quote_request(intent)
             env.clock.advance(wait_seconds)
             body = {"caller_approved": True, **intent, "wallets": wallets, "approval_v3": approval_for(quote)}
+            if ROUTES[route].event_signer_required:
+                body["event_signer_public"] = EVENT_SIGNER
             out: dict[str, Any] = await env.prepare.prepare(body, mode=approval_for(quote)["selected_mode"])
             return out
 
@@ -230,3 +243,35 @@ def test_without_chain_access_nothing_is_read(chains: Any) -> None:
         "reason": NO_CHAIN_ACCESS,
         "findings": [],
     }
+
+
+def test_solana_sol_to_base_eth_on_litesvm_and_anvil(chains: Any) -> None:
+    """The issue's route: SOL on Solana (a LiteSVM behind a JSON-RPC endpoint), nothing on Base (anvil). The
+    SOL covers the input, both new token accounts and the fees; Base has no ETH for the mint and the swap."""
+    base, _ = chains
+    vm = SolanaVm(fee_owner=Pubkey.from_string(Settings().fee_recipient_solana))
+    owner = Keypair().pubkey()
+    vm.svm.airdrop(owner, 2 * 10**9)
+    evm = _wallet(base)
+    with LiteSvmRpc(vm.svm).running() as rpc:
+        bundle = _prepare(
+            chains, "solana:SOL->base:ETH", {"solana": str(owner), "base": evm}, solana_url=rpc.url
+        )
+    action = bundle["unsigned_action"]
+    found = _by_code(bundle)
+    spend = int(action["inputAmount"])
+    assert (
+        found["input_balance:solana"]["has"] == str(2 * 10**9)
+        and not found["input_balance:solana"]["blocking"]
+    )
+    rent = vm.svm.minimum_balance_for_rent_exemption(165)
+    sol = found["solana_rent_and_fees:solana"]
+    # the wSOL and USDC accounts, this swap's fee from the node, the burn's budget
+    assert sol["needed"] == str(2 * rent + rpc.per_signature + SOLANA_ACTION_FEE_BUDGET_LAMPORTS)
+    assert sol["has"] == str(2 * 10**9 - spend) and not sol["blocking"] and sol["estimate"] is True
+    gas = found["gas:base"]
+    units = EVM_GAS_BUDGET["cctp_receive_message"] + EVM_GAS_BUDGET["uniswap_v3_swap"]
+    assert gas["needed"] == str(units * _gas_price(base)) and gas["has"] == "0" and gas["blocking"]
+    assert "on base for steps 2-3; you have 0" in gas["message"] and gas["estimate"]
+    assert bundle["preflight"]["ok"] is False
+    assert "wSOL account" in sol["message"] and "USDC account" in sol["message"]

@@ -138,6 +138,13 @@ def check_prepared(reply: dict[str, Any], caller: Caller, approval: dict[str, An
     g = reply["guidance"]
     assert g["transaction_signed"] is False and g["transaction_submitted"] is False
     assert g["automatic_invocation_forbidden"] is True
+    # the preflight, summarised before signing: this server's RPC URLs lead nowhere, so its reads are unread
+    pf = bundle["preflight"]
+    unread = [f["message"] for f in pf["findings"] if f["code"] == "unknown"]
+    assert pf["checked"] is True and unread
+    assert g["preflight"]["unread"] == unread and g["preflight"]["blocking"] == []
+    assert g["preflight"]["ok"] is True and g["preflight"]["advice_only"] is True
+    assert g["preflight"]["summary"].startswith("preflight: nothing that was read blocks this route, but")
     assert bundle["signed"] is False and bundle["submitted"] is False
     assert bundle["quote_binding"]["quote_id"] == approval["quote_id"]
     return handoff

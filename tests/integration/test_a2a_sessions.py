@@ -101,6 +101,9 @@ def check_action(
     g = reply["guidance"]
     assert g["adapter_chains_actions"] is False and g["transaction_signed"] is False
     assert g["transaction_submitted"] is False and g["action_available"] is True
+    # the session's preflight, summarised next to the handoff (advice: it never withholds the action)
+    unread = [f["message"] for f in reply["session"]["preflight"]["findings"] if f["code"] == "unknown"]
+    assert g["preflight"]["unread"] == unread and g["preflight"]["advice_only"] is True
     assert caller.token not in str(reply)
     return handoff
 

@@ -35,6 +35,7 @@ from routequote.client import (
     UpstreamUnavailable,
     approval_for,
     describe_action,
+    describe_preflight,
 )
 from routequote.config import Settings
 from routequote.core.quote import SESSION_HEADER
@@ -228,6 +229,13 @@ def test_prepare_verified_and_described(url: str) -> None:
     text = "\n".join(describe_action(action))
     assert "Uniswap SwapRouter02" in text and "exactInputSingle" in text
     assert f"at least {int(ua['minimumOutput']) // 10**6}." in text and " ETH" in text and " USDC" in text
+    # the preflight the server sent, in words before signing (its reads here fail: the RPC URLs lead nowhere)
+    lines = describe_preflight(action)
+    codes = [f["code"] for f in action.preflight["findings"]]  # type: ignore[index]
+    assert lines[0].startswith("preflight: nothing that was read blocks this route") and len(
+        lines
+    ) == 1 + len(codes)
+    assert describe_preflight(action.raw) == lines
 
 
 def test_client_refuses_a_placeholder_fee_recipient(base_url: str) -> None:
@@ -477,11 +485,15 @@ def test_cli_session_commands(url: str, tmp_path: Path) -> None:
     token = tfile.read_text().strip()
     assert stat.S_IMODE(os.stat(tfile).st_mode) == 0o600 and len(token) == 43
     assert "action_ready" in r.output and "created token file" in r.output
+    # the preflight, before signing: this server's RPC URLs lead nowhere, so every chain read is unread
+    said = " ".join(r.output.split())
+    assert "preflight: nothing that was read blocks this route, but" in said, r.output
+    assert "unread unknown (base, step 1): could not read" in said and "(advice: nothing is refused)" in said
     doc = json.loads(sfile.read_text())
     assert doc["session_id"] and token not in sfile.read_text()
     r = runner.invoke(cli_app, ["session", "show", *files])
     assert r.exit_code == 0 and doc["session_id"] in r.output and "0.0" in r.output
-    _fits_80_columns(r.output)
+    _fits_80_columns(r.stdout)  # the in-process server logs on stderr
     # each fact on its own labelled row: a phrase is never split across lines at 80 columns
     for phrase in ("status action_ready; next: submit_current_action", f"session {doc['session_id']}"):
         assert any(" ".join(line.split()) == phrase for line in r.output.splitlines()), (phrase, r.output)
@@ -490,7 +502,7 @@ def test_cli_session_commands(url: str, tmp_path: Path) -> None:
     r = runner.invoke(cli_app, ["session", "show", "--view", "receipt", *files])  # a table, not raw JSON
     assert r.exit_code == 0 and "receipt: quoted vs actual" in r.output and '"view"' not in r.output
     assert "uniswap_v3" in r.output and "complete" in r.output
-    _fits_80_columns(r.output)
+    _fits_80_columns(r.stdout)  # the in-process server logs on stderr
     r = runner.invoke(cli_app, ["session", "next", *files])
     assert r.exit_code == 0, r.output
     assert "your wallet would be asked to sign" in r.output and "exactInputSingle" in r.output
@@ -498,6 +510,8 @@ def test_cli_session_commands(url: str, tmp_path: Path) -> None:
     said = " ".join(r.output.split())
     assert "WARNING: bounds are modelled from the embedded snapshot of 2026-11-20" in said
     assert "not live market data" in said and "accepted as modelled" in said
+    assert "ok time_left (base, step 1):" in said  # the session read carries the preflight too
+    assert "unread unknown (arbitrum, step 2): could not read the gas balance on arbitrum" in said
     assert doc["accept_modelled_bounds"] is True
     r = runner.invoke(cli_app, ["session", "next", "--json", *files])
     bundle = json.loads(r.output)
@@ -632,6 +646,7 @@ def test_example_quote_to_prepare(url: str, capsys: pytest.CaptureFixture[str]) 
     assert out.count(" ETH, receive ") == 2 and "gets the better rate" in out
     assert "verify_bundle: 0 error(s)" in out and "your wallet would be asked to sign" in out
     assert "exactInputSingle: swap 0.0" in out and "Uniswap SwapRouter02" in out
+    assert "  preflight: " in out and "time_left (base, step 1)" in out  # the advice, after the action
 
 
 def test_cli_matrix_waits_out_the_rate_limit_and_fails_when_cells_are_missing() -> None:

@@ -3,11 +3,15 @@ its own paths, and every documented operation answers."""
 
 from __future__ import annotations
 
+import secrets
 from typing import Any
 
 import httpx
 import pytest
+from jsonschema import ValidationError
 from openapi_spec_validator import validate
+from tests.support.openapi_component import validate_component
+from tests.unit.actions.support import approval_for, intent_for, wallets_for
 
 EXAMPLES: dict[tuple[str, str], Any] = {
     ("post", "/v2/quote"): {
@@ -94,3 +98,31 @@ def test_schemathesis_loads_the_v1_document(base_url: str) -> None:
 
     schema = schemathesis.openapi.from_url(f"{base_url}/openapi.json")
     assert len(list(schema.get_all_operations())) == 12
+
+
+def test_prepare_answers_carry_the_documented_preflight(http: httpx.Client) -> None:
+    """`preflight` is typed in the served document (response-only: required on a prepare answer, optional on a
+    session answer, and no member of the hashed bundle); a real answer validates against it."""
+    doc = http.get("/v2/openapi.json").json()
+    schemas = doc["components"]["schemas"]
+    assert "preflight" in schemas["PrepareResponse"]["required"]
+    assert "preflight" in schemas["SessionResponse"]["properties"]
+    assert "preflight" not in schemas["PreparedBundle"].get("properties", {})
+    ok = doc["paths"]["/v2/prepare"]["post"]["responses"]["200"]["content"]["application/json"]["schema"]
+    assert ok == {"$ref": "#/components/schemas/PrepareResponse"}
+    created = doc["paths"]["/v2/session"]["post"]["responses"]["201"]["content"]["application/json"]["schema"]
+    assert created == {"$ref": "#/components/schemas/SessionResponse"}
+    route = "base:USDC->base:ETH"
+    quote = http.post("/v2/quote", json=intent_for(route, 100)).json()
+    body = {
+        "caller_approved": True,
+        **intent_for(route, 100),
+        "wallets": wallets_for(route),
+        "approval_v3": approval_for(quote, key=f"oa-{secrets.token_hex(6)}"),
+    }
+    answer = http.post("/v2/prepare", json=body)
+    assert answer.status_code == 200, answer.text
+    validate_component(doc, "PrepareResponse", answer.json())
+    bad = {**answer.json(), "preflight": {**answer.json()["preflight"], "ok": "yes"}}
+    with pytest.raises(ValidationError):
+        validate_component(doc, "PrepareResponse", bad)

@@ -249,4 +249,6 @@ def test_defaults_prepare_says_preflight_was_not_checked(defaults: httpx.Client)
     assert r.status_code == 200, r.text
     preflight = r.json()["preflight"]
     assert preflight["checked"] is False and preflight["ok"] is None and preflight["findings"] == []
-    assert "no chain access" in preflight["reason"] and "ROUTEQUOTE_MARKET=live" in preflight["reason"]
+    assert preflight["reason"].startswith("no_chain_access: no RPC URL is configured")
+    for chain in ("BASE", "ARBITRUM", "ROBINHOOD", "SOLANA"):
+        assert f"ROUTEQUOTE_RPC_URL_{chain}" in preflight["reason"]

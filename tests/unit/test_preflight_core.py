@@ -10,6 +10,8 @@ from routequote.core.preflight import (
     created_token_accounts,
     finding,
     not_checked,
+    preflight_lines,
+    preflight_summary,
     signed_actions,
     steps_text,
 )
@@ -37,6 +39,11 @@ def test_created_token_accounts_are_the_solana_targets() -> None:
         "solana:SOL",
     )
     assert created_token_accounts(ROUTES["base:USDC->base:ETH"]) == []
+    # a SOL input is wrapped in the wallet's wSOL account before the swap: one account per asset
+    got = [(i, a.key) for i, a in created_token_accounts(ROUTES["solana:SOL->base:ETH"])]
+    assert got == [(0, "solana:SOL"), (0, "solana:USDC")]
+    got = [(i, a.key) for i, a in created_token_accounts(ROUTES["solana:USDC->solana:SOL"])]
+    assert got == [(0, "solana:SOL")]
 
 
 def test_ok_is_false_exactly_when_a_finding_blocks() -> None:
@@ -62,3 +69,44 @@ def test_message_helpers() -> None:
     )
     assert amount_text(10**15, Chain.BASE) == "0.001" and amount_text(0, Chain.BASE) == "0"
     assert amount_text(2_039_280, Chain.SOLANA) == "0.002039"
+
+
+def test_the_summary_an_agent_reads_before_signing() -> None:
+    short = finding(
+        "gas",
+        Chain.BASE,
+        1,
+        10**15,
+        0,
+        "you need about 0.001 ETH on base for steps 2-3; you have 0",
+        blocking=True,
+        estimate=True,
+    )
+    unread = finding("unknown", Chain.SOLANA, 0, None, None, "could not read x", blocking=False)
+    fine = finding("time_left", Chain.SOLANA, 0, 15, 60, "60 s left", blocking=False)
+    blocked = preflight_summary(block(True, [short, unread, fine]))
+    assert blocked == {
+        "checked": True,
+        "ok": False,
+        "advice_only": True,
+        "blocking": ["you need about 0.001 ETH on base for steps 2-3; you have 0"],
+        "unread": ["could not read x"],
+        "summary": "preflight: 1 finding(s) would stop this route before it completes: you need about 0.001 ETH "
+        "on base for steps 2-3; you have 0 (advice: nothing is refused)",
+    }
+    assert preflight_summary(block(True, [fine, unread]))["summary"] == (  # type: ignore[index]
+        "preflight: nothing that was read blocks this route, but 1 read(s) failed, so it is not confirmed: "
+        "could not read x (advice: nothing is refused)"
+    )
+    assert preflight_summary(block(True, [fine]))["ok"] is True  # type: ignore[index]
+    assert preflight_summary(not_checked("no_chain_access: why"))["summary"] == (  # type: ignore[index]
+        "preflight not checked: no_chain_access: why"
+    )
+    assert preflight_summary(None) is None and preflight_lines(None) == []
+    lines = preflight_lines(block(True, [short, unread, fine]))
+    assert lines[1:] == [
+        "  BLOCKS gas (base, step 2): you need about 0.001 ETH on base for steps 2-3; you have 0 "
+        "[needed 1000000000000000, has 0] (estimate)",
+        "  unread unknown (solana, step 1): could not read x",
+        "  ok     time_left (solana, step 1): 60 s left [needed 15, has 60]",
+    ]

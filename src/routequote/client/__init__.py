@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from routequote.client.approval import approval_for, new_idempotency_key
     from routequote.client.client import AsyncRouteQuoteClient, RouteQuoteClient
-    from routequote.client.describe import describe_action, describe_quote
+    from routequote.client.describe import describe_action, describe_preflight, describe_quote
     from routequote.client.errors import (
         ActionVerificationFailed,
         ApprovalRefused,
@@ -51,6 +51,7 @@ _WHERE = {
     "AsyncRouteQuoteClient": "client",
     "RouteQuoteClient": "client",
     "describe_action": "describe",
+    "describe_preflight": "describe",
     "describe_quote": "describe",
     "SessionEvent": "events",
     "ActionVerificationFailed": "errors",
@@ -103,6 +104,7 @@ __all__ = [
     "WebhookInvalid",
     "approval_for",
     "describe_action",
+    "describe_preflight",
     "describe_quote",
     "format_units",
     "new_idempotency_key",

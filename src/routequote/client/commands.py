@@ -13,6 +13,7 @@ from typing import Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 session_app = typer.Typer(
     help="Drive a session on a server (--url): create, show, next, observe, refresh, cancel. Never signs."
@@ -154,6 +155,18 @@ def _show_session(s: Any) -> None:
     console.print(grid, highlight=False)
     if s.current_action is not None:
         console.print("an action is ready (verified): `routequote session next` shows what to sign")
+        _show_preflight(s.preflight)
+
+
+def _show_preflight(preflight: Any) -> None:
+    """What each chain of the route will need from the caller, before signing (advice, never a refusal)."""
+    from routequote.client.describe import describe_preflight
+
+    for i, line in enumerate(describe_preflight({"preflight": preflight})):
+        style = "bold" if i == 0 else ("red" if line.lstrip().startswith("BLOCKS") else "")
+        console.print(
+            f"[{style}]{escape(line)}[/{style}]" if style else escape(line), overflow="fold", highlight=False
+        )
 
 
 def show_receipt(receipt: dict[str, Any], session_status: str) -> None:
@@ -375,6 +388,7 @@ def next_cmd(
         typer.echo(json.dumps(s.current_action.raw, indent=2))
         return
     _show_action(s.current_action)
+    _show_preflight(s.preflight)
 
 
 @session_app.command("observe")

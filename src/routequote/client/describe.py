@@ -11,6 +11,7 @@ from routequote.client.units import token_amount
 from routequote.core.actions.evm import DEFAULT_DEPLOYMENTS, decode_call
 from routequote.core.assets import ASSETS, CHAINS, Chain
 from routequote.core.bounds import BASIS_LIVE, bounds_sentence, receipt_bounds
+from routequote.core.preflight import preflight_lines
 
 _SOLANA_PROGRAMS = {
     "11111111111111111111111111111111": "System Program",
@@ -175,6 +176,15 @@ def describe_action(action: Any) -> list[str]:
         f"payload_sha256 {bundle['payload_sha256']} (checked by routequote.verify before it was shown)"
     )
     return lines
+
+
+def describe_preflight(answer: Any) -> list[str]:
+    """Lines of the `preflight` block of a prepared action or session answer (a model or its raw JSON): what each
+    chain of the route will need from the caller, to read before signing. Advice: the server refuses nothing."""
+    preflight = getattr(answer, "preflight", None)
+    if preflight is None and isinstance(answer, dict):
+        preflight = answer.get("preflight", answer if "advice_only" in answer else None)
+    return preflight_lines(preflight)
 
 
 def describe_quote(quote: Any) -> list[dict[str, str]]:

@@ -168,6 +168,58 @@ class PreparedBundle(Open):
     server_submission: Literal[False]
 
 
+PreflightCode = Literal[
+    "input_balance", "input_allowance", "gas", "solana_rent_and_fees", "time_left", "unknown"
+]
+UNITS = "base units as a decimal string (wei, lamports, token units; seconds for time_left); null when unread"
+
+
+class PreflightFinding(Closed):
+    """One thing a chain of the route will need from the caller (routequote.preflight)."""
+
+    code: PreflightCode
+    chain: ChainName | None
+    step_index: int | None = Field(ge=0, description="The route step (0-based) the finding is about")
+    needed: str | None = Field(pattern=r"^[0-9]+$", description=f"What the route needs: {UNITS}")
+    has: str | None = Field(pattern=r"^[0-9]+$", description=f"What the caller has: {UNITS}")
+    blocking: bool = Field(
+        description="True when the route would stop here; `ok` is false when any finding blocks"
+    )
+    estimate: bool = Field(description="True where `needed` comes from a documented budget, not the node")
+    message: str
+
+
+class Preflight(Open):
+    """Advice before signing, computed per answer from chain reads: never refuses anything, and is outside
+    `payload_sha256` and the safety receipt (a response-only member). `checked: false` with a `reason` where this
+    instance has no chain access."""
+
+    checked: bool
+    ok: bool | None = Field(description="False when any finding blocks; null when not checked")
+    advice_only: Literal[True]
+    reason: str | None = Field(
+        default=None, description="Why nothing was checked (only when checked is false)"
+    )
+    findings: list[PreflightFinding]
+
+
+class PrepareResponse(PreparedBundle):
+    """POST /v2/prepare: the bundle, with the response-only `idempotent_replay` and `preflight`."""
+
+    idempotent_replay: bool
+    preflight: Preflight
+
+
+class SessionResponse(Open):
+    """A session answer (create, read, observe, next, cancel): `preflight` advises on `current_action` and is
+    absent when there is none."""
+
+    session_id: str
+    status: str
+    current_action: PreparedBundle | None = None
+    preflight: Preflight | None = None
+
+
 class ExecutionMode(Open):
     """Whether this instance's actions carry live or modelled bounds (capabilities `action_bounds`, the safety
     document's `claims.action_bounds`)."""

@@ -25,12 +25,17 @@ from routequote.ports import (
     ObservationUnavailable,
     SolanaAccount,
     SolanaInstruction,
+    SolanaTokenAccount,
     SolanaTokenBalance,
     SolanaTransaction,
 )
 
 B58_ALPHABET = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
 _B58_INDEX = {c: i for i, c in enumerate(B58_ALPHABET)}
+TOKEN_PROGRAMS = frozenset(
+    {"TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA", "TokenzQdBNbLqP5VEhdkAS6EPFLC1PHnBqCXEpPxuEb"}
+)
+TOKEN_ACCOUNT_HEAD = 72  # mint (32) + owner (32) + amount (u64 little-endian) of an SPL token account
 GET_TRANSACTION_CONFIG = {"commitment": "finalized", "encoding": "json", "maxSupportedTransactionVersion": 0}
 
 
@@ -237,6 +242,70 @@ class JsonRpcSolanaReader:
             return parse_account_info(await rpc.call("getAccountInfo", [address, config]))
 
         return await self.breaker.guard(read(), "getAccountInfo")
+
+    async def token_account(self, address: str) -> SolanaTokenAccount | None:
+        """SolanaPreflightReader: the SPL token account at `address` (its first 72 bytes), None if none."""
+        rpc = self._account_rpc(address)
+        config = {
+            "commitment": "finalized",
+            "encoding": "base64",
+            "dataSlice": {"offset": 0, "length": TOKEN_ACCOUNT_HEAD},
+        }
+
+        async def read() -> SolanaTokenAccount | None:
+            return parse_token_account(await rpc.call("getAccountInfo", [address, config]))
+
+        return await self.breaker.guard(read(), "getAccountInfo")
+
+    async def fee_for_message(self, build: Callable[[str], str]) -> int | None:
+        """SolanaPreflightReader: `getLatestBlockhash`, then `getFeeForMessage` of `build(blockhash)` (the
+        node's fee for that message: signatures and any priority fee it sets); None when the node has none."""
+        if self.rpc is None:
+            raise ObservationUnavailable(
+                "chain_rpc_not_configured:solana",
+                "no RPC URL is configured for solana: no fee can be read",
+            )
+        self.breaker.check()
+        rpc = self.rpc
+
+        async def read() -> int | None:
+            latest = await rpc.call("getLatestBlockhash", [{"commitment": "finalized"}])
+            value = latest.get("value") if isinstance(latest, dict) else None
+            blockhash = value.get("blockhash") if isinstance(value, dict) else None
+            if not isinstance(blockhash, str):
+                raise WireError("getLatestBlockhash: no blockhash")
+            try:
+                message = build(blockhash)
+            except ValueError as exc:
+                raise WireError("getLatestBlockhash: not a blockhash") from exc
+            fee = await rpc.call("getFeeForMessage", [message, {"commitment": "processed"}])
+            if not isinstance(fee, dict) or "value" not in fee:
+                raise WireError("getFeeForMessage: no value")
+            return None if fee["value"] is None else integer(fee["value"], "getFeeForMessage.value")
+
+        return await self.breaker.guard(read(), "getFeeForMessage")
+
+
+def parse_token_account(result: Any) -> SolanaTokenAccount | None:
+    """`getAccountInfo` (base64, first 72 bytes) -> the token account's program, mint, owner and amount; None
+    when there is no account. An account another program owns carries no token fields (mint and owner empty,
+    amount 0): the caller sees its program is not a token program."""
+    if not isinstance(result, dict) or not isinstance(result.get("value"), dict | None):
+        raise WireError("getAccountInfo: no value")
+    info = parse_account_info(result)
+    if info is None:
+        return None
+    if info.owner not in TOKEN_PROGRAMS:
+        return SolanaTokenAccount(program=info.owner, mint="", owner="", amount=0)
+    data = parse_account_data(result) or b""
+    if len(data) < TOKEN_ACCOUNT_HEAD:
+        raise WireError("getAccountInfo: a token account shorter than 72 bytes")
+    return SolanaTokenAccount(
+        program=info.owner,
+        mint=str(Pubkey.from_bytes(data[:32])),
+        owner=str(Pubkey.from_bytes(data[32:64])),
+        amount=int.from_bytes(data[64:72], "little"),
+    )
 
 
 def parse_account_data(result: Any) -> bytes | None:

@@ -133,7 +133,7 @@ class SessionService(V1CorridorMode):
     async def _with_preflight(self, answer: SessionAnswer, wallets: dict[str, str]) -> SessionAnswer:
         """The answer with the `preflight` of its current action (advice computed per answer from chain reads,
         never stored with the session nor part of the action); an answer without an action has none."""
-        action = answer.body.get("current_action")
+        action = answer.body.get("current_action") or answer.body.get("next_action")
         route = ROUTES.get(str(answer.body.get("route")))
         answer = SessionAnswer(answer.status_code, self._with_watch(answer.body))
         if not isinstance(action, dict) or route is None:
@@ -243,12 +243,18 @@ class SessionService(V1CorridorMode):
             raise InvalidRequest("invalid_view", f"view must be one of {', '.join(VIEWS)}")
         record = await self._load(session_id, token)
         record = await self._expire_if_due(record)
-        answer = self._with_watch(self._view(record, view))
+        body = self._view(record, view)
+        if view in ("session", "next_action"):
+            # the views that show the action to sign carry its preflight, as every answer with an action does
+            wallets = dict(self._document(record).wallets)
+            body = (await self._with_preflight(SessionAnswer(200, body), wallets)).body
+        else:
+            body = self._with_watch(body)
         if view == "session" and self.webhooks is not None:
             delivery = await self.webhooks.status(record.session_id)
             if delivery is not None:  # how far the session's webhook has got (never its URL)
-                answer = {**answer, "webhook": delivery}
-        return answer
+                body = {**body, "webhook": delivery}
+        return body
 
     # ---- observe: gather, decide, commit ----------------------------------------------------------------
 

@@ -19,6 +19,7 @@ from routequote.core.field_rules import (
     check_session_token,
 )
 from routequote.core.intent import parse_quote_request
+from routequote.core.preflight import preflight_summary
 from routequote.core.verify import verify_bundle
 from routequote.core.verify.common import same_wallets
 from routequote.core.verify.handoff import caller_wallet_handoff
@@ -306,6 +307,8 @@ def session_guidance(session: Mapping[str, Any], operation: str, handoff: bool) 
         "one_operation_per_message": True,
         "session_created": operation == "session_create" and not session.get("idempotent_replay"),
         "action_available": handoff,
+        # what each chain of the route will need from the caller before this action is signed (advice only)
+        "preflight": preflight_summary(session.get("preflight")) if handoff else None,
         "next_operation": session.get("next_operation"),
         "transaction_signed": False,
         "transaction_submitted": False,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from routequote.core.preflight import preflight_summary
 from routequote.core.verify.handoff import handoff_bounds
 from routequote.errors import (
     RateLimited,
@@ -100,6 +101,8 @@ def bundle_guidance(bundle: dict[str, Any]) -> dict[str, Any]:
         "expires_at": bundle.get("expires_at"),
         # live or modelled, from the bundle's own hashed receipt: a modelled bound is never called safe to sign
         "bounds": handoff_bounds(bundle),
+        # what each chain of the route will need from the caller, read before signing (advice only)
+        "preflight": preflight_summary(bundle.get("preflight")),
         "note": (
             "An unsigned action for the caller's wallet. Verify it (payload_sha256, targets, amounts, "
             "deadline) before signing; only verified actual output may advance a multi-step route, and every "

@@ -7,7 +7,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
-from routequote.contract.v2 import ErrorResponse, PreparedBundle, endpoint_rule_parts
+from routequote.contract.v2 import ErrorResponse, PrepareResponse, endpoint_rule_parts
 from routequote.core.assets import Chain, Token
 from routequote.core.field_rules import EVM_ADDRESS_PATTERN, IDEMPOTENCY_KEY_PATTERN, SOLANA_ADDRESS_PATTERN
 from routequote.core.quote import APPROVAL_FIELDS, APPROVAL_VERSION
@@ -139,7 +139,7 @@ def router(prepare: PrepareService, limiter: RateLimiter) -> APIRouter:
     @api.post(
         "/prepare",
         operation_id="prepareFirstUnsignedAction",
-        response_model=PreparedBundle,
+        response_model=PrepareResponse,
         responses={400: _ERR, 409: _ERR, 429: _ERR, 502: _ERR, 503: _ERR},
         summary="Bounded, verifiable unsigned first action for an approved quote (the service never signs)",
         description=(
@@ -147,7 +147,9 @@ def router(prepare: PrepareService, limiter: RateLimiter) -> APIRouter:
             "created); without approval_v3 it is served as legacy_advisory. Returns the bundle: unsigned "
             "transactions or instructions, a safety receipt and payload_sha256. Verify before signing "
             "(`routequote verify-action`). `unsigned_action.safety_receipt.bounds` says whether the bounds are "
-            "live or modelled from the embedded snapshot; verifiers refuse modelled ones unless accepted."
+            "live or modelled from the embedded snapshot; verifiers refuse modelled ones unless accepted. "
+            "`preflight` (response-only, outside payload_sha256) advises what each chain of the route will need "
+            "from the caller; it never refuses."
         ),
         openapi_extra=json_request_body(PREPARE_REQUEST_SCHEMA),
     )

@@ -11,7 +11,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
-from routequote.contract.v2 import ErrorResponse
+from routequote.contract.v2 import ErrorResponse, SessionResponse
 from routequote.core.field_rules import (
     IDEMPOTENCY_KEY_PATTERN,
     MAX_TRANSACTION_IDS,
@@ -101,6 +101,7 @@ def router(sessions: SessionService, limiter: RateLimiter) -> APIRouter:
         "/session",
         operation_id="createSession",
         status_code=201,
+        response_model=SessionResponse,
         responses={400: _ERR, 404: _ERR, 409: _ERR, 429: _ERR, 502: _ERR, 503: _ERR},
         summary="Create a receipt-driven session for an approved quote; returns its first unsigned action",
         description=(
@@ -145,6 +146,7 @@ def router(sessions: SessionService, limiter: RateLimiter) -> APIRouter:
         @api.post(
             f"/session/{{session_id}}/{path}",
             operation_id=op_id,
+            response_model=SessionResponse,
             responses={400: _ERR, 404: _ERR, 409: _ERR, 429: _ERR, 502: _ERR, 503: _ERR},
             summary=summary,
             openapi_extra={**json_request_body(schema), "parameters": [TOKEN_PARAM]},

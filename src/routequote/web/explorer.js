@@ -14,6 +14,7 @@ const state = {
   decimals: new Map(), // endpoint -> decimals
   prepareWhy: new Map(), // route -> reason it cannot be prepared now
   sessionWhy: new Map(), // route -> reason it cannot run as a session
+  beforeSigning: new Map(), // route -> what any wallet needs along it (the route document's before_signing)
   shownAmount: null, // the amount the matrix shows (the last accepted fill)
   prepareBlocked: [], // {route, reason, details} from the route document
   sessionBlocked: [], // {route, reason}
@@ -397,6 +398,22 @@ function readiness(route, quote) {
     line("Session", session, "ready"));
 }
 
+// what any wallet needs along the route; the caller's own balances are the preflight of a prepared action
+function beforeSigning(route) {
+  const need = state.beforeSigning.get(route);
+  if (!need) return [];
+  const items = need.sign_on.map((c) => h("li", { text: c.text }));
+  for (const a of need.solana_token_accounts) {
+    items.push(h("li", { text: `step ${a.step} creates your Solana ${a.token} token account if it does not exist: ` +
+      `${formatUnits(String(a.rent_lamports_if_missing), 9)} SOL rent` }));
+  }
+  return [
+    h("h3", { text: "Before you sign" }),
+    h("ul", { class: "before-signing", id: "before-signing" }, ...items),
+    h("p", { class: "muted", text: `Your own balances, gas, rent and time are checked by ${need.checked_per_wallet_by} (advice: it refuses nothing).` }),
+  ];
+}
+
 function stepPath(quote) {
   const summary = quote.direct_route_summary;
   const perStep = (quote.eta && quote.eta.per_step_seconds) || [];
@@ -506,6 +523,7 @@ function renderQuote() {
     quote.cost_summary.warning ? h("p", { class: "warning", text: quote.cost_summary.warning }) : null,
     h("h3", { text: "Readiness" }),
     readiness(route, quote),
+    ...beforeSigning(route),
   );
   tick();
 }
@@ -552,6 +570,7 @@ async function start() {
     ({ route: r.route, reason: r.session_unavailable_reason }));
   for (const [route, why] of groupByRoute(state.prepareBlocked)) state.prepareWhy.set(route, why);
   for (const [route, why] of groupByRoute(state.sessionBlocked)) state.sessionWhy.set(route, why);
+  for (const r of routes) if (r.before_signing) state.beforeSigning.set(r.route, r.before_signing);
   document.getElementById("progress").max = caps.data.directed_conversion_routes;
   renderOverview();
   buildMatrix();

@@ -3,12 +3,14 @@ IrisAttestationReader on `/v2/messages` answers in Circle's documented format (t
 
 from __future__ import annotations
 
+import base64
 import copy
 import json
 from typing import Any
 
 import httpx
 import pytest
+from solders.pubkey import Pubkey
 
 from routequote.core.sessions.evidence import (
     ObservationRejected,
@@ -224,3 +226,70 @@ def test_iris_404_is_not_indexed_yet_and_errors_are_unavailable() -> None:
         with pytest.raises(ObservationUnavailable) as err:
             iris_read(answer)
         assert err.value.reason == reason
+
+
+def _preflight_reader(answers: dict[str, Any]) -> Any:
+    """A reader whose node answers each method with `answers[method]` (a result)."""
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content)
+        return httpx.Response(
+            200, json={"jsonrpc": "2.0", "id": body["id"], "result": answers[body["method"]]}
+        )
+
+    return handler
+
+
+def test_a_token_account_is_read_from_its_first_72_bytes() -> None:
+    owner, mint = "9WzDXwBbmkg8ZTbNMqUxvQRAyrZzDsGYdLVL9zYtAWWM", USDC
+    head = (
+        bytes(Pubkey.from_string(mint)) + bytes(Pubkey.from_string(owner)) + (1234567).to_bytes(8, "little")
+    )
+
+    def account(program: str, data: bytes) -> dict[str, Any]:
+        encoded = [base64.b64encode(data).decode(), "base64"]
+        return {
+            "context": {"slot": 1},
+            "value": {"data": encoded, "executable": False, "lamports": 1, "owner": program},
+        }
+
+    def read(result: Any) -> Any:
+        async def go(client: httpx.AsyncClient) -> Any:
+            return await JsonRpcSolanaReader("http://sol.invalid", client).token_account(owner)
+
+        return run(go, httpx.MockTransport(_preflight_reader({"getAccountInfo": result})))
+
+    got = read(account("TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA", head))
+    assert (got.mint, got.owner, got.amount) == (mint, owner, 1234567)
+    assert read({"context": {"slot": 1}, "value": None}) is None
+    other = read(account("11111111111111111111111111111111", b""))
+    assert (other.program, other.mint, other.amount) == ("11111111111111111111111111111111", "", 0)
+    with pytest.raises(ObservationUnavailable) as err:  # a token account shorter than its head
+        read(account("TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA", head[:40]))
+    assert err.value.reason == "rpc_invalid_response:solana"
+
+
+def test_the_fee_for_a_message_and_the_wire_it_refuses() -> None:
+    blockhash = "4uQeVj5tqViQh7yWWGStvkEG1Zmhx6uasJtWCJziofM"
+    seen: list[str] = []
+
+    def fee(answers: dict[str, Any]) -> Any:
+        async def go(client: httpx.AsyncClient) -> Any:
+            return await JsonRpcSolanaReader("http://sol.invalid", client).fee_for_message(
+                lambda bh: seen.append(bh) or "AQAB"
+            )
+
+        return run(go, httpx.MockTransport(_preflight_reader(answers)))
+
+    latest = {"context": {"slot": 1}, "value": {"blockhash": blockhash, "lastValidBlockHeight": 9}}
+    assert fee({"getLatestBlockhash": latest, "getFeeForMessage": {"context": {}, "value": 10000}}) == 10000
+    assert seen == [blockhash]  # the message is built on the node's blockhash
+    assert fee({"getLatestBlockhash": latest, "getFeeForMessage": {"context": {}, "value": None}}) is None
+    for answers in (
+        {"getLatestBlockhash": {"value": None}},
+        {"getLatestBlockhash": latest, "getFeeForMessage": {"context": {}}},
+        {"getLatestBlockhash": latest, "getFeeForMessage": {"context": {}, "value": 1.5}},
+    ):
+        with pytest.raises(ObservationUnavailable) as err:
+            fee(answers)
+        assert err.value.reason == "rpc_invalid_response:solana"

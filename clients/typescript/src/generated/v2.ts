@@ -45,7 +45,7 @@ export interface paths {
         put?: never;
         /**
          * Bounded, verifiable unsigned first action for an approved quote (the service never signs)
-         * @description Binds to the issued quote through approval_v3 (409 reapproval_required on any drift, nothing created); without approval_v3 it is served as legacy_advisory. Returns the bundle: unsigned transactions or instructions, a safety receipt and payload_sha256. Verify before signing (`routequote verify-action`). `unsigned_action.safety_receipt.bounds` says whether the bounds are live or modelled from the embedded snapshot; verifiers refuse modelled ones unless accepted.
+         * @description Binds to the issued quote through approval_v3 (409 reapproval_required on any drift, nothing created); without approval_v3 it is served as legacy_advisory. Returns the bundle: unsigned transactions or instructions, a safety receipt and payload_sha256. Verify before signing (`routequote verify-action`). `unsigned_action.safety_receipt.bounds` says whether the bounds are live or modelled from the embedded snapshot; verifiers refuse modelled ones unless accepted. `preflight` (response-only, outside payload_sha256) advises what each chain of the route will need from the caller; it never refuses.
          */
         post: operations["prepareFirstUnsignedAction"];
         delete?: never;
@@ -395,12 +395,105 @@ export interface components {
             [key: string]: unknown;
         };
         /**
+         * Preflight
+         * @description Advice before signing, computed per answer from chain reads: never refuses anything, and is outside
+         *     `payload_sha256` and the safety receipt (a response-only member). `checked: false` with a `reason` where this
+         *     instance has no chain access.
+         */
+        Preflight: {
+            /**
+             * Advice Only
+             * @constant
+             */
+            advice_only: true;
+            /** Checked */
+            checked: boolean;
+            /** Findings */
+            findings: components["schemas"]["PreflightFinding"][];
+            /**
+             * Ok
+             * @description False when any finding blocks; null when not checked
+             */
+            ok: boolean | null;
+            /**
+             * Reason
+             * @description Why nothing was checked (only when checked is false)
+             */
+            reason?: string | null;
+        } & {
+            [key: string]: unknown;
+        };
+        /**
+         * PreflightFinding
+         * @description One thing a chain of the route will need from the caller (routequote.preflight).
+         */
+        PreflightFinding: {
+            /**
+             * Blocking
+             * @description True when the route would stop here; `ok` is false when any finding blocks
+             */
+            blocking: boolean;
+            /** Chain */
+            chain: ("solana" | "base" | "arbitrum" | "robinhood") | null;
+            /**
+             * Code
+             * @enum {string}
+             */
+            code: "input_balance" | "input_allowance" | "gas" | "solana_rent_and_fees" | "time_left" | "unknown";
+            /**
+             * Estimate
+             * @description True where `needed` comes from a documented budget, not the node
+             */
+            estimate: boolean;
+            /**
+             * Has
+             * @description What the caller has: base units as a decimal string (wei, lamports, token units; seconds for time_left); null when unread
+             */
+            has: string | null;
+            /** Message */
+            message: string;
+            /**
+             * Needed
+             * @description What the route needs: base units as a decimal string (wei, lamports, token units; seconds for time_left); null when unread
+             */
+            needed: string | null;
+            /**
+             * Step Index
+             * @description The route step (0-based) the finding is about
+             */
+            step_index: number | null;
+        };
+        /**
          * PreparedBundle
          * @description An unsigned action bundle (POST /v2/prepare; a session's current action). Verify before signing.
          */
         PreparedBundle: {
             /** Payload Sha256 */
             payload_sha256: string;
+            /**
+             * Server Signing
+             * @constant
+             */
+            server_signing: false;
+            /**
+             * Server Submission
+             * @constant
+             */
+            server_submission: false;
+            unsigned_action: components["schemas"]["UnsignedAction"];
+        } & {
+            [key: string]: unknown;
+        };
+        /**
+         * PrepareResponse
+         * @description POST /v2/prepare: the bundle, with the response-only `idempotent_replay` and `preflight`.
+         */
+        PrepareResponse: {
+            /** Idempotent Replay */
+            idempotent_replay: boolean;
+            /** Payload Sha256 */
+            payload_sha256: string;
+            preflight: components["schemas"]["Preflight"];
             /**
              * Server Signing
              * @constant
@@ -649,6 +742,21 @@ export interface components {
         /** SafetyReceipt */
         SafetyReceipt: {
             bounds?: components["schemas"]["ActionBounds"] | null;
+        } & {
+            [key: string]: unknown;
+        };
+        /**
+         * SessionResponse
+         * @description A session answer (create, read, observe, next, cancel): `preflight` advises on `current_action` and is
+         *     absent when there is none.
+         */
+        SessionResponse: {
+            current_action?: components["schemas"]["PreparedBundle"] | null;
+            preflight?: components["schemas"]["Preflight"] | null;
+            /** Session Id */
+            session_id: string;
+            /** Status */
+            status: string;
         } & {
             [key: string]: unknown;
         };
@@ -1578,7 +1686,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["PreparedBundle"];
+                    "application/json": components["schemas"]["PrepareResponse"];
                 };
             };
             /** @description Bad Request */
@@ -2578,7 +2686,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": unknown;
+                    "application/json": components["schemas"]["SessionResponse"];
                 };
             };
             /** @description Bad Request */
@@ -2735,7 +2843,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": unknown;
+                    "application/json": components["schemas"]["SessionResponse"];
                 };
             };
             /** @description Bad Request */
@@ -2831,7 +2939,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": unknown;
+                    "application/json": components["schemas"]["SessionResponse"];
                 };
             };
             /** @description Bad Request */
@@ -2925,7 +3033,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": unknown;
+                    "application/json": components["schemas"]["SessionResponse"];
                 };
             };
             /** @description Bad Request */
