@@ -12,6 +12,7 @@ from routequote.core.chain import (
     CctpMessage,
     EvmLog,
     EvmTransaction,
+    ObservationUnavailable,
     SolanaInstruction,
     SolanaTokenBalance,
     SolanaTransaction,
@@ -258,15 +259,6 @@ class SessionStore(Protocol):
 
 
 # ---- chain observation -------------------------------------------------------------------------------
-
-
-class ObservationUnavailable(Exception):
-    """A chain (or Iris) cannot be read now: no RPC configured, timeout, breaker open (REST 503)."""
-
-    def __init__(self, reason: str, message: str) -> None:
-        super().__init__(message)
-        self.reason = reason
-        self.message = message
 
 
 class EvmChainReader(Protocol):

@@ -9,6 +9,7 @@ request for the next action (`NextAction`), which the engine fulfils by re-quoti
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -18,7 +19,7 @@ from routequote.core.routes import Route, Step
 from routequote.core.sessions.document import MODE_V1, MODE_V2, SESSION_VERSION, SessionDocument
 from routequote.core.sessions.evidence_common import ObservationRejected, StepEvidence
 from routequote.core.sessions.machine import Event
-from routequote.errors import ReapprovalRequired, RouteQuoteError
+from routequote.errors import InvalidRequest, ReapprovalRequired, RouteQuoteError
 
 SESSION_BINDING_VERSION = "routequote-quote-bound-session-constraints-v1"
 SERVER_FLAGS = {"server_signing": False, "server_submission": False}
@@ -178,6 +179,16 @@ def check_step_minimum(state: State, k: int, amount: int) -> None:
             "observation_below_step_minimum",
             f"step {k} delivered {amount} base units, below its minimum {minimum}; the session does not advance",
         )
+
+
+def source_names(state: State, named: Sequence[str]) -> list[str]:
+    """The source transactions the caller names now, else those named before (still awaiting their receipts)."""
+    names = list(named) or list(state.steps[state.current_step].get("claimed_tx_ids") or [])
+    if not names:
+        raise InvalidRequest(
+            "transaction_hashes_required", "name the transactions you submitted for the current action"
+        )
+    return names
 
 
 def pending_source(state: State, named: list[str], why: str) -> Decision:

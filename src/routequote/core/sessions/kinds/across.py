@@ -11,11 +11,13 @@ from eth_abi.abi import decode
 from eth_utils.address import to_checksum_address
 from eth_utils.crypto import keccak
 
-from routequote.core.chain import EvmLog, EvmTransaction
+from routequote.core.chain import EvmLog, EvmTransaction, ObservationUnavailable
 from routequote.core.routes import Route
 from routequote.core.sessions.evidence_common import (
     TOPIC0,
+    EvmSend,
     ObservationRejected,
+    SendEvidence,
     _logs,
     _lower,
     _topic_int,
@@ -23,7 +25,45 @@ from routequote.core.sessions.evidence_common import (
     uint_topic,
 )
 from routequote.core.sessions.machine import Event
+from routequote.core.sessions.reads import Facts, LatestBlock, LogsSince, Need, Observing, TxByHash
 from routequote.core.sessions.state import Decision, State, delivered, destination_pending, funds
+
+
+def observe(obs: Observing, facts: Facts) -> Decision | Need:
+    """The relayer's fill is found by its log on the pinned destination SpokePool, searched from the block
+    recorded at the first look (else the last `across_fill_search_blocks`); a transaction the caller names
+    must be that fill."""
+    state = obs.state
+    k = state.current_step
+    bridge = state.steps[k]["bridge"]
+    dst = obs.route.steps[k].target.chain
+    spoke = obs.settings.deployments[dst].across_spoke_pool
+    if spoke is None:
+        raise ObservationUnavailable(
+            "across_spoke_pool_not_pinned", f"no Across SpokePool pinned on {dst.value}"
+        )
+    named = [TxByHash(dst.value, h) for h in obs.named]
+    if need := facts.missing(*named):
+        return need
+    for read in named:
+        tx = facts.txs[read]
+        if tx is not None and verify_across_fill(tx.logs, bridge, spoke_pool=spoke) is None:
+            raise ObservationRejected(
+                "observation_bridge_mismatch",
+                f"{read.tx_hash} is not the relayer's fill of this deposit (no FilledRelay of its relay data)",
+            )
+    head = LatestBlock(dst.value)
+    if need := facts.missing(head):
+        return need
+    latest = facts.blocks[head]
+    start = bridge.get("search_from_block")
+    if start is None:
+        start = max(0, latest - obs.settings.across_fill_search_blocks)
+    search = LogsSince(dst.value, spoke, tuple(across_fill_topics(bridge)), int(start), latest)
+    if need := facts.missing(search):
+        return need
+    found = verify_across_fill(facts.logs[search], bridge, spoke_pool=spoke)
+    return decide(state, obs.route, found, obs.now_unix, start)
 
 
 def decide(
@@ -63,6 +103,10 @@ def decide(
 
 
 # ---- evidence: the deposit on the source, the fill on the destination ----------------------------
+
+
+def send_evidence(send: EvmSend) -> SendEvidence:
+    return SendEvidence(bridge=deposit_evidence(send.call, send.tx, send.recipient, send.minimum))
 
 
 def deposit_evidence(call: Any, tx: EvmTransaction, recipient: str, minimum: int) -> dict[str, Any]:

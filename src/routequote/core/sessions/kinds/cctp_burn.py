@@ -13,12 +13,18 @@ from eth_utils.address import to_checksum_address
 from routequote.core.assets import CHAINS, Chain
 from routequote.core.chain import EvmTransaction
 from routequote.core.sessions.evidence_common import (
+    EvmSend,
     ObservationRejected,
+    SendEvidence,
     _logs,
     _lower,
     _topic_address,
     _topic_int,
 )
+
+
+def send_evidence(send: EvmSend) -> SendEvidence:
+    return SendEvidence(bridge=burn_evidence(send.action, send.call, send.tx, send.sender))
 
 
 def burn_evidence(action: dict[str, Any], call: Any, tx: EvmTransaction, sender: str) -> dict[str, Any]:

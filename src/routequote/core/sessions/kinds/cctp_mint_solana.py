@@ -7,12 +7,38 @@ from __future__ import annotations
 
 from typing import Any
 
+from routequote.core.assets import Chain
 from routequote.core.bridge_arrivals import Arrival, verify_cctp_solana_mint
 from routequote.core.chain import SolanaTransaction
 from routequote.core.routes import Route
+from routequote.core.sessions.document import SessionDocument
 from routequote.core.sessions.evidence_common import SOLANA_SIG_RE, ObservationRejected
+from routequote.core.sessions.kinds.cctp_mint_evm import attest
 from routequote.core.sessions.machine import Event
+from routequote.core.sessions.reads import Facts, Need, Observing, SolanaTx
 from routequote.core.sessions.state import Decision, State, arrived
+
+
+def observe(obs: Observing, facts: Facts) -> Decision | Need:
+    """An arrival on Solana counts only after Circle attested the burn, and only as receive_message of that
+    attested message to the session's wallet (`decide_mint`)."""
+    state = obs.state
+    k = state.current_step
+    if not state.steps[k]["bridge"].get("attestation"):
+        got = attest(state, facts, Chain.SOLANA)
+        if not isinstance(got, SessionDocument):
+            return got
+        state = got
+        if not obs.named:
+            return Decision(Event.DESTINATION_ACTION_READY, state, receive_action=True)
+    named = list(obs.named) or list(state.steps[k].get("destination_claimed_tx_ids") or [])
+    if not named and state.current_action is None:
+        return awaiting_mint(state)
+    check_mint_name(named)
+    read = SolanaTx(named[0])
+    if need := facts.missing(read):
+        return need
+    return decide_mint(state, obs.route, named[0], facts.solana_txs[read])
 
 
 def check_mint_name(named: list[str]) -> None:

@@ -8,7 +8,7 @@ send goes in flight (its destination rule follows it: `cctp_mint_evm`, `cctp_min
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from routequote.core.actions.evm import decode_call
@@ -16,7 +16,9 @@ from routequote.core.chain import EvmTransaction
 from routequote.core.routes import Route
 from routequote.core.sessions.evidence_common import (
     EVM_TX_RE,
+    EvmSend,
     ObservationRejected,
+    SendEvidence,
     StepEvidence,
     _amount,
     _lower,
@@ -24,12 +26,37 @@ from routequote.core.sessions.evidence_common import (
     _prepared_matches,
     erc20_transfers,
 )
-from routequote.core.sessions.kinds.across import deposit_evidence
-from routequote.core.sessions.kinds.cctp_burn import burn_evidence
-from routequote.core.sessions.kinds.evm_swap import swap_output
+from routequote.core.sessions.kinds import across, cctp_burn, evm_swap, oft
 from routequote.core.sessions.kinds.fee_transfer import fee_paid
-from routequote.core.sessions.kinds.oft import sent_evidence
-from routequote.core.sessions.state import Decision, State, pending_source, source_verified
+from routequote.core.sessions.reads import Facts, Need, Observing, TxByHash
+from routequote.core.sessions.state import (
+    Decision,
+    State,
+    pending_source,
+    source_names,
+    source_verified,
+)
+
+# the evidence rule of each EVM action kind (the kind of the action's last transaction, `kinds[-1]`)
+EVM_EVIDENCE: dict[str, Callable[[EvmSend], SendEvidence]] = {
+    "uniswap_v3_swap": evm_swap.send_evidence,
+    "cctp_deposit_for_burn": cctp_burn.send_evidence,
+    "across_deposit": across.send_evidence,
+    "oft_send": oft.send_evidence,
+}
+
+
+def observe(obs: Observing, facts: Facts) -> Decision | Need:
+    """Every transaction the caller named (or named before), read by hash, held to the prepared action."""
+    state, route = obs.state, obs.route
+    named = source_names(state, obs.named)
+    check_names(state, route, named)
+    chain = route.steps[state.current_step].source.chain
+    reads = [TxByHash(chain.value, h) for h in named]
+    if need := facts.missing(*reads):
+        return need
+    txs = [facts.txs[r] for r in reads]
+    return decide(state, route, named, txs, obs.settings.required_confirmations(chain))
 
 
 def check_names(state: State, route: Route, named: list[str]) -> None:
@@ -108,20 +135,12 @@ def verify_evm_action(
     call = decode_call(bytes.fromhex(str(last_p["data"])[2:]))
     minimum = _amount(action.get("minimumOutput"), "minimumOutput")
     recipient = str(action.get("recipient"))
-    output: int | None = None
-    bridge: dict[str, Any] | None = None
-    network_fee = _network_fee(done)
-    if kind == "uniswap_v3_swap":
-        output = swap_output(call, last, recipient)
-    elif kind == "cctp_deposit_for_burn":
-        bridge = burn_evidence(action, call, last, sender)
-    elif kind == "across_deposit":
-        bridge = deposit_evidence(call, last, recipient, minimum)
-    elif kind == "oft_send":
-        bridge = sent_evidence(call, last, recipient, minimum, sender)
-        network_fee["layerzero_native_fee_sent_wei"] = last.value
-    else:
+    rule = EVM_EVIDENCE.get(kind)
+    if rule is None:
         raise ValueError(f"no evidence rule for an EVM step of kind {kind}")
+    sent = rule(EvmSend(action, call, last, recipient, minimum, sender))
+    output, bridge = sent.output, sent.bridge
+    network_fee = {**_network_fee(done), **sent.extra_network_fee}
     if output is not None and output < minimum:
         raise ObservationRejected(
             "observation_below_step_minimum",
