@@ -241,7 +241,7 @@ class SessionService(V1CorridorMode):
         state = self._document(record)
         k = state.current_step
         entry = state.steps[k]
-        if entry.get("claimed_tx_ids") or entry.get("destination_claimed_tx_ids") or entry.get("source"):
+        if entry.claimed_tx_ids or entry.destination_claimed_tx_ids or entry.source:
             raise Conflict(
                 "refresh_not_allowed_after_observation",
                 f"step {k} already has observed transactions; observe them instead of refreshing",

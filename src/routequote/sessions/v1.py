@@ -258,13 +258,14 @@ class V1CorridorMode(SessionBase):
         if record.status == Status.ACTION_READY and "idempotency_key" not in fields:
             return SessionAnswer(200, {**self._view(record, "session"), "idempotent_replay": True})
         entry = state.steps[k]
-        input_base = (
-            int(state.summary_steps[0]["expected_input_base"])
-            if k == 0
-            else int(state.steps[k - 1]["actual_output_base"])
-        )
+        if k == 0:
+            input_base = int(state.summary_steps[0]["expected_input_base"])
+        else:  # the step check: step k - 1 is complete, so its actual output is recorded
+            done = state.steps[k - 1].actual_output_base
+            assert done is not None
+            input_base = int(done)
         if record.status == Status.ACTION_EXPIRED:
-            if entry.get("claimed_tx_ids") or entry.get("source"):
+            if entry.claimed_tx_ids or entry.source:
                 raise Conflict(
                     "refresh_not_allowed_after_observation",
                     f"step {k} already has observed transactions; observe them instead",
@@ -310,8 +311,7 @@ class V1CorridorMode(SessionBase):
                 decision = await self.facts.observe(kinds.select(state, route), state, route, [tx_id])
                 outcome = await self._advance(record, route, decision)
             else:
-                bridge = state.steps[k]["bridge"]
-                if tx_id != bridge.get("source_tx"):
+                if tx_id != state.steps[k].the_bridge().source_tx:
                     raise ObservationRejected(
                         "observation_not_prepared_action",
                         "burn_signature is not the burn this session verified",

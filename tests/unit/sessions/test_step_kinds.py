@@ -18,6 +18,7 @@ from routequote.core.assets import Chain
 from routequote.core.routes import ROUTES, Route
 from routequote.core.sessions import kinds
 from routequote.core.sessions.document import SessionDocument
+from routequote.core.sessions.entries import AcrossDeposit, StepStatus, parse_bridge
 from routequote.core.sessions.evidence import across_fill_topics
 from routequote.core.sessions.kinds import REGISTRY, KindKey, across, oft, select
 from routequote.core.sessions.machine import Event
@@ -70,9 +71,7 @@ def _in_flight(route: str, bridge: dict[str, Any]) -> tuple[State, Route]:
         return SessionDocument.parse(record.state)
 
     state = asyncio.run(made())
-    entry = state.step(0)
-    entry["status"] = "in_flight"
-    entry["bridge"] = dict(bridge)
+    entry = state.step(0).set(status=StepStatus.IN_FLIGHT, bridge=parse_bridge(dict(bridge)))
     return state.with_step(0, entry, phase="destination", current_action=None), ROUTES[route]
 
 
@@ -87,14 +86,12 @@ def test_every_key_has_its_kind_and_select_picks_by_phase_bridge_and_family() ->
     assert select(state, route) is KindKey.ACROSS
     sol, sol_route = _in_flight("robinhood:ETH->solana:USDG", OFT_BRIDGE)
     assert select(sol.evolve(current_step=0, phase="source"), sol_route) is KindKey.SOURCE_EVM
-    entry = state.step(0)
-    entry["bridge"]["kind"] = "wormhole"
-    with pytest.raises(InvalidRequest) as e:
-        select(state.with_step(0, entry), route)
+    with pytest.raises(InvalidRequest) as e:  # no bridge recorded
+        select(state.with_step(0, state.step(0).set(bridge=None)), route)
     assert e.value.reason_class == "bridge_kind_unknown"
-    entry["bridge"]["kind"] = "oft"  # a bridge recorded for a destination family it does not serve
+    oft_bridge = parse_bridge(OFT_BRIDGE)  # a bridge recorded for a destination family it does not serve
     with pytest.raises(InvalidRequest):
-        select(state.with_step(0, entry), route)
+        select(state.with_step(0, state.step(0).set(bridge=oft_bridge)), route)
     assert kinds.DESTINATION[(kinds.BridgeKind.CCTP, kinds.ChainFamily.SOLANA)] is KindKey.CCTP_MINT_SOLANA
 
 
@@ -108,8 +105,8 @@ def test_across_names_its_reads_in_turn_and_its_search_window() -> None:
     assert across.observe(obs, facts) == Need((search,))
     decided = across.observe(obs, facts.merged(Facts(logs={search: ()})))
     assert isinstance(decided, Decision) and decided.event is Event.DESTINATION_PENDING
-    assert decided.state.steps[0]["bridge"]["search_from_block"] == 9_500
-    assert decided.state.steps[0]["destination_status"] == "awaiting_fill"
+    assert decided.state.steps[0].bridge_as(AcrossDeposit).search_from_block == 9_500
+    assert decided.state.steps[0].destination_status == "awaiting_fill"
     # the next look searches from where the first began, whatever the head is then
     later = _obs(decided.state, route, across_fill_search_blocks=500)
     again = across.observe(later, Facts(blocks={head: 12_000}))

@@ -93,9 +93,10 @@ def select(state: State, route: Route) -> KindKey:
     step = route.steps[state.current_step]
     if state.phase == "source":
         return SOURCE[CHAINS[step.source.chain].family]
-    recorded = state.steps[state.current_step]["bridge"].get("kind")
+    bridge = state.steps[state.current_step].bridge
+    recorded = None if bridge is None else bridge.kind
     try:
-        key = DESTINATION.get((BridgeKind(recorded), CHAINS[step.target.chain].family))
+        key = DESTINATION.get((BridgeKind(str(recorded)), CHAINS[step.target.chain].family))
     except ValueError:
         key = None
     if key is None:  # pragma: no cover - a bridge is recorded only by a kind above

@@ -4,7 +4,7 @@ deposit is refunded on origin and the session fails with the funds there."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from eth_abi.abi import decode
@@ -13,6 +13,7 @@ from eth_utils.crypto import keccak
 
 from routequote.core.chain import EvmLog, EvmTransaction, ObservationUnavailable
 from routequote.core.routes import Route
+from routequote.core.sessions.entries import AcrossDeposit, Proof, StepStatus
 from routequote.core.sessions.evidence_common import (
     TOPIC0,
     EvmSend,
@@ -35,7 +36,7 @@ def observe(obs: Observing, facts: Facts) -> Decision | Need:
     must be that fill."""
     state = obs.state
     k = state.current_step
-    bridge = state.steps[k]["bridge"]
+    bridge = state.steps[k].bridge_as(AcrossDeposit)
     dst = obs.route.steps[k].target.chain
     spoke = obs.settings.deployments[dst].across_spoke_pool
     if spoke is None:
@@ -56,7 +57,7 @@ def observe(obs: Observing, facts: Facts) -> Decision | Need:
     if need := facts.missing(head):
         return need
     latest = facts.blocks[head]
-    start = bridge.get("search_from_block")
+    start = bridge.search_from_block
     if start is None:
         start = max(0, latest - obs.settings.across_fill_search_blocks)
     search = LogsSince(dst.value, spoke, tuple(across_fill_topics(bridge)), int(start), latest)
@@ -70,17 +71,16 @@ def decide(
     state: State, route: Route, found: tuple[int, str] | None, now_unix: int, search_from: int
 ) -> Decision:
     k = state.current_step
+    entry = state.step(k)
+    bridge = entry.bridge_as(AcrossDeposit).set(search_from_block=search_from)
     if found is None:
         step = route.steps[k]
-        entry = state.step(k)
-        bridge = entry["bridge"]
-        bridge["search_from_block"] = search_from
-        deadline = int(bridge.get("fill_deadline") or 0)
+        deadline = int(bridge.fill_deadline or 0)
         if deadline and now_unix > deadline:
-            entry["status"] = "refunded_on_origin"
+            entry = entry.set(bridge=bridge, status=StepStatus.REFUNDED_ON_ORIGIN)
             refund = funds(
                 step.source.key,
-                bridge.get("input_amount"),
+                bridge.input_amount,  # stored as the deposit recorded it (a number)
                 state.wallet(step.source.chain.value),
                 "refund_expected",
                 "unfilled after the fill deadline: Across refunds the deposit on origin",
@@ -90,15 +90,13 @@ def decide(
             state, "no relayer fill seen yet", "awaiting_fill", search_from_block=search_from
         )
     amount, fill_tx = found
-    entry = state.step(k)
-    entry["bridge"]["search_from_block"] = search_from
-    state = state.with_step(k, entry)
+    state = state.with_step(k, entry.set(bridge=bridge))
     return delivered(
         state,
         route,
         k,
         amount,
-        {"tx_ids": [fill_tx], "actual_output_base": str(amount), "kind": "across_fill"},
+        Proof.of(tx_ids=[fill_tx], actual_output_base=str(amount), kind="across_fill"),
     )
 
 
@@ -155,33 +153,34 @@ def deposit_evidence(call: Any, tx: EvmTransaction, recipient: str, minimum: int
             "observation_below_step_minimum",
             f"the deposit promises {out_amount}, below the step minimum {minimum}",
         )
-    return {
-        "kind": "across",
-        "origin_chain_id": tx.chain_id,
-        "destination_chain_id": p_dest,
-        "deposit_id": _topic_int(lg.topics[2]),
-        "input_amount": p_in_amount,
-        "input_token": "0x" + bytes(p_in).hex(),
-        "depositor": lg.topics[3],
-        "exclusive_relayer": "0x" + exclusive_relayer.hex(),
-        "message_hash": "0x" + (bytes(32) if not message else keccak(message)).hex(),
-        "output_amount": out_amount,
-        "output_token": bytes32_to_address(p_out) or "0x" + bytes(p_out).hex(),
-        "recipient": str(to_checksum_address(recipient)),
-        "fill_deadline": fill_deadline,
-        "spoke_pool": tx.to,
-        "source_tx": tx.tx_hash,
-        "source_block": tx.block_number,
-    }
+    return AcrossDeposit.of(
+        kind="across",
+        origin_chain_id=tx.chain_id,
+        destination_chain_id=p_dest,
+        deposit_id=_topic_int(lg.topics[2]),
+        input_amount=p_in_amount,
+        input_token="0x" + bytes(p_in).hex(),
+        depositor=lg.topics[3],
+        exclusive_relayer="0x" + exclusive_relayer.hex(),
+        message_hash="0x" + (bytes(32) if not message else keccak(message)).hex(),
+        output_amount=out_amount,
+        output_token=bytes32_to_address(p_out) or "0x" + bytes(p_out).hex(),
+        recipient=str(to_checksum_address(recipient)),
+        fill_deadline=fill_deadline,
+        spoke_pool=tx.to,
+        source_tx=tx.tx_hash,
+        source_block=tx.block_number,
+    ).to_json()
 
 
-def across_fill_topics(bridge: dict[str, Any]) -> list[str | None]:
+def _deposit(bridge: AcrossDeposit | Mapping[str, Any]) -> AcrossDeposit:
+    return bridge if isinstance(bridge, AcrossDeposit) else AcrossDeposit.parse(dict(bridge))
+
+
+def across_fill_topics(bridge: AcrossDeposit | Mapping[str, Any]) -> list[str | None]:
     """eth_getLogs topics for the destination SpokePool's `FilledRelay` of this deposit."""
-    return [
-        TOPIC0["FilledRelay"],
-        uint_topic(int(bridge["origin_chain_id"])),
-        uint_topic(int(bridge["deposit_id"])),
-    ]
+    d = _deposit(bridge)
+    return [TOPIC0["FilledRelay"], uint_topic(int(d.origin_chain_id)), uint_topic(int(d.deposit_id))]
 
 
 _FILLED_RELAY_DATA = [
@@ -200,7 +199,7 @@ _FILLED_RELAY_DATA = [
 ]
 
 
-def _is_the_deposits_fill(fields: tuple[Any, ...], bridge: dict[str, Any]) -> bool:
+def _is_the_deposits_fill(fields: tuple[Any, ...], d: AcrossDeposit) -> bool:
     """Whether a FilledRelay's relay data is exactly this deposit's (the fields its relay hash covers). Anyone
     can fill other relay data under the same (originChainId, depositId): such a fill is not this deposit's."""
     (
@@ -218,33 +217,34 @@ def _is_the_deposits_fill(fields: tuple[Any, ...], bridge: dict[str, Any]) -> bo
         _info,
     ) = fields
     checks = [
-        _lower(bytes32_to_address(t_out)) == _lower(str(bridge["output_token"])),
-        int(in_amount) == int(bridge["input_amount"]),
-        int(out_amount) == int(bridge["output_amount"]),
-        int(fill_deadline) == int(bridge["fill_deadline"]),
-        _lower(bytes32_to_address(recipient)) == _lower(str(bridge["recipient"])),
+        _lower(bytes32_to_address(t_out)) == _lower(str(d.output_token)),
+        int(in_amount) == int(d.input_amount),
+        int(out_amount) == int(d.output_amount),
+        int(fill_deadline) == int(d.fill_deadline),
+        _lower(bytes32_to_address(recipient)) == _lower(str(d.recipient)),
     ]
-    optional = {
-        "input_token": t_in,
-        "depositor": depositor,
-        "exclusive_relayer": x_relayer,
-        "message_hash": msg_hash,
-    }
-    for key, raw in optional.items():  # present for deposits observed by this version
-        if bridge.get(key) is not None:
-            checks.append(("0x" + bytes(raw).hex()).lower() == str(bridge[key]).lower())
+    optional = (
+        (d.input_token, t_in),
+        (d.depositor, depositor),
+        (d.exclusive_relayer, x_relayer),
+        (d.message_hash, msg_hash),
+    )
+    for recorded, raw in optional:  # present for deposits observed by this version
+        if recorded is not None:
+            checks.append(("0x" + bytes(raw).hex()).lower() == str(recorded).lower())
     return all(checks)
 
 
 def verify_across_fill(
-    logs: Sequence[EvmLog], bridge: dict[str, Any], *, spoke_pool: str
+    logs: Sequence[EvmLog], bridge: AcrossDeposit | Mapping[str, Any], *, spoke_pool: str
 ) -> tuple[int, str] | None:
     """(amount delivered, fill tx hash) of the relayer's `FilledRelay` for this deposit, or None before the fill.
 
     Only a fill of exactly the deposit's relay data counts; fills of other relay data under the same ids are
     skipped. The delivered amount and recipient are the relay-execution ones (a depositor speed-up may update
     them; the session then holds the amount to the step minimum)."""
-    want_origin, want_id = int(bridge["origin_chain_id"]), int(bridge["deposit_id"])
+    d = _deposit(bridge)
+    want_origin, want_id = int(d.origin_chain_id), int(d.deposit_id)
     for lg in logs:
         if (
             _lower(lg.address) != _lower(spoke_pool)
@@ -255,10 +255,10 @@ def verify_across_fill(
         if (_topic_int(lg.topics[1]), _topic_int(lg.topics[2])) != (want_origin, want_id):
             continue
         fields = tuple(decode(_FILLED_RELAY_DATA, lg.data))
-        if not _is_the_deposits_fill(fields, bridge):
+        if not _is_the_deposits_fill(fields, d):
             continue
         updated_recipient, _umh, updated_amount, _fill_type = fields[-1]
-        if _lower(bytes32_to_address(updated_recipient)) != _lower(str(bridge["recipient"])):
+        if _lower(bytes32_to_address(updated_recipient)) != _lower(str(d.recipient)):
             raise ObservationRejected("observation_wrong_recipient", "the fill paid another recipient")
         return int(updated_amount), lg.tx_hash
     return None

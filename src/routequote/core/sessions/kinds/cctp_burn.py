@@ -12,6 +12,7 @@ from eth_utils.address import to_checksum_address
 
 from routequote.core.assets import CHAINS, Chain
 from routequote.core.chain import EvmTransaction
+from routequote.core.sessions.entries import CctpBurn
 from routequote.core.sessions.evidence_common import (
     EvmSend,
     ObservationRejected,
@@ -52,16 +53,16 @@ def burn_evidence(action: dict[str, Any], call: Any, tx: EvmTransaction, sender:
         )
     messages = [decode(["bytes"], lg.data)[0] for lg in _logs(tx, "MessageSent")]
     source = CHAINS[Chain(str(action.get("chain")))].cctp_domain
-    return {
-        "kind": "cctp",
-        "source_domain": source,
-        "destination_domain": domain,
-        "source_tx": tx.tx_hash,
-        "source_block": tx.block_number,
-        "burn_token": str(to_checksum_address(burn_token)),
-        "burn_amount": amount,
-        "max_fee": max_fee,
-        "min_finality_threshold": finality,
-        "mint_recipient": "0x" + bytes(mint_recipient).hex(),
-        "message_sent": "0x" + bytes(messages[0]).hex() if len(messages) == 1 else None,
-    }
+    return CctpBurn.of(
+        kind="cctp",
+        source_domain=source,
+        destination_domain=domain,
+        source_tx=tx.tx_hash,
+        source_block=tx.block_number,
+        burn_token=str(to_checksum_address(burn_token)),
+        burn_amount=amount,
+        max_fee=max_fee,
+        min_finality_threshold=finality,
+        mint_recipient="0x" + bytes(mint_recipient).hex(),
+        message_sent="0x" + bytes(messages[0]).hex() if len(messages) == 1 else None,
+    ).to_json()

@@ -17,6 +17,7 @@ from routequote.core.assets import CHAINS, Chain
 from routequote.core.chain import CctpMessage, EvmTransaction
 from routequote.core.routes import Route
 from routequote.core.sessions.document import SessionDocument
+from routequote.core.sessions.entries import CctpBurn
 from routequote.core.sessions.evidence_common import (
     CCTP_BURN_BODY_BYTES,
     CCTP_HEADER_BYTES,
@@ -55,7 +56,7 @@ def observe(obs: Observing, facts: Facts) -> Decision | Need:
         if not isinstance(got, SessionDocument):
             return got
         return Decision(Event.DESTINATION_ACTION_READY, got, receive_action=True)
-    named = list(obs.named) or list(state.steps[k].get("destination_claimed_tx_ids") or [])
+    named = list(obs.named) or list(state.steps[k].destination_claimed_tx_ids or [])
     check_mint_name(state, route, named)
     read = TxByHash(dst.value, named[0])
     if need := facts.missing(read):
@@ -75,8 +76,8 @@ def observe(obs: Observing, facts: Facts) -> Decision | Need:
 def attest(state: State, facts: Facts, dst: Chain) -> State | Decision | Need:
     """Iris's messages for this step's burn (`Need` until read): the document with the attested message kept,
     or the decision that Circle has not attested it yet."""
-    bridge = state.steps[state.current_step]["bridge"]
-    read = Attestation(int(bridge["source_domain"]), bridge["source_tx"])
+    bridge = state.steps[state.current_step].bridge_as(CctpBurn)
+    read = Attestation(int(bridge.source_domain), bridge.source_tx)
     if need := facts.missing(read):
         return need
     ok, state = attested(state, facts.attestations[read], dst)
@@ -88,24 +89,25 @@ def attested(state: State, messages: Sequence[CctpMessage], dst: Chain) -> tuple
     record (True); else mark the step awaiting the attestation (False)."""
     k = state.current_step
     entry = state.step(k)
-    bridge = entry["bridge"]
+    bridge = entry.bridge_as(CctpBurn)
     match = next(
         (
             m
             for m in messages
             if m.amount is not None
-            and int(m.amount) == int(bridge["burn_amount"])
+            and int(m.amount) == int(bridge.burn_amount)
             and m.destination_domain == CHAINS[dst].cctp_domain
         ),
         None,
     )
     if match is None or match.status != "complete" or not match.message or not match.attestation:
-        entry["destination_status"] = "awaiting_attestation"
-        return False, state.with_step(k, entry)
-    bridge["message"] = "0x" + match.message.hex()
-    bridge["attestation"] = "0x" + match.attestation.hex()
-    bridge["fee_executed"] = None if match.fee_executed is None else str(match.fee_executed)
-    return True, state.with_step(k, entry)
+        return False, state.with_step(k, entry.set(destination_status="awaiting_attestation"))
+    bridge = bridge.set(
+        message="0x" + match.message.hex(),
+        attestation="0x" + match.attestation.hex(),
+        fee_executed=None if match.fee_executed is None else str(match.fee_executed),
+    )
+    return True, state.with_step(k, entry.set(bridge=bridge))
 
 
 def not_attested(state: State) -> Decision:
@@ -128,8 +130,7 @@ def install_receive(state: State, route: Route, bundle: dict[str, Any], refreshe
     if refreshed:
         return state
     step = route.steps[k]
-    entry = state.step(k)
-    entry["destination_status"] = "mint_action_ready"
+    entry = state.step(k).set(destination_status="mint_action_ready")
     return state.with_step(
         k,
         entry,
@@ -147,11 +148,11 @@ def verify_attested_mint(
     state: State, route: Route, tx: EvmTransaction, usdc: str, transmitter: str, confirmations: int
 ) -> Any:
     k = state.current_step
-    bridge = state.steps[k]["bridge"]
+    bridge = state.steps[k].bridge_as(CctpBurn)
     return verify_cctp_mint(
         tx,
-        message=bytes.fromhex(bridge["message"][2:]),
-        attestation=bytes.fromhex(bridge["attestation"][2:]),
+        message=attested_bytes(bridge.message),
+        attestation=attested_bytes(bridge.attestation),
         usdc=usdc,
         recipient=state.wallet(route.steps[k].target.chain.value),
         transmitter=transmitter,
@@ -159,10 +160,15 @@ def verify_attested_mint(
     )
 
 
+def attested_bytes(hex_text: str | None) -> bytes:
+    """An attested message (or attestation) as kept in the bridge record (0x hex); none is a corrupt document."""
+    if not hex_text:
+        raise ValueError("the bridge record holds no attested message")
+    return bytes.fromhex(hex_text[2:])
+
+
 def _claimed(state: State, k: int, named: list[str]) -> State:
-    entry = state.step(k)
-    entry["destination_claimed_tx_ids"] = named
-    return state.with_step(k, entry)
+    return state.with_step(k, state.step(k).set(destination_claimed_tx_ids=named))
 
 
 def decide_mint(

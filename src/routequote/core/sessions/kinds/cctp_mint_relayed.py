@@ -12,8 +12,10 @@ from __future__ import annotations
 from routequote.core.chain import EvmTransaction
 from routequote.core.routes import Route
 from routequote.core.sessions.document import SessionDocument
+from routequote.core.sessions.entries import CctpBurn
 from routequote.core.sessions.kinds.cctp_mint_evm import (
     attest,
+    attested_bytes,
     cctp_received_topics,
     verify_attested_mint,
 )
@@ -32,22 +34,22 @@ def observe(obs: Observing, facts: Facts) -> Decision | Need:
     state, route = obs.state, obs.route
     k = state.current_step
     dst = route.steps[k].target.chain
-    if not state.steps[k]["bridge"].get("attestation"):
+    if not state.steps[k].bridge_as(CctpBurn).attestation:
         got = attest(state, facts, dst)
         if not isinstance(got, SessionDocument):
             return got
         return Decision(Event.DESTINATION_ACTION_READY, got, receive_action=True)
-    bridge = state.steps[k]["bridge"]
+    bridge = state.steps[k].bridge_as(CctpBurn)
     dep = obs.settings.deployments[dst]
     transmitter = dep.message_transmitter_v2 or ""
     head = LatestBlock(dst.value)
     if need := facts.missing(head):
         return need
     latest = facts.blocks[head]
-    start = bridge.get("mint_search_from_block")
+    start = bridge.mint_search_from_block
     if start is None:
         start = max(0, latest - obs.settings.cctp_mint_search_blocks)
-    message = bytes.fromhex(bridge["message"][2:])
+    message = attested_bytes(bridge.message)
     search = LogsSince(dst.value, transmitter, tuple(cctp_received_topics(message)), int(start), latest)
     if need := facts.missing(search):
         return need
@@ -107,12 +109,12 @@ def decide_relayed(
         )
     assert evidence.actual_output_base is not None
     entry = state.step(k)
-    entry["bridge"]["mint_search_from_block"] = search_from
-    state = state.with_step(k, entry)
+    bridge = entry.bridge_as(CctpBurn).set(mint_search_from_block=search_from)
+    state = state.with_step(k, entry.set(bridge=bridge))
     return delivered(
         state,
         route,
         k,
         evidence.actual_output_base,
-        {**evidence_entry(evidence), "kind": "cctp_mint_relayed"},
+        evidence_entry(evidence).set(kind="cctp_mint_relayed"),
     )

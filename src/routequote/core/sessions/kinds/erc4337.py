@@ -54,8 +54,7 @@ def decide(
         return pending_source(state, [tx_hash], "waiting for finality")
     assert evidence.actual_output_base is not None
     check_step_minimum(state, k, evidence.actual_output_base)
-    entry = state.step(k)
-    entry["claimed_tx_ids"] = [tx_hash]
-    entry["source"] = evidence_entry(evidence)
-    entry["settlement"] = evidence.bridge
+    entry = state.step(k).set(
+        claimed_tx_ids=[tx_hash], source=evidence_entry(evidence), settlement=evidence.bridge
+    )
     return step_done(state.with_step(k, entry), route, k, evidence.actual_output_base)

@@ -16,6 +16,7 @@ from routequote.core.assets import Chain
 from routequote.core.bridge_arrivals import verify_oft_solana_delivery
 from routequote.core.chain import EvmLog, EvmTransaction, ObservationUnavailable, SolanaTransaction
 from routequote.core.routes import Route
+from routequote.core.sessions.entries import OftSend
 from routequote.core.sessions.evidence_common import (
     LZ_EID_SOLANA,
     SOLANA_SIG_RE,
@@ -41,7 +42,6 @@ def observe(obs: Observing, facts: Facts) -> Decision | Need:
     the caller names it, then read from Solana and verified either way. Nothing is read while the OFT
     program is unpinned or its pin is in dispute."""
     state, settings = obs.state, obs.settings
-    bridge = state.steps[state.current_step]["bridge"]
     if settings.usdg_oft_pin_problem:
         raise ObservationUnavailable("usdg_oft_solana_program_disagreement", settings.usdg_oft_pin_problem)
     program = settings.usdg_oft_solana_program
@@ -53,7 +53,8 @@ def observe(obs: Observing, facts: Facts) -> Decision | Need:
         )
     named = list(obs.named)
     if not named:
-        lookup = ScanLookup(str(bridge["source_tx"]), str(bridge["guid"]))
+        bridge = state.steps[state.current_step].bridge_as(OftSend)
+        lookup = ScanLookup(str(bridge.source_tx), str(bridge.guid))
         if need := facts.missing(lookup):
             return need
         lead = facts.leads[lookup]
@@ -111,7 +112,7 @@ def decide_delivery(
     got = verify_oft_solana_delivery(
         tx,
         oft_program=oft_program,
-        guid=str(state.steps[k]["bridge"]["guid"]),
+        guid=str(state.steps[k].bridge_as(OftSend).guid),
         src_eid=LZ_EID_ROBINHOOD,
         source_oapp=source_oapp,
         recipient_owner=state.wallet("solana"),
@@ -151,17 +152,17 @@ def sent_evidence(call: Any, tx: EvmTransaction, recipient: str, minimum: int, s
         raise ObservationRejected(
             "observation_below_step_minimum", f"the OFT delivers {received}, below the step minimum {minimum}"
         )
-    return {
-        "kind": "oft",
-        "guid": guid,
-        "dst_eid": dst_eid,
-        "amount_sent": sent,
-        "amount_received": received,
-        "to": to_text,
-        "oft": tx.to,
-        "source_tx": tx.tx_hash,
-        "source_block": tx.block_number,
-    }
+    return OftSend.of(
+        kind="oft",
+        guid=guid,
+        dst_eid=dst_eid,
+        amount_sent=sent,
+        amount_received=received,
+        to=to_text,
+        oft=tx.to,
+        source_tx=tx.tx_hash,
+        source_block=tx.block_number,
+    ).to_json()
 
 
 def parse_oft_received(logs: Sequence[EvmLog], guid: str, *, oft: str) -> tuple[int, str, str] | None:
