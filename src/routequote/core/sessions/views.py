@@ -7,7 +7,7 @@ from fractions import Fraction
 from typing import Any
 
 from routequote.core.sessions.document import MODE_V2, SESSION_VERSION, SessionDocument
-from routequote.core.sessions.entries import Proof
+from routequote.core.sessions.entries import Proof, StepEntry
 from routequote.core.sessions.machine import NEXT_OPERATION, Status, operations_allowed
 from routequote.core.sessions.state import SERVER_FLAGS, iso
 
@@ -88,39 +88,39 @@ def render(
     return head
 
 
+def _receipt_step(s: StepEntry, q: dict[str, Any]) -> dict[str, Any]:
+    """One step of the receipt: quoted, re-quoted, and what it actually did."""
+    src = s.source or Proof()
+    return {
+        "index": s.index,
+        "provider": s.provider,
+        "from": s.from_,
+        "to": s.to,
+        "status": s.status.value,
+        "quoted": {
+            "expected_input_base": q["expected_input_base"],
+            "minimum_input_base": q["minimum_input_base"],
+            "expected_output_base": q["expected_output_base"],
+            "minimum_output_base": q["minimum_output_base"],
+        },
+        "requoted": None if s.requote is None else s.requote.to_json(),
+        "action_minimum_output_base": s.minimum_output_base,
+        "actual": {
+            "input_base": src.actual_input_base,
+            "output_base": s.actual_output_base,
+            "service_fee_paid_base": src.service_fee_paid_base,
+            "network_fee": src.network_fee,
+            "source_tx_ids": src.tx_ids,
+            "destination_tx_ids": None if s.destination is None else s.destination.tx_ids,
+            "block_times": src.block_times,
+            "bridge": None if s.bridge is None else s.bridge.to_json(),
+        },
+    }
+
+
 def receipt(document: SessionDocument) -> dict[str, Any]:
     """What each step was quoted, re-quoted and actually did, and how the route realised against its quote."""
-    steps = []
-    for s in document.steps:
-        q = document.summary_steps[s.index]
-        src = s.source or Proof()
-        steps.append(
-            {
-                "index": s.index,
-                "provider": s.provider,
-                "from": s.from_,
-                "to": s.to,
-                "status": s.status.value,
-                "quoted": {
-                    "expected_input_base": q["expected_input_base"],
-                    "minimum_input_base": q["minimum_input_base"],
-                    "expected_output_base": q["expected_output_base"],
-                    "minimum_output_base": q["minimum_output_base"],
-                },
-                "requoted": None if s.requote is None else s.requote.to_json(),
-                "action_minimum_output_base": s.minimum_output_base,
-                "actual": {
-                    "input_base": src.actual_input_base,
-                    "output_base": s.actual_output_base,
-                    "service_fee_paid_base": src.service_fee_paid_base,
-                    "network_fee": src.network_fee,
-                    "source_tx_ids": src.tx_ids,
-                    "destination_tx_ids": None if s.destination is None else s.destination.tx_ids,
-                    "block_times": src.block_times,
-                    "bridge": None if s.bridge is None else s.bridge.to_json(),
-                },
-            }
-        )
+    steps = [_receipt_step(s, document.summary_steps[s.index]) for s in document.steps]
     quote = document.quote
     final = document.steps[-1].actual_output_base
     realized: dict[str, Any] = {"complete": final is not None}

@@ -115,33 +115,7 @@ def deposit_evidence(call: Any, tx: EvmTransaction, recipient: str, minimum: int
         recipient
     ):
         raise ObservationRejected("observation_wrong_recipient", "the deposit pays another recipient")
-    found = []
-    for lg in _logs(tx, "FundsDeposited", tx.to):
-        if len(lg.topics) != 4:
-            continue
-        t_in, t_out, in_amount, out_amount, _qt, fill_deadline, _ex, l_recipient, _relayer, _msg = decode(
-            [
-                "bytes32",
-                "bytes32",
-                "uint256",
-                "uint256",
-                "uint32",
-                "uint32",
-                "uint32",
-                "bytes32",
-                "bytes32",
-                "bytes",
-            ],
-            lg.data,
-        )
-        if (t_in, t_out, in_amount, l_recipient, _topic_int(lg.topics[1])) == (
-            p_in,
-            p_out,
-            p_in_amount,
-            p_recipient,
-            p_dest,
-        ):
-            found.append((lg, out_amount, fill_deadline, bytes(_relayer), bytes(_msg)))
+    found = _funds_deposited(tx, (p_in, p_out, p_in_amount, p_recipient, p_dest))
     if len(found) != 1:
         raise ObservationRejected(
             "observation_bridge_mismatch",
@@ -171,6 +145,37 @@ def deposit_evidence(call: Any, tx: EvmTransaction, recipient: str, minimum: int
         source_tx=tx.tx_hash,
         source_block=tx.block_number,
     ).to_json()
+
+
+_FUNDS_DEPOSITED_DATA = [
+    "bytes32",
+    "bytes32",
+    "uint256",
+    "uint256",
+    "uint32",
+    "uint32",
+    "uint32",
+    "bytes32",
+    "bytes32",
+    "bytes",
+]
+
+
+def _funds_deposited(
+    tx: EvmTransaction, want: tuple[Any, ...]
+) -> list[tuple[EvmLog, int, int, bytes, bytes]]:
+    """The SpokePool's `FundsDeposited` logs of the prepared (input token, output token, input amount,
+    recipient, destination chain): each with its output amount, fill deadline, exclusive relayer and message."""
+    found = []
+    for lg in _logs(tx, "FundsDeposited", tx.to):
+        if len(lg.topics) != 4:
+            continue
+        t_in, t_out, in_amount, out_amount, _qt, fill_deadline, _ex, l_recipient, relayer, msg = decode(
+            _FUNDS_DEPOSITED_DATA, lg.data
+        )
+        if (t_in, t_out, in_amount, l_recipient, _topic_int(lg.topics[1])) == want:
+            found.append((lg, int(out_amount), int(fill_deadline), bytes(relayer), bytes(msg)))
+    return found
 
 
 def _deposit(bridge: AcrossDeposit | Mapping[str, Any]) -> AcrossDeposit:

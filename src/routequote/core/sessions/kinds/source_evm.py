@@ -1,9 +1,11 @@
 """EVM source actions: Uniswap v3 swap, service fee transfer, CCTP burn, Across deposit, OFT send.
 
-One prepared EVM action may carry several of these (approve, fee transfer, then the swap or the bridge send);
-`evidence.verify_evm_action` holds each kind's evidence rule (`_uniswap_output`, `_fee_paid`, `_cctp_burn`,
-`_across_deposit`, `_oft_sent`). Next step: a swap is done (its output re-quotes the next step), a bridge
-send goes in flight (its destination rule follows it: `cctp_mint_evm`, `cctp_mint_solana`, `across`, `oft`).
+One prepared EVM action may carry several of these (approve, fee transfer, then the swap or the bridge send).
+`verify_evm_action` matches every named transaction to the prepared ones, checks the fee
+(`fee_transfer.fee_paid`), then applies the evidence rule of the action's last transaction kind
+(`EVM_EVIDENCE`: each kind module's `send_evidence`). Next step: a swap is done (its output re-quotes the next
+step), a bridge send goes in flight (its destination kind follows it: `cctp_mint_evm`, `cctp_mint_solana`,
+`cctp_mint_relayed`, `across`, `oft`).
 """
 
 from __future__ import annotations
@@ -88,38 +90,7 @@ def verify_evm_action(
     kinds: list[str] = list(action.get("kinds") or [])
     if not prepared or len(kinds) != len(prepared):
         raise ValueError("not a prepared EVM action (transactions and kinds)")
-    chain_id = action.get("chainId")
-    unique: dict[str, EvmTransaction] = {}
-    for tx in txs:
-        unique.setdefault(tx.tx_hash.lower(), tx)
-    for tx in unique.values():
-        if tx.chain_id != chain_id:
-            raise ObservationRejected(
-                "observation_wrong_chain",
-                f"{tx.tx_hash} is on chain {tx.chain_id}, the action is on {chain_id}",
-                tx=tx.tx_hash,
-            )
-    matched: list[EvmTransaction | None] = [None] * len(prepared)
-    for tx in unique.values():
-        slot = next(
-            (i for i, p in enumerate(prepared) if matched[i] is None and _prepared_matches(p, tx)), None
-        )
-        if slot is None:
-            raise ObservationRejected(
-                "observation_not_prepared_action",
-                f"{tx.tx_hash} is not one of the prepared transactions (sender, target, value and calldata must be"
-                " exactly as prepared)",
-                tx=tx.tx_hash,
-            )
-        matched[slot] = tx
-    missing = [i for i, m in enumerate(matched) if m is None]
-    if missing:
-        raise ObservationRejected(
-            "observation_incomplete",
-            f"prepared transaction(s) {missing} ({', '.join(kinds[i] for i in missing)}) not named",
-            missing_transaction_indexes=missing,
-        )
-    done = [m for m in matched if m is not None]
+    done = _matched(action, prepared, kinds, txs)
     for tx in done:
         if tx.status != 1:
             raise ObservationRejected(
@@ -158,6 +129,45 @@ def verify_evm_action(
         block_times=tuple(t.block_timestamp for t in done),
         bridge=bridge,
     )
+
+
+def _matched(
+    action: dict[str, Any], prepared: list[dict[str, Any]], kinds: list[str], txs: Sequence[EvmTransaction]
+) -> list[EvmTransaction]:
+    """The named transactions in the order of the prepared ones: each on the action's chain, each exactly one
+    prepared transaction, and every prepared one named."""
+    chain_id = action.get("chainId")
+    unique: dict[str, EvmTransaction] = {}
+    for tx in txs:
+        unique.setdefault(tx.tx_hash.lower(), tx)
+    for tx in unique.values():
+        if tx.chain_id != chain_id:
+            raise ObservationRejected(
+                "observation_wrong_chain",
+                f"{tx.tx_hash} is on chain {tx.chain_id}, the action is on {chain_id}",
+                tx=tx.tx_hash,
+            )
+    matched: list[EvmTransaction | None] = [None] * len(prepared)
+    for tx in unique.values():
+        slot = next(
+            (i for i, p in enumerate(prepared) if matched[i] is None and _prepared_matches(p, tx)), None
+        )
+        if slot is None:
+            raise ObservationRejected(
+                "observation_not_prepared_action",
+                f"{tx.tx_hash} is not one of the prepared transactions (sender, target, value and calldata must be"
+                " exactly as prepared)",
+                tx=tx.tx_hash,
+            )
+        matched[slot] = tx
+    missing = [i for i, m in enumerate(matched) if m is None]
+    if missing:
+        raise ObservationRejected(
+            "observation_incomplete",
+            f"prepared transaction(s) {missing} ({', '.join(kinds[i] for i in missing)}) not named",
+            missing_transaction_indexes=missing,
+        )
+    return [m for m in matched if m is not None]
 
 
 def _evm_input(
