@@ -65,9 +65,6 @@ class Stored:
             out[k] = _json(getattr(self, keys[k])) if k in keys else self.extra[k]
         return out
 
-    def has(self, name: str) -> bool:
-        return _attrs(type(self))[name] in self.keys
-
     def set(self, **changes: Any) -> Self:
         """A copy with these fields set; a field not stored yet is appended after the stored ones."""
         names = _attrs(type(self))

@@ -167,9 +167,6 @@ class Observing:
     now_unix: int
     settings: ObserveSettings
 
-    def with_state(self, state: SessionDocument) -> Observing:
-        return Observing(state, self.route, self.named, self.now_unix, self.settings)
-
 
 __all__ = [
     "Attestation",
