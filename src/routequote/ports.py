@@ -13,6 +13,7 @@ from routequote.core.chain import (
     CctpMessage,
     EvmLog,
     EvmTransaction,
+    ObservationUnavailable,
     SolanaInstruction,
     SolanaTokenBalance,
     SolanaTransaction,
@@ -280,15 +281,6 @@ class SessionStore(Protocol):
 
 
 # ---- chain observation -------------------------------------------------------------------------------
-
-
-class ObservationUnavailable(Exception):
-    """A chain (or Iris) cannot be read now: no RPC configured, timeout, breaker open (REST 503)."""
-
-    def __init__(self, reason: str, message: str) -> None:
-        super().__init__(message)
-        self.reason = reason
-        self.message = message
 
 
 class EvmChainReader(Protocol):

@@ -319,8 +319,10 @@ class _StepZeroFacts:
         self.real = real
         self.output = output
 
-    async def source(self, state: SessionDocument, route: Any, hashes: list[str]) -> Any:
-        return step_done(state, route, 0, self.output(state.summary_steps[0]))
+    async def observe(self, key: Any, state: SessionDocument, route: Any, named: Any = ()) -> Any:
+        if state.phase == "source":
+            return step_done(state, route, 0, self.output(state.summary_steps[0]))
+        return await self.real.observe(key, state, route, named)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.real, name)

@@ -12,7 +12,9 @@ from typing import Any
 
 import pytest
 from solders.pubkey import Pubkey
+from tests.unit.actions.support import START
 
+from routequote.clock import FixedClock
 from routequote.config import Settings
 from routequote.config_check import problems
 from routequote.core.actions.cctp_solana_state import (
@@ -24,6 +26,7 @@ from routequote.core.actions.cctp_solana_state import (
 )
 from routequote.core.actions.common import ActionUnavailable, associated_token_address
 from routequote.core.assets import ASSETS
+from routequote.core.sessions.kinds import KindKey
 from routequote.observe.evm_state import WireError
 from routequote.observe.solana import parse_account_data
 from routequote.ports import ObservationUnavailable
@@ -116,11 +119,11 @@ def test_an_oft_arrival_without_the_program_pinned_is_unverifiable() -> None:
         async def transaction(self, signature: str) -> Any:  # pragma: no cover - must not be reached
             raise AssertionError("no transaction is read without the program pinned")
 
-    prepare: Any = SimpleNamespace(service=SimpleNamespace(clock=None))
+    prepare: Any = SimpleNamespace(service=SimpleNamespace(clock=FixedClock(START)), deployments={})
     facts = ChainFacts(prepare, SessionConfig(), None, Never(), None)  # type: ignore[arg-type]
     state: Any = type("S", (), {"current_step": 0, "steps": [{"bridge": {"guid": "0x" + "11" * 32}}]})()
     with pytest.raises(ObservationUnavailable) as e:
-        asyncio.run(facts.oft_delivery(state, None, ["1" * 88]))  # type: ignore[arg-type]
+        asyncio.run(facts.observe(KindKey.OFT, state, None, ["1" * 88]))  # type: ignore[arg-type]
     assert e.value.reason == "usdg_oft_solana_program_not_pinned"
 
 
@@ -129,12 +132,12 @@ def test_an_oft_arrival_while_the_setting_and_the_chain_disagree_is_refused() ->
         async def transaction(self, signature: str) -> Any:  # pragma: no cover - must not be reached
             raise AssertionError("no transaction is read while the pin is in dispute")
 
-    prepare: Any = SimpleNamespace(service=SimpleNamespace(clock=None))
+    prepare: Any = SimpleNamespace(service=SimpleNamespace(clock=FixedClock(START)), deployments={})
     config = SessionConfig(usdg_oft_solana_program=str(FEE_OWNER), usdg_oft_pin_problem="setting disagrees")
     facts = ChainFacts(prepare, config, None, Never(), None)  # type: ignore[arg-type]
     state: Any = type("S", (), {"current_step": 0, "steps": [{"bridge": {"guid": "0x" + "11" * 32}}]})()
     with pytest.raises(ObservationUnavailable) as e:
-        asyncio.run(facts.oft_delivery(state, None, ["1" * 88]))  # type: ignore[arg-type]
+        asyncio.run(facts.observe(KindKey.OFT, state, None, ["1" * 88]))  # type: ignore[arg-type]
     assert (e.value.reason, e.value.message) == ("usdg_oft_solana_program_disagreement", "setting disagrees")
 
 

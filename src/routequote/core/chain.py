@@ -91,10 +91,22 @@ class CctpMessage:
     finality_threshold_executed: int | None
 
 
+class ObservationUnavailable(Exception):
+    """A chain (or Iris) cannot be read now: no RPC configured, timeout, breaker open, or a contract the read
+    needs is not pinned (REST 503). Raised by the readers, the gatherer and a step kind alike
+    (`routequote.ports` re-exports it)."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.message = message
+
+
 __all__ = [
     "CctpMessage",
     "EvmLog",
     "EvmTransaction",
+    "ObservationUnavailable",
     "SolanaInstruction",
     "SolanaTokenBalance",
     "SolanaTransaction",

@@ -18,7 +18,9 @@ from routequote.core.bounds import bounds_block, market_label, step_components
 from routequote.core.hashing import canonical_sha256
 from routequote.core.pricing import price_steps_from
 from routequote.core.routes import Provider, Route
+from routequote.core.sessions.entries import CctpBurn, Requote
 from routequote.core.sessions.evidence import ObservationRejected
+from routequote.core.sessions.kinds.cctp_mint_evm import attested_bytes
 from routequote.core.sessions.state import (
     Decision,
     NextAction,
@@ -51,18 +53,17 @@ class ActionBuilder:
         quoted_min = int(state.summary_steps[k]["minimum_output_base"])
         approved_min = int(state.approval["minimum_output_base"])
         projected_min = fresh[-1].minimum_output_base
-        entry = state.step(k)
-        entry["requote"] = {
-            "market_as_of": view.as_of,
-            "market_source": view.source,
-            "market_live": view.live,
-            "input_base": str(input_base),
-            "expected_output_base": str(ps.expected_output_base),
-            "minimum_output_base": str(ps.minimum_output_base),
-            "projected_route_expected_output_base": str(fresh[-1].expected_output_base),
-            "projected_route_minimum_output_base": str(projected_min),
-        }
-        state = state.with_step(k, entry)
+        requote = Requote.of(
+            market_as_of=view.as_of,
+            market_source=view.source,
+            market_live=view.live,
+            input_base=str(input_base),
+            expected_output_base=str(ps.expected_output_base),
+            minimum_output_base=str(ps.minimum_output_base),
+            projected_route_expected_output_base=str(fresh[-1].expected_output_base),
+            projected_route_minimum_output_base=str(projected_min),
+        )
+        state = state.with_step(k, state.step(k).set(requote=requote))
         wallet = state.wallets[step.source.chain.value]
         if ps.minimum_output_base < quoted_min or projected_min < approved_min:
             why = (
@@ -114,14 +115,14 @@ class ActionBuilder:
         """The caller's CCTP receiveMessage for the current step, from the attested message."""
         k = state.current_step
         step = route.steps[k]
-        bridge = state.steps[k]["bridge"]
+        bridge = state.steps[k].bridge_as(CctpBurn)
         try:
             bundle: dict[str, Any] = assemble_receive_bundle(
                 route,
                 step,
                 state.wallets,
-                bytes.fromhex(bridge["message"][2:]),
-                bytes.fromhex(bridge["attestation"][2:]),
+                attested_bytes(bridge.message),
+                attested_bytes(bridge.attestation),
                 self.prepare.deployments,
                 workflow_id=state.session_id,
                 action_id=self.service.ids.new_id(),
@@ -148,15 +149,15 @@ class ActionBuilder:
             )
         data = await solana.account_data(token_messenger_address())
         k = state.current_step
-        bridge = state.steps[k]["bridge"]
+        bridge = state.steps[k].bridge_as(CctpBurn)
         try:
             fee_account = fee_recipient_token_account(data or b"")
             bundle: dict[str, Any] = assemble_solana_receive_bundle(
                 route,
                 route.steps[k],
                 state.wallets,
-                bytes.fromhex(bridge["message"][2:]),
-                bytes.fromhex(bridge["attestation"][2:]),
+                attested_bytes(bridge.message),
+                attested_bytes(bridge.attestation),
                 fee_account,
                 workflow_id=state.session_id,
                 action_id=self.service.ids.new_id(),

@@ -3,9 +3,10 @@
 The one entry for REST `/v2/session…`, the A2A `session-lifecycle` skill, the MCP session tools and v1
 (`v1.V1CorridorMode`). It never signs and never submits. An observation runs in three phases:
 
-1. gather the chain facts through the ports (`gather.ChainFacts`: EVM / Solana readers, Circle Iris);
-2. decide purely in the core (`core.sessions.kinds`, one module per step kind): (state, facts) ->
-   (event, new state, next action request); only verified actual output on chain advances a session;
+1. gather the chain facts a step kind names through the ports (`gather.ChainFacts.observe`: EVM / Solana
+   readers, Circle Iris, LayerZero Scan);
+2. decide purely in the core (`core.sessions.kinds`, one module per step kind, chosen by `kinds.select`):
+   (state, facts) -> (event, new state, next action request); only verified actual output advances a session;
 3. fulfil the next action request (`advance.ActionBuilder`: re-quote fresh from the verified output, hold it
    to the approved step minimums and `approval_v3.minimum_output_base`, else 409 `reapproval_required`
    before anything is built) and commit once (`base.SessionBase._finish`).
@@ -23,6 +24,7 @@ from typing import Any
 from routequote.core.actions.approval import check_approval
 from routequote.core.hashing import canonical_sha256
 from routequote.core.routes import ROUTES, Provider, Route, Step
+from routequote.core.sessions import kinds
 from routequote.core.sessions.kinds.cctp_mint_evm import install_receive
 from routequote.core.sessions.machine import Event, Status, next_status
 from routequote.core.sessions.state import (
@@ -278,10 +280,7 @@ class SessionService(V1CorridorMode):
         """Phases 1 and 2 of observe (gather the chain facts, decide in the core) and the fulfilment of what the
         decision asks for (the next action, re-quoted from the verified output); nothing is written."""
         state = self._document(record)
-        if state.phase == "source":
-            decision = await self.facts.source(state, route, hashes)
-        else:
-            decision = await self.facts.destination(state, route, hashes)
+        decision = await self.facts.observe(kinds.select(state, route), state, route, hashes)
         return await self._advance(record, route, decision)
 
     # ---- the watcher's entry: observe without a caller (sessions/watch.py) ------------------------------
@@ -322,7 +321,7 @@ class SessionService(V1CorridorMode):
         state = self._document(record)
         k = state.current_step
         entry = state.steps[k]
-        if entry.get("claimed_tx_ids") or entry.get("destination_claimed_tx_ids") or entry.get("source"):
+        if entry.claimed_tx_ids or entry.destination_claimed_tx_ids or entry.source:
             raise Conflict(
                 "refresh_not_allowed_after_observation",
                 f"step {k} already has observed transactions; observe them instead of refreshing",

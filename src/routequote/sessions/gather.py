@@ -1,25 +1,35 @@
-"""Phase 1 of an observation: gather the chain facts a step kind's rule needs through the ports (EVM and
-Solana readers, Circle Iris), then hand them to the pure rule in `core.sessions.kinds` (phase 2). What the
-rule decides is committed by the engine (phase 3); nothing here writes."""
+"""Phase 1 of an observation: the one gatherer. A step kind (`core.sessions.kinds`) names the chain reads it
+needs as plain data (`core.sessions.reads`); `ChainFacts.read` runs any list of them through the ports (EVM
+and Solana readers, Circle Iris, LayerZero Scan), grouped by where each is answered, and returns the facts
+keyed by read; `ChainFacts.observe` asks the kind again with them until it decides (phase 2, pure). What the
+kind decides is committed by the engine (phase 3); nothing here writes, and nothing here knows a kind."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from routequote.core.assets import CHAINS, Chain
+from routequote.core.chain import CctpMessage, EvmLog, EvmTransaction, SolanaTransaction
 from routequote.core.routes import Route
-from routequote.core.sessions import kinds
-from routequote.core.sessions.evidence import (
-    ObservationRejected,
-    across_fill_topics,
-    cctp_received_topics,
-    verify_across_fill,
+from routequote.core.sessions.evidence import ObservationRejected
+from routequote.core.sessions.kinds import REGISTRY, KindKey
+from routequote.core.sessions.reads import (
+    DEFAULT_CONFIRMATIONS,
+    Attestation,
+    Facts,
+    LatestBlock,
+    LogsSince,
+    ObserveSettings,
+    Observing,
+    Read,
+    ScanLead,
+    ScanLookup,
+    SolanaTx,
+    TxByHash,
+    source_of,
 )
-from routequote.core.sessions.kinds import across, cctp_mint_evm, cctp_mint_solana, erc4337, oft
-from routequote.core.sessions.machine import Event
 from routequote.core.sessions.state import Decision, State
-from routequote.errors import Conflict, InvalidRequest
 from routequote.ports import (
     AttestationReader,
     EvmChainReader,
@@ -29,8 +39,6 @@ from routequote.ports import (
 )
 from routequote.prepare import PrepareService
 from routequote.readiness import Observation
-
-DEFAULT_CONFIRMATIONS = {"base": 10, "arbitrum": 10, "robinhood": 10}
 
 
 @dataclass
@@ -51,7 +59,7 @@ class SessionConfig:
 
 
 class ChainFacts:
-    """The ports a session reads the chains through, and the gathering each step kind needs."""
+    """The ports a session reads the chains through, and the one gatherer that runs a kind's reads on them."""
 
     def __init__(
         self,
@@ -70,8 +78,73 @@ class ChainFacts:
         self.attestations = attestations
         self.layerzero = layerzero
 
-    def confirmations(self, chain: Chain) -> int:
-        return int(self.config.confirmations.get(chain.value, DEFAULT_CONFIRMATIONS.get(chain.value, 10)))
+    def settings(self) -> ObserveSettings:
+        c = self.config
+        return ObserveSettings(
+            deployments=self.prepare.deployments,
+            confirmations=c.confirmations,
+            across_fill_search_blocks=c.across_fill_search_blocks,
+            cctp_mint_search_blocks=c.cctp_mint_search_blocks,
+            usdg_oft_solana_program=c.usdg_oft_solana_program,
+            usdg_oft_pin_problem=c.usdg_oft_pin_problem,
+        )
+
+    async def observe(self, key: KindKey, state: State, route: Route, named: Sequence[str] = ()) -> Decision:
+        """Observe the current step with kind `key`: run the reads it names, ask it again, until it decides."""
+        kind = REGISTRY[key]
+        obs = Observing(state, route, tuple(named), int(self.clock.now().timestamp()), self.settings())
+        facts = Facts()
+        while True:
+            out = kind.observe(obs, facts)
+            if isinstance(out, Decision):
+                return out
+            if not out.reads or all(facts.has(r) for r in out.reads):  # pragma: no cover - a kind's defect
+                raise RuntimeError(f"step kind {key} asked again for reads it has")
+            facts = facts.merged(await self.read(out.reads))
+
+    # ---- the gatherer -----------------------------------------------------------------------------------
+
+    async def read(self, reads: Sequence[Read]) -> Facts:
+        """Run `reads` through the ports and return what each answered, keyed by read. Reads are grouped by
+        where they are answered (`reads.source_of`: one EVM chain, solana, circle_iris, layerzero_scan), each
+        group in order; a port that is not configured is `ObservationUnavailable` when a read needs it."""
+        groups: dict[str, list[Read]] = {}
+        for r in dict.fromkeys(reads):
+            groups.setdefault(source_of(r), []).append(r)
+        txs: dict[TxByHash, EvmTransaction | None] = {}
+        blocks: dict[LatestBlock, int] = {}
+        logs: dict[LogsSince, tuple[EvmLog, ...]] = {}
+        solana_txs: dict[SolanaTx, SolanaTransaction | None] = {}
+        attestations: dict[Attestation, tuple[CctpMessage, ...]] = {}
+        leads: dict[ScanLookup, ScanLead | None] = {}
+        for group in groups.values():
+            for r in group:
+                if isinstance(r, TxByHash):
+                    txs[r] = await self.evm_reader().transaction(r.chain, r.tx_hash)
+                elif isinstance(r, LatestBlock):
+                    blocks[r] = await self.evm_reader().block_number(r.chain)
+                elif isinstance(r, LogsSince):
+                    found = await self.evm_reader().logs(
+                        r.chain, r.address, list(r.topics), r.from_block, r.to_block
+                    )
+                    logs[r] = tuple(found)
+                elif isinstance(r, SolanaTx):
+                    solana_txs[r] = await self.solana_reader().transaction(r.signature)
+                elif isinstance(r, Attestation):
+                    got = await self.iris_reader().messages(r.source_domain, r.source_tx)
+                    attestations[r] = tuple(got)
+                else:
+                    leads[r] = await self.scan_lead(r)
+        return Facts(txs, blocks, logs, solana_txs, attestations, leads)
+
+    async def scan_lead(self, lookup: ScanLookup) -> ScanLead | None:
+        if self.layerzero is None:
+            raise ObservationUnavailable(
+                "layerzero_scan_not_configured",
+                "no LayerZero Scan reader is configured: name the delivery signature",
+            )
+        found = await self.layerzero.delivery_for(lookup.source_tx, lookup.guid)
+        return None if found is None else ScanLead(found.status, found.destination_tx)
 
     def evm_reader(self) -> EvmChainReader:
         if self.evm is None:
@@ -88,198 +161,12 @@ class ChainFacts:
             )
         return self.solana
 
-    # ---- source -----------------------------------------------------------------------------------------
-
-    async def source(self, state: State, route: Route, hashes: list[str]) -> Decision:
-        k = state.current_step
-        step = route.steps[k]
-        named = hashes or list(state.steps[k].get("claimed_tx_ids") or [])
-        if not named:
-            raise InvalidRequest(
-                "transaction_hashes_required", "name the transactions you submitted for the current action"
-            )
-        family = CHAINS[step.source.chain].family
-        rule = kinds.SOURCE[family]
-        rule.check_names(state, route, named)
-        if rule is kinds.source_evm:
-            reader = self.evm_reader()
-            txs = [await reader.transaction(step.source.chain.value, h) for h in named]
-            return kinds.source_evm.decide(state, route, named, txs, self.confirmations(step.source.chain))
-        stx = await self.solana_reader().transaction(named[0])
-        return kinds.source_solana.decide(state, route, named, stx)
-
-    # ---- destination ------------------------------------------------------------------------------------
-
-    async def destination(self, state: State, route: Route, hashes: list[str]) -> Decision:
-        kind = state.steps[state.current_step]["bridge"].get("kind")
-        rule = kinds.DESTINATION.get(kind)
-        if rule is cctp_mint_evm:
-            return await self.cctp(state, route, hashes)
-        if rule is across:
-            return await self.across(state, route, hashes)
-        if rule is oft:
-            return await self.oft_delivery(state, route, hashes)
-        raise InvalidRequest("bridge_kind_unknown", f"no observer for {kind}")  # pragma: no cover
-
-    async def attest(self, state: State, dst: Chain) -> tuple[bool, State]:
-        """Ask Circle Iris for this burn's message; the rule keeps it when attested."""
+    def iris_reader(self) -> AttestationReader:
         if self.attestations is None:
             raise ObservationUnavailable(
                 "attestation_source_not_configured", "no Circle Iris reader is configured"
             )
-        bridge = state.steps[state.current_step]["bridge"]
-        messages = await self.attestations.messages(int(bridge["source_domain"]), bridge["source_tx"])
-        return cctp_mint_evm.attested(state, messages, dst)
-
-    async def cctp(self, state: State, route: Route, hashes: list[str]) -> Decision:
-        k = state.current_step
-        entry = state.steps[k]
-        dst = route.steps[k].target.chain
-        if dst is Chain.SOLANA:
-            return await self.cctp_solana(state, route, hashes)
-        if state.current_action is not None:  # the caller's receiveMessage was prepared: verify the mint
-            named = hashes or list(entry.get("destination_claimed_tx_ids") or [])
-            cctp_mint_evm.check_mint_name(state, route, named)
-            tx = await self.evm_reader().transaction(dst.value, named[0])
-            dep = self.prepare.deployments[dst]
-            return cctp_mint_evm.decide_mint(
-                state,
-                route,
-                named,
-                tx,
-                usdc=dep.tokens["USDC"],
-                transmitter=dep.message_transmitter_v2 or "",
-                confirmations=self.confirmations(dst),
-            )
-        ok, state = await self.attest(state, dst)
-        if not ok:
-            return cctp_mint_evm.not_attested(state)
-        return Decision(Event.DESTINATION_ACTION_READY, state, receive_action=True)
-
-    async def cctp_solana(self, state: State, route: Route, hashes: list[str]) -> Decision:
-        """An arrival on Solana counts only after Circle attested the burn, and only as receive_message of
-        that attested message to the session's wallet (`cctp_mint_solana.decide_mint`)."""
-        k = state.current_step
-        if not state.steps[k]["bridge"].get("attestation"):
-            ok, state = await self.attest(state, Chain.SOLANA)
-            if not ok:
-                return cctp_mint_evm.not_attested(state)
-            if not hashes:
-                return Decision(Event.DESTINATION_ACTION_READY, state, receive_action=True)
-        named = hashes or list(state.steps[k].get("destination_claimed_tx_ids") or [])
-        if not named and state.current_action is None:
-            return cctp_mint_solana.awaiting_mint(state)
-        cctp_mint_solana.check_mint_name(named)
-        tx = await self.solana_reader().transaction(named[0])
-        return cctp_mint_solana.decide_mint(state, route, named[0], tx)
-
-    async def cctp_relayed(self, state: State, route: Route, check_burn: Any) -> Decision:
-        """v1: Iris attests the burn, anyone relays the mint; it is found on the destination and verified,
-        never prepared. `check_burn(state)` holds the attested message to this session's burn."""
-        k = state.current_step
-        dst = route.steps[k].target.chain
-        if not state.steps[k]["bridge"].get("attestation"):
-            ok, state = await self.attest(state, dst)
-            if not ok:
-                return cctp_mint_evm.not_attested(state)
-            check_burn(state)
-        bridge = state.steps[k]["bridge"]
-        reader = self.evm_reader()
-        dep = self.prepare.deployments[dst]
-        transmitter = dep.message_transmitter_v2 or ""
-        message = bytes.fromhex(bridge["message"][2:])
-        latest = await reader.block_number(dst.value)
-        start = bridge.get("mint_search_from_block")
-        if start is None:
-            start = max(0, latest - self.config.cctp_mint_search_blocks)
-        logs = await reader.logs(dst.value, transmitter, cctp_received_topics(message), int(start), latest)
-        tx = await reader.transaction(dst.value, logs[0].tx_hash) if logs else None
-        return cctp_mint_evm.decide_relayed(
-            state,
-            route,
-            tx,
-            bool(logs),
-            usdc=dep.tokens["USDC"],
-            transmitter=transmitter,
-            confirmations=self.confirmations(dst),
-            search_from=start,
-        )
-
-    async def across(self, state: State, route: Route, hashes: list[str]) -> Decision:
-        """The relayer's fill is found by its log; a transaction the caller names must be that fill."""
-        k = state.current_step
-        bridge = state.steps[k]["bridge"]
-        dst = route.steps[k].target.chain
-        reader = self.evm_reader()
-        spoke = self.prepare.deployments[dst].across_spoke_pool
-        if spoke is None:
-            raise ObservationUnavailable(
-                "across_spoke_pool_not_pinned", f"no Across SpokePool pinned on {dst.value}"
-            )
-        for named in hashes:
-            tx = await reader.transaction(dst.value, named)
-            if tx is not None and verify_across_fill(tx.logs, bridge, spoke_pool=spoke) is None:
-                raise ObservationRejected(
-                    "observation_bridge_mismatch",
-                    f"{named} is not the relayer's fill of this deposit (no FilledRelay of its relay data)",
-                )
-        latest = await reader.block_number(dst.value)
-        start = bridge.get("search_from_block")
-        if start is None:
-            start = max(0, latest - self.config.across_fill_search_blocks)
-        logs = await reader.logs(dst.value, spoke, across_fill_topics(bridge), int(start), latest)
-        found = verify_across_fill(logs, bridge, spoke_pool=spoke)
-        return across.decide(state, route, found, int(self.clock.now().timestamp()), start)
-
-    async def oft_delivery(self, state: State, route: Route, hashes: list[str]) -> Decision:
-        """The LayerZero delivery of the GUID this session's OFTSent emitted: found through LayerZero Scan
-        unless the caller names it, then read from Solana and verified either way."""
-        k = state.current_step
-        bridge = state.steps[k]["bridge"]
-        program = self.config.usdg_oft_solana_program
-        if self.config.usdg_oft_pin_problem:
-            raise ObservationUnavailable(
-                "usdg_oft_solana_program_disagreement", self.config.usdg_oft_pin_problem
-            )
-        if not program:
-            raise ObservationUnavailable(
-                "usdg_oft_solana_program_not_pinned",
-                "the USDG OFT program on Solana is not pinned (ROUTEQUOTE_USDG_OFT_SOLANA_PROGRAM): no "
-                "LayerZero delivery can be verified, so none is accepted",
-            )
-        named = hashes
-        if not named:
-            if self.layerzero is None:
-                raise ObservationUnavailable(
-                    "layerzero_scan_not_configured",
-                    "no LayerZero Scan reader is configured: name the delivery signature",
-                )
-            found = await self.layerzero.delivery_for(str(bridge["source_tx"]), str(bridge["guid"]))
-            if found is None or not found.destination_tx:
-                return oft.not_delivered_yet(state, None if found is None else found.status)
-            named = [found.destination_tx]
-        oft.check_delivery_name(named)
-        tx = await self.solana_reader().transaction(named[0])
-        source_oapp = self.prepare.deployments[Chain.ROBINHOOD].usdg_oft or ""
-        return oft.decide_delivery(
-            state,
-            route,
-            named[0],
-            tx,
-            oft_program=program,
-            source_oapp=bytes(12) + bytes.fromhex(source_oapp.removeprefix("0x")),
-        )
-
-    async def settlement(self, state: State, route: Route, tx_hash: str) -> Decision:
-        """v1 step 2: the bundler's `handleOps` transaction carrying the prepared user operation."""
-        action = state.current_action
-        if (
-            not action or action.get("kind") != "erc4337_settlement"
-        ):  # pragma: no cover - guarded by the status
-            raise Conflict("step_out_of_order", "no settlement plan was prepared for this step")
-        chain = route.steps[state.current_step].source.chain
-        tx = await self.evm_reader().transaction(chain.value, tx_hash)
-        return erc4337.decide(state, route, tx_hash, tx, self.confirmations(chain))
+        return self.attestations
 
 
-__all__ = ["ChainFacts", "ObservationRejected", "SessionConfig"]
+__all__ = ["DEFAULT_CONFIRMATIONS", "ChainFacts", "ObservationRejected", "SessionConfig"]

@@ -18,7 +18,9 @@ from eth_utils.address import to_checksum_address
 from routequote.core.assets import Chain
 from routequote.core.hashing import canonical_sha256
 from routequote.core.routes import ROUTES
+from routequote.core.sessions import kinds
 from routequote.core.sessions.evidence import EVM_TX_RE, SOLANA_SIG_RE, ObservationRejected
+from routequote.core.sessions.kinds import KindKey
 from routequote.core.sessions.machine import NEXT_OPERATION, Event, Status
 from routequote.core.sessions.state import (
     MODE_V1,
@@ -256,13 +258,14 @@ class V1CorridorMode(SessionBase):
         if record.status == Status.ACTION_READY and "idempotency_key" not in fields:
             return SessionAnswer(200, {**self._view(record, "session"), "idempotent_replay": True})
         entry = state.steps[k]
-        input_base = (
-            int(state.summary_steps[0]["expected_input_base"])
-            if k == 0
-            else int(state.steps[k - 1]["actual_output_base"])
-        )
+        if k == 0:
+            input_base = int(state.summary_steps[0]["expected_input_base"])
+        else:  # the step check: step k - 1 is complete, so its actual output is recorded
+            done = state.steps[k - 1].actual_output_base
+            assert done is not None
+            input_base = int(done)
         if record.status == Status.ACTION_EXPIRED:
-            if entry.get("claimed_tx_ids") or entry.get("source"):
+            if entry.claimed_tx_ids or entry.source:
                 raise Conflict(
                     "refresh_not_allowed_after_observation",
                     f"step {k} already has observed transactions; observe them instead",
@@ -303,19 +306,22 @@ class V1CorridorMode(SessionBase):
         state = self._document(record)
         try:
             if k == 2:
-                outcome = await self.facts.settlement(state, route, tx_id)
+                outcome = await self.facts.observe(KindKey.ERC4337_SETTLEMENT, state, route, [tx_id])
             elif state.phase == "source":
-                outcome = await self._advance(record, route, await self.facts.source(state, route, [tx_id]))
+                decision = await self.facts.observe(kinds.select(state, route), state, route, [tx_id])
+                outcome = await self._advance(record, route, decision)
             else:
-                bridge = state.steps[k]["bridge"]
-                if tx_id != bridge.get("source_tx"):
+                if tx_id != state.steps[k].the_bridge().source_tx:
                     raise ObservationRejected(
                         "observation_not_prepared_action",
                         "burn_signature is not the burn this session verified",
                     )
-                decision = await self.facts.cctp_relayed(
-                    state, route, lambda s: self.builder.receive(s, route)
-                )
+                decision = await self.facts.observe(KindKey.CCTP_MINT_RELAYED, state, route)
+                if (
+                    decision.receive_action
+                ):  # attested now: its message must be this burn's, then find the mint
+                    self.builder.receive(decision.state, route)
+                    decision = await self.facts.observe(KindKey.CCTP_MINT_RELAYED, decision.state, route)
                 outcome = await self._advance(record, route, decision)
         except ObservationUnavailable as exc:
             raise DependencyUnavailable(exc.reason, exc.message, retry_after_seconds=5) from None

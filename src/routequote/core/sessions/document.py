@@ -1,16 +1,19 @@
 """The session document, typed: parsed from the stored JSON at the store boundary, serialised back exactly.
 
 `version` names the stored shape (`routequote-session-v1`). The top level is typed and frozen; a change makes
-a new document (`evolve`, `with_step`). The nested entries (each step's record, the actions, the evidence,
-the funds) stay JSON objects because their keys are the stored contract and appear as a step progresses;
-they are copied before they are changed (`step`), never written in place.
+a new document (`evolve`, `with_step`). The nested entries are typed too (`entries`: each step's record with
+its bridge evidence, the action entries, the funds), parsed here and written back with their keys in their
+stored order, and so are the reapproval and cancel records. What is not typed (the intent, the approval, the
+binding, the quote and its summary steps, the current action's bundle) stays JSON objects, never written in
+place.
 """
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
+
+from routequote.core.sessions.entries import ActionEntry, Cancelled, Funds, Reapproval, StepEntry, Stored
 
 SESSION_VERSION = "routequote-session-v1"
 MODE_V2, MODE_V1 = "v2_session", "v1_corridor"  # one engine; a v1 corridor builds each action on request
@@ -35,11 +38,11 @@ class SessionDocument:
     current_step: int
     phase: str  # source | destination | done
     current_action: JsonObject | None
-    actions: tuple[JsonObject, ...]
-    steps: tuple[JsonObject, ...]
-    funds: JsonObject
-    reapproval: JsonObject | None
-    cancelled: JsonObject | None
+    actions: tuple[ActionEntry, ...]
+    steps: tuple[StepEntry, ...]
+    funds: Funds
+    reapproval: Reapproval | None
+    cancelled: Cancelled | None
     created_at: str
     # what the typed fields do not name is kept as it was, so a stored document never loses a key
     absent: frozenset[str] = field(default=frozenset(), compare=False)
@@ -57,8 +60,14 @@ class SessionDocument:
         if not isinstance(raw["current_step"], int) or not isinstance(raw["steps"], list):
             raise ValueError("session document: current_step must be an integer and steps a list")
         values: dict[str, Any] = {n: raw.get(n) for n in names}
-        for n in ("summary_steps", "actions", "steps"):
-            values[n] = tuple(raw[n])
+        values["summary_steps"] = tuple(raw["summary_steps"])
+        values["actions"] = tuple(ActionEntry.parse(a) for a in raw["actions"])
+        values["steps"] = tuple(StepEntry.parse(s) for s in raw["steps"])
+        values["funds"] = Funds.parse(raw["funds"])
+        if values["reapproval"] is not None:
+            values["reapproval"] = Reapproval.parse(values["reapproval"])
+        if values["cancelled"] is not None:
+            values["cancelled"] = Cancelled.parse(values["cancelled"])
         absent = frozenset(n for n in OPTIONAL_KEYS if n not in raw)
         extra = {k: v for k, v in raw.items() if k not in names}
         return cls(**values, absent=absent, extra=extra)
@@ -70,7 +79,7 @@ class SessionDocument:
             value = getattr(self, name)
             if value is None and name in self.absent:
                 continue
-            out[name] = list(value) if isinstance(value, tuple) else value
+            out[name] = _json(value)
         out.update(self.extra)
         return out
 
@@ -84,9 +93,9 @@ class SessionDocument:
     def is_v1(self) -> bool:
         return self.mode == MODE_V1
 
-    def step(self, k: int) -> JsonObject:
-        """A copy of step k's entry, to change and put back with `with_step`."""
-        return copy.deepcopy(self.steps[k])
+    def step(self, k: int) -> StepEntry:
+        """Step k's entry (frozen: change it with `set` and put it back with `with_step`)."""
+        return self.steps[k]
 
     def action(self) -> JsonObject:
         """The current action (the operation's status guarantees one; a document without it is corrupt)."""
@@ -100,20 +109,40 @@ class SessionDocument:
     # ---- changing (a new document each time) -------------------------------------------------------------
 
     def evolve(self, **changes: Any) -> SessionDocument:
-        return replace(self, **changes)
+        return replace(self, **_typed(changes))
 
-    def with_step(self, k: int, entry: JsonObject, **changes: Any) -> SessionDocument:
+    def with_step(self, k: int, entry: StepEntry, **changes: Any) -> SessionDocument:
         steps = list(self.steps)
         steps[k] = entry
-        return replace(self, steps=tuple(steps), **changes)
+        return replace(self, steps=tuple(steps), **_typed(changes))
 
-    def with_action(self, entry: JsonObject, **changes: Any) -> SessionDocument:
-        return replace(self, actions=(*self.actions, entry), **changes)
+    def with_action(self, entry: ActionEntry, **changes: Any) -> SessionDocument:
+        return replace(self, actions=(*self.actions, entry), **_typed(changes))
 
     def last_action_refreshed(self) -> SessionDocument:
         """The newest action entry marked as a refresh of an expired one."""
         *older, last = self.actions
-        return replace(self, actions=(*older, {**last, "refreshed": True}))
+        return replace(self, actions=(*older, last.set(refreshed=True)))
+
+
+_TYPED: dict[str, type[Stored]] = {"funds": Funds, "reapproval": Reapproval, "cancelled": Cancelled}
+
+
+def _typed(changes: dict[str, Any]) -> dict[str, Any]:
+    """The changes, refused where a typed entry is handed as a JSON object (a defect, not a request's fault)."""
+    for name, kind in _TYPED.items():
+        value = changes.get(name)
+        if value is not None and not isinstance(value, kind):
+            raise TypeError(f"SessionDocument.{name} is a {kind.__name__}")
+    return changes
+
+
+def _json(value: Any) -> Any:
+    if isinstance(value, tuple):
+        return [_json(v) for v in value]
+    if isinstance(value, Stored):
+        return value.to_json()
+    return value
 
 
 _STORED = tuple(f.name for f in fields(SessionDocument) if f.name not in ("absent", "extra"))

@@ -90,6 +90,27 @@ class StepEvidence:
         return out
 
 
+@dataclass(frozen=True)
+class EvmSend:
+    """The step's own transaction of a prepared EVM action (its last), as its kind's evidence rule reads it."""
+
+    action: dict[str, Any]
+    call: Any  # the prepared calldata, decoded (`core.actions.evm.decode_call`)
+    tx: EvmTransaction
+    recipient: str
+    minimum: int
+    sender: str
+
+
+@dataclass(frozen=True)
+class SendEvidence:
+    """What an EVM send proved: a swap's output, or a bridge's source evidence (and any fee it paid besides gas)."""
+
+    output: int | None = None
+    bridge: dict[str, Any] | None = None
+    extra_network_fee: dict[str, int] = field(default_factory=dict)
+
+
 # ---- small decoders ----------------------------------------------------------------------------------
 
 

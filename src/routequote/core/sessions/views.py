@@ -7,6 +7,7 @@ from fractions import Fraction
 from typing import Any
 
 from routequote.core.sessions.document import MODE_V2, SESSION_VERSION, SessionDocument
+from routequote.core.sessions.entries import Proof, StepEntry
 from routequote.core.sessions.machine import NEXT_OPERATION, Status, operations_allowed
 from routequote.core.sessions.state import SERVER_FLAGS, iso
 
@@ -76,7 +77,7 @@ def render(
             actions=state["actions"],
         )
     elif view == "receipt":
-        head.update(receipt=receipt(state))
+        head.update(receipt=receipt(document))
     else:
         head.update(
             action_available=status_ is Status.ACTION_READY and action is not None,
@@ -87,42 +88,41 @@ def render(
     return head
 
 
-def receipt(state: dict[str, Any]) -> dict[str, Any]:
+def _receipt_step(s: StepEntry, q: dict[str, Any]) -> dict[str, Any]:
+    """One step of the receipt: quoted, re-quoted, and what it actually did."""
+    src = s.source or Proof()
+    return {
+        "index": s.index,
+        "provider": s.provider,
+        "from": s.from_,
+        "to": s.to,
+        "status": s.status.value,
+        "quoted": {
+            "expected_input_base": q["expected_input_base"],
+            "minimum_input_base": q["minimum_input_base"],
+            "expected_output_base": q["expected_output_base"],
+            "minimum_output_base": q["minimum_output_base"],
+        },
+        "requoted": None if s.requote is None else s.requote.to_json(),
+        "action_minimum_output_base": s.minimum_output_base,
+        "actual": {
+            "input_base": src.actual_input_base,
+            "output_base": s.actual_output_base,
+            "service_fee_paid_base": src.service_fee_paid_base,
+            "network_fee": src.network_fee,
+            "source_tx_ids": src.tx_ids,
+            "destination_tx_ids": None if s.destination is None else s.destination.tx_ids,
+            "block_times": src.block_times,
+            "bridge": None if s.bridge is None else s.bridge.to_json(),
+        },
+    }
+
+
+def receipt(document: SessionDocument) -> dict[str, Any]:
     """What each step was quoted, re-quoted and actually did, and how the route realised against its quote."""
-    steps = []
-    for s in state["steps"]:
-        q = state["summary_steps"][s["index"]]
-        src = s.get("source") or {}
-        dst = s.get("destination") or {}
-        steps.append(
-            {
-                "index": s["index"],
-                "provider": s["provider"],
-                "from": s["from"],
-                "to": s["to"],
-                "status": s["status"],
-                "quoted": {
-                    "expected_input_base": q["expected_input_base"],
-                    "minimum_input_base": q["minimum_input_base"],
-                    "expected_output_base": q["expected_output_base"],
-                    "minimum_output_base": q["minimum_output_base"],
-                },
-                "requoted": s.get("requote"),
-                "action_minimum_output_base": s.get("minimum_output_base"),
-                "actual": {
-                    "input_base": src.get("actual_input_base"),
-                    "output_base": s.get("actual_output_base"),
-                    "service_fee_paid_base": src.get("service_fee_paid_base"),
-                    "network_fee": src.get("network_fee"),
-                    "source_tx_ids": src.get("tx_ids"),
-                    "destination_tx_ids": dst.get("tx_ids"),
-                    "block_times": src.get("block_times"),
-                    "bridge": s.get("bridge"),
-                },
-            }
-        )
-    quote = state["quote"]
-    final = state["steps"][-1].get("actual_output_base")
+    steps = [_receipt_step(s, document.summary_steps[s.index]) for s in document.steps]
+    quote = document.quote
+    final = document.steps[-1].actual_output_base
     realized: dict[str, Any] = {"complete": final is not None}
     if final is not None:
         exp, mn = int(quote["expected_output_base"]), int(quote["minimum_output_base"])
@@ -134,7 +134,7 @@ def receipt(state: dict[str, Any]) -> dict[str, Any]:
             actual_output_base=final,
             quoted_expected_output_base=quote["expected_output_base"],
             quoted_minimum_output_base=quote["minimum_output_base"],
-            approved_minimum_output_base=state["approval"]["minimum_output_base"],
+            approved_minimum_output_base=document.approval["minimum_output_base"],
             at_or_above_minimum=got >= mn,
             realized_vs_quoted_expected_bps=round(float(vs_exp), 2),
             quoted_expected_cost_bps=round(float(exp_cost_bps), 2),
@@ -146,7 +146,7 @@ def receipt(state: dict[str, Any]) -> dict[str, Any]:
         "quote": quote,
         "steps": steps,
         "route": realized,
-        "funds": state["funds"],
+        "funds": document.funds.to_json(),
         "market_note": "re-quotes are priced from the market named in each step's `requoted` block",
     }
 

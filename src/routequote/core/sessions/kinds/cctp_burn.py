@@ -12,13 +12,20 @@ from eth_utils.address import to_checksum_address
 
 from routequote.core.assets import CHAINS, Chain
 from routequote.core.chain import EvmTransaction
+from routequote.core.sessions.entries import CctpBurn
 from routequote.core.sessions.evidence_common import (
+    EvmSend,
     ObservationRejected,
+    SendEvidence,
     logs_named,
     lower_address,
     topic_address,
     topic_int,
 )
+
+
+def send_evidence(send: EvmSend) -> SendEvidence:
+    return SendEvidence(bridge=burn_evidence(send.action, send.call, send.tx, send.sender))
 
 
 def burn_evidence(action: dict[str, Any], call: Any, tx: EvmTransaction, sender: str) -> dict[str, Any]:
@@ -46,16 +53,16 @@ def burn_evidence(action: dict[str, Any], call: Any, tx: EvmTransaction, sender:
         )
     messages = [decode(["bytes"], lg.data)[0] for lg in logs_named(tx, "MessageSent")]
     source = CHAINS[Chain(str(action.get("chain")))].cctp_domain
-    return {
-        "kind": "cctp",
-        "source_domain": source,
-        "destination_domain": domain,
-        "source_tx": tx.tx_hash,
-        "source_block": tx.block_number,
-        "burn_token": str(to_checksum_address(burn_token)),
-        "burn_amount": amount,
-        "max_fee": max_fee,
-        "min_finality_threshold": finality,
-        "mint_recipient": "0x" + bytes(mint_recipient).hex(),
-        "message_sent": "0x" + bytes(messages[0]).hex() if len(messages) == 1 else None,
-    }
+    return CctpBurn.of(
+        kind="cctp",
+        source_domain=source,
+        destination_domain=domain,
+        source_tx=tx.tx_hash,
+        source_block=tx.block_number,
+        burn_token=str(to_checksum_address(burn_token)),
+        burn_amount=amount,
+        max_fee=max_fee,
+        min_finality_threshold=finality,
+        mint_recipient="0x" + bytes(mint_recipient).hex(),
+        message_sent="0x" + bytes(messages[0]).hex() if len(messages) == 1 else None,
+    ).to_json()

@@ -3,11 +3,12 @@
 Circle Iris attests the burn (`attested`); the service then prepares the caller's `receiveMessage`
 (`install_receive`, built by `core.actions.cctp_receive`) and verifies the mint transaction the caller names
 (`decide_mint`, `evidence.verify_cctp_mint`). The v1 corridor does not prepare it: anyone relays the mint and
-the service finds it by its `MessageReceived` log (`decide_relayed`).
+the service finds it by its `MessageReceived` log (`cctp_mint_relayed`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from eth_abi.abi import decode
@@ -15,6 +16,8 @@ from eth_abi.abi import decode
 from routequote.core.assets import CHAINS, Chain
 from routequote.core.chain import CctpMessage, EvmTransaction
 from routequote.core.routes import Route
+from routequote.core.sessions.document import SessionDocument
+from routequote.core.sessions.entries import CctpBurn
 from routequote.core.sessions.evidence_common import (
     CCTP_BURN_BODY_BYTES,
     CCTP_HEADER_BYTES,
@@ -31,40 +34,80 @@ from routequote.core.sessions.evidence_common import (
     topic_address,
 )
 from routequote.core.sessions.machine import Event
+from routequote.core.sessions.reads import Attestation, Facts, Need, Observing, TxByHash
 from routequote.core.sessions.state import (
     Decision,
     State,
     action_entry,
     delivered,
-    destination_pending,
     evidence_entry,
     funds,
 )
 
 
-def attested(state: State, messages: list[CctpMessage], dst: Chain) -> tuple[bool, State]:
+def observe(obs: Observing, facts: Facts) -> Decision | Need:
+    """Before the prepared receiveMessage: Iris's attestation (then the action is built); after it: the mint
+    transaction the caller names (or named before)."""
+    state, route = obs.state, obs.route
+    k = state.current_step
+    dst = route.steps[k].target.chain
+    if state.current_action is None:
+        got = attest(state, facts, dst)
+        if not isinstance(got, SessionDocument):
+            return got
+        return Decision(Event.DESTINATION_ACTION_READY, got, receive_action=True)
+    named = list(obs.named) or list(state.steps[k].destination_claimed_tx_ids or [])
+    check_mint_name(state, route, named)
+    read = TxByHash(dst.value, named[0])
+    if need := facts.missing(read):
+        return need
+    dep = obs.settings.deployments[dst]
+    return decide_mint(
+        state,
+        route,
+        named,
+        facts.txs[read],
+        usdc=dep.tokens["USDC"],
+        transmitter=dep.message_transmitter_v2 or "",
+        confirmations=obs.settings.required_confirmations(dst),
+    )
+
+
+def attest(state: State, facts: Facts, dst: Chain) -> State | Decision | Need:
+    """Iris's messages for this step's burn (`Need` until read): the document with the attested message kept,
+    or the decision that Circle has not attested it yet."""
+    bridge = state.steps[state.current_step].bridge_as(CctpBurn)
+    read = Attestation(int(bridge.source_domain), bridge.source_tx)
+    if need := facts.missing(read):
+        return need
+    ok, state = attested(state, facts.attestations[read], dst)
+    return state if ok else not_attested(state)
+
+
+def attested(state: State, messages: Sequence[CctpMessage], dst: Chain) -> tuple[bool, State]:
     """Iris's messages for this burn: when one is complete, keep its message and attestation in the bridge
     record (True); else mark the step awaiting the attestation (False)."""
     k = state.current_step
     entry = state.step(k)
-    bridge = entry["bridge"]
+    bridge = entry.bridge_as(CctpBurn)
     match = next(
         (
             m
             for m in messages
             if m.amount is not None
-            and int(m.amount) == int(bridge["burn_amount"])
+            and int(m.amount) == int(bridge.burn_amount)
             and m.destination_domain == CHAINS[dst].cctp_domain
         ),
         None,
     )
     if match is None or match.status != "complete" or not match.message or not match.attestation:
-        entry["destination_status"] = "awaiting_attestation"
-        return False, state.with_step(k, entry)
-    bridge["message"] = "0x" + match.message.hex()
-    bridge["attestation"] = "0x" + match.attestation.hex()
-    bridge["fee_executed"] = None if match.fee_executed is None else str(match.fee_executed)
-    return True, state.with_step(k, entry)
+        return False, state.with_step(k, entry.set(destination_status="awaiting_attestation"))
+    bridge = bridge.set(
+        message="0x" + match.message.hex(),
+        attestation="0x" + match.attestation.hex(),
+        fee_executed=None if match.fee_executed is None else str(match.fee_executed),
+    )
+    return True, state.with_step(k, entry.set(bridge=bridge))
 
 
 def not_attested(state: State) -> Decision:
@@ -87,8 +130,7 @@ def install_receive(state: State, route: Route, bundle: dict[str, Any], refreshe
     if refreshed:
         return state
     step = route.steps[k]
-    entry = state.step(k)
-    entry["destination_status"] = "mint_action_ready"
+    entry = state.step(k).set(destination_status="mint_action_ready")
     return state.with_step(
         k,
         entry,
@@ -102,15 +144,15 @@ def install_receive(state: State, route: Route, bundle: dict[str, Any], refreshe
     )
 
 
-def _verify(
+def verify_attested_mint(
     state: State, route: Route, tx: EvmTransaction, usdc: str, transmitter: str, confirmations: int
 ) -> Any:
     k = state.current_step
-    bridge = state.steps[k]["bridge"]
+    bridge = state.steps[k].bridge_as(CctpBurn)
     return verify_cctp_mint(
         tx,
-        message=bytes.fromhex(bridge["message"][2:]),
-        attestation=bytes.fromhex(bridge["attestation"][2:]),
+        message=attested_bytes(bridge.message),
+        attestation=attested_bytes(bridge.attestation),
         usdc=usdc,
         recipient=state.wallet(route.steps[k].target.chain.value),
         transmitter=transmitter,
@@ -118,10 +160,15 @@ def _verify(
     )
 
 
+def attested_bytes(hex_text: str | None) -> bytes:
+    """An attested message (or attestation) as kept in the bridge record (0x hex); none is a corrupt document."""
+    if not hex_text:
+        raise ValueError("the bridge record holds no attested message")
+    return bytes.fromhex(hex_text[2:])
+
+
 def _claimed(state: State, k: int, named: list[str]) -> State:
-    entry = state.step(k)
-    entry["destination_claimed_tx_ids"] = named
-    return state.with_step(k, entry)
+    return state.with_step(k, state.step(k).set(destination_claimed_tx_ids=named))
 
 
 def decide_mint(
@@ -140,61 +187,13 @@ def decide_mint(
         return Decision(
             Event.DESTINATION_PENDING, _claimed(state, k, named), note="the mint transaction is not mined yet"
         )
-    evidence = _verify(state, route, tx, usdc, transmitter, confirmations)
+    evidence = verify_attested_mint(state, route, tx, usdc, transmitter, confirmations)
     if evidence.status == "pending":
         return Decision(
             Event.DESTINATION_PENDING, _claimed(state, k, named), note="waiting for finality of the mint"
         )
     assert evidence.actual_output_base is not None
     return delivered(state, route, k, evidence.actual_output_base, evidence_entry(evidence))
-
-
-def decide_relayed(
-    state: State,
-    route: Route,
-    tx: EvmTransaction | None,
-    found_log: bool,
-    *,
-    usdc: str,
-    transmitter: str,
-    confirmations: int,
-    search_from: int,
-) -> Decision:
-    """v1: the mint anyone relayed, found by its `MessageReceived` log from `search_from`."""
-    k = state.current_step
-    if not found_log:
-        return destination_pending(
-            state,
-            "attested: the mint is relayed by anyone (receiveMessage); observe again after it",
-            "attested_awaiting_mint",
-            mint_search_from_block=search_from,
-        )
-    if tx is None:
-        return destination_pending(
-            state,
-            "the mint transaction is not final yet",
-            "attested_awaiting_mint",
-            mint_search_from_block=search_from,
-        )
-    evidence = _verify(state, route, tx, usdc, transmitter, confirmations)
-    if evidence.status == "pending":
-        return destination_pending(
-            state,
-            "waiting for finality of the mint",
-            "mint_awaiting_finality",
-            mint_search_from_block=search_from,
-        )
-    assert evidence.actual_output_base is not None
-    entry = state.step(k)
-    entry["bridge"]["mint_search_from_block"] = search_from
-    state = state.with_step(k, entry)
-    return delivered(
-        state,
-        route,
-        k,
-        evidence.actual_output_base,
-        {**evidence_entry(evidence), "kind": "cctp_mint_relayed"},
-    )
 
 
 # ---- evidence: the message and the mint ----------------------------------------------------------

@@ -7,6 +7,7 @@ from __future__ import annotations
 from routequote.core.chain import EvmTransaction
 from routequote.core.routes import Route
 from routequote.core.sessions.evidence_4337 import verify_userop_settlement
+from routequote.core.sessions.reads import Facts, Need, Observing, TxByHash
 from routequote.core.sessions.state import (
     Decision,
     State,
@@ -15,6 +16,21 @@ from routequote.core.sessions.state import (
     pending_source,
     step_done,
 )
+from routequote.errors import Conflict
+
+
+def observe(obs: Observing, facts: Facts) -> Decision | Need:
+    """v1 step 2: the bundler's `handleOps` transaction (the one the caller named) carrying the prepared
+    user operation."""
+    state = obs.state
+    action = state.current_action
+    if not action or action.get("kind") != "erc4337_settlement":  # pragma: no cover - guarded by the status
+        raise Conflict("step_out_of_order", "no settlement plan was prepared for this step")
+    chain = obs.route.steps[state.current_step].source.chain
+    read = TxByHash(chain.value, obs.named[0])
+    if need := facts.missing(read):
+        return need
+    return decide(state, obs.route, read.tx_hash, facts.txs[read], obs.settings.required_confirmations(chain))
 
 
 def decide(
@@ -38,8 +54,7 @@ def decide(
         return pending_source(state, [tx_hash], "waiting for finality")
     assert evidence.actual_output_base is not None
     check_step_minimum(state, k, evidence.actual_output_base)
-    entry = state.step(k)
-    entry["claimed_tx_ids"] = [tx_hash]
-    entry["source"] = evidence_entry(evidence)
-    entry["settlement"] = evidence.bridge
+    entry = state.step(k).set(
+        claimed_tx_ids=[tx_hash], source=evidence_entry(evidence), settlement=evidence.bridge
+    )
     return step_done(state.with_step(k, entry), route, k, evidence.actual_output_base)

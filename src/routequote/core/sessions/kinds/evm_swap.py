@@ -9,12 +9,18 @@ from typing import Any
 from routequote.core.actions.evm import ROUTER_ADDRESS_THIS, decode_call
 from routequote.core.chain import EvmTransaction
 from routequote.core.sessions.evidence_common import (
+    EvmSend,
     ObservationRejected,
+    SendEvidence,
     erc20_transfers,
     logs_named,
     lower_address,
     topic_address,
 )
+
+
+def send_evidence(send: EvmSend) -> SendEvidence:
+    return SendEvidence(output=swap_output(send.call, send.tx, send.recipient))
 
 
 def swap_output(call: Any, tx: EvmTransaction, recipient: str) -> int:

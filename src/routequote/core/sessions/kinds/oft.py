@@ -14,13 +14,16 @@ from eth_abi.abi import decode
 from routequote.core.actions.evm import LZ_EID
 from routequote.core.assets import Chain
 from routequote.core.bridge_arrivals import verify_oft_solana_delivery
-from routequote.core.chain import EvmLog, EvmTransaction, SolanaTransaction
+from routequote.core.chain import EvmLog, EvmTransaction, ObservationUnavailable, SolanaTransaction
 from routequote.core.routes import Route
+from routequote.core.sessions.entries import OftSend
 from routequote.core.sessions.evidence_common import (
     LZ_EID_SOLANA,
     SOLANA_SIG_RE,
     TOPIC0,
+    EvmSend,
     ObservationRejected,
+    SendEvidence,
     bytes32_to_recipient,
     logs_named,
     lower_address,
@@ -28,9 +31,49 @@ from routequote.core.sessions.evidence_common import (
 )
 from routequote.core.sessions.kinds.cctp_mint_solana import arrival_entry
 from routequote.core.sessions.machine import Event
+from routequote.core.sessions.reads import Facts, Need, Observing, ScanLookup, SolanaTx
 from routequote.core.sessions.state import Decision, State, arrived, destination_pending
 
 LZ_EID_ROBINHOOD = LZ_EID[Chain.ROBINHOOD]  # the Robinhood endpoint the USDG is sent from
+
+
+def observe(obs: Observing, facts: Facts) -> Decision | Need:
+    """The LayerZero delivery of the GUID this session's OFTSent emitted: found through LayerZero Scan unless
+    the caller names it, then read from Solana and verified either way. Nothing is read while the OFT
+    program is unpinned or its pin is in dispute."""
+    state, settings = obs.state, obs.settings
+    if settings.usdg_oft_pin_problem:
+        raise ObservationUnavailable("usdg_oft_solana_program_disagreement", settings.usdg_oft_pin_problem)
+    program = settings.usdg_oft_solana_program
+    if not program:
+        raise ObservationUnavailable(
+            "usdg_oft_solana_program_not_pinned",
+            "the USDG OFT program on Solana is not pinned (ROUTEQUOTE_USDG_OFT_SOLANA_PROGRAM): no "
+            "LayerZero delivery can be verified, so none is accepted",
+        )
+    named = list(obs.named)
+    if not named:
+        bridge = state.steps[state.current_step].bridge_as(OftSend)
+        lookup = ScanLookup(str(bridge.source_tx), str(bridge.guid))
+        if need := facts.missing(lookup):
+            return need
+        lead = facts.leads[lookup]
+        if lead is None or not lead.destination_tx:
+            return not_delivered_yet(state, None if lead is None else lead.status)
+        named = [lead.destination_tx]
+    check_delivery_name(named)
+    read = SolanaTx(named[0])
+    if need := facts.missing(read):
+        return need
+    source_oapp = settings.deployments[Chain.ROBINHOOD].usdg_oft or ""
+    return decide_delivery(
+        state,
+        obs.route,
+        named[0],
+        facts.solana_txs[read],
+        oft_program=program,
+        source_oapp=bytes(12) + bytes.fromhex(source_oapp.removeprefix("0x")),
+    )
 
 
 def needs_signature(hashes: list[str]) -> bool:
@@ -69,7 +112,7 @@ def decide_delivery(
     got = verify_oft_solana_delivery(
         tx,
         oft_program=oft_program,
-        guid=str(state.steps[k]["bridge"]["guid"]),
+        guid=str(state.steps[k].bridge_as(OftSend).guid),
         src_eid=LZ_EID_ROBINHOOD,
         source_oapp=source_oapp,
         recipient_owner=state.wallet("solana"),
@@ -78,6 +121,12 @@ def decide_delivery(
 
 
 # ---- evidence: the send on the source ------------------------------------------------------------
+
+
+def send_evidence(send: EvmSend) -> SendEvidence:
+    """The OFT send's evidence; the LayerZero native fee it paid is a network fee beside its gas."""
+    bridge = sent_evidence(send.call, send.tx, send.recipient, send.minimum, send.sender)
+    return SendEvidence(bridge=bridge, extra_network_fee={"layerzero_native_fee_sent_wei": send.tx.value})
 
 
 def sent_evidence(call: Any, tx: EvmTransaction, recipient: str, minimum: int, sender: str) -> dict[str, Any]:
@@ -103,17 +152,17 @@ def sent_evidence(call: Any, tx: EvmTransaction, recipient: str, minimum: int, s
         raise ObservationRejected(
             "observation_below_step_minimum", f"the OFT delivers {received}, below the step minimum {minimum}"
         )
-    return {
-        "kind": "oft",
-        "guid": guid,
-        "dst_eid": dst_eid,
-        "amount_sent": sent,
-        "amount_received": received,
-        "to": to_text,
-        "oft": tx.to,
-        "source_tx": tx.tx_hash,
-        "source_block": tx.block_number,
-    }
+    return OftSend.of(
+        kind="oft",
+        guid=guid,
+        dst_eid=dst_eid,
+        amount_sent=sent,
+        amount_received=received,
+        to=to_text,
+        oft=tx.to,
+        source_tx=tx.tx_hash,
+        source_block=tx.block_number,
+    ).to_json()
 
 
 def parse_oft_received(logs: Sequence[EvmLog], guid: str, *, oft: str) -> tuple[int, str, str] | None:

@@ -11,7 +11,24 @@ from routequote.core.chain import SolanaTransaction
 from routequote.core.routes import Route
 from routequote.core.sessions.evidence_common import SOLANA_SIG_RE, ObservationRejected
 from routequote.core.sessions.evidence_solana import verify_solana_action
-from routequote.core.sessions.state import Decision, State, pending_source, source_verified
+from routequote.core.sessions.reads import Facts, Need, Observing, SolanaTx
+from routequote.core.sessions.state import (
+    Decision,
+    State,
+    pending_source,
+    source_names,
+    source_verified,
+)
+
+
+def observe(obs: Observing, facts: Facts) -> Decision | Need:
+    """The one signature the caller named (or named before), read finalized, held to the prepared transaction."""
+    named = source_names(obs.state, obs.named)
+    check_names(obs.state, obs.route, named)
+    read = SolanaTx(named[0])
+    if need := facts.missing(read):
+        return need
+    return decide(obs.state, obs.route, named, facts.solana_txs[read])
 
 
 def check_names(state: State, route: Route, named: list[str]) -> None:
