@@ -41,8 +41,9 @@ from routequote.app import create_app
 from routequote.config import Settings
 from routequote.core.actions.evm import DEFAULT_DEPLOYMENTS, EvmDeployment
 from routequote.core.assets import Chain
+from routequote.ports import WATCH_LEADER as LEADER
 from routequote.storage.sessions_sql import SqlSessionStore
-from routequote.storage.watch_store import LEADER, SqlWatchStore
+from routequote.storage.watch_store import SqlWatchStore
 
 pytestmark = pytest.mark.chain
 BASE, ROBINHOOD = 8453, 4663

@@ -13,9 +13,11 @@ from pathlib import Path
 import pytest
 from tests.support.postgres import require_postgres, run_coroutine, temporary_database
 
+from routequote.ports import WATCH_LEADER as LEADER
+from routequote.ports import WATCH_SESSION_PREFIX as SESSION_PREFIX
 from routequote.ports import SessionEvent, SessionRecord
 from routequote.storage.sessions_sql import SqlSessionStore
-from routequote.storage.watch_store import LEADER, SESSION_PREFIX, SqlWatchStore
+from routequote.storage.watch_store import SqlWatchStore
 
 T0 = datetime(2026, 11, 27, 12, 0, tzinfo=UTC)
 WAITING = ["awaiting_source_receipt", "awaiting_destination"]
