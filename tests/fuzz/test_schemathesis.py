@@ -68,6 +68,8 @@ DOCUMENTED_BEYOND_SCHEMA = {
             "route_not_session_ready",
             "idempotency_key_mismatch",
             "session_token_invalid",  # the header's description: a plainly non-random token is refused
+            # webhook.url's description: https to a public address only (unless the operator allows the host)
+            "webhook_url_invalid",
         }
     ),
     "POST /v1/auth/challenge": frozenset({"invalid_source_wallet"}),
