@@ -12,7 +12,6 @@ import httpx
 import pytest
 
 from routequote.market.jsonrpc import JsonRpcClient, RpcTooLarge
-from routequote.observe._common import bounded_batch
 
 PAD = "0x" + "ab" * 200  # each answer is a little over 400 bytes
 
@@ -37,7 +36,7 @@ def test_a_batch_answered_past_the_size_limit_is_split_until_each_answer_fits() 
         async with httpx.AsyncClient(transport=httpx.MockTransport(handler)) as client:
             rpc = JsonRpcClient("http://node.invalid/", client, max_bytes=2_000)
             calls = [("eth_getTransactionReceipt", [f"0x{i:064x}"]) for i in range(16)]
-            got = await bounded_batch(rpc, calls)
+            got = await rpc.batch_within_limit(calls)
             assert [g[0] for g in got] == [c[1][0] for c in calls]  # every answer, in call order
             assert sent[0] == (16, False)  # the whole batch did not fit: split in halves until each fits
             assert sum(n for n, fits in sent if fits) == 16 and all(n <= 4 for n, fits in sent if fits)
@@ -45,7 +44,7 @@ def test_a_batch_answered_past_the_size_limit_is_split_until_each_answer_fits() 
             sent.clear()
             small = JsonRpcClient("http://node.invalid/", client, max_bytes=300)
             with pytest.raises(RpcTooLarge):  # one call whose answer alone passes the limit
-                await bounded_batch(small, calls[:3])
+                await small.batch_within_limit(calls[:3])
 
     asyncio.run(run())
 

@@ -190,6 +190,18 @@ class JsonRpcClient:
             out.extend(await self._batch_chunk(chunk, return_exceptions))
         return out
 
+    async def batch_within_limit(self, calls: Sequence[tuple[str, Sequence[Any]]]) -> list[Any]:
+        """`batch(calls, return_exceptions=True)` whose answers stay within the size limit: a batch answered past
+        it is split in two and each half sent again, down to a single call, whose too-large answer raises
+        `RpcTooLarge` (the watcher's batched reads: many receipts in one answer must not fail them all)."""
+        try:
+            return await self.batch(calls, return_exceptions=True)
+        except RpcTooLarge:
+            if len(calls) <= 1:
+                raise
+        mid = len(calls) // 2
+        return [*await self.batch_within_limit(calls[:mid]), *await self.batch_within_limit(calls[mid:])]
+
     async def _singles(
         self, calls: Sequence[tuple[str, Sequence[Any]]], return_exceptions: bool
     ) -> list[Any]:

@@ -9,13 +9,13 @@ is let through (another failure opens it again at once; a success closes it).
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import httpx
 
-from routequote.market.jsonrpc import JsonRpcClient, RpcError, RpcTooLarge
+from routequote.market.jsonrpc import RpcError
 from routequote.market.upstream import ResponseTooLarge, fetch_bounded, loads, log_failure, public_reason
 from routequote.ports import ObservationUnavailable
 
@@ -134,19 +134,6 @@ class RestUpstream:
             return await loads(resp.body)
         except ValueError as exc:
             raise self.fail(f"{p}_invalid_response", "invalid_response", exc) from None
-
-
-async def bounded_batch(rpc: JsonRpcClient, calls: Sequence[tuple[str, Sequence[Any]]]) -> list[Any]:
-    """`rpc.batch(calls, return_exceptions=True)` (one HTTP request per `max_batch` calls; a per-call JSON-RPC
-    error returned in place) whose answer stays within the client's size limit: a batch answered past it is
-    split in two and each half sent again, down to a single call, whose too-large answer raises `RpcTooLarge`."""
-    try:
-        return await rpc.batch(calls, return_exceptions=True)
-    except RpcTooLarge:
-        if len(calls) <= 1:
-            raise
-    mid = len(calls) // 2
-    return [*await bounded_batch(rpc, calls[:mid]), *await bounded_batch(rpc, calls[mid:])]
 
 
 HEX_DIGITS = frozenset("0123456789abcdefABCDEF")

@@ -31,7 +31,6 @@ from routequote.market.upstream import DEFAULT_MAX_BYTES, off_loop
 from routequote.observe._common import (
     Breaker,
     WireError,
-    bounded_batch,
     data_bytes,
     hash32,
     quantity,
@@ -293,7 +292,7 @@ class JsonRpcEvmReader:
         calls += [
             ("eth_getLogs", [log_filter(s.address, s.topics, s.from_block, s.to_block)]) for s in searches
         ]
-        first = await bounded_batch(rpc, calls)
+        first = await rpc.batch_within_limit(calls)
         for raw in first[:2]:
             if isinstance(raw, BaseException):
                 raise raw
@@ -342,7 +341,7 @@ class JsonRpcEvmReader:
         blocks = list(dict.fromkeys(str(receipt["blockNumber"]) for _, receipt in mined))
         calls: list[tuple[str, Sequence[Any]]] = [("eth_getTransactionByHash", [r.tx_hash]) for r, _ in mined]
         calls += [("eth_getBlockByNumber", [b, False]) for b in blocks]
-        second = await bounded_batch(rpc, calls)
+        second = await rpc.batch_within_limit(calls)
         block_of = dict(zip(blocks, second[len(mined) :], strict=True))
         for (r, receipt), tx in zip(mined, second[: len(mined)], strict=True):
             block = block_of[str(receipt["blockNumber"])]

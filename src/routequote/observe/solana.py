@@ -21,7 +21,7 @@ from routequote.core.sessions.reads import Facts, Read, SolanaTx
 from routequote.errors import InvalidRequest
 from routequote.market.jsonrpc import JsonRpcClient, RpcError
 from routequote.market.upstream import DEFAULT_MAX_BYTES, off_loop
-from routequote.observe._common import Breaker, WireError, bounded_batch, integer, unavailable
+from routequote.observe._common import Breaker, WireError, integer, unavailable
 from routequote.ports import (
     ObservationUnavailable,
     SolanaAccount,
@@ -236,7 +236,7 @@ class JsonRpcSolanaReader:
         self.breaker.check()
         calls = [("getTransaction", [r.signature, GET_TRANSACTION_CONFIG]) for r in wanted]
         try:
-            answers = await bounded_batch(self.rpc, calls)
+            answers = await self.rpc.batch_within_limit(calls)
         except RpcError as exc:
             self.breaker.failure()
             raise unavailable(exc, self.name, "getTransaction") from None
