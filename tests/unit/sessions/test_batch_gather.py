@@ -23,6 +23,8 @@ from tests.unit.actions.support import START
 from tests.unit.sessions.corpus import TOKEN, FakeEvm, Recorder, swap_receipts
 
 from routequote.core.assets import CHAINS, Chain
+from routequote.core.sessions.document import SessionDocument
+from routequote.core.sessions.entries import StepStatus, parse_bridge
 from routequote.core.sessions.reads import LatestBlock, TxByHash
 from routequote.core.sessions.state import Decision
 from routequote.observe.evm import JsonRpcEvmReader
@@ -267,5 +269,73 @@ def test_a_batch_read_answers_what_the_single_reads_answer() -> None:
             assert facts.txs[read] == await reader.transaction("base", read.tx_hash)
         assert sum(1 for t in facts.txs.values() if t is not None) == len(hashes) > 0
         await client.aclose()
+
+    asyncio.run(run())
+
+
+SPOKE = "0x" + "ab" * 20  # a SpokePool pinned on Robinhood for this test (none is by default)
+
+
+class CountingEvm(FakeEvm):
+    def __init__(self) -> None:
+        super().__init__()
+        self.heads = 0
+        self.searches = 0
+
+    async def block_number(self, chain: str) -> int:
+        self.heads += 1
+        return await super().block_number(chain)
+
+    async def logs(
+        self, chain: str, address: str, topics: list[str | None], from_block: int, to_block: int | None = None
+    ) -> list[Any]:
+        self.searches += 1
+        return []
+
+
+async def _across_world() -> tuple[Recorder, CountingEvm, list[SessionRecord]]:
+    """Across deposits in flight to Robinhood, waiting on the relayer's fill (never found): one past its fill
+    deadline (refunded on the origin), the others pending; one never searched before, two searched from a block."""
+    r = Recorder()
+    r.prepare.deployments[Chain.ROBINHOOD] = replace(
+        r.prepare.deployments[Chain.ROBINHOOD], across_spoke_pool=SPOKE
+    )
+    evm = CountingEvm()
+    r.sessions.evm = evm
+    records: list[SessionRecord] = []
+    for n, (deadline, search_from) in enumerate([(2_000_000_000, None), (2_000_000_000, 900), (1, 900)]):
+        created = await r.sessions.create(await r.create_body("base:USDC->robinhood:USDG"), TOKEN)
+        record = await r.sessions.store.get(created.body["session_id"])
+        assert record is not None
+        bridge = {
+            "kind": "across",
+            "origin_chain_id": 8453,
+            "deposit_id": 7 + n,
+            "input_amount": 1_000_000,
+            "output_amount": 990_000,
+            "fill_deadline": deadline,
+            "recipient": "0x" + "22" * 20,
+            "output_token": "0x" + "33" * 20,
+            "source_tx": f"0x{n + 1:064x}",
+            **({} if search_from is None else {"search_from_block": search_from}),
+        }
+        state = SessionDocument.parse(record.state)
+        entry = state.step(0).set(status=StepStatus.IN_FLIGHT, bridge=parse_bridge(bridge))
+        state = state.with_step(0, entry, phase="destination", current_action=None)
+        records.append(replace(record, status="awaiting_destination", state=state.to_json()))
+    return r, evm, records
+
+
+def test_across_fills_are_searched_from_one_block_height_per_chain_with_the_same_decisions() -> None:
+    async def run() -> None:
+        one, evm_one, records_one = await _across_world()
+        two, evm_two, records_two = await _across_world()
+        per_session = await _outcomes(PerSessionGatherer(one.sessions), records_one)
+        batched = await _outcomes(BatchedGatherer(two.sessions), records_two)
+        assert batched == per_session
+        events = sorted(o[1] for o in batched.values())
+        assert events == ["bridge_failed", "destination_pending", "destination_pending"], events  # past its deadline: refunded on the origin
+        assert (evm_one.heads, evm_one.searches) == (3, 3)
+        assert (evm_two.heads, evm_two.searches) == (1, 3)  # one block height for the chain, a search each
 
     asyncio.run(run())
