@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import orjson
 
@@ -23,6 +23,7 @@ from routequote.core.market import MarketView
 from routequote.core.quote import QuoteBody
 from routequote.core.quote_issue import IssueTemplate
 from routequote.core.routes import Route
+from routequote.core.sessions.reads import Facts, Read
 
 
 @dataclass(frozen=True, slots=True)
@@ -297,6 +298,17 @@ class EvmChainReader(Protocol):
     async def block_number(self, chain: str) -> int: ...
 
 
+@runtime_checkable
+class EvmBatchReader(Protocol):
+    """An EvmChainReader that also answers many reads on one chain at once (the watcher's batched gatherer)."""
+
+    async def batch_read(self, chain: str, reads: Sequence[Read]) -> tuple[Facts, dict[Read, BaseException]]:
+        """`TxByHash` / `LatestBlock` / `LogsSince` reads of `chain` in as few upstream requests as the node
+        allows: the answers, and the reads that failed on their own (an invalid hash, an error or garbage for
+        that one call). A failure of the whole request raises ObservationUnavailable."""
+        ...
+
+
 @dataclass(frozen=True, slots=True)
 class SolanaAccount:
     """What `getAccountInfo` says of an account besides its data: its owner program, whether it is an
@@ -347,6 +359,15 @@ class SolanaChainReader(Protocol):
         ...
 
 
+@runtime_checkable
+class SolanaBatchReader(Protocol):
+    """A SolanaChainReader that also reads many transactions at once (the watcher's batched gatherer)."""
+
+    async def batch_transactions(self, reads: Sequence[Read]) -> tuple[Facts, dict[Read, BaseException]]:
+        """`SolanaTx` reads in as few upstream requests as the node allows (see `EvmBatchReader.batch_read`)."""
+        ...
+
+
 class LayerZeroDelivery(Protocol):
     """What LayerZero Scan says of one message: a lead to the delivery, never evidence of it."""
 
@@ -384,6 +405,7 @@ __all__ = [
     "AttestationReader",
     "CctpMessage",
     "Clock",
+    "EvmBatchReader",
     "EvmChainReader",
     "EvmLog",
     "EvmStateReader",
@@ -401,6 +423,7 @@ __all__ = [
     "SessionEvent",
     "SessionRecord",
     "SessionStore",
+    "SolanaBatchReader",
     "SolanaChainReader",
     "SolanaInstruction",
     "SolanaPreflightReader",

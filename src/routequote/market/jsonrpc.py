@@ -91,6 +91,7 @@ class JsonRpcClient:
         timeout: float = 1.5,
         max_batch: int = 1000,
         max_bytes: int = DEFAULT_MAX_BYTES,
+        max_concurrent_singles: int = 8,
     ) -> None:
         self.url = url
         self.client = client
@@ -99,6 +100,9 @@ class JsonRpcClient:
         self.max_batch = max_batch
         self.batching = True  # turned off when the node refuses batches
         self.round_trips = 0  # HTTP requests sent (for tests and timings)
+        # a node that refuses batches gets a batch's calls as single requests, at most this many at once (the
+        # watcher's batched gatherer may hand it thousands)
+        self.max_concurrent_singles = max(1, max_concurrent_singles)
         self._ids = itertools.count(1)
 
     async def _post(self, payload: Any) -> Any:
@@ -186,16 +190,31 @@ class JsonRpcClient:
             out.extend(await self._batch_chunk(chunk, return_exceptions))
         return out
 
+    async def batch_within_limit(self, calls: Sequence[tuple[str, Sequence[Any]]]) -> list[Any]:
+        """`batch(calls, return_exceptions=True)` whose answers stay within the size limit: a batch answered past
+        it is split in two and each half sent again, down to a single call, whose too-large answer raises
+        `RpcTooLarge` (the watcher's batched reads: many receipts in one answer must not fail them all)."""
+        try:
+            return await self.batch(calls, return_exceptions=True)
+        except RpcTooLarge:
+            if len(calls) <= 1:
+                raise
+        mid = len(calls) // 2
+        return [*await self.batch_within_limit(calls[:mid]), *await self.batch_within_limit(calls[mid:])]
+
     async def _singles(
         self, calls: Sequence[tuple[str, Sequence[Any]]], return_exceptions: bool
     ) -> list[Any]:
+        gate = asyncio.Semaphore(self.max_concurrent_singles)
+
         async def one(method: str, params: Sequence[Any]) -> Any:
-            try:
-                return await self.call(method, params)
-            except RpcCallError as exc:
-                if return_exceptions:
-                    return exc
-                raise
+            async with gate:
+                try:
+                    return await self.call(method, params)
+                except RpcCallError as exc:
+                    if return_exceptions:
+                        return exc
+                    raise
 
         return list(await asyncio.gather(*(one(m, p) for m, p in calls)))
 

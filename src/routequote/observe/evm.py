@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import httpx
@@ -24,10 +24,18 @@ from eth_utils.address import to_checksum_address
 
 from routequote.core.assets import CHAINS, Chain
 from routequote.core.field_rules import EVM_ADDRESS_PATTERN, EVM_TX_HASH_PATTERN
+from routequote.core.sessions.reads import Facts, LatestBlock, LogsSince, Read, TxByHash
 from routequote.errors import InvalidRequest
-from routequote.market.jsonrpc import JsonRpcClient
+from routequote.market.jsonrpc import JsonRpcClient, RpcError
 from routequote.market.upstream import DEFAULT_MAX_BYTES, off_loop
-from routequote.observe._common import Breaker, WireError, data_bytes, hash32, quantity
+from routequote.observe._common import (
+    Breaker,
+    WireError,
+    data_bytes,
+    hash32,
+    quantity,
+    unavailable,
+)
 from routequote.ports import EvmLog, EvmTransaction, ObservationUnavailable
 
 TX_HASH = re.compile(EVM_TX_HASH_PATTERN)
@@ -108,6 +116,17 @@ def parse_transaction(
         effective_gas_price=quantity(price, "receipt.effectiveGasPrice"),
         logs=tuple(parse_log(lg) for lg in logs),
     )
+
+
+def log_filter(
+    address: str, topics: Sequence[str | None], from_block: int, to_block: int | None
+) -> dict[str, Any]:
+    return {
+        "address": str(to_checksum_address(address)),
+        "topics": [None if t is None else t.lower() for t in topics],
+        "fromBlock": hex(from_block),
+        "toBlock": "latest" if to_block is None else hex(to_block),
+    }
 
 
 class JsonRpcEvmReader:
@@ -198,12 +217,7 @@ class JsonRpcEvmReader:
         self, chain: str, address: str, topics: list[str | None], from_block: int, to_block: int | None = None
     ) -> list[EvmLog]:
         rpc, breaker = self.rpc_for(chain)
-        flt = {
-            "address": str(to_checksum_address(address)),
-            "topics": [None if t is None else t.lower() for t in topics],
-            "fromBlock": hex(from_block),
-            "toBlock": "latest" if to_block is None else hex(to_block),
-        }
+        flt = log_filter(address, topics, from_block, to_block)
 
         async def read() -> list[EvmLog]:
             raw = await rpc.call("eth_getLogs", [flt])
@@ -220,6 +234,138 @@ class JsonRpcEvmReader:
             return quantity(await rpc.call("eth_blockNumber", []), "eth_blockNumber")
 
         return await breaker.guard(read(), "eth_blockNumber")
+
+    # ---- many reads at once (the watcher's batched gatherer: ports.EvmBatchReader) ----------------------
+
+    async def batch_read(self, chain: str, reads: Sequence[Read]) -> tuple[Facts, dict[Read, BaseException]]:
+        """Every `TxByHash`, `LatestBlock` and `LogsSince` read of `chain` in two JSON-RPC batches (each one HTTP
+        request per `max_batch` calls, split further when an answer passes the size limit): first `eth_chainId`
+        (checked once), `eth_blockNumber` (once), every receipt and every `eth_getLogs`; then, for the mined
+        ones only, `eth_getTransactionByHash` and `eth_getBlockByNumber` (once per block). Each transaction is
+        decoded and checked exactly as `transaction()` does, with the same block height. A call the node
+        refused or answered with garbage fails its read alone (`rpc_<kind>:<chain>`); a batch that fails as a
+        whole (timeout, transport, wrong chain id) raises, through the chain's breaker."""
+        rpc, breaker = self.rpc_for(chain)
+        failed: dict[Read, BaseException] = {}
+        hashes: list[TxByHash] = []
+        heads: list[LatestBlock] = []
+        searches: list[LogsSince] = []
+        for r in dict.fromkeys(reads):
+            if isinstance(r, TxByHash) and r.chain == chain:
+                if isinstance(r.tx_hash, str) and TX_HASH.match(r.tx_hash):
+                    hashes.append(r)
+                else:
+                    failed[r] = InvalidRequest(
+                        "invalid_transaction_hash", "an EVM transaction hash is 0x + 64 hex digits"
+                    )
+            elif isinstance(r, LatestBlock) and r.chain == chain:
+                heads.append(r)
+            elif isinstance(r, LogsSince) and r.chain == chain:
+                searches.append(r)
+            else:
+                raise ValueError(f"not a read of {chain}: {r!r}")
+        try:
+            facts = await self._batch_read(chain, rpc, hashes, heads, searches, failed)
+        except (RpcError, WireError) as exc:
+            breaker.failure()
+            raise unavailable(exc, chain, "eth_getTransactionReceipt") from None
+        except ObservationUnavailable:
+            breaker.failure()
+            raise
+        if any(isinstance(e, ObservationUnavailable) for e in failed.values()):
+            breaker.failure()
+        else:
+            breaker.success()
+        return facts, failed
+
+    async def _batch_read(
+        self,
+        chain: str,
+        rpc: JsonRpcClient,
+        hashes: list[TxByHash],
+        heads: list[LatestBlock],
+        searches: list[LogsSince],
+        failed: dict[Read, BaseException],
+    ) -> Facts:
+        calls: list[tuple[str, Sequence[Any]]] = [("eth_chainId", []), ("eth_blockNumber", [])]
+        calls += [("eth_getTransactionReceipt", [r.tx_hash]) for r in hashes]
+        calls += [
+            ("eth_getLogs", [log_filter(s.address, s.topics, s.from_block, s.to_block)]) for s in searches
+        ]
+        first = await rpc.batch_within_limit(calls)
+        for raw in first[:2]:
+            if isinstance(raw, BaseException):
+                raise raw
+        chain_id = self.check_chain_id(chain, first[0])
+        latest = quantity(first[1], "eth_blockNumber")
+
+        def fail(read: Read, exc: Exception, method: str) -> None:
+            failed[read] = unavailable(exc, chain, method)
+
+        txs: dict[TxByHash, EvmTransaction | None] = {}
+        mined: list[tuple[TxByHash, dict[str, Any]]] = []
+        for r, receipt in zip(hashes, first[2 : 2 + len(hashes)], strict=True):
+            if isinstance(receipt, Exception):
+                fail(r, receipt, "eth_getTransactionReceipt")
+            elif receipt is None:
+                txs[r] = None
+            elif not isinstance(receipt, dict) or not isinstance(receipt.get("blockNumber"), str):
+                fail(r, WireError("receipt: not an object with a blockNumber"), "eth_getTransactionReceipt")
+            else:
+                mined.append((r, receipt))
+        logs: dict[LogsSince, tuple[EvmLog, ...]] = {}
+        for s, raw in zip(searches, first[2 + len(hashes) :], strict=True):
+            try:
+                if isinstance(raw, Exception):
+                    raise raw
+                if not isinstance(raw, list):
+                    raise WireError("eth_getLogs: not a list")
+                logs[s] = tuple(await off_loop(_parse_logs, raw, heavy=len(raw) >= HEAVY_LOGS))
+            except (RpcError, WireError) as exc:
+                fail(s, exc, "eth_getLogs")
+        if mined:
+            await self._mined(chain, rpc, mined, latest, chain_id, txs, fail)
+        return Facts(txs=txs, blocks=dict.fromkeys(heads, latest), logs=logs)
+
+    async def _mined(
+        self,
+        chain: str,
+        rpc: JsonRpcClient,
+        mined: list[tuple[TxByHash, dict[str, Any]]],
+        latest: int,
+        chain_id: int,
+        txs: dict[TxByHash, EvmTransaction | None],
+        fail: Callable[[Read, Exception, str], None],
+    ) -> None:
+        """The second batch: each mined transaction and its block (once per block), then decoded."""
+        blocks = list(dict.fromkeys(str(receipt["blockNumber"]) for _, receipt in mined))
+        calls: list[tuple[str, Sequence[Any]]] = [("eth_getTransactionByHash", [r.tx_hash]) for r, _ in mined]
+        calls += [("eth_getBlockByNumber", [b, False]) for b in blocks]
+        second = await rpc.batch_within_limit(calls)
+        block_of = dict(zip(blocks, second[len(mined) :], strict=True))
+        for (r, receipt), tx in zip(mined, second[: len(mined)], strict=True):
+            block = block_of[str(receipt["blockNumber"])]
+            try:
+                if isinstance(tx, Exception):
+                    raise tx
+                if tx is None:
+                    txs[r] = None
+                    continue
+                if isinstance(block, Exception):
+                    raise block
+                logs = receipt.get("logs")
+                txs[r] = await off_loop(
+                    parse_transaction,
+                    r.tx_hash,
+                    tx,
+                    receipt,
+                    block,
+                    latest,
+                    chain_id,
+                    heavy=isinstance(logs, list) and len(logs) >= HEAVY_LOGS,
+                )
+            except (RpcError, WireError) as exc:
+                fail(r, exc, "eth_getTransactionReceipt")
 
     def health(self) -> dict[str, dict[str, Any]]:
         return {c: {"breaker": b.state, "consecutive_failures": b.failures} for c, b in self.breakers.items()}

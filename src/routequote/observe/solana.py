@@ -10,17 +10,18 @@ from __future__ import annotations
 
 import base64
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import httpx
 from solders.pubkey import Pubkey
 from solders.signature import Signature
 
+from routequote.core.sessions.reads import Facts, Read, SolanaTx
 from routequote.errors import InvalidRequest
-from routequote.market.jsonrpc import JsonRpcClient
+from routequote.market.jsonrpc import JsonRpcClient, RpcError
 from routequote.market.upstream import DEFAULT_MAX_BYTES, off_loop
-from routequote.observe._common import Breaker, WireError, integer
+from routequote.observe._common import Breaker, WireError, integer, unavailable
 from routequote.ports import (
     ObservationUnavailable,
     SolanaAccount,
@@ -206,6 +207,52 @@ class JsonRpcSolanaReader:
             return await off_loop(parse_get_transaction, signature, result, heavy=_heavy(result))
 
         return await self.breaker.guard(read(), "getTransaction")
+
+    async def batch_transactions(self, reads: Sequence[Read]) -> tuple[Facts, dict[Read, BaseException]]:
+        """Every `SolanaTx` read as `getTransaction` calls in one JSON-RPC batch (one HTTP request per
+        `max_batch` calls, split further when an answer passes the size limit), each decoded exactly as
+        `transaction()` does (ports.SolanaBatchReader). A call the node refused or answered with garbage fails
+        its read alone; a batch that fails as a whole raises, through the breaker."""
+        failed: dict[Read, BaseException] = {}
+        wanted: list[SolanaTx] = []
+        for r in dict.fromkeys(reads):
+            if not isinstance(r, SolanaTx):
+                raise ValueError(f"not a Solana transaction read: {r!r}")
+            try:
+                Signature.from_string(r.signature)
+            except (ValueError, TypeError):
+                failed[r] = InvalidRequest(
+                    "invalid_transaction_signature", "a Solana signature is 64 bytes in base58"
+                )
+                continue
+            wanted.append(r)
+        if self.rpc is None:
+            raise ObservationUnavailable(
+                "chain_rpc_not_configured",
+                "no RPC URL is configured for solana: its transactions cannot be observed",
+            )
+        if not wanted:
+            return Facts(), failed
+        self.breaker.check()
+        calls = [("getTransaction", [r.signature, GET_TRANSACTION_CONFIG]) for r in wanted]
+        try:
+            answers = await self.rpc.batch_within_limit(calls)
+        except RpcError as exc:
+            self.breaker.failure()
+            raise unavailable(exc, self.name, "getTransaction") from None
+        txs: dict[SolanaTx, SolanaTransaction | None] = {}
+        for r, result in zip(wanted, answers, strict=True):
+            try:
+                if isinstance(result, Exception):
+                    raise result
+                txs[r] = await off_loop(parse_get_transaction, r.signature, result, heavy=_heavy(result))
+            except (RpcError, WireError) as exc:
+                failed[r] = unavailable(exc, self.name, "getTransaction")
+        if any(isinstance(e, ObservationUnavailable) for e in failed.values()):
+            self.breaker.failure()
+        else:
+            self.breaker.success()
+        return Facts(solana_txs=txs), failed
 
     def _account_rpc(self, address: str) -> JsonRpcClient:
         """The RPC an account read goes to, once the address is a Solana key, an RPC URL is set and the

@@ -27,6 +27,7 @@ from routequote.core.routes import ROUTES, Provider, Route, Step
 from routequote.core.sessions import kinds
 from routequote.core.sessions.kinds.cctp_mint_evm import install_receive
 from routequote.core.sessions.machine import Event, Status, next_status
+from routequote.core.sessions.reads import Observing
 from routequote.core.sessions.state import (
     MODE_V2,
     SESSION_BINDING_VERSION,
@@ -305,6 +306,20 @@ class SessionService(V1CorridorMode):
         except TransactionAlreadyUsed:
             log.info("session_watch_transaction_already_used", session_id=record.session_id)
             return None
+
+    def watched_observing(self, record: SessionRecord) -> tuple[kinds.KindKey, Observing]:
+        """For a gatherer that reads for many sessions at once (sessions/batch_gather.py): the step kind of
+        `record`'s current step and what it is asked with, as `watched_outcome` would ask it (raises what that
+        raises before any read: a session observe refuses)."""
+        self._check_operation(record, "observe")
+        state = self._document(record)
+        route = ROUTES[record.route]
+        return kinds.select(state, route), self.facts.observing(state, route)
+
+    async def watched_advance(self, record: SessionRecord, decision: Decision) -> Decision:
+        """`watched_outcome` after its kind decided: the fulfilment of what the decision asks for (nothing
+        written)."""
+        return await self._advance(record, ROUTES[record.route], decision)
 
     # ---- refresh and cancel -----------------------------------------------------------------------------
 

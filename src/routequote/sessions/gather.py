@@ -92,7 +92,7 @@ class ChainFacts:
     async def observe(self, key: KindKey, state: State, route: Route, named: Sequence[str] = ()) -> Decision:
         """Observe the current step with kind `key`: run the reads it names, ask it again, until it decides."""
         kind = REGISTRY[key]
-        obs = Observing(state, route, tuple(named), int(self.clock.now().timestamp()), self.settings())
+        obs = self.observing(state, route, named)
         facts = Facts()
         while True:
             out = kind.observe(obs, facts)
@@ -101,6 +101,10 @@ class ChainFacts:
             if not out.reads or all(facts.has(r) for r in out.reads):  # pragma: no cover - a kind's defect
                 raise RuntimeError(f"step kind {key} asked again for reads it has")
             facts = facts.merged(await self.read(out.reads))
+
+    def observing(self, state: State, route: Route, named: Sequence[str] = ()) -> Observing:
+        """What a kind is asked with: the document, the route, the names, the time now and the settings."""
+        return Observing(state, route, tuple(named), int(self.clock.now().timestamp()), self.settings())
 
     # ---- the gatherer -----------------------------------------------------------------------------------
 

@@ -23,9 +23,11 @@ whose observation is refused (a 4xx: reverted, not the prepared action) backs of
 URL is not watched, and its sessions say so (`watch_block`).
 
 The seam: phase 1 (gather) for a tick goes through one `Gatherer.outcomes(chain, records)` call per chain.
-`PerSessionGatherer` (today) gathers each session on its own through the service's observe path, so upstream
-calls grow with the sessions; a batched gatherer (one log filter per chain per block, batched receipt and
-signature reads, built from the reads each step kind declares) replaces it there and nothing else changes.
+`BatchedGatherer` (the default, sessions/batch_gather.py) asks every session's step kind what it reads,
+deduplicates the reads across sessions and runs them as JSON-RPC batches (chain id and block height once per
+chain per tick), then lets each kind decide from the shared facts: the same decisions, with HTTP requests per
+chain per tick that do not grow with the sessions up to the node's batch size. `PerSessionGatherer` gathers
+each session on its own through the service's observe path (upstream calls grow with the sessions).
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ from routequote.ports import WATCH_LEADER as LEADER
 from routequote.ports import WATCH_SESSION_PREFIX as SESSION_PREFIX
 from routequote.ports import ObservationUnavailable, SessionRecord, StoreUnavailable
 from routequote.readiness import rpc_setting
+from routequote.sessions.batch_gather import BatchedGatherer, BatchedSessions
 
 log = structlog.get_logger("routequote.watch")
 
@@ -170,6 +173,14 @@ class PerSessionGatherer:
         return out
 
 
+def default_gatherer(sessions: WatchedSessions) -> Gatherer:
+    """`BatchedGatherer` (sessions/batch_gather.py: the reads of all a chain's sessions at once) for a service
+    that offers its entries, else `PerSessionGatherer`."""
+    if isinstance(sessions, BatchedSessions):
+        return BatchedGatherer(sessions)
+    return PerSessionGatherer(sessions)
+
+
 @dataclass
 class _Backoff:
     failures: int = 0
@@ -204,7 +215,7 @@ class Watcher:
         self.store = store
         self.watching = watching
         self.config = watching.config
-        self.gatherer: Gatherer = gatherer or PerSessionGatherer(sessions)
+        self.gatherer: Gatherer = gatherer or default_gatherer(sessions)
         self.wall = wall
         self.monotonic = monotonic
         self.holder = f"{socket.gethostname()[:60]}:{os.getpid()}:{secrets.token_hex(4)}"
@@ -376,4 +387,13 @@ class Watcher:
                 await self.store.release(self.holder)
 
 
-__all__ = ["WATCHED", "Gatherer", "PerSessionGatherer", "TickReport", "WatchConfig", "Watcher", "Watching"]
+__all__ = [
+    "WATCHED",
+    "Gatherer",
+    "PerSessionGatherer",
+    "TickReport",
+    "WatchConfig",
+    "Watcher",
+    "Watching",
+    "default_gatherer",
+]

@@ -1,0 +1,167 @@
+"""The watcher's batched gatherer: per chain per tick, the reads of every waiting session at once.
+
+`PerSessionGatherer` (sessions/watch.py) runs observe's gather for each session on its own, so every session
+costs its own receipt reads, block height and chain id check. `BatchedGatherer` implements the same seam
+(`Gatherer.outcomes(chain, records)`) from what the step kinds declare (`core.sessions.reads`):
+
+1. each session's step kind is asked what it needs (`SessionService.watched_observing`: the same kind and the
+   same `Observing` that observe would use);
+2. the reads every still-undecided session lacks are deduplicated across sessions (one `LatestBlock` per chain,
+   one `TxByHash` per hash) and run together (`BatchReads`): an EVM chain's reads through
+   `ports.EvmBatchReader.batch_read` (two JSON-RPC batches: chain id once, block height once, receipts and log
+   searches, then the mined transactions and their blocks), Solana's through
+   `ports.SolanaBatchReader.batch_transactions` (one `getTransaction` batch), Circle Iris and LayerZero Scan
+   one lookup per pending message as before; a reader without the batch method is read one read at a time;
+3. every kind is asked again with the shared facts, until each has decided (a kind is pure: the same document
+   with the same facts decides the same thing, whatever other reads the facts also hold);
+4. each decision is fulfilled as observe fulfils it (`SessionService.watched_advance`), in record order.
+
+The outcomes are those `PerSessionGatherer` gives on the same chain: a session whose kind or read fails gets the
+exception (a read that failed alone fails only the sessions that need it); the first `ObservationUnavailable`,
+in record order, ends the chain for this tick, so the sessions after it are `None` (not looked at), as there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
+from routequote.core.assets import Chain
+from routequote.core.sessions.kinds import REGISTRY, KindKey, StepKind
+from routequote.core.sessions.reads import SOLANA, Facts, Observing, Read, source_of
+from routequote.core.sessions.state import Decision
+from routequote.ports import EvmBatchReader, ObservationUnavailable, SessionRecord, SolanaBatchReader
+from routequote.sessions.gather import ChainFacts
+
+MAX_ROUNDS = 16  # ask / read rounds per tick; every kind decides within a few
+
+
+@runtime_checkable
+class BatchedSessions(Protocol):
+    """What the batched gatherer needs of the session service (engine.SessionService)."""
+
+    @property
+    def facts(self) -> ChainFacts: ...
+
+    def watched_observing(self, record: SessionRecord) -> tuple[KindKey, Observing]: ...
+
+    async def watched_advance(self, record: SessionRecord, decision: Decision) -> Decision: ...
+
+
+class BatchReads:
+    """Runs a deduplicated list of reads through `facts`' ports, grouped by where each is answered, batched
+    where the reader can batch. Returns the answers and the reads that failed, each with its exception. In a
+    group read one at a time, the first `ObservationUnavailable` fails the rest of the group unasked (as the
+    per-session path stops at it)."""
+
+    def __init__(self, facts: ChainFacts) -> None:
+        self.facts = facts
+
+    async def run(self, reads: Sequence[Read]) -> tuple[Facts, dict[Read, BaseException]]:
+        groups: dict[str, list[Read]] = {}
+        for r in dict.fromkeys(reads):
+            groups.setdefault(source_of(r), []).append(r)
+        facts, failed = Facts(), dict[Read, BaseException]()
+        for source, group in groups.items():
+            try:
+                got, bad = await self._group(source, group)
+            except ObservationUnavailable as exc:  # the whole group (a batch that failed, no reader)
+                got, bad = Facts(), dict.fromkeys(group, exc)
+            facts = facts.merged(got)
+            failed.update(bad)
+        return facts, failed
+
+    async def _group(self, source: str, group: list[Read]) -> tuple[Facts, dict[Read, BaseException]]:
+        if source == SOLANA:
+            solana = self.facts.solana
+            if isinstance(solana, SolanaBatchReader):
+                return await solana.batch_transactions(group)
+        elif source in {c.value for c in Chain}:
+            evm = self.facts.evm
+            if isinstance(evm, EvmBatchReader):
+                return await evm.batch_read(source, group)
+        return await self._one_by_one(group)
+
+    async def _one_by_one(self, group: list[Read]) -> tuple[Facts, dict[Read, BaseException]]:
+        facts, failed = Facts(), dict[Read, BaseException]()
+        for i, r in enumerate(group):
+            try:
+                facts = facts.merged(await self.facts.read([r]))
+            except ObservationUnavailable as exc:
+                failed.update(dict.fromkeys(group[i:], exc))
+                break
+            except Exception as exc:  # this read only (an invalid hash: a 4xx)
+                failed[r] = exc
+        return facts, failed
+
+
+class BatchedGatherer:
+    """`Gatherer` for the watcher: every waiting session of one chain gathered together (module docstring)."""
+
+    def __init__(self, sessions: BatchedSessions) -> None:
+        self.sessions = sessions
+
+    async def outcomes(
+        self, chain: Chain, records: Sequence[SessionRecord]
+    ) -> list[Decision | BaseException | None]:
+        out: list[Decision | BaseException | None] = [None] * len(records)
+        asking: dict[int, tuple[StepKind, Observing]] = {}
+        for i, record in enumerate(records):
+            try:
+                key, obs = self.sessions.watched_observing(record)
+            except Exception as exc:  # observe would refuse this session: it alone
+                out[i] = exc
+                continue
+            asking[i] = (REGISTRY[key], obs)
+        decided = await self._decide(asking, out)
+        for i, record in enumerate(records):
+            if i in decided:
+                try:
+                    out[i] = await self.sessions.watched_advance(record, decided[i])
+                except Exception as exc:
+                    out[i] = exc
+            if isinstance(out[i], ObservationUnavailable):  # the chain is down for this tick
+                out[i + 1 :] = [None] * (len(records) - i - 1)
+                break
+        return out
+
+    async def _decide(
+        self, asking: dict[int, tuple[StepKind, Observing]], out: list[Decision | BaseException | None]
+    ) -> dict[int, Decision]:
+        """Ask every kind, read what they lack together, ask again: each session's decision, or its
+        exception in `out`."""
+        reads = BatchReads(self.sessions.facts)
+        facts = Facts()
+        decided: dict[int, Decision] = {}
+        for _ in range(MAX_ROUNDS):
+            needs: dict[int, tuple[Read, ...]] = {}
+            for i, (kind, obs) in asking.items():
+                try:
+                    got = kind.observe(obs, facts)
+                except Exception as exc:  # rejected (a 4xx) or unavailable (not pinned): this session
+                    out[i] = exc
+                    continue
+                if isinstance(got, Decision):
+                    decided[i] = got
+                    continue
+                lacking = tuple(r for r in got.reads if not facts.has(r))
+                if not lacking:  # pragma: no cover - a kind's defect, as ChainFacts.observe says
+                    out[i] = RuntimeError("a step kind asked again for reads it has")
+                    continue
+                needs[i] = lacking
+            asking = {i: asking[i] for i in needs}
+            if not needs:
+                return decided
+            more, failed = await reads.run([r for lacking in needs.values() for r in lacking])
+            facts = facts.merged(more)
+            for i, lacking in needs.items():
+                bad = next((failed[r] for r in lacking if r in failed), None)
+                if bad is not None:
+                    out[i] = bad
+                    del asking[i]
+        for i in asking:  # pragma: no cover - no kind asks this many rounds
+            out[i] = RuntimeError(f"a step kind was still reading after {MAX_ROUNDS} rounds")
+        return decided
+
+
+__all__ = ["BatchReads", "BatchedGatherer", "BatchedSessions"]
