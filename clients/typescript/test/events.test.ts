@@ -49,6 +49,7 @@ async function scripted(script: Script): Promise<{ url: string; seen: IncomingMe
     script(req, res, seen.length);
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  server.unref(); // a failed assertion that skips close() must not keep the test process alive
   const { port } = server.address() as AddressInfo;
   return {
     url: `http://127.0.0.1:${port}`,
