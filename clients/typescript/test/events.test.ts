@@ -205,6 +205,32 @@ describe("events (scripted SSE server)", () => {
     await s.close();
   });
 
+  test("a connection silent past idleTimeoutMs (no event, no heartbeat) is dropped and resumed", async () => {
+    const s = await scripted((req, res, hit) => {
+      sse(res);
+      if (hit === 1) res.write(message(event(1))); // then silence, the connection left open
+      else res.end(message(event(2, "cancelled")));
+    });
+    const events = await collect(rq(s.url).events(HANDLE, { idleTimeoutMs: 100 }));
+    assert.deepEqual(events.map((e) => e.sequence), [1, 2]);
+    assert.equal(s.seen[1]!["last-event-id"], `${SID}:1`);
+    await s.close();
+  });
+
+  test("aborting while Retry-After is waited out ends at once with the signal's reason", async () => {
+    const s = await scripted((req, res) => {
+      res.writeHead(429, { "content-type": "application/json", "retry-after": "20" });
+      res.end(JSON.stringify({ error: "rate_limited", reason_class: "event_streams_limit_reached", message: "later" }));
+    });
+    const controller = new AbortController();
+    const never = new RouteQuoteClient({ baseUrl: s.url, sleep: () => new Promise<void>(() => undefined) });
+    const following = collect(never.events(HANDLE, { signal: controller.signal }));
+    setTimeout(() => controller.abort(new Error("user stop")), 50);
+    await assert.rejects(following, /user stop/);
+    assert.equal(s.seen.length, 1);
+    await s.close();
+  });
+
   test("breaking out of the loop or aborting closes the connection", async () => {
     const s = await scripted((req, res) => {
       sse(res);

@@ -79,6 +79,9 @@ export interface EventsOptions {
   signal?: AbortSignal;
   /** Reconnects in a row without a new event before giving up with ServiceUnreachable (default 5). */
   maxReconnects?: number;
+  /** A connection that brings nothing, not even a heartbeat, for this long is dropped and resumed (default
+   * 60 s; the server sends a heartbeat every 15 s on its defaults). */
+  idleTimeoutMs?: number;
 }
 
 export interface StreamConnection {
@@ -199,6 +202,30 @@ function aborted(signal: AbortSignal | undefined): void {
   if (signal?.aborted) throw signal.reason ?? new DOMException("aborted", "AbortError");
 }
 
+/** `p`, or the signal's reason as soon as it aborts. */
+function abortable(p: Promise<void>, signal: AbortSignal | undefined): Promise<void> {
+  if (signal === undefined) return p;
+  return new Promise((resolve, reject) => {
+    if (signal.aborted) return reject(signal.reason);
+    const onAbort = (): void => reject(signal.reason);
+    signal.addEventListener("abort", onAbort, { once: true });
+    p.then(
+      () => {
+        signal.removeEventListener("abort", onAbort);
+        resolve();
+      },
+      (e: unknown) => {
+        signal.removeEventListener("abort", onAbort);
+        reject(e instanceof Error ? e : new Error(String(e)));
+      },
+    );
+  });
+}
+
+class IdleTimeout extends Error {
+  override name = "IdleTimeout";
+}
+
 async function errorBody(resp: Response): Promise<unknown> {
   try {
     return parseStrictJson(await resp.text());
@@ -211,6 +238,7 @@ async function errorBody(resp: Response): Promise<unknown> {
 export async function* followEvents(conn: StreamConnection, handle: EventsHandle, opts: EventsOptions = {}): AsyncGenerator<SessionEvent, void, undefined> {
   if (!/^[A-Za-z0-9-]+$/.test(handle.sessionId)) throw new TypeError("a session id is letters, digits and dashes");
   const maxReconnects = opts.maxReconnects ?? 5;
+  const idleTimeoutMs = opts.idleTimeoutMs ?? 60_000;
   const signal = opts.signal;
   const url = `${conn.baseUrl}/v2/session/${handle.sessionId}/events`;
   let sequence = sequenceOf(handle.sessionId, opts.lastEventId);
@@ -220,7 +248,7 @@ export async function* followEvents(conn: StreamConnection, handle: EventsHandle
   const dropped = async (detail: string, waitMs = retryMs): Promise<void> => {
     failures += 1;
     if (failures > maxReconnects) throw new ServiceUnreachable(`${WHAT}: ${detail} (${maxReconnects} reconnects without a new event)`);
-    await conn.sleep(waitMs);
+    await abortable(conn.sleep(waitMs), signal);
     aborted(signal);
   };
 
@@ -228,18 +256,31 @@ export async function* followEvents(conn: StreamConnection, handle: EventsHandle
     aborted(signal);
     const headers: Record<string, string> = { accept: "text/event-stream", [SESSION_HEADER]: handle.reveal() };
     if (lastId) headers["last-event-id"] = lastId;
-    const init: RequestInit = { method: "GET", headers };
-    if (signal !== undefined) init.signal = signal;
+    // this connection's own abort: the idle watchdog's, and the caller's signal
+    const connection = new AbortController();
+    const onAbort = (): void => connection.abort(signal?.reason);
+    signal?.addEventListener("abort", onAbort, { once: true });
+    let idle: ReturnType<typeof setTimeout> | undefined;
+    const watch = (): void => {
+      clearTimeout(idle);
+      idle = setTimeout(() => connection.abort(new IdleTimeout(`no data for ${idleTimeoutMs} ms`)), idleTimeoutMs);
+    };
+    const init: RequestInit = { method: "GET", headers, signal: connection.signal };
+    watch();
     let resp: Response;
     try {
       resp = await conn.fetch(url, init);
     } catch (e) {
+      clearTimeout(idle);
+      signal?.removeEventListener("abort", onAbort);
       aborted(signal);
       await dropped(e instanceof Error ? e.name : "network error");
       continue;
     }
+    if (resp.status !== 200) clearTimeout(idle);
     if (resp.status === 204) return; // the caller holds the event the session came to rest with
     if (resp.status !== 200) {
+      signal?.removeEventListener("abort", onAbort);
       const error = conn.errorFor(WHAT, resp, await errorBody(resp));
       const retryable = error instanceof RateLimited || (error instanceof UpstreamUnavailable && [502, 503, 504].includes(resp.status));
       const wait = error instanceof RateLimited || error instanceof UpstreamUnavailable ? error.retryAfter : null;
@@ -249,6 +290,8 @@ export async function* followEvents(conn: StreamConnection, handle: EventsHandle
     }
     const type = resp.headers.get("content-type") ?? "";
     if (!type.toLowerCase().startsWith("text/event-stream") || resp.body === null) {
+      clearTimeout(idle);
+      signal?.removeEventListener("abort", onAbort);
       await resp.body?.cancel();
       throw new ResponseInvalid(WHAT, [`HTTP 200 with content-type ${JSON.stringify(type)}, not text/event-stream`]);
     }
@@ -275,9 +318,11 @@ export async function* followEvents(conn: StreamConnection, handle: EventsHandle
           chunk = await reader.read();
         } catch (e) {
           aborted(signal);
-          failure = e instanceof Error ? e.name : "read error";
+          const reason: unknown = connection.signal.reason;
+          failure = reason instanceof IdleTimeout ? reason.message : e instanceof Error ? e.name : "read error";
           break;
         }
+        watch(); // bytes arrived (an event or a heartbeat): the connection is alive
         if (chunk.done) break;
         let text: string;
         try {
@@ -309,6 +354,8 @@ export async function* followEvents(conn: StreamConnection, handle: EventsHandle
       }
     } finally {
       // the consumer stopped, the session rested or the stream failed: close this connection
+      clearTimeout(idle);
+      signal?.removeEventListener("abort", onAbort);
       await reader.cancel().catch(() => undefined);
     }
     await dropped(failure);
