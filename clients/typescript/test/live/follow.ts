@@ -116,7 +116,7 @@ async function follow(): Promise<void> {
     },
   });
   let first: number | null = null;
-  for await (const e of limited.events(other)) {
+  for await (const e of limited.events(other, { maxReconnects: 10 })) {
     first = e.sequence;
     break;
   }
