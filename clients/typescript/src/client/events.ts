@@ -277,10 +277,12 @@ export async function* followEvents(conn: StreamConnection, handle: EventsHandle
       await dropped(e instanceof Error ? e.name : "network error");
       continue;
     }
-    if (resp.status !== 200) clearTimeout(idle);
+    if (resp.status !== 200) {
+      clearTimeout(idle);
+      signal?.removeEventListener("abort", onAbort);
+    }
     if (resp.status === 204) return; // the caller holds the event the session came to rest with
     if (resp.status !== 200) {
-      signal?.removeEventListener("abort", onAbort);
       const error = conn.errorFor(WHAT, resp, await errorBody(resp));
       const retryable = error instanceof RateLimited || (error instanceof UpstreamUnavailable && [502, 503, 504].includes(resp.status));
       const wait = error instanceof RateLimited || error instanceof UpstreamUnavailable ? error.retryAfter : null;
