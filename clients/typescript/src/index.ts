@@ -35,5 +35,16 @@ export {
 export { feeRecipientFindings, isPlaceholder, FEE_RECIPIENT_REFUSAL_CODE } from "./verify/fee_recipient.js";
 export { evmSendRequests, solanaTransactionMessage, NotVerified, type EvmSendRequest, type SolanaHandoff } from "./client/handoff.js";
 export { DuplicateKey, parseStrictJson } from "./client/strict_json.js";
+export {
+  parseSessionEvent,
+  type EventFunds,
+  type EventOutcome,
+  type EventsHandle,
+  type EventsOptions,
+  type EventTransaction,
+  type SessionEvent,
+  type SessionEventJson,
+} from "./client/events.js";
+export { verifyWebhook, WebhookInvalid } from "./client/webhooks.js";
 export type { Deployments } from "./verify/evm.js";
 export type { PinnedDeployment } from "./pinned-types.js";

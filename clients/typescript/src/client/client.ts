@@ -9,6 +9,7 @@ import { type Finding, isObj } from "../verify/common.js";
 import { type Intent, verifyBundle } from "../verify/bundle.js";
 import { feeRecipientFindings } from "../verify/fee_recipient.js";
 import { baseUnits, toDecimal } from "./amounts.js";
+import { type EventsHandle, type EventsOptions, type SessionEvent, followEvents } from "./events.js";
 import { markVerified } from "./handoff.js";
 import {
   ActionVerificationFailed,
@@ -291,6 +292,15 @@ export class RouteQuoteClient {
 
   refresh(handle: SessionHandle, opts: { idempotencyKey?: string } = {}): Promise<Session> {
     return this.#keyed(handle, "refresh", { idempotency_key: opts.idempotencyKey ?? newIdempotencyKey("ref") });
+  }
+
+  /** The session's events, in order, from the first (or after `opts.lastEventId`), ending after the event that
+   * brings the session to rest (or at once when you already hold it). Read over fetch streaming with the token
+   * header; a dropped connection is resumed with Last-Event-ID (src/client/events.ts). Break out of the loop,
+   * or abort `opts.signal`, to stop following: the connection is closed. */
+  events(handle: EventsHandle, opts: EventsOptions = {}): AsyncGenerator<SessionEvent, void, undefined> {
+    const { baseUrl, fetch, sleep, maxRetryAfterSeconds } = this.#o;
+    return followEvents({ baseUrl, fetch, sleep, maxRetryAfterSeconds, errorFor }, handle, opts);
   }
 
   /** `raw` as a PreparedAction once the verifier found no error against `context`; throws otherwise. */

@@ -145,6 +145,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v2/session/{session_id}/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Follow a session: its event log as Server-Sent Events, resumable with Last-Event-ID */
+        get: operations["streamSessionEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v2/session/{session_id}/observe": {
         parameters: {
             query?: never;
@@ -744,6 +761,53 @@ export interface components {
             bounds?: components["schemas"]["ActionBounds"] | null;
         } & {
             [key: string]: unknown;
+        };
+        /** @description One entry of the session's event log (the `data:` of each SSE message; its `id:` is `id`). */
+        SessionEvent: {
+            /** Format: date-time */
+            at: string;
+            /** @description the outcome's chain facts are final (compare Across finalized); null while moving */
+            final_on_chain: boolean | null;
+            /** @description where the caller's value sits now, from the verified state */
+            funds: {
+                /** @description base units as a decimal string; null while a bridge message is in flight */
+                amount_base?: string | null;
+                chain?: string;
+                /** @description the wallet holding it, or `bridge:<provider>` while a bridge holds it */
+                owner?: string | null;
+                state?: string | null;
+                token?: string;
+                wallet?: string | null;
+            } | null;
+            /** @description `<session_id>:<sequence>`: stable, the Last-Event-ID to resume */
+            id: string;
+            next_operation: string;
+            /**
+             * @description where the session rests after the event (docs/sessions.md, terminal states)
+             * @enum {string|null}
+             */
+            outcome: "complete" | "cancelled" | "failed" | "refund_on_origin" | "reapproval_required" | null;
+            previous_status: string | null;
+            /** @description per session, from 1, without gaps */
+            sequence: number;
+            session_id: string;
+            /** @description the session's status after the event */
+            status: string;
+            /** @description the current step after the event */
+            step_index: number | null;
+            /** @description no event can follow (compare Across isTerminal) */
+            terminal: boolean;
+            /** @description chain evidence the event recorded: transactions named, then verified */
+            transactions: {
+                chain: string;
+                /** @enum {string} */
+                side: "source" | "destination";
+                step_index: number;
+                tx_id: string;
+                verified: boolean;
+            }[];
+            /** @description the session machine's event (docs/sessions.md) */
+            type: string;
         };
         /**
          * SessionResponse
@@ -1916,6 +1980,10 @@ export interface operations {
                     } & {
                         [key: string]: string;
                     };
+                    /** @description optional: every event of the session is POSTed to url, signed by the Standard Webhooks scheme (webhook-id, webhook-timestamp, webhook-signature; HMAC-SHA256 with the secret the create answer returns), at least once and in order. https to a public address only (http and non-public addresses only for hosts the operator allows); no redirect is followed; the URL is kept sealed and never echoed. */
+                    webhook?: {
+                        url: string;
+                    };
                 } & (({
                     /** @constant */
                     from_chain?: "solana";
@@ -2893,6 +2961,86 @@ export interface operations {
             };
             /** @description Bad Gateway */
             502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    streamSessionEvents: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description the id of the last event received: the stream resumes after it */
+                "Last-Event-ID"?: string;
+                /** @description the session capability, caller-generated: 32 random bytes (256 bits), base64url without padding, exactly 43 characters; plainly non-random tokens (few distinct characters, a short repeat, a sequence) are refused; stored only as SHA-256; never logged or echoed. A wrong token is 404 session_not_found. */
+                "X-RouteQuote-Session-Token": string;
+            };
+            path: {
+                session_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description text/event-stream: one SSE message per event (`id:` the event id, `data:` the event JSON, components.schemas.SessionEvent); heartbeat comments while idle; ends after the event that brings the session to rest */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": unknown;
+                    "text/event-stream": string;
+                };
+            };
+            /** @description the caller already holds the event the session came to rest with */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description Too Many Requests */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
