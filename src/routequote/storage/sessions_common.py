@@ -126,3 +126,19 @@ def create_scope(token_sha256: str) -> str:
 
 def session_scope(session_id: str) -> str:
     return f"session:{session_id}"
+
+
+def record_from_row(row: Any) -> SessionRecord:
+    """A `sessions` row as a SessionRecord; a state that is not a JSON object is a malformed document."""
+    if not isinstance(row.state, dict):
+        raise malformed_document("state", row.session_id, TypeError(type(row.state).__name__))
+    return SessionRecord(
+        session_id=row.session_id,
+        token_sha256=row.token_sha256,
+        version=row.version,
+        status=row.status,
+        route=row.route,
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+        state=row.state,
+    )

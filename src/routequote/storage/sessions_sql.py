@@ -51,6 +51,7 @@ from routequote.storage.sessions_common import (
     event_detail,
     json_dumps,
     malformed_document,
+    record_from_row,
     stored_json_loads,
     utc,
     with_detail,
@@ -383,18 +384,7 @@ class SqlSessionStore:
         row = await self._run(operation, write=False)
         if row is None:
             return None
-        if not isinstance(row.state, dict):
-            raise malformed_document("state", session_id, TypeError(type(row.state).__name__))
-        return SessionRecord(
-            session_id=row.session_id,
-            token_sha256=row.token_sha256,
-            version=row.version,
-            status=row.status,
-            route=row.route,
-            created_at=row.created_at,
-            updated_at=row.updated_at,
-            state=row.state,
-        )
+        return record_from_row(row)
 
     async def idempotent(self, scope: str, key: str) -> IdempotentAnswer | None:
         def operation(conn: Connection) -> IdempotentAnswer | None:

@@ -25,7 +25,7 @@ from sqlalchemy.engine import Connection
 
 from routequote.ports import WATCH_SESSION_PREFIX as SESSION_PREFIX
 from routequote.ports import SessionRecord
-from routequote.storage.sessions_common import malformed_document
+from routequote.storage.sessions_common import record_from_row
 from routequote.storage.sessions_schema import UtcDateTime, sessions
 from routequote.storage.sessions_sql import SqlSessionStore
 
@@ -39,21 +39,6 @@ watch_leases = Table(
     Column("holder", String(120), nullable=False),
     Column("expires_at", UtcDateTime, nullable=False),
 )
-
-
-def _record(row: Any) -> SessionRecord:
-    if not isinstance(row.state, dict):
-        raise malformed_document("state", row.session_id, TypeError(type(row.state).__name__))
-    return SessionRecord(
-        session_id=row.session_id,
-        token_sha256=row.token_sha256,
-        version=row.version,
-        status=row.status,
-        route=row.route,
-        created_at=row.created_at,
-        updated_at=row.updated_at,
-        state=row.state,
-    )
 
 
 def _claim_rows(conn: Connection, names: Sequence[str], holder: str, now: datetime, ttl: float) -> set[str]:
@@ -123,7 +108,7 @@ class SqlWatchStore:
             conn.rollback()
             return rows
 
-        return [_record(r) for r in await self.store.execute(operation, write=False)]
+        return [record_from_row(r) for r in await self.store.execute(operation, write=False)]
 
     async def claim_waiting(
         self, statuses: Iterable[str], holder: str, now: datetime, ttl: float, limit: int
@@ -155,7 +140,7 @@ class SqlWatchStore:
                 held = _claim_rows(conn, [SESSION_PREFIX + r.session_id for r in rows], holder, now, ttl)
             return [r for r in rows if SESSION_PREFIX + r.session_id in held]
 
-        return [_record(r) for r in await self.store.execute(operation, write=True)]
+        return [record_from_row(r) for r in await self.store.execute(operation, write=True)]
 
 
 class MemoryWatchStore:
