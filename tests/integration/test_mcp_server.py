@@ -375,10 +375,12 @@ async def test_caller_input_never_reaches_logs_or_results(
     assert SECRET not in out and SECRET not in err
 
 
-async def test_stdio_transport() -> None:
+async def test_stdio_transport(tmp_path: Path) -> None:
     exe = shutil.which("routequote", path=str(Path(sys.executable).parent))
     assert exe is not None
-    params = StdioServerParameters(command=exe, args=["mcp"], env={"ROUTEQUOTE_LOG_LEVEL": "warning"})
+    # its own per-user data directory: never the machine's, which another checkout may have migrated further
+    env = {"ROUTEQUOTE_LOG_LEVEL": "warning", "XDG_DATA_HOME": str(tmp_path)}
+    params = StdioServerParameters(command=exe, args=["mcp"], env=env)
     async with Client(params) as c:
         assert c.server_info is not None and c.server_info.version == "0.4.0"
         names = {t.name for t in (await c.list_tools()).tools}
