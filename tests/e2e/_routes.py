@@ -193,9 +193,14 @@ class Run:
             {"solana:USDC": START_SOLANA_USDC, "solana:USDG": START_SOLANA_USDC},
         )
         self.vm.svm.airdrop(LZ_EXECUTOR.pubkey(), START_SOLANA_LAMPORTS)
-        remotes = {
-            CCTP_DOMAINS[cid]: b32(self.world.chains[cid].addresses["cctp_messenger"]) for cid in CCTP_DOMAINS
-        }
+        # the messengers of THIS world's deployments (its server's), never the chains' latest: the chains are
+        # shared, and a world built later (PostgreSQL, live market) deploys its own messengers on them
+        remotes = {}
+        for chain, cid in CHAIN_IDS.items():
+            if cid in CCTP_DOMAINS:
+                messenger = self.world.deployments[chain].token_messenger_v2
+                assert messenger is not None, chain
+                remotes[CCTP_DOMAINS[cid]] = b32(messenger)
         self.programs = SimulatedPrograms(
             sdk=self.world.sdk,
             pools={p.address: p for p in self.world.pools.values() if p.address},

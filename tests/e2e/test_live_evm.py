@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
@@ -139,6 +140,21 @@ def live(anvil_factory: Callable[[int], AnvilChain]) -> Iterator[LiveSetup]:
     chain.revert(snap)
 
 
+class ChainTime(SystemClock):
+    """The chain's time: its latest block's timestamp when a test starts, advancing with the monotonic clock. Anvil
+    mines only on transactions, so on the wall clock its latest block is as old as the time since the module set
+    up its pool (minutes, on a busy machine or after a slow test): data read from it here is as old as the test
+    has run."""
+
+    def __init__(self, chain: AnvilChain) -> None:
+        latest = chain.rpc.call("eth_getBlockByNumber", "latest", False)
+        self.start = datetime.fromtimestamp(int(latest["timestamp"], 16), UTC)
+        self.started = time.monotonic()
+
+    def now(self) -> datetime:
+        return self.start + timedelta(seconds=time.monotonic() - self.started)
+
+
 def read_offline(s: LiveSetup) -> ClmmPool:
     """The pool read directly with single eth_calls (every known position bound), independent of live_evm."""
     c = s.chain
@@ -233,8 +249,9 @@ async def test_cold_read_with_a_hinted_window_takes_two_round_trips_and_a_wrong_
 )
 async def test_quote_priced_live_equals_offline(live: LiveSetup, src: str, dst: str, usd: int) -> None:
     async with httpx.AsyncClient() as http:
-        lm, _ = market(live, http, SystemClock())
-        service = RouteQuoteService(lm, MemoryQuoteStore(), SystemClock(), SequentialIds(), ServiceConfig())
+        clock = ChainTime(live.chain)
+        lm, _ = market(live, http, clock)
+        service = RouteQuoteService(lm, MemoryQuoteStore(), clock, SequentialIds(), ServiceConfig())
         body = {
             "from_chain": "base",
             "from_token": src,
@@ -270,7 +287,7 @@ async def test_steady_state_one_round_trip_and_version_follows_chain(live: LiveS
     snap = c.snapshot()
     try:
         async with httpx.AsyncClient() as http:
-            lm, rpc = market(live, http, SystemClock(), ttl=0.0)
+            lm, rpc = market(live, http, ChainTime(c), ttl=0.0)
             v1 = await lm.view()
             before = rpc.round_trips
             v2 = await lm.view()

@@ -19,7 +19,7 @@ from typing import Any
 
 import httpx
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from tests.support.hostile import JSONRPC_HEADERS, LEAK_MARKERS
@@ -160,7 +160,10 @@ def check(r: httpx.Response, sent: Any = None) -> None:
             rid = item.get("id")
             assert rid is None or (isinstance(rid, (str, int, float)) and len(str(rid)) <= 128), item
             if isinstance(sent, dict) and rid is not None:
-                assert rid == sent.get("id"), (rid, sent.get("id"))
+                # the id as the server reads the JSON text sent: a surrogate pair written as two escapes
+                # (a Python string can hold "\ud800\udc00") is one character there, U+10000
+                expected = json.loads(encode(sent.get("id")))
+                assert rid == expected, (rid, sent.get("id"))
     if r.status_code >= 400:
         assert isinstance(body, dict) and "error" in body, body
 
@@ -174,6 +177,8 @@ def post(
 @pytest.mark.parametrize("path", PATHS)
 @settings(max_examples=60 * SCALE, deadline=None, suppress_health_check=list(HealthCheck))
 @given(msg=message(), modern=st.booleans())
+# found by a random run: an id holding a surrogate pair is one character once read (the expected id is too)
+@example(msg={"jsonrpc": "2.0", "id": "\ud800\udc00", "method": "initialize"}, modern=False)
 def test_single_messages(http: httpx.Client, path: str, msg: dict[str, Any], modern: bool) -> None:
     extra = None
     if modern and path != "/a2a":  # the 2026-07-28 envelope: no initialize, `_meta` and routing headers

@@ -21,7 +21,7 @@ from typing import Any
 
 import httpx
 import pytest
-from tests.support.server_process import holds_connections, start_server
+from tests.support.server_process import listens, read_connections, start_server
 from tests.unit.actions.support import approval_for, intent_for, wallets_for
 
 from routequote.core.quote import SESSION_HEADER
@@ -140,12 +140,15 @@ def test_sigterm_during_a_burst_finishes_in_flight_work_and_exits_0(tmp_path: Pa
         # the server has accepted it (a busy one may not have yet when the client's write is done) and read
         # its head: the request is in flight
         deadline = time.monotonic() + 60  # bounds a hang only
-        while not holds_connections(server.process.pid, {slow.getsockname()[1]}):
+        client = slow.getsockname()[1]
+        while not read_connections(server.process.pid, {client}):
             assert time.monotonic() < deadline, server.log_tail()
             time.sleep(0.05)
-        time.sleep(0.2)
         server.process.send_signal(signal.SIGTERM)
-        time.sleep(0.5)  # shutting down: the listener closes, in-flight work goes on
+        port = int(server.url.rsplit(":", 1)[1])
+        while listens(server.process.pid, port):  # shutting down: the listener closes, in-flight work goes on
+            assert time.monotonic() < deadline, server.log_tail()
+            time.sleep(0.05)
         slow.sendall(rest)
         slow_status, slow_body = _read_answer(slow)
         slow.close()

@@ -9,13 +9,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
 import socket
 import time
 from collections.abc import Iterator
 
+import orjson
 import pytest
 from tests.support.server_process import ServerProcess, start_server
+from tests.unit.actions.support import intent_for
 
 from routequote.app import create_app
 from routequote.config import Settings
@@ -130,12 +133,14 @@ def test_the_mcp_endpoints_answer_head_as_they_answer_get(server: ServerProcess,
         assert head_body == b""
 
 
-def expect_continue(port: int, method: str, path: str, body: bytes) -> tuple[bytes, bytes]:
+def expect_continue(
+    port: int, method: str, path: str, body: bytes, host: str = "127.0.0.1", extra: str = ""
+) -> tuple[bytes, bytes]:
     """Headers with `Expect: 100-continue`, then wait: the first answer line, and (when invited) the final answer
     after the body is sent."""
     with socket.create_connection(("127.0.0.1", port), timeout=BOUND) as sock:
         sock.sendall(
-            f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            f"{method} {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n{extra}"
             f"Content-Length: {len(body)}\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n".encode()
         )
         first = b""
@@ -170,10 +175,108 @@ def test_a_request_no_route_takes_is_refused_without_an_invitation_to_send_its_b
             b"\r\nconnection: close\r\n" in first.lower()
         )  # the body may still come: never read as a request
     # a route that takes the request invites the body, then answers it
-    import orjson
-    from tests.unit.actions.support import intent_for
-
     quote = orjson.dumps(intent_for("base:USDC->base:ETH", 100))
     first, rest = expect_continue(port, "POST", "/v2/quote", quote)
     assert first.startswith(b"HTTP/1.1 100 Continue\r\n"), first[:200]
     assert rest.startswith(b"HTTP/1.1 200 "), rest[:200]
+
+
+MCP_ACCEPT = "Accept: application/json, text/event-stream\r\n"
+TOOLS_LIST = b'{"jsonrpc":"2.0","id":7,"method":"tools/list"}'
+
+
+@pytest.mark.parametrize("path", ["/mcp", "/mcp/v2", "/v2/mcp"])
+def test_an_mcp_request_its_host_or_origin_refuses_is_never_invited_to_send_its_body(
+    server: ServerProcess, path: str
+) -> None:
+    """The Host and Origin checks need no body: a refused request is answered first, without `100 Continue`."""
+    port = port_of(server)
+    for host, extra, status in (
+        ("evil.example", MCP_ACCEPT, 421),
+        (f"127.0.0.1:{port}", MCP_ACCEPT + "Origin: http://evil.example\r\n", 403),
+    ):
+        first, _ = expect_continue(port, "POST", path, TOOLS_LIST, host, extra)
+        assert first.startswith(b"HTTP/1.1 %d " % status), (path, host, first[:300])
+        assert (
+            b"\r\nconnection: close\r\n" in first.lower()
+        )  # the body may still come: never read as a request
+        answer = orjson.loads(first.partition(b"\r\n\r\n")[2])
+        assert answer["jsonrpc"] == "2.0" and answer["id"] is None and answer["error"]["code"] == -32600
+
+
+@pytest.mark.parametrize("path", ["/mcp", "/mcp/v2", "/v2/mcp"])
+def test_an_mcp_request_it_serves_is_invited_and_its_body_still_passes_the_guard(
+    server: ServerProcess, path: str
+) -> None:
+    port = port_of(server)
+    host = f"127.0.0.1:{port}"
+    first, rest = expect_continue(port, "POST", path, TOOLS_LIST, host, MCP_ACCEPT)
+    assert first.startswith(b"HTTP/1.1 100 Continue\r\n"), first[:200]
+    assert rest.startswith(b"HTTP/1.1 200 "), rest[:300]
+    answer = orjson.loads(rest.partition(b"\r\n\r\n")[2])
+    assert answer["id"] == 7 and answer["result"]["tools"]
+    # the body read on demand is still read strictly: a duplicate key is refused, as without Expect
+    bad = b'{"jsonrpc":"2.0","id":7,"id":8,"method":"tools/list"}'
+    first, rest = expect_continue(port, "POST", path, bad, host, MCP_ACCEPT)
+    assert first.startswith(b"HTTP/1.1 100 Continue\r\n"), first[:200]
+    assert rest.startswith(b"HTTP/1.1 400 "), rest[:300]
+    assert orjson.loads(rest.partition(b"\r\n\r\n")[2])["error"]["data"]["reason_class"] == "duplicate_key"
+
+
+@pytest.fixture(scope="module")
+def limited(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    """A server with a small per-client budget (per hour: the window never frees while the test runs)."""
+    started = start_server(tmp_path_factory.mktemp("limited"), "limited", {"rate_limit": "12/hour"})
+    try:
+        yield started
+    finally:
+        started.stop()
+
+
+def test_a_rate_limited_request_is_refused_without_an_invitation_to_send_its_body(
+    limited: ServerProcess,
+) -> None:
+    port = port_of(limited)
+    quote = orjson.dumps(intent_for("base:USDC->base:ETH", 100))
+    first, rest = expect_continue(port, "POST", "/v2/quote", quote)  # within the budget: invited, then served
+    assert first.startswith(b"HTTP/1.1 100 Continue\r\n"), first[:200]
+    assert rest.startswith(b"HTTP/1.1 200 "), rest[:200]
+    request = (
+        f"POST /v2/quote HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(quote)}\r\nConnection: close\r\n\r\n"
+    ).encode() + quote
+    statuses = []
+    while not statuses or code(statuses[-1]) != 429:  # spend the budget (12 at most: it is 12 an hour)
+        assert len(statuses) <= 12, statuses
+        statuses.append(exchange(port, request)[0])
+    first, _ = expect_continue(port, "POST", "/v2/quote", quote)
+    assert first.startswith(b"HTTP/1.1 429 "), first[:300]
+    head = first.lower()
+    assert b"\r\nretry-after: " in head and b"\r\nconnection: close\r\n" in head
+    assert orjson.loads(first.partition(b"\r\n\r\n")[2])["reason_class"] == "rate_limit_exceeded"
+
+
+def test_a_body_read_on_demand_keeps_its_bound(server: ServerProcess) -> None:
+    """Invited, then refused past the limit (a chunked body announces no length): the REST answer, and the
+    server logs no unhandled error for the app that saw the body refused under it."""
+    with socket.create_connection(("127.0.0.1", port_of(server)), timeout=BOUND) as sock:
+        sock.sendall(
+            b"POST /v2/quote HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            b"Transfer-Encoding: chunked\r\nExpect: 100-continue\r\n\r\n"
+        )
+        first = b""
+        while b"\r\n\r\n" not in first and (chunk := sock.recv(65536)):
+            first += chunk
+        assert first == b"HTTP/1.1 100 Continue\r\n\r\n", first[:200]
+        rest = b""
+        part = b"x" * 600_000
+        # the server may answer and close while bytes of ours are still unread (a reset): its answer came first
+        with contextlib.suppress(OSError):
+            for _ in range(2):
+                sock.sendall(b"%x\r\n" % len(part) + part + b"\r\n")
+        with contextlib.suppress(ConnectionResetError):
+            while chunk := sock.recv(65536):
+                rest += chunk
+    assert rest.startswith(b"HTTP/1.1 400 "), rest[:300]
+    assert orjson.loads(rest.partition(b"\r\n\r\n")[2])["reason_class"] == "body_too_large"
+    assert "unhandled_error" not in server.log_tail(1_000_000)

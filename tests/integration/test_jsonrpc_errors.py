@@ -213,6 +213,9 @@ def test_stdio_passes_the_same_guard(tmp_path: Any, profile: str) -> None:
     exe = Path(sys.executable).with_name("routequote")
     env = {**os.environ, "ROUTEQUOTE_LOG_LEVEL": "warning"}
     env["ROUTEQUOTE_DATABASE_URL"] = f"sqlite+aiosqlite:///{tmp_path}/s.db"
+    env["XDG_DATA_HOME"] = str(
+        tmp_path
+    )  # its own per-user directory (the dev signing key), never the machine's
     init = {
         "protocolVersion": "2025-11-25",
         "capabilities": {},

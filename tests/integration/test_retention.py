@@ -87,7 +87,9 @@ def _create(http: httpx.Client) -> httpx.Response:
 
 
 def _rows(http: httpx.Client, app: Any) -> dict[str, int]:
-    for _ in range(20):  # a scrape whose count query timed out (a loaded machine) keeps the last values
+    # a scrape whose count query timed out (a loaded machine) keeps the last values: none before the first
+    deadline = time.monotonic() + 60  # bounds a hang only
+    while time.monotonic() < deadline:
         app.state.metrics._sessions_counted_at = -1e9  # scrape now, not from the 5 s cache
         text = http.get("/metrics").text
         found = re.findall(r'routequote_session_store_rows\{table="(\w+)"\} (\S+)', text)

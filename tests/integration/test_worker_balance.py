@@ -40,7 +40,10 @@ def two_workers(tmp_path: Path) -> Iterator[ServerProcess]:
         while server.log_tail(200_000).count("Application startup complete") < 2:
             assert time.monotonic() < deadline, server.log_tail()
             time.sleep(0.1)
-        time.sleep(0.5)  # from its start-up to watching the socket
+        # and both watch the listening socket (a worker started up before it serves the socket)
+        while not all(watches_listener(pid, server) for pid in workers_of(server)):
+            assert time.monotonic() < deadline, server.log_tail()
+            time.sleep(0.05)
         yield server
     finally:
         server.stop()
@@ -58,6 +61,30 @@ def workers_of(server: ServerProcess) -> list[int]:
                 found.append(int(entry.name))
     assert len(found) == 2, found
     return sorted(found)
+
+
+def watches_listener(pid: int, server: ServerProcess) -> bool:
+    """Whether worker `pid`'s event loop polls the server's listening socket: one of its epoll descriptors lists
+    the descriptor of that socket (/proc/<pid>/fdinfo), so the worker accepts from it."""
+    port = int(server.url.rsplit(":", 1)[1])
+    listening = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with contextlib.suppress(OSError):
+            for line in Path(table).read_text().splitlines()[1:]:
+                fields = line.split()
+                if int(fields[1].rsplit(":", 1)[1], 16) == port and fields[3] == "0A":  # LISTEN
+                    listening.add(f"socket:[{fields[9]}]")
+    listener_fds, polled = set(), set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        with contextlib.suppress(OSError):
+            link = os.readlink(fd)
+            if link in listening:
+                listener_fds.add(int(fd.name))
+            elif link == "anon_inode:[eventpoll]":
+                for line in Path(f"/proc/{pid}/fdinfo/{fd.name}").read_text().splitlines():
+                    if line.startswith("tfd:"):
+                        polled.add(int(line.split()[1]))
+    return bool(listener_fds & polled)
 
 
 def connections_per_worker(server: ServerProcess) -> dict[int, int]:

@@ -107,10 +107,8 @@ def server_processes(
             s.stop()
 
 
-def holds_connections(pid: int, client_ports: set[int]) -> bool:
-    """Whether process `pid` (or a child of it) holds a connection from each of `client_ports` on loopback: the
-    server accepted them, so they are its requests in flight, not sockets still waiting in the listener's
-    backlog (on a busy machine a client's writes are done long before the server accepts)."""
+def _sockets_of(pid: int) -> set[str]:
+    """The socket inodes process `pid` (or a child of it) holds."""
     children = Path(f"/proc/{pid}/task/{pid}/children")
     pids = [pid, *(int(p) for p in children.read_text().split())] if children.exists() else [pid]
     inodes = set()
@@ -121,11 +119,37 @@ def holds_connections(pid: int, client_ports: set[int]) -> bool:
                     link = os.readlink(fd)
                     if link.startswith("socket:["):
                         inodes.add(link[8:-1])
-    held = set()
+    return inodes
+
+
+def _tcp_sockets(pid: int) -> list[tuple[int, int, str, int]]:
+    """The loopback TCP sockets of process `pid`: (local port, remote port, state, bytes unread)."""
+    inodes = _sockets_of(pid)
+    rows = []
     for table in ("/proc/net/tcp", "/proc/net/tcp6"):
         with contextlib.suppress(OSError):
             for line in Path(table).read_text().splitlines()[1:]:
                 fields = line.split()
-                if fields[9] in inodes:  # the server's end: its remote address is the client's
-                    held.add(int(fields[2].rsplit(":", 1)[1], 16))
-    return client_ports <= held
+                if fields[9] in inodes:
+                    local, remote = (int(f.rsplit(":", 1)[1], 16) for f in fields[1:3])
+                    rows.append((local, remote, fields[3], int(fields[4].split(":")[1], 16)))
+    return rows
+
+
+def holds_connections(pid: int, client_ports: set[int]) -> bool:
+    """Whether process `pid` (or a child of it) holds a connection from each of `client_ports` on loopback: the
+    server accepted them, so they are its requests in flight, not sockets still waiting in the listener's
+    backlog (on a busy machine a client's writes are done long before the server accepts)."""
+    return client_ports <= {remote for _, remote, _, _ in _tcp_sockets(pid)}
+
+
+def read_connections(pid: int, client_ports: set[int]) -> set[int]:
+    """Those of `client_ports` whose connection process `pid` holds with nothing unread: the server accepted
+    it and read every byte the client has sent so far (uvicorn parses what it reads in the same step, so a
+    request head sent before is a request in flight)."""
+    return {remote for _, remote, _, unread in _tcp_sockets(pid) if remote in client_ports and unread == 0}
+
+
+def listens(pid: int, port: int) -> bool:
+    """Whether process `pid` still has its listening socket on `port` (a server shutting down closes it first)."""
+    return any(local == port and state == "0A" for local, _, state, _ in _tcp_sockets(pid))

@@ -31,17 +31,18 @@ INTENT = {
 }
 
 
-def worker(store: PeerQuoteStore, ttl: int = 60) -> RouteQuoteService:
+def worker(store: PeerQuoteStore, ttl: int = 60, clock: SystemClock | None = None) -> RouteQuoteService:
     return RouteQuoteService(
-        EmbeddedSnapshot(), store, SystemClock(), store.ids, ServiceConfig(quote_ttl_seconds=ttl)
+        EmbeddedSnapshot(), store, clock or SystemClock(), store.ids, ServiceConfig(quote_ttl_seconds=ttl)
     )
 
 
 @contextlib.asynccontextmanager
 async def workers(
-    folder: Path, n: int = 2, serving: int | None = None
+    folder: Path, n: int = 2, serving: int | None = None, monotonic: Callable[[], float] | None = None
 ) -> AsyncIterator[list[PeerQuoteStore]]:
-    stores = [PeerQuoteStore(str(folder), n) for _ in range(serving if serving is not None else n)]
+    extra = {} if monotonic is None else {"monotonic": monotonic}
+    stores = [PeerQuoteStore(str(folder), n, **extra) for _ in range(serving if serving is not None else n)]
     async with contextlib.AsyncExitStack() as stack:
         for store in stores:
             await stack.enter_async_context(store.serving())
@@ -93,12 +94,25 @@ async def test_a_quote_issued_by_one_worker_is_found_by_the_other(tmp_path: Path
         assert await other.issued_quote(slotted_uuid4(b.slot)) is None  # its own slot: never asked
 
 
+class SetClock(SystemClock):
+    """Monotonic time that moves only when the test moves it (a busy machine's pauses never count)."""
+
+    def __init__(self) -> None:
+        self.at = 1000.0
+
+    def monotonic(self) -> float:
+        return self.at
+
+
 async def test_an_expired_quote_is_absent_on_the_other_worker(tmp_path: Path) -> None:
-    async with workers(tmp_path) as (a, b):
-        issued = await worker(a, ttl=1).quote(parse_quote_request(INTENT))
-        assert await worker(b).issued_quote(issued.payload["quote_id"]) is not None
-        await asyncio.sleep(1.1)
-        assert await worker(b).issued_quote(issued.payload["quote_id"]) is None
+    clock = SetClock()
+    async with workers(tmp_path, monotonic=clock.monotonic) as (a, b):
+        issued = await worker(a, ttl=1, clock=clock).quote(parse_quote_request(INTENT))
+        assert await worker(b, clock=clock).issued_quote(issued.payload["quote_id"]) is not None
+        clock.at += 0.99
+        assert await worker(b, clock=clock).issued_quote(issued.payload["quote_id"]) is not None
+        clock.at += 0.01
+        assert await worker(b, clock=clock).issued_quote(issued.payload["quote_id"]) is None
 
 
 async def test_a_slot_no_worker_holds_fails_closed_without_asking(

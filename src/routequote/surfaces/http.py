@@ -18,6 +18,9 @@ from routequote.surfaces.errors import error_response, json_response
 
 BODY_READ = "routequote.body"  # scope key: the whole body, read (and bounded) by the request stack
 BODY_CONTENT_TYPE = "routequote.body_content_type"  # scope key: beside it, its first Content-Type (latin-1)
+# scope key: the request asked `Expect: 100-continue` and its body is read (by the request stack, with the same
+# bounds) only when the app first asks for it, so refusals that need no body come before the invitation
+BODY_PENDING = "routequote.body_pending"
 
 
 def json_request_body(schema: dict[str, Any]) -> dict[str, Any]:

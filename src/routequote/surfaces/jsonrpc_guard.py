@@ -10,6 +10,10 @@ MCP 2026-07-28: the served versions of an unsupported-version error). A request 
 `MAX_ID_CHARS` is refused (an id must be echoed, so it is bounded instead), and every protocol error spends the
 client's budget (the bucket tool calls use): past it, the answer is 429.
 
+A request whose body is still pending (`Expect: 100-continue`, see `request_stack`) first passes the SDK's own
+header checks (Content-Type, Host, Origin: `TransportSecurityMiddleware`, when the endpoint has them): a refusal
+needs no body, so it is answered (as the SDK's refusal after a read, id null) before the body is asked for.
+
 What it leaves to the SDK: the code and the HTTP status it chose (MCP 2026-07-28 answers -32601 with 404,
 -32602 and -32020 with 400), and the id, which an error to a request with an id always carries (restored when
 an SDK answered a well-formed request with `id: null`). Tool results (`isError` results) pass unchanged.
@@ -26,14 +30,16 @@ from typing import Any
 import anyio
 import orjson
 from a2a.utils.errors import A2A_ERROR_MAPPING, JSON_RPC_ERROR_CODE_MAP
+from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
 from mcp.shared.message import SessionMessage
 from mcp_types import ErrorData, JSONRPCError
 from mcp_types.version import KNOWN_PROTOCOL_VERSIONS
+from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from routequote.errors import RateLimited, RouteQuoteError
 from routequote.ratelimit import RateLimiter
-from routequote.surfaces.http import MAX_BODY_BYTES
+from routequote.surfaces.http import BODY_PENDING, MAX_BODY_BYTES
 from routequote.surfaces.input_guard import JSONRPC_ANSWERED, jsonrpc_error
 
 MAX_ID_CHARS = 128
@@ -190,6 +196,11 @@ def request_id(request: Any) -> str | int | None:
     return None
 
 
+async def _unread() -> Message:
+    """The receive of an answer given before the body was asked for: never the connection's."""
+    return {"type": "http.disconnect"}
+
+
 def _error(rid: Any, code: int, clean: Cleaner = clean_mcp_error) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": rid, "error": clean({"code": code})}
 
@@ -204,16 +215,26 @@ class JsonRpcGuard:
         limiter: RateLimiter | None = None,
         group: str = "quote_api",
         clean: Cleaner = clean_mcp_error,
+        security: TransportSecuritySettings | None = None,
     ) -> None:
         self.app = app
         self.limiter = limiter
         self.group = group
         self.clean = clean
+        # the SDK's header checks, run here only while a body is pending (the SDK runs them again after the read)
+        self.security = None if security is None else TransportSecurityMiddleware(security)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["method"] != "POST":
             await self.app(scope, receive, send)
             return
+        client = scope.get("client")
+        key = str(client[0]) if client else "local"
+        if self.security is not None and scope.get(BODY_PENDING):
+            refused = await self.security.validate_request(Request(scope), is_post=True)
+            if refused is not None:  # answered as the SDK's refusal after a read is: no id is known yet
+                await refused(scope, _unread, self._capture(send, key, None, False))
+                return
         # RFC 9110 §5.5: a field value excludes the whitespace around it (the SDK compares `Mcp-Name` with the
         # body's tool name byte for byte)
         scope = {**scope, "headers": [(k, v.strip(b" \t")) for k, v in scope["headers"]]}
@@ -228,8 +249,6 @@ class JsonRpcGuard:
                 return
             if not message.get("more_body", False):
                 break
-        client = scope.get("client")
-        key = str(client[0]) if client else "local"
         request = _loads(bytes(body))
         if any(_bad_id(m) for m in (request if isinstance(request, list) else [request])):
             await self._answer(send, 400, _error(None, -32600, self.clean), key)
@@ -246,6 +265,10 @@ class JsonRpcGuard:
                 return {"type": "http.request", "body": bytes(body), "more_body": False}
             return await receive()
 
+        await self.app(scope, replay, self._capture(send, key, rid, well_formed))
+
+    def _capture(self, send: Send, key: str, rid: str | int | None, well_formed: bool) -> Send:
+        """The send of the wrapped endpoint: its answer is held whole, then finished (`_finish`)."""
         start: Message | None = None
         chunks: list[bytes] = []
 
@@ -261,7 +284,7 @@ class JsonRpcGuard:
             if not message.get("more_body", False):
                 await self._finish(send, start, b"".join(chunks), key, rid, well_formed)
 
-        await self.app(scope, replay, capture)
+        return capture
 
     async def _finish(
         self, send: Send, start: Message, raw: bytes, key: str, rid: str | int | None, well_formed: bool

@@ -480,17 +480,19 @@ def build_mcp(
     """The MCP server over `service` and its Streamable HTTP route at exactly /mcp (stateless, JSON)."""
     tools = [*core_tools(service, manifest), *extra_tools]
     server = build_server(tools, limiter=limiter)
+    security = transport_security(settings)
     sub = server.streamable_http_app(
         streamable_http_path=MCP_PATH,
         stateless_http=True,
         json_response=True,
         max_request_body_size=MAX_BODY_BYTES,  # the same 1 MiB limit as every REST POST
-        transport_security=transport_security(settings),
+        transport_security=security,
     )
     routes: list[Route] = []
     for r in sub.routes:
         if isinstance(r, Route) and r.path == MCP_PATH:
-            routes.append(Route(MCP_PATH, endpoint=PostOnly(JsonRpcGuard(r.endpoint, limiter)), name="mcp"))
+            guarded = JsonRpcGuard(r.endpoint, limiter, security=security)
+            routes.append(Route(MCP_PATH, endpoint=PostOnly(guarded), name="mcp"))
     if len(routes) != 1:
         raise RuntimeError("the MCP SDK did not produce exactly one /mcp route")
     return McpSurface(server=server, routes=routes, tools=tools)

@@ -315,17 +315,19 @@ def build_mcp_v2(app: Any, *, limiter: RateLimiter | None) -> McpSurface:
     state = app.state
     tools = v2_tools(state, manifest_provider(state))
     server = build_server(tools, limiter=limiter, tasks=session_tasks(state))
+    security = transport_security(state.settings)
     sub = server.streamable_http_app(
         streamable_http_path=MCP_V2_PATH,
         stateless_http=True,
         json_response=True,
         max_request_body_size=MAX_BODY_BYTES,
-        transport_security=transport_security(state.settings),
+        transport_security=security,
     )
     endpoints = [r.endpoint for r in sub.routes if isinstance(r, Route) and r.path == MCP_V2_PATH]
     if len(endpoints) != 1:
         raise RuntimeError("the MCP SDK did not produce exactly one /mcp/v2 route")
-    guarded = PostOnly(JsonRpcGuard(endpoints[0], limiter))  # the guard every JSON-RPC endpoint passes
+    # the guard every JSON-RPC endpoint passes
+    guarded = PostOnly(JsonRpcGuard(endpoints[0], limiter, security=security))
     routes = [
         Route(path, endpoint=guarded, name=name)
         for path, name in ((MCP_V2_PATH, "mcp_v2"), (MCP_V2_ALIAS, "mcp_v2_alias"))

@@ -17,9 +17,16 @@ Per HTTP request, in this order:
    latency.
 
 HEAD is answered as GET on every route (the app sees GET; the send wrapper drops the body and keeps GET's
-headers, Content-Length included). A request with `Expect: 100-continue` that no route takes (404, 405) is answered
-before its body is read: uvicorn sends `100 Continue` at the app's first `receive()`, so the body is never asked
-for, and the connection is closed after the answer (the client may or may not send the body now).
+headers, Content-Length included).
+
+`Expect: 100-continue`: uvicorn sends `100 Continue` at the app's first `receive()`, so a request is invited to
+send its body exactly when something first asks for it. A request that no route takes (404, 405) is answered
+without asking. A request a route takes gets the header checks above (431, 415, a declared length over the limit)
+first, then the app runs before its body is read (`BODY_PENDING` in the scope): whatever the app refuses before it
+reads a body (the rate limit, the MCP Host and Origin checks) is answered without the invitation. The body is read
+at the app's first `receive()`, with the same bounds, timer and strict JSON as above, and a refusal there is
+answered here (the app then sees a disconnect, and its own answer is dropped). An answer given before the body
+was asked for closes the connection (the client may or may not send the body now).
 """
 
 from __future__ import annotations
@@ -36,7 +43,7 @@ from routequote.errors import InvalidRequest
 from routequote.input_rules import loads_strict
 from routequote.observability import ASKED_METHOD, new_request_id, request_id_var, sane_request_id
 from routequote.surfaces import input_guard
-from routequote.surfaces.http import BODY_CONTENT_TYPE, BODY_READ
+from routequote.surfaces.http import BODY_CONTENT_TYPE, BODY_PENDING, BODY_READ
 from routequote.surfaces.http import is_json as is_json_media
 from routequote.surfaces.input_guard import (
     BODY_TIMED_OUT,
@@ -73,7 +80,7 @@ class _Reply:
     """The one send wrapper: request id on every answer, status recorded, 5xx closes the connection, and on the
     JSON-RPC endpoints an error answer of the app replaced by a JSON-RPC error object chosen by status alone."""
 
-    __slots__ = ("send", "header", "jsonrpc", "status", "started", "held", "head", "close")
+    __slots__ = ("send", "header", "jsonrpc", "status", "started", "held", "head", "close", "answered")
 
     def __init__(self, send: Send, header: tuple[bytes, bytes], jsonrpc: bool, head: bool = False) -> None:
         self.send = send
@@ -84,6 +91,7 @@ class _Reply:
         self.held: Message | None = None
         self.head = head  # a HEAD request answered as GET: every body is dropped here
         self.close = False  # the answer closes the connection (a body announced and never read)
+        self.answered = False  # the stack refused a body the app asked for: the app's own answer is dropped
 
     async def start(self, message: Message) -> None:
         status = message["status"]
@@ -95,6 +103,8 @@ class _Reply:
         await self.send({k: v for k, v in message.items() if k != JSONRPC_ANSWERED} | {"headers": headers})
 
     async def __call__(self, message: Message) -> None:
+        if self.answered:
+            return
         if self.head and message["type"] == "http.response.body" and message.get("body"):
             message = {**message, "body": b""}
         kind = message["type"]
@@ -168,18 +178,27 @@ class RequestStack:
         if head:  # answered as GET, without its body (uvicorn's own scope still says HEAD)
             scope = {**scope, "method": "GET", ASKED_METHOD: method}
         reply = _Reply(send, (b"x-request-id", rid.encode("ascii")), jsonrpc, head)
-        if expect is not None and expect.lower() == b"100-continue" and not self._routed(scope):
-            # refused before its body is read (404, 405): never invited to send it
-            receive, reply.close = _no_body, True
-            length = chunked = None
+        pending = False  # the body is read when the app first asks for it (`Expect: 100-continue`)
+        if expect is not None and expect.lower() == b"100-continue":
+            if not self._routed(
+                scope
+            ):  # refused before its body is read (404, 405): never invited to send it
+                receive, reply.close = _no_body, True
+                length = chunked = None
+            else:
+                pending = True
         token = request_id_var.set(rid)
         bound = bind_contextvars(request_id=rid)
         try:
             if self.tracing is None:
-                await self._guarded(scope, receive, reply, headers, size, length, content_type, chunked)
+                await self._guarded(
+                    scope, receive, reply, headers, size, length, content_type, chunked, pending
+                )
             else:
                 with self.tracing.server_span(scope, rid, reply.status):
-                    await self._guarded(scope, receive, reply, headers, size, length, content_type, chunked)
+                    await self._guarded(
+                        scope, receive, reply, headers, size, length, content_type, chunked, pending
+                    )
         finally:
             reset_contextvars(**bound)
             request_id_var.reset(token)
@@ -212,6 +231,7 @@ class RequestStack:
         length: bytes | None,
         content_type: bytes | None,
         chunked: bytes | None,
+        pending: bool = False,
     ) -> None:
         limits = self.limits
         jsonrpc = reply.jsonrpc
@@ -227,38 +247,81 @@ class RequestStack:
             if length is not None and length.isdigit() and int(length) > limits.max_body_bytes:
                 await too_large(out, jsonrpc)
                 return
-            try:
-                if scope.get(TIMED_BY_TRANSPORT):  # the guarded protocol times the body: no timer per request
-                    body = await read_body(receive, limits.max_body_bytes)
-                else:
-                    async with asyncio.timeout(limits.body_timeout_seconds):
-                        body = await read_body(receive, limits.max_body_bytes)
-            except ClientGone:
-                if scope.get(BODY_TIMED_OUT):  # the protocol answered 408 and closed; the metrics say so too
-                    input_guard.log.info("request_body_timeout", method=method)
-                    await refuse(out, jsonrpc, 408)
-                else:
-                    input_guard.log.info("client_disconnected_mid_body", method=method)
-                    await send_answer(out, CLIENT_CLOSED_REQUEST, rest_error(400, "client_closed_request"))
-                return
-            except TooLarge:
-                await too_large(out, jsonrpc)
-                return
-            except TimeoutError:
-                await refuse(out, jsonrpc, 408)
-                return
-            if jsonrpc and method == "POST":
-                try:
-                    loads_strict(body)
-                except InvalidRequest as exc:
-                    await refuse(out, jsonrpc, 400, exc.reason_class, exc.message)
+            if pending:
+                scope[BODY_PENDING] = True
+                receive = self._on_demand(scope, receive, reply, content_type)
+                reply.close = True  # until the body is asked for: an answer before it closes the connection
+            else:
+                body = await self._take_body(scope, receive, reply, content_type)
+                if body is None:
                     return
-            scope[BODY_READ] = body  # the surfaces' JSON reader takes it from here
-            scope[BODY_CONTENT_TYPE] = (content_type or b"").decode("latin-1")
-            receive = replay_body(body, receive)
+                receive = replay_body(body, receive)
         try:
             await self.app(scope, receive, reply)
         except Exception as exc:  # never a traceback or exception text in a body; the log has the type
+            if reply.answered:  # the app ended on the disconnect it saw after the stack refused its body
+                return
             input_guard.log.error("unhandled_error", error_type=type(exc).__name__)
             if not reply.started:
                 await refuse(out, jsonrpc, 500)
+
+    def _on_demand(
+        self, scope: Scope, receive: Receive, reply: _Reply, content_type: bytes | None
+    ) -> Receive:
+        """The receive of a pending body: the first call reads it (the invitation, `100 Continue`, leaves now)
+        with every bound of an eager read; a refusal is answered here and the app sees a disconnect."""
+        asked = False
+
+        async def on_demand() -> Message:
+            nonlocal asked
+            if asked:
+                return await receive()
+            asked = True
+            scope.pop(BODY_PENDING, None)
+            reply.close = False  # invited: the body comes, and is read whole or refused with its own close
+            body = await self._take_body(scope, receive, reply, content_type)
+            if body is None:
+                reply.answered = True
+                return {"type": "http.disconnect"}
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        return on_demand
+
+    async def _take_body(
+        self, scope: Scope, receive: Receive, reply: _Reply, content_type: bytes | None
+    ) -> bytes | None:
+        """The whole body, bounded in size and time (strict JSON on a JSON-RPC POST), kept in the scope for the
+        surfaces' JSON reader; None when it was refused (answered here)."""
+        limits = self.limits
+        jsonrpc = reply.jsonrpc
+        out = reply.start_and_send
+        method = scope["method"]
+        try:
+            if scope.get(TIMED_BY_TRANSPORT):  # the guarded protocol times the body: no timer per request
+                body = await read_body(receive, limits.max_body_bytes)
+            else:
+                async with asyncio.timeout(limits.body_timeout_seconds):
+                    body = await read_body(receive, limits.max_body_bytes)
+        except ClientGone:
+            if scope.get(BODY_TIMED_OUT):  # the protocol answered 408 and closed; the metrics say so too
+                input_guard.log.info("request_body_timeout", method=method)
+                await refuse(out, jsonrpc, 408)
+            else:
+                input_guard.log.info("client_disconnected_mid_body", method=method)
+                await send_answer(out, CLIENT_CLOSED_REQUEST, rest_error(400, "client_closed_request"))
+            return None
+        except TooLarge:
+            await too_large(out, jsonrpc)
+            return None
+        except TimeoutError:
+            await refuse(out, jsonrpc, 408)
+            return None
+        if jsonrpc and method == "POST":
+            try:
+                loads_strict(body)
+            except InvalidRequest as exc:
+                await refuse(out, jsonrpc, 400, exc.reason_class, exc.message)
+                return None
+        scope[BODY_READ] = body  # the surfaces' JSON reader takes it from here
+        scope[BODY_CONTENT_TYPE] = (content_type or b"").decode("latin-1")
+        return body
