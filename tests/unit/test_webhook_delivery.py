@@ -53,9 +53,14 @@ class Store:
             and len(self.events.get(s.session_id, [])) > s.delivered_seq
         ][:limit]
 
-    async def claim(self, session_id: str, holder: str, now: datetime, until: datetime) -> bool:
+    async def claim(self, seen: Subscription, holder: str, now: datetime, until: datetime) -> bool:
+        session_id, current = seen.session_id, self.subs[seen.session_id]
         held = self.claims.get(session_id)
         if held is not None and held[1] > now:
+            return False
+        if (current.delivered_seq, current.attempts) != (seen.delivered_seq, seen.attempts):
+            return False  # another process delivered from it since `seen` was read
+        if current.next_attempt_at > now:
             return False
         self.claims[session_id] = (holder, until)
         return True
@@ -159,6 +164,18 @@ def test_a_held_claim_keeps_a_second_deliverer_out() -> None:
     assert asyncio.run(hooks.tick()) == 0 and receiver.got == []
     clock.at += timedelta(seconds=61)  # it died: its claim expires and this process takes over
     assert asyncio.run(hooks.tick()) == 1 and receiver.got == [("s1", 1)]
+
+
+def test_a_claimer_that_read_the_row_before_another_delivered_sends_nothing_again() -> None:
+    """Two processes read the same due row; one claims, delivers and releases; the other's claim (from its stale
+    read) fails, so the event is not sent twice (found by two replicas on PostgreSQL: 26 deliveries of 24)."""
+    clock, store, receiver, hooks = setup()
+    other = Webhooks(store, KEY, WebhookSettings(), clock, sender=receiver, jitter=lambda: 1.0)
+    asyncio.run(hooks.subscribe("s1", URL))
+    store.add_event("s1", "create", "action_ready")
+    stale = asyncio.run(store.due(clock(), 10))
+    assert asyncio.run(hooks.tick()) == 1
+    assert asyncio.run(other._deliver(stale[0])) == 0 and receiver.got == [("s1", 1)]
 
 
 def test_a_url_sealed_under_another_key_is_never_sent_and_says_why() -> None:

@@ -135,15 +135,20 @@ class SqlWebhookStore:
 
         return [_subscription(r) for r in await self.sessions.execute(operation, write=False)]
 
-    async def claim(self, session_id: str, holder: str, now: datetime, until: datetime) -> bool:
-        """Hold the subscription until `until`, iff nobody holds it now: exactly one claimer wins."""
+    async def claim(self, seen: Subscription, holder: str, now: datetime, until: datetime) -> bool:
+        """Hold the subscription until `until`, iff nobody holds it now and it is still as `seen` (delivered
+        through the same event, with the same attempts): exactly one claimer wins, and a claimer that read the
+        row before another process delivered from it does not deliver the same events again."""
         free = or_(session_webhooks.c.claimed_until.is_(None), session_webhooks.c.claimed_until <= now)
 
         def operation(conn: Connection) -> bool:
             with conn.begin():
                 result = conn.execute(
                     update(session_webhooks)
-                    .where(session_webhooks.c.session_id == session_id)
+                    .where(session_webhooks.c.session_id == seen.session_id)
+                    .where(session_webhooks.c.delivered_seq == seen.delivered_seq)
+                    .where(session_webhooks.c.attempts == seen.attempts)
+                    .where(session_webhooks.c.next_attempt_at <= now)
                     .where(free)
                     .values(claimed_until=until, claimed_by=holder)
                 )

@@ -62,7 +62,7 @@ class WebhookStore(Protocol):
 
     async def due(self, now: datetime, limit: int) -> Sequence[Subscription]: ...
 
-    async def claim(self, session_id: str, holder: str, now: datetime, until: datetime) -> bool: ...
+    async def claim(self, seen: Subscription, holder: str, now: datetime, until: datetime) -> bool: ...
 
     async def pending_events(self, session_id: str, after_seq: int, limit: int) -> list[SessionEvent]: ...
 
@@ -174,8 +174,8 @@ class Webhooks:
     async def _deliver(self, sub: Subscription) -> int:
         now = self.now()
         until = now + timedelta(seconds=self.settings.claim_seconds)
-        if not await self.store.claim(sub.session_id, self.holder, now, until):
-            return 0  # another process holds it
+        if not await self.store.claim(sub, self.holder, now, until):
+            return 0  # another process holds it, or delivered from it since it was read
         delivered_seq, attempts, first_failure = sub.delivered_seq, sub.attempts, sub.first_failure_at
         given_up, last_failure, next_at = list(sub.undeliverable), sub.last_failure, now
         sent = 0
