@@ -107,6 +107,21 @@ def create_body(http: httpx.Client, webhook: Any) -> dict[str, Any]:
     return body
 
 
+def delivery_state(http: httpx.Client, sid: str, token: str, through: int) -> dict[str, Any]:
+    """The session's `webhook` block once its store records delivery through `through`: a receiver sees an event
+    before the deliverer writes that it was delivered, so the test waits for the write (the deadline bounds a
+    hang only)."""
+    deadline = time.monotonic() + 90
+    while True:
+        block: dict[str, Any] = http.get(f"/v2/session/{sid}", headers={SESSION_HEADER: token}).json()[
+            "webhook"
+        ]
+        if block["delivered_through"] >= through:
+            return block
+        assert time.monotonic() < deadline, block
+        time.sleep(0.05)
+
+
 def settings(port: int, url: str) -> Settings:
     return Settings(
         rate_limit="off",
@@ -174,8 +189,9 @@ def test_every_event_is_delivered_signed_in_order_and_the_secret_is_never_stored
             # an independent check with the Standard Webhooks library itself
             Webhook(secret).verify(raw, headers)
 
+        block = delivery_state(http, sid, token, 2)
+        assert block["delivered_through"] == 2 and block["undeliverable"] == []
         read = http.get(f"/v2/session/{sid}", headers={SESSION_HEADER: token}).json()
-        assert read["webhook"]["delivered_through"] == 2 and read["webhook"]["undeliverable"] == []
         assert "secret" not in read["webhook"] and "rq-marker-7f3a" not in str(read)
 
         replay = http.post("/v2/session", json=body, headers={SESSION_HEADER: token})
@@ -202,8 +218,8 @@ def test_a_failing_receiver_gets_the_same_event_again_then_the_next_in_order(ser
         events = rx.wait_for(lambda e: len(e) >= 2, "both events after two failed attempts")
         assert [e["sequence"] for e in events] == [1, 2]
         assert rx.fail_first == 0  # both refusals were answered, then the same first event came again
-        read = http.get(f"/v2/session/{sid}", headers={SESSION_HEADER: token}).json()
-        assert read["webhook"]["failed_attempts"] == 0 and read["webhook"]["last_failure"] is None
+        block = delivery_state(http, sid, token, 2)
+        assert block["failed_attempts"] == 0 and block["last_failure"] is None
 
 
 @pytest.mark.parametrize(
