@@ -33,11 +33,13 @@ from routequote.core.quote import SESSION_HEADER
 T = TypeVar("T")
 
 
-def _no_constant(name: str) -> Any:
+def no_json_constant(name: str) -> Any:
+    """A `parse_constant` hook: NaN and the infinities are not JSON."""
     raise ValueError(f"non-standard JSON constant {name}")
 
 
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+def no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An `object_pairs_hook`: a key that appears twice in one object is refused (ValueError)."""
     out: dict[str, Any] = {}
     for k, v in pairs:
         if k in out:
@@ -48,7 +50,7 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 def _json(resp: httpx.Response, what: str) -> Any:
     try:
-        return json.loads(resp.content, object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
+        return json.loads(resp.content, object_pairs_hook=no_duplicate_keys, parse_constant=no_json_constant)
     except (ValueError, RecursionError) as exc:
         raise ResponseInvalid(
             what, [f"HTTP {resp.status_code} body is not strict JSON: {str(exc)[:120]}"]

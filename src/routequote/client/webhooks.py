@@ -19,23 +19,11 @@ from standardwebhooks import Webhook
 from standardwebhooks.webhooks import WebhookVerificationError
 
 from routequote.client.errors import ClientError
+from routequote.client.plans import no_duplicate_keys, no_json_constant
 
 
 class WebhookInvalid(ClientError):
     """The delivery is not from the service that holds this session's secret, or is too old. Drop it."""
-
-
-def _strict(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    seen: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in seen:
-            raise WebhookInvalid("the webhook body has a duplicate key")
-        seen[key] = value
-    return seen
-
-
-def _no_constant(name: str) -> Any:
-    raise WebhookInvalid(f"the webhook body holds {name}, which JSON does not allow")
 
 
 def verify_webhook(secret: str, body: bytes | str, headers: Mapping[str, str]) -> dict[str, Any]:
@@ -45,7 +33,10 @@ def verify_webhook(secret: str, body: bytes | str, headers: Mapping[str, str]) -
         Webhook(secret).verify(text, dict(headers), json_parse=False)
     except (WebhookVerificationError, ValueError) as exc:
         raise WebhookInvalid(f"webhook signature check failed: {exc}") from None
-    event = json.loads(text, object_pairs_hook=_strict, parse_constant=_no_constant)
+    try:
+        event = json.loads(text, object_pairs_hook=no_duplicate_keys, parse_constant=no_json_constant)
+    except ValueError as exc:  # a duplicate key or a non-JSON constant: read strictly, as every answer is
+        raise WebhookInvalid(f"the webhook body is not strict JSON: {str(exc)[:80]}") from None
     if not isinstance(event, dict):
         raise WebhookInvalid("the webhook body is not a JSON object")
     return event
