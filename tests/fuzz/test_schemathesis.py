@@ -90,10 +90,13 @@ STATE_DEPENDENT = {
 }
 # The fuzzed server's chain RPCs are configured (so that sessions open: OBSERVABLE) but nothing answers there:
 # an observe that gets past validation answers the documented 503 rpc_transport_error:<chain> (a dependency
-# that is down, not a fault). Observing real chains is tests/e2e (anvil, LiteSVM). Any other 5xx fails.
+# that is down, not a fault), and after three of those on one chain within the breaker's cooldown, the breaker's
+# 503 rpc_circuit_open:<chain> (how many observes reach one chain depends on the generated cases, so either may
+# come). Observing real chains is tests/e2e (anvil, LiteSVM). Any other 5xx fails.
 EXPECTED_503 = {
-    ("POST /v2/session/{session_id}/observe", f"rpc_transport_error:{chain}")
+    ("POST /v2/session/{session_id}/observe", f"{reason}:{chain}")
     for chain in ("solana", "base", "arbitrum", "robinhood")
+    for reason in ("rpc_transport_error", "rpc_circuit_open")
 }
 
 
