@@ -2,7 +2,9 @@
 
 The files live in `routequote/web/` and are read once, when the router is built. Every answer carries a strict
 Content-Security-Policy: scripts, styles, images and fetches from this origin only, nothing inline, no frames.
-The page itself only calls the public REST v2 operations (capabilities, status, quote) of the same origin.
+The page itself only calls the public REST v2 operations (capabilities, status, route matrix, quote) of the same
+origin, and, to follow a session, its event stream with the token the visitor pastes (sent in the session header,
+never in a URL).
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ INDEX = "index.html"
 ASSETS = {  # the only files served: a fixed list, never a path taken from the request
     "explorer.css": "text/css; charset=utf-8",
     "explorer.js": "text/javascript; charset=utf-8",
+    "sse.js": "text/javascript; charset=utf-8",
+    "follow.js": "text/javascript; charset=utf-8",
     "favicon.svg": "image/svg+xml",
 }
 CONTENT_SECURITY_POLICY = (
@@ -51,7 +55,7 @@ def router() -> APIRouter:
 
     @api.api_route("/", methods=["GET", "HEAD"])
     async def explorer() -> Response:
-        """Route explorer page (HTML): the route matrix, one quote in detail, readiness."""
+        """Route explorer page (HTML): the route matrix, one quote in detail, readiness, a session followed live."""
         return Response(page, media_type="text/html; charset=utf-8", headers=SECURITY_HEADERS)
 
     for name, media_type in ASSETS.items():
