@@ -179,6 +179,8 @@ def test_page_and_assets_are_served_with_a_strict_policy(base_url: str) -> None:
         assert page.headers["x-content-type-options"] == "nosniff"
         for name, media in (
             ("explorer.js", "text/javascript"),
+            ("sse.js", "text/javascript"),
+            ("follow.js", "text/javascript"),
             ("explorer.css", "text/css"),
             ("favicon.svg", "image/svg+xml"),
         ):

@@ -48,11 +48,11 @@ globalThis.RouteQuoteFollow = (() => {
     }
   }
 
-  /** "HTTP 404 session_not_found: <the server's message>" */
+  /** "HTTP 404 not_found (session_not_found): <the server's message>" */
   function describe(status, body) {
-    const code = body && typeof body.error === "string" ? ` ${body.error}` : "";
-    const text = body && typeof body.message === "string" ? `: ${body.message}` : "";
-    return `HTTP ${status}${code}${text}`;
+    const field = (name) => (body && typeof body[name] === "string" ? body[name] : "");
+    const why = field("reason_class") && field("reason_class") !== field("error") ? ` (${field("reason_class")})` : "";
+    return `HTTP ${status}${field("error") ? ` ${field("error")}` : ""}${why}${field("message") ? `: ${field("message")}` : ""}`;
   }
 
   /** Follows one session until it rests. Options: sessionId, token, signal (Stop), onEvent(event),
@@ -132,6 +132,9 @@ globalThis.RouteQuoteFollow = (() => {
           onRetry(ms) { retryMs = Math.min(MAX_WAIT_MS, Math.max(250, ms)); },
         });
         const reader = response.body.getReader();
+        // Stop or the idle timer end the read whatever the fetch does with its signal once the body streams
+        connection.signal.addEventListener("abort", () => reader.cancel().catch(() => {}), { once: true });
+        let dropped = "";
         try {
           for (;;) {
             idleTimer = setTimeout(() => connection.abort(new Error("no data, not even a heartbeat")), IDLE_MS);
@@ -142,16 +145,18 @@ globalThis.RouteQuoteFollow = (() => {
             if (rested) break;
           }
         } catch (error) {
-          if (signal.aborted) throw signal.reason;
-          if (error instanceof FollowError) throw error;
-          if (!rested) {
-            await again(`the connection dropped (${connection.signal.aborted ? connection.signal.reason.message : error.message})`);
-            continue;
-          }
+          if (error instanceof FollowError && !signal.aborted) throw error;
+          dropped = error.message;
         }
+        if (signal.aborted) throw signal.reason;
         if (rested) {
           reader.cancel().catch(() => {});
           return "rest";
+        }
+        if (connection.signal.aborted) dropped = connection.signal.reason.message;
+        if (dropped) {
+          await again(`the connection dropped (${dropped})`);
+          continue;
         }
         parser.end();
         await again("the stream ended before the session came to rest");
@@ -193,7 +198,7 @@ globalThis.RouteQuoteFollow = (() => {
     const row = document.createElement("tr");
     row.dataset.sequence = String(event.sequence);
     row.append(cell(String(event.sequence), "seq"), cell(event.type, "type"), cell(event.status, "status"),
-      cell(event.step_index === null ? "—" : String(event.step_index), "step"), cell(fundsText(event.funds), "funds"),
+      cell(event.step_index === null ? "—" : String(event.step_index), "step-index"), cell(fundsText(event.funds), "funds"),
       cell(event.at, "at"));
     el("follow-events").tBodies[0].append(row);
     const status = el("follow-status");
