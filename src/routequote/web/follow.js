@@ -126,7 +126,7 @@ globalThis.RouteQuoteFollow = (() => {
             lastEventId = message.id || event.id;
             failures = 0;
             onEvent(event);
-            if (event.outcome !== null) rested = true; // the session rests: the server ends the stream here
+            if (event.outcome) rested = true; // the session rests: the server ends the stream here
           },
           onComment() { onState({ kind: "heartbeat", message: "following (heartbeat)" }); },
           onRetry(ms) { retryMs = Math.min(MAX_WAIT_MS, Math.max(250, ms)); },
@@ -187,8 +187,8 @@ globalThis.RouteQuoteFollow = (() => {
   }
 
   function statusText(event) {
-    const step = event.step_index === null ? "" : `, step ${event.step_index}`;
-    if (event.outcome === null) return `${event.status}${step}, next: ${event.next_operation}`;
+    const step = event.step_index == null ? "" : `, step ${event.step_index}`;
+    if (!event.outcome) return `${event.status}${step}, next: ${event.next_operation}`;
     const rest = event.terminal ? "terminal" : "at rest, not terminal";
     const final = event.final_on_chain === true ? ", final on chain" : event.final_on_chain === false ? ", not final on chain yet" : "";
     return `${event.status}${step}: ${event.outcome} (${rest}${final})`;
@@ -198,13 +198,13 @@ globalThis.RouteQuoteFollow = (() => {
     const row = document.createElement("tr");
     row.dataset.sequence = String(event.sequence);
     row.append(cell(String(event.sequence), "seq"), cell(event.type, "type"), cell(event.status, "status"),
-      cell(event.step_index === null ? "—" : String(event.step_index), "step-index"), cell(fundsText(event.funds), "funds"),
+      cell(event.step_index == null ? "—" : String(event.step_index), "step-index"), cell(fundsText(event.funds), "funds"),
       cell(event.at, "at"));
     el("follow-events").tBodies[0].append(row);
     const status = el("follow-status");
     status.textContent = statusText(event);
     status.dataset.status = event.status;
-    status.dataset.outcome = event.outcome === null ? "" : event.outcome;
+    status.dataset.outcome = event.outcome || "";
   }
 
   function showError(message) {
