@@ -272,10 +272,23 @@ class JsonRpcGuard:
         start: Message | None = None
         chunks: list[bytes] = []
 
+        streaming = False
+
         async def capture(message: Message) -> None:
-            nonlocal start
+            nonlocal start, streaming
             if message["type"] == "http.response.start":
                 start = message
+                # a `subscriptions/listen` stream (MCP 2026-07-28) is sent as it comes, frame by frame: its
+                # frames are notifications the server wrote and the listen's own result or error
+                streaming = any(
+                    k.lower() == b"content-type" and v.startswith(b"text/event-stream")
+                    for k, v in message.get("headers", [])
+                )
+                if streaming:
+                    await send({**message, JSONRPC_ANSWERED: True})
+                return
+            if streaming:
+                await send(message)
                 return
             if message["type"] != "http.response.body" or start is None:
                 await send(message)

@@ -44,6 +44,7 @@ from routequote.surfaces.mcp_inputs import (
     ToolInput,
     V2ProfileQuoteArguments,
 )
+from routequote.surfaces.mcp_task_listen import TaskListen
 from routequote.surfaces.mcp_tasks import SessionTasks
 from routequote.surfaces.mcp_tools import (
     QUOTE,
@@ -304,11 +305,17 @@ def v2_tools(state: Any, manifest: ManifestSource | None) -> list[ToolDef]:
 
 
 def session_tasks(state: Any) -> SessionTasks | None:
-    """MCP tasks for the session tools, keyed to the server's signing key (none without one)."""
+    """MCP tasks for the session tools, keyed to the server's signing key (none without one), with their
+    status notifications over `subscriptions/listen` where the session event feed runs."""
     key = getattr(state, "signing_key", None)
     if key is None:
         return None
-    return SessionTasks(server_key_seed(key.private), state.service.clock.now)
+    feed = getattr(state, "event_feed", None)
+    listen = None
+    if feed is not None:
+        send_timeout = state.settings.event_stream_send_timeout_seconds
+        listen = TaskListen(feed, state.event_slots, send_timeout)
+    return SessionTasks(server_key_seed(key.private), state.service.clock.now, listen)
 
 
 def build_mcp_v2(app: Any, *, limiter: RateLimiter | None) -> McpSurface:
