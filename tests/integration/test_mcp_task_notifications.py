@@ -11,7 +11,7 @@ import base64
 import dataclasses
 import os
 import secrets
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, Literal
 
 import httpx
@@ -232,3 +232,43 @@ async def test_a_listen_for_a_task_that_is_not_the_hosts_is_refused(
     assert [p.taskId for p in listener_tasks.pushed] == [own] and pushed.status == "completed"
     result = mt.CallToolResult.model_validate((pushed.model_extra or {})["result"])
     assert result.structured_content["session"]["status"] == "action_ready"
+
+
+async def test_listens_take_the_clients_event_stream_slots(tmp_path: Any) -> None:
+    """A listen holds one of the client's event-stream slots (shared with GET /v2/session/{id}/events): past the
+    cap it is refused, and a slot comes back when the host closes its stream."""
+    port = free_port()
+    app = create_app(
+        Settings(
+            rate_limit="off",
+            port=port,
+            database_url=f"sqlite+aiosqlite:///{tmp_path / 's.sqlite3'}",
+            event_stream_max_per_client=1,
+            **OBSERVABLE,
+        )
+    )
+    slots = app.state.event_slots
+    lists = ListenParams(notifications={"toolsListChanged": True})  # honored; never fires: stays open
+    with running_server(app, port) as base:
+        async with Client(base + "/mcp/v2", mode="2026-07-28") as holder:
+            held = asyncio.create_task(
+                holder.session.send_request(ListenForTasks(params=lists), mt.SubscriptionsListenResult)
+            )
+            await until(lambda: slots.open_streams() == 1)  # the first listen holds the client's one slot
+            async with Client(base + "/mcp/v2", mode="2026-07-28") as second:
+                with pytest.raises(MCPError) as refused:
+                    listen = ListenForTasks(params=lists)
+                    await asyncio.wait_for(
+                        second.session.send_request(listen, mt.SubscriptionsListenResult), 60
+                    )
+                assert refused.value.error.code == -32603
+            held.cancel()
+        await until(lambda: slots.open_streams() == 0)  # the host closed its stream: its slot came back
+
+
+async def until(condition: Callable[[], bool]) -> None:
+    async def wait() -> None:
+        while not condition():
+            await asyncio.sleep(0.05)
+
+    await asyncio.wait_for(wait(), 60)  # bounds a hang only

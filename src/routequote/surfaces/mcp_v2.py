@@ -261,7 +261,8 @@ def v2_tools(state: Any, manifest: ManifestSource | None) -> list[ToolDef]:
             "service_v2_session_create",
             "Create a session",
             "A receipt-driven session for the approved quote (approval_v3 session). session_token is yours: "
-            "generate it locally, keep it secret; it is never returned. Every action is verified first.",
+            "generate it locally, keep it secret; it is never returned. Every action is verified first. "
+            "Never a task: it answers at once with the first action (nothing waits on the chain yet).",
             SessionCreateArguments,
             stateful,
             _via(ops["session_create"]),
@@ -279,7 +280,10 @@ def v2_tools(state: Any, manifest: ManifestSource | None) -> list[ToolDef]:
             "service_v2_session_observe",
             "Observe submitted transactions",
             "Name the transactions you signed and submitted (1..8 hashes or signatures); only verified actual "
-            "output on chain advances the session. The next action is verified before it is returned.",
+            "output on chain advances the session. The next action is verified before it is returned. A host "
+            "declaring the MCP tasks extension gets a task while the session waits on the chain; it completes "
+            "when the next action is ready, the route is complete or the session stopped (tasks/get, or "
+            "notifications/tasks over subscriptions/listen).",
             SessionObserveArguments,
             stateful,
             _via(ops["observe_source"]),
