@@ -144,9 +144,11 @@ class TaskListen:
                     group.start_soon(self._follow, task_id, start, tasks, call, send, meta)
             if any(lists.values()):
                 await anyio.sleep_forever()  # the lists never change: open until the host closes it
-        except TimeoutError:
+        except* TimeoutError:
             log.info("mcp_task_listen_slow_reader_dropped", tasks=len(honored))
             raise MCPError(code=mt.INTERNAL_ERROR, message="the host read nothing: listen again") from None
+        except* MCPError as failed:  # a follower's: its session's log could not be read
+            raise failed.exceptions[0] from None
         finally:
             self.slots.release(client)
         return mt.SubscriptionsListenResult(_meta=meta)
