@@ -204,6 +204,11 @@ async def test_a_listen_for_a_task_that_is_not_the_hosts_is_refused(
             "service_v2_session_get", my_call, "2026-11-28T00:00:00.000Z"
         )
         forged = "rqt1." + base64.urlsafe_b64encode(secrets.token_bytes(80)).decode()
+        for malformed in ("rqt1.AAAA", [f"rqt1.{i}" for i in range(17)], [3]):
+            with pytest.raises(MCPError) as bad:  # not a list of at most 16 task ids
+                listen = ListenForTasks(params=ListenParams(notifications={"taskIds": malformed}))
+                await asyncio.wait_for(c.session.send_request(listen, mt.SubscriptionsListenResult), 60)
+            assert bad.value.error.code == -32602
         for refused in ([someone_elses], [foreign], [forged], [someone_elses, foreign, forged]):
             with pytest.raises(MCPError) as unknown:
                 listen = ListenForTasks(params=ListenParams(notifications={"taskIds": refused}))
