@@ -277,3 +277,41 @@ async def until(condition: Callable[[], bool]) -> None:
             await asyncio.sleep(0.05)
 
     await asyncio.wait_for(wait(), 60)  # bounds a hang only
+
+
+async def test_a_change_committed_by_another_replica_reaches_the_listen(tmp_path: Any) -> None:
+    """Two replicas on one store: the host listens on one, the session is advanced through the other, and the
+    listen learns it from the log (the event feed's version poll), not from its own process."""
+    db = f"sqlite+aiosqlite:///{tmp_path / 's.sqlite3'}"
+    fake = FakeEvm()
+    apps = []
+    for _ in range(2):
+        port = free_port()
+        app = create_app(Settings(rate_limit="off", port=port, database_url=db, **OBSERVABLE))
+        app.state.sessions.evm = fake
+        apps.append((app, port))
+    tasks = ListeningTasks()
+    with running_server(*apps[0]) as listened, running_server(*apps[1]) as other:
+        async with Client(listened + "/mcp/v2", mode="2026-07-28", extensions=[tasks]) as c:
+            session, call = await open_session(c)
+            hashes = swap_receipts(
+                fake, session["current_action"]["unsigned_action"], 99_900_000, seed=54, confirmations=0
+            )
+            observing = asyncio.create_task(
+                c.call_tool(
+                    "service_v2_session_observe",
+                    {**call, "idempotency_key": "observe-replica-1", "transaction_hashes": hashes},
+                )
+            )
+            await asyncio.wait_for(tasks.wait_for("working"), 60)  # bounds a hang only
+            for h in hashes:
+                fake.txs[h.lower()] = dataclasses.replace(fake.txs[h.lower()], confirmations=64)
+            assert await rest_observe(other, call, "observe-replica-rest-1") == "complete"
+            result = await asyncio.wait_for(observing, 60)
+            assert tasks.listen_result is not None
+            ended = await asyncio.wait_for(
+                tasks.listen_result, 60
+            )  # the graceful close, on the first replica
+    assert result.structured_content["session"]["status"] == "complete"
+    assert [p.status for p in tasks.pushed] == ["working", "completed"]
+    assert ended.meta is not None and SUBSCRIPTION_ID in ended.meta
