@@ -129,7 +129,7 @@ class Settings(BaseSettings):
         8,
         ge=1,
         le=10_000,
-        description="Open event streams (GET /v2/session/{id}/events) per client; past it, 429",
+        description="Open event streams (GET /v2/session/{id}/events and MCP task listens) per client; past it, 429",
     )
     event_stream_heartbeat_seconds: float = Field(
         15.0, gt=0, le=300, description="A heartbeat comment on an idle event stream this often"

@@ -8,8 +8,9 @@ The kit and the Node 22 it needs (the `node` npm package, whose binary comes thr
 installed with npm at test time into tests/conformance/.cache (gitignored); nothing is committed.
 
 The checked-in baseline (tests/conformance/mcp_baseline.json) names each scenario expected to fail at each
-revision, the reason (this server offers tools only: no resources, prompts, logging or completion; some
-scenarios call the kit's own fixture tools, which a real server does not have) and the exact checks that fail.
+revision (per endpoint where /mcp and /mcp/v2 differ), the reason (this server offers tools only: no
+resources, prompts, logging or completion; some scenarios call the kit's own fixture tools, which a real
+server does not have) and the exact checks that fail.
 Any other failing scenario or check fails this test, and so does a baseline entry that passes (stale). The
 kit's own baseline check (`--expected-failures`, exit code) must agree. The per-revision counts are printed
 and written to tests/conformance/.cache/summary.json.

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from typing import Any
 
@@ -166,7 +166,12 @@ class EventFeed:
         finished = after >= record.version and ends_stream(record.status)
         return StreamStart(record.session_id, after, finished)
 
-    async def follow(self, start: StreamStart) -> AsyncIterator[SessionEvent]:
+    async def start_now(self, session_id: Any, token: str | None) -> StreamStart:
+        """Authorise as `start` does, and follow only the events committed from now on."""
+        record = await self.sessions.authorized(session_id, token)
+        return StreamStart(record.session_id, record.version, ends_stream(record.status))
+
+    async def follow(self, start: StreamStart) -> AsyncGenerator[SessionEvent, None]:
         """Every event after `start.after`, in order, as they are committed; returns after the event that brings
         the session to rest, or when the store cannot be read (the caller resumes with `Last-Event-ID`)."""
         after = start.after

@@ -14,6 +14,9 @@ A request whose body is still pending (`Expect: 100-continue`, see `request_stac
 header checks (Content-Type, Host, Origin: `TransportSecurityMiddleware`, when the endpoint has them): a refusal
 needs no body, so it is answered (as the SDK's refusal after a read, id null) before the body is asked for.
 
+An answer sent as a stream (`text/event-stream`: only a `subscriptions/listen` of MCP 2026-07-28, on /mcp/v2)
+passes frame by frame as it is written: its frames are the server's own notifications and the listen's result.
+
 What it leaves to the SDK: the code and the HTTP status it chose (MCP 2026-07-28 answers -32601 with 404,
 -32602 and -32020 with 400), and the id, which an error to a request with an id always carries (restored when
 an SDK answered a well-formed request with `id: null`). Tool results (`isError` results) pass unchanged.
@@ -272,10 +275,23 @@ class JsonRpcGuard:
         start: Message | None = None
         chunks: list[bytes] = []
 
+        streaming = False
+
         async def capture(message: Message) -> None:
-            nonlocal start
+            nonlocal start, streaming
             if message["type"] == "http.response.start":
                 start = message
+                # a `subscriptions/listen` stream (MCP 2026-07-28) is sent as it comes, frame by frame: its
+                # frames are notifications the server wrote and the listen's own result or error
+                streaming = any(
+                    k.lower() == b"content-type" and v.startswith(b"text/event-stream")
+                    for k, v in message.get("headers", [])
+                )
+                if streaming:
+                    await send({**message, JSONRPC_ANSWERED: True})
+                return
+            if streaming:
+                await send(message)
                 return
             if message["type"] != "http.response.body" or start is None:
                 await send(message)

@@ -11,6 +11,9 @@ The task id is stateless, so every replica answers `tasks/get`: it is the sessio
 token among them) sealed with AES-256-GCM under a key derived from the server's signing key. It is therefore
 a capability like the session token itself; nothing about it is stored. `tasks/cancel` is acknowledged and
 stops nothing: following a session costs nothing, and cancelling the session is `service_v2_session_cancel`.
+
+A host need not poll `tasks/get`: `subscriptions/listen` with `notifications: {taskIds: [...]}` pushes
+`notifications/tasks` as the task changes (`mcp_task_listen`).
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ import base64
 import os
 from collections.abc import Awaitable, Callable, Mapping
 from datetime import datetime
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import mcp_types as mt
 import orjson
@@ -29,6 +32,9 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from mcp.server import Server, ServerRequestContext
 from mcp.shared.exceptions import MCPError
+
+if TYPE_CHECKING:
+    from routequote.surfaces.mcp_task_listen import TaskListen
 
 TASKS_EXTENSION: Final = "io.modelcontextprotocol/tasks"
 MISSING_CLIENT_CAPABILITY: Final = -32021
@@ -63,13 +69,16 @@ def _iso(at: datetime) -> str:
 
 
 class SessionTasks:
-    def __init__(self, key_material: bytes, now: Callable[[], datetime]) -> None:
+    def __init__(
+        self, key_material: bytes, now: Callable[[], datetime], listen: TaskListen | None = None
+    ) -> None:
         self._aead = AESGCM(HKDF(hashes.SHA256(), 32, salt=_SALT, info=b"task").derive(key_material))
         self.now = now
+        self.listen = listen  # `subscriptions/listen` for `notifications/tasks` (none: tasks/get only)
 
     # ---- the sealed id -----------------------------------------------------------------------------
 
-    def _seal(self, tool: str, args: dict[str, Any], created: str) -> str:
+    def seal(self, tool: str, args: dict[str, Any], created: str) -> str:
         plain = orjson.dumps({"tool": tool, "args": args, "created": created})
         nonce = os.urandom(12)
         return (
@@ -103,7 +112,7 @@ class SessionTasks:
         get_args: dict[str, Any] = {k: args[k] for k in _GET_FIELDS if k in args}
         return {
             "resultType": "task",
-            **self._task(self._seal(follow, get_args, created), "working", created, _waiting(session)),
+            **self._task(self.seal(follow, get_args, created), "working", created, _waiting(session)),
         }
 
     def _task(self, task_id: str, status: str, created: str, message: str) -> dict[str, Any]:
@@ -119,20 +128,36 @@ class SessionTasks:
 
     # ---- tasks/* ------------------------------------------------------------------------------------
 
+    def session_of(self, task_id: str) -> tuple[str, str]:
+        """The session id and token a task follows (-32602 for an id this server did not seal)."""
+        args = self._open(task_id)["args"]
+        return str(args.get("session_id")), str(args.get("session_token"))
+
+    async def detail(self, task_id: str, call: ToolCall) -> dict[str, Any]:
+        """The task as `tasks/get` answers it now: `working` while the session waits, else `completed` with
+        the session read as its `result`."""
+        opened = self._open(task_id)
+        result = await call(str(opened["tool"]), dict(opened["args"]))
+        session = (result.structured_content or {}).get("session")
+        created = str(opened["created"])
+        if not result.is_error and isinstance(session, dict) and session.get("status") in WAITING:
+            return self._task(task_id, "working", created, _waiting(session))
+        done = self._task(task_id, "completed", created, _resting(session, result))
+        return {**done, "result": result.model_dump(by_alias=True, exclude_none=True, mode="json")}
+
+    def working(self, task_id: str, status: str) -> dict[str, Any]:
+        """The task while its session waits in `status` (what `detail` answers then, without a session read)."""
+        return self._task(
+            task_id, "working", str(self._open(task_id)["created"]), _waiting({"status": status})
+        )
+
     def install(self, server: Server[Any], call: ToolCall) -> None:
         async def get(ctx: ServerRequestContext[Any, Any], params: TaskIdParams) -> dict[str, Any]:
-            _require_declared(params)
-            opened = self._open(params.taskId)
-            result = await call(str(opened["tool"]), dict(opened["args"]))
-            session = (result.structured_content or {}).get("session")
-            created = str(opened["created"])
-            if not result.is_error and isinstance(session, dict) and session.get("status") in WAITING:
-                return self._task(params.taskId, "working", created, _waiting(session))
-            done = self._task(params.taskId, "completed", created, _resting(session, result))
-            return {**done, "result": result.model_dump(by_alias=True, exclude_none=True, mode="json")}
+            require_declared(params)
+            return await self.detail(params.taskId, call)
 
         async def acknowledge(ctx: ServerRequestContext[Any, Any], params: TaskIdParams) -> dict[str, Any]:
-            _require_declared(params)
+            require_declared(params)
             self._open(params.taskId)
             return {}
 
@@ -140,9 +165,11 @@ class SessionTasks:
         server.add_request_handler("tasks/cancel", TaskIdParams, acknowledge)
         server.add_request_handler("tasks/update", TaskUpdateParams, acknowledge)
         server.extensions[TASKS_EXTENSION] = {}
+        if self.listen is not None:
+            self.listen.install(server, self, call)
 
 
-def _require_declared(params: mt.RequestParams) -> None:
+def require_declared(params: mt.RequestParams) -> None:
     if not declared(params.meta):
         raise MCPError(
             code=MISSING_CLIENT_CAPABILITY,

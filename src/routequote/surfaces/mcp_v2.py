@@ -44,6 +44,7 @@ from routequote.surfaces.mcp_inputs import (
     ToolInput,
     V2ProfileQuoteArguments,
 )
+from routequote.surfaces.mcp_task_listen import TaskListen
 from routequote.surfaces.mcp_tasks import SessionTasks
 from routequote.surfaces.mcp_tools import (
     QUOTE,
@@ -260,7 +261,8 @@ def v2_tools(state: Any, manifest: ManifestSource | None) -> list[ToolDef]:
             "service_v2_session_create",
             "Create a session",
             "A receipt-driven session for the approved quote (approval_v3 session). session_token is yours: "
-            "generate it locally, keep it secret; it is never returned. Every action is verified first.",
+            "generate it locally, keep it secret; it is never returned. Every action is verified first. "
+            "Never a task: it answers at once with the first action (nothing waits on the chain yet).",
             SessionCreateArguments,
             stateful,
             _via(ops["session_create"]),
@@ -278,7 +280,10 @@ def v2_tools(state: Any, manifest: ManifestSource | None) -> list[ToolDef]:
             "service_v2_session_observe",
             "Observe submitted transactions",
             "Name the transactions you signed and submitted (1..8 hashes or signatures); only verified actual "
-            "output on chain advances the session. The next action is verified before it is returned.",
+            "output on chain advances the session. The next action is verified before it is returned. A host "
+            "declaring the MCP tasks extension gets a task while the session waits on the chain; it completes "
+            "when the next action is ready, the route is complete or the session stopped (tasks/get, or "
+            "notifications/tasks over subscriptions/listen).",
             SessionObserveArguments,
             stateful,
             _via(ops["observe_source"]),
@@ -304,11 +309,17 @@ def v2_tools(state: Any, manifest: ManifestSource | None) -> list[ToolDef]:
 
 
 def session_tasks(state: Any) -> SessionTasks | None:
-    """MCP tasks for the session tools, keyed to the server's signing key (none without one)."""
+    """MCP tasks for the session tools, keyed to the server's signing key (none without one), with their
+    status notifications over `subscriptions/listen` where the session event feed runs."""
     key = getattr(state, "signing_key", None)
     if key is None:
         return None
-    return SessionTasks(server_key_seed(key.private), state.service.clock.now)
+    feed = getattr(state, "event_feed", None)
+    listen = None
+    if feed is not None:
+        send_timeout = state.settings.event_stream_send_timeout_seconds
+        listen = TaskListen(feed, state.event_slots, send_timeout)
+    return SessionTasks(server_key_seed(key.private), state.service.clock.now, listen)
 
 
 def build_mcp_v2(app: Any, *, limiter: RateLimiter | None) -> McpSurface:
