@@ -95,7 +95,9 @@ def recorded_kinds(session: dict[str, Any], name: str) -> set[KindKey]:
 class WatchedRun(Run):
     """A route run whose caller never calls observe except to name a transaction it signed, once."""
 
-    on_wait: Callable[[WatchedRun], None] | None = None  # called once, the first time the session waits
+    # called once, the first time the session waits after a naming call (before the test mines a block or plays
+    # the bridge's upstream): what is waited for cannot have happened yet
+    on_wait: Callable[[WatchedRun], None] | None = None
     naming_calls: list[list[str]] = field(default_factory=list)
     versions_seen: list[int] = field(default_factory=list)
     _last_mined: float = 0.0
@@ -130,17 +132,34 @@ class WatchedRun(Run):
             s = self.session
             if s["status"] not in WAITING:
                 return s
-            if bridge_wait_ends and s["status"] == Status.AWAITING_DESTINATION.value:
-                return s
-            if self.on_wait is not None:
+            if self.on_wait is not None:  # the session waits, before the chain or an upstream moves on
                 hook, self.on_wait = self.on_wait, None
                 hook(self)
+                continue
+            if bridge_wait_ends and s["status"] == Status.AWAITING_DESTINATION.value:
+                return s
             self.chain_moves_on(s)
             assert time.monotonic() < deadline, (
                 f"{self.route_name}: still {s['status']} v{s['session_version']}"
             )
             time.sleep(0.1)
             self.take(self.world.api.read(self.sid, self.token))
+
+    def quiet(self, seconds: float = 1.0) -> dict[str, Any]:
+        """The session as it rests while it waits: the same version for `seconds` (the watcher's pending looks
+        write nothing) and every event so far delivered to its webhook."""
+        deadline, since, version = time.monotonic() + WAIT, time.monotonic(), -1
+        while True:
+            s = self.world.api.read(self.sid, self.token)
+            if s["session_version"] != version:
+                since, version = time.monotonic(), s["session_version"]
+            hook = s.get("webhook")
+            delivered = hook is None or hook["delivered_through"] >= version
+            if delivered and time.monotonic() - since >= seconds:
+                self.take(s)
+                return s
+            assert time.monotonic() < deadline, f"{self.route_name}: never quiet ({s['status']} v{version})"
+            time.sleep(0.05)
 
     def chain_moves_on(self, s: dict[str, Any]) -> None:
         """A block on the EVM chain the session waits on, now and then (finality comes with blocks)."""

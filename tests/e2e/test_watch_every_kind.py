@@ -61,6 +61,10 @@ CHOSEN = (
     "base:USDC->solana:USDC",  # CCTP base -> Solana (the mint a Solana action)
     "robinhood:USDG->solana:USDG",  # the USDG OFT robinhood -> Solana (the delivery found through LayerZero Scan)
 )
+# On PostgreSQL the watching replica is killed in these (a restart of a replica costs tens of seconds on a loaded
+# machine): while a named EVM swap waits for finality; while a CCTP burn on Solana waits for Circle (then Across);
+# while the USDG OFT send waits for finality (then the LayerZero delivery). The others run on both replicas.
+KILLED_ON_POSTGRESQL = (CHOSEN[0], CHOSEN[2], CHOSEN[4])
 # The v1 corridor's kinds: a v2 session never selects them (`kinds.select` picks from SOURCE and DESTINATION), and
 # the watcher leaves v1 sessions to their caller's observe tools (docs/sessions.md, "The watcher").
 V1_CORRIDOR_ONLY = {KindKey.CCTP_MINT_RELAYED, KindKey.ERC4337_SETTLEMENT}
@@ -228,9 +232,11 @@ class Replicas:
         held = next(s for s in self.live if s.process.pid == pid)
         return held, next(s for s in self.live if s is not held)
 
-    def replace(self, dead: ServerProcess) -> None:
-        self.live.remove(dead)
-        self.live.append(start_replica(self.tmp, self.settings, self.deployments))
+    def ensure_two(self) -> None:
+        """A dead replica replaced by a new one (when the next route starts: the last kill costs no restart)."""
+        self.live = [s for s in self.live if s.process.poll() is None]
+        while len(self.live) < 2:
+            self.live.append(start_replica(self.tmp, self.settings, self.deployments))
 
 
 @pytest.fixture(scope="module")
@@ -254,20 +260,16 @@ def test_on_two_replicas_the_survivor_of_a_kill_9_finishes_the_route_and_every_r
     pg: tuple[World, Replicas, str], name: str, record_property: Any
 ) -> None:
     w, replicas, url = pg
+    replicas.ensure_two()  # a replica killed by the test before is replaced
     victim, survivor = replicas.holder(url)
     caller = dataclasses.replace(w, api=SessionApi(survivor.url))  # the caller talks to the survivor
     takeover: list[float] = []
 
     def kill_the_watcher(run: WatchedRun) -> None:
-        """The first signed transaction is named and the session waits: kill -9 the replica that watches (once
-        every event so far is delivered, so no webhook claim dies with it)."""
-        deadline = time.monotonic() + WAIT
-        while (
-            caller.api.read(run.sid, run.token)["webhook"]["delivered_through"]
-            < run.session["session_version"]
-        ):
-            assert time.monotonic() < deadline
-            time.sleep(0.05)
+        """The first signed transaction is named and the session waits: kill -9 the replica that watches, once
+        the session is quiet (so no webhook claim or half-done look dies with it: a claim would hold its event
+        back for its 60 s)."""
+        run.quiet()
         assert lease_holder(url) == victim.process.pid
         victim.kill()
         killed = time.monotonic()
@@ -278,19 +280,22 @@ def test_on_two_replicas_the_survivor_of_a_kill_9_finishes_the_route_and_every_r
 
     try:
         with fresh_chains(w):
-            c = carry(caller, name, url, [victim.url, survivor.url], kill_the_watcher)
+            kill = kill_the_watcher if name in KILLED_ON_POSTGRESQL else None
+            c = carry(caller, name, url, [victim.url, survivor.url], kill)
     finally:
         caller.api.close()
-        if victim.process.poll() is not None:
-            replicas.replace(victim)
     check_carried(c, name)
+    assert c.tap.connections[0] == (victim.url, None)  # the stream began on the replica that watches
+    if name not in KILLED_ON_POSTGRESQL:
+        assert len(c.tap.connections) == 1 and victim.process.poll() is None
+        print(f"\n{name} on PostgreSQL, two replicas: {len(c.log)} events, {c.seconds:.1f} s")
+        return
     assert takeover, "the session never waited after a naming call"
-    # the stream began on the killed replica and resumed on the survivor after the last event it had
-    assert c.tap.connections[0] == (victim.url, None)
+    # the stream resumed on the survivor after the last event it had from the killed replica
     assert any(u == survivor.url and last for u, last in c.tap.connections[1:]), c.tap.connections
     record_property("watch_lease_takeover_seconds", round(takeover[0], 3))
     print(
         f"\n{name} on PostgreSQL, two replicas, kill -9 mid-route: takeover {takeover[0]:.2f} s "
-        f"(lease 3 s, tick 0.2 s), {len(c.log)} events, stream connections {len(c.tap.connections)}, "
+        f"(lease 3 s, tick 0.2 s), {len(c.log)} events, stream connections {c.tap.connections}, "
         f"{c.seconds:.1f} s"
     )
