@@ -99,7 +99,6 @@ class WatchedRun(Run):
     # the bridge's upstream): what is waited for cannot have happened yet
     on_wait: Callable[[WatchedRun], None] | None = None
     naming_calls: list[list[str]] = field(default_factory=list)
-    versions_seen: list[int] = field(default_factory=list)
     _last_mined: float = 0.0
 
     def observe(self, named: list[str] | None, *, expect: int = 200) -> dict[str, Any]:
@@ -117,7 +116,6 @@ class WatchedRun(Run):
         if s["session_version"] == self.session.get("session_version"):
             return
         assert s["session_version"] > self.session["session_version"], (self.session, s)
-        self.versions_seen.append(s["session_version"])
         self.statuses.append(s["status"])
         self.session = s
         if s["status"] not in WAITING:

@@ -105,10 +105,9 @@ def carry(
     database_url: str,
     stream_urls: list[str],
     on_wait: Callable[[WatchedRun], None] | None = None,
-    receiver: Callable[[], Any] = receiving,
 ) -> Carried:
     started = time.monotonic()
-    with receiver() as rx:
+    with receiving() as rx:
         run = WatchedRun(world, name, AMOUNT_USD, create_extra={"webhook": {"url": rx.url}}, on_wait=on_wait)
         run.fund()
         run.create()
