@@ -7,7 +7,8 @@ cut down to what the issue allows, and the three readers of one session's events
   test mines one on the chain it waits on now and then), so a named transaction becomes final by itself.
 * `EventTap`: the event stream (`GET /v2/session/{id}/events`) read from the first event in a thread, each
   message's `id` and `data` as received; a dropped connection resumes with `Last-Event-ID` on the next URL.
-* `stored_log`: the session's event log as the store holds it, read from the database directly.
+* `stored_log`: the session's event log as the store holds it, read from the database directly;
+  `caller_operations`: the keys of the caller's recorded operations on it.
 * `route_kinds`: the step kinds a route's steps select (`core.sessions.kinds` SOURCE / DESTINATION).
 """
 
@@ -23,6 +24,7 @@ from typing import Any
 import httpx
 from _routes import Run
 from httpx_sse import SSEError, connect_sse
+from sqlalchemy import Connection, select
 from tests.support.postgres import run_coroutine
 
 from routequote.core.assets import CHAINS, Chain, ChainFamily
@@ -31,6 +33,7 @@ from routequote.core.sessions.kinds import DESTINATION, SOURCE, BridgeKind, Kind
 from routequote.core.sessions.machine import Status
 from routequote.ports import SessionEvent
 from routequote.sessions.watch import WATCHED
+from routequote.storage.sessions_schema import session_idempotency
 from routequote.storage.sessions_sql import SqlSessionStore
 
 WAIT = 180.0  # bounds a hang only (a loaded machine is slow); no timing is asserted
@@ -229,6 +232,26 @@ def stored_log(database_url: str, sid: str) -> list[SessionEvent]:
         store = SqlSessionStore(database_url)
         try:
             return await store.events(sid)
+        finally:
+            await store.aclose()
+
+    return run_coroutine(read())
+
+
+def caller_operations(database_url: str, sid: str) -> list[str]:
+    """The idempotency keys of every caller operation on the session (observe, refresh, cancel) the store
+    recorded: the watcher records none (no caller sent a key)."""
+
+    def keys(conn: Connection) -> list[str]:
+        scope = session_idempotency.c.scope == f"session:{sid}"
+        rows = conn.execute(select(session_idempotency.c.key).where(scope)).all()
+        conn.rollback()
+        return sorted(str(r.key) for r in rows)
+
+    async def read() -> list[str]:
+        store = SqlSessionStore(database_url)
+        try:
+            return await store.execute(keys, write=False)
         finally:
             await store.aclose()
 

@@ -36,6 +36,7 @@ from _watch_routes import (
     EventTap,
     WatchedRun,
     bridge_legs,
+    caller_operations,
     family,
     recorded_kinds,
     route_kinds,
@@ -96,6 +97,7 @@ class Carried:
     log: list[SessionEvent]
     deliveries: list[tuple[dict[str, str], bytes]]
     secret: str
+    operations: list[str]  # the idempotency keys of the caller's operations the store recorded
     seconds: float
 
 
@@ -117,10 +119,11 @@ def carry(
         assert run.session["status"] == "complete", run.session
         tap.wait()
         log = stored_log(database_url, run.sid)
+        operations = caller_operations(database_url, run.sid)
         wait_for_deliveries(rx, len(log))
         deliveries = list(rx.deliveries)
     check_receipt(run)
-    return Carried(run, tap, log, deliveries, secret, time.monotonic() - started)
+    return Carried(run, tap, log, deliveries, secret, operations, time.monotonic() - started)
 
 
 def wait_for_deliveries(rx: Receiver, count: int) -> None:
@@ -152,6 +155,9 @@ def check_carried(c: Carried, name: str) -> None:
         ]
     ]
     assert named == signed and len(set(named)) == len(named), (run.naming_calls, signed)
+    # and the store agrees: one recorded caller operation per naming call, each an observe
+    assert len(c.operations) == len(run.naming_calls), c.operations
+    assert all(k.startswith("observe") for k in c.operations), c.operations
     # the service carried every wait itself: more events than the caller's create and naming calls made
     assert len(log) > 1 + len(run.naming_calls), [e.event for e in log]
     assert [e.seq for e in log] == list(range(1, len(log) + 1))
