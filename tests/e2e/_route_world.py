@@ -167,6 +167,23 @@ def token_messenger_state() -> bytes:
     )
 
 
+# what runs the world's server: (settings, deployments) -> a context yielding the URL it answers on
+Serve = Callable[[dict[str, Any], dict[Chain, EvmDeployment]], contextlib.AbstractContextManager[str]]
+
+
+def in_process(market: Any = None) -> Serve:
+    """The app in this process under uvicorn (a thread), pricing with `market`."""
+
+    @contextlib.contextmanager
+    def serve(settings: dict[str, Any], deployments: dict[Chain, EvmDeployment]) -> Iterator[str]:
+        port = free_port()
+        app = create_app(Settings(**settings, port=port), deployments=deployments, market=market)
+        with running_server(app, port) as url:
+            yield url
+
+    return serve
+
+
 @contextlib.contextmanager
 def build_world(
     anvil_factory: Callable[[int], AnvilChain],
@@ -174,9 +191,12 @@ def build_world(
     *,
     market: Any = None,
     pools: dict[str, Any] | None = None,
+    overrides: dict[str, Any] | None = None,
+    serve: Serve | None = None,
 ) -> Iterator[World]:
     """The chains, the fakes and one server over `database_url`; `market` (default: the embedded snapshot) is
-    what the server prices with, `pools` its pool states (what the Solana swap simulator pays by)."""
+    what the server prices with, `pools` its pool states (what the Solana swap simulator pays by), `overrides`
+    settings on top of the world's, and `serve` what runs the server (default: this app in this process)."""
     try:
         standins = compile_standins()
     except ToolchainUnavailable as e:
@@ -216,10 +236,9 @@ def build_world(
                 "finality_confirmations": "base=1,arbitrum=1,robinhood=1",
                 "database_url": database_url,
                 "dev_signing_key_path": "",
+                **(overrides or {}),
             }
-            port = free_port()
-            app = create_app(Settings(**settings, port=port), deployments=deployments, market=market)
-            with running_server(app, port) as url:
+            with (serve or in_process(market))(settings, deployments) as url:
                 api = SessionApi(url)
                 try:
                     snapshot_pools = dict(EmbeddedSnapshot().current().pools)

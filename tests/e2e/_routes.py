@@ -141,6 +141,7 @@ class Run:
     stopped: bool = False
     approved_minimum: int | None = None  # the caller strengthens approval_v3.minimum_output_base to this
     approval_v3: dict[str, Any] = field(default_factory=dict)
+    create_extra: dict[str, Any] = field(default_factory=dict)  # more members of the create body (`webhook`)
 
     @property
     def route(self) -> Route:
@@ -228,6 +229,7 @@ class Run:
             "wallets": self.wallets(),
             "approval_v3": bound,
             "idempotency_key": key,
+            **self.create_extra,
         }
         if self.route.event_signer_required:
             body["event_signer_public"] = str(self.event.pubkey())

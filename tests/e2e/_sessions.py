@@ -437,10 +437,11 @@ def deployment_overrides(deployments: dict[Any, Any]) -> dict[str, dict[str, Any
     return out
 
 
-@contextmanager
-def server_process(tmp: Path, settings: dict[str, Any], deployments: dict[Any, Any]) -> Iterator[str]:
-    """`python tests/e2e/_sessions.py CONFIG` on a free port: the same app, another OS process. Yields its URL."""
+def start_replica(tmp: Path, settings: dict[str, Any], deployments: dict[Any, Any]) -> Any:
+    """`python tests/e2e/_sessions.py CONFIG` on a free port: the same app, another OS process, started and
+    answering. Returns its `tests.support.server_process.ServerProcess` (url, process, log; kill() is SIGKILL)."""
     from tests.support.server import free_port
+    from tests.support.server_process import ServerProcess
 
     port = free_port()
     config = tmp / f"server-{port}.json"
@@ -458,27 +459,28 @@ def server_process(tmp: Path, settings: dict[str, Any], deployments: dict[Any, A
             stdout=subprocess.DEVNULL,
             stderr=sink,
         )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"{url}/v2/status", timeout=1).status_code < 500:
-                    break
-            except httpx.HTTPError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                err = log.read_text(errors="replace")[-800:]
-                raise RuntimeError(f"server process did not start: {err}")
-            time.sleep(0.1)
-        yield url
-    finally:
-        proc.terminate()
+    server = ServerProcess(f"http://127.0.0.1:{port}", proc, log)
+    deadline = time.monotonic() + 120  # bounds a hang only: a loaded machine starts it late
+    while True:
         try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=5)
+            if httpx.get(f"{server.url}/v2/status", timeout=1).status_code < 500:
+                return server
+        except httpx.HTTPError:
+            pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            server.kill()
+            raise RuntimeError(f"server process did not start: {server.log_tail(800)}")
+        time.sleep(0.1)
+
+
+@contextmanager
+def server_process(tmp: Path, settings: dict[str, Any], deployments: dict[Any, Any]) -> Iterator[str]:
+    """`start_replica`, stopped on exit. Yields its URL."""
+    server = start_replica(tmp, settings, deployments)
+    try:
+        yield server.url
+    finally:
+        server.stop()
 
 
 def _serve(config_path: str) -> None:

@@ -82,6 +82,32 @@ class FakeSolanaRpc:
         self.transactions[sig] = result
         return sig
 
+    def answer(self, req: dict[str, Any]) -> dict[str, Any]:
+        """One JSON-RPC call's answer (`getTransaction`, `getAccountInfo`; other methods -32601)."""
+        method, params = req.get("method"), req.get("params") or []
+        self.calls.append((method, params))
+        out: dict[str, Any] = {"jsonrpc": "2.0", "id": req.get("id")}
+        if method == "getTransaction":
+            out["result"] = self.transactions.get(params[0]) if params else None
+        elif method == "getAccountInfo":
+            data = self.accounts.get(params[0]) if params else None
+            value = (
+                None
+                if data is None
+                else {
+                    "data": [base64.b64encode(data).decode(), "base64"],
+                    "executable": False,
+                    "lamports": 1_000_000,
+                    "owner": CCTP_TMM,
+                    "rentEpoch": 0,
+                    "space": len(data),
+                }
+            )
+            out["result"] = {"context": {"slot": 1}, "value": value}
+        else:
+            out["error"] = {"code": -32601, "message": "Method not found"}
+        return out
+
     @contextmanager
     def running(self) -> Iterator[FakeSolanaRpc]:
         rpc = self
@@ -89,29 +115,9 @@ class FakeSolanaRpc:
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:  # noqa: N802 - http.server's name
                 req = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
-                method, params = req.get("method"), req.get("params") or []
-                rpc.calls.append((method, params))
-                out: dict[str, Any] = {"jsonrpc": "2.0", "id": req.get("id")}
-                if method == "getTransaction":
-                    out["result"] = rpc.transactions.get(params[0]) if params else None
-                elif method == "getAccountInfo":
-                    data = rpc.accounts.get(params[0]) if params else None
-                    value = (
-                        None
-                        if data is None
-                        else {
-                            "data": [base64.b64encode(data).decode(), "base64"],
-                            "executable": False,
-                            "lamports": 1_000_000,
-                            "owner": CCTP_TMM,
-                            "rentEpoch": 0,
-                            "space": len(data),
-                        }
-                    )
-                    out["result"] = {"context": {"slot": 1}, "value": value}
-                else:
-                    out["error"] = {"code": -32601, "message": "Method not found"}
-                raw = json.dumps(out).encode()
+                # a JSON-RPC batch (the watcher's getTransaction batch) is answered call by call, as a node does
+                answer = [rpc.answer(r) for r in req] if isinstance(req, list) else rpc.answer(req)
+                raw = json.dumps(answer).encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(raw)))
