@@ -65,6 +65,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(0, str(ROOT))
 
+from _proc_cpu import cpu_and_preemptions, idle_and_total_ticks  # noqa: E402
 from session_bench import Client, Phase, approval, intent, wallets  # noqa: E402
 
 QUOTE_ROUTES = (  # four rotating routes: same chain, CCTP, Solana, Robinhood
@@ -169,39 +170,6 @@ class Sample:
     idle: float = float("nan")  # the share of the machine's CPU time left idle during the run (/proc/stat)
     # times per request the scheduler took a core from one of the server's processes while it still had work
     preempted: float = float("nan")
-
-
-def tree(pid: int) -> list[int]:
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            with contextlib.suppress(OSError):
-                stat = Path(f"/proc/{entry}/stat").read_text()
-                children.setdefault(int(stat.rsplit(")", 1)[1].split()[1]), []).append(int(entry))
-    out, todo = [pid], [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            out.append(child)
-            todo.append(child)
-    return out
-
-
-def cpu_and_preemptions(pid: int) -> tuple[float, int]:
-    """CPU seconds (user + system) and involuntary context switches so far, every process of the server (from
-    /proc/<pid>/stat and /proc/<pid>/status): one walk of the process tree for both."""
-    ticks = preempted = 0
-    for p in tree(pid):
-        with contextlib.suppress(OSError):
-            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
-            status = Path(f"/proc/{p}/status").read_text()
-            ticks += int(fields[11]) + int(fields[12])  # utime, stime
-            preempted += int(status.split("nonvoluntary_ctxt_switches:", 1)[1].split()[0])
-    return ticks / os.sysconf("SC_CLK_TCK"), preempted
-
-
-def idle_and_total_ticks() -> tuple[int, int]:
-    fields = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
-    return fields[3] + fields[4], sum(fields)  # idle + iowait, everything
 
 
 def wrk(served: Served, path: str, seconds: float, connections: int, script: str | None = None) -> Sample:

@@ -25,10 +25,10 @@ import hashlib
 from typing import Any
 
 import httpx
+from _solana_session import ATTESTATION, SOLANA_DOMAIN, attested_message, iris_solana_item, solana_burn
 from eth_account import Account
 from eth_account.messages import encode_defunct, encode_typed_data
 from solders.keypair import Keypair
-from test_sessions_solana import ATTESTATION, SOLANA_DOMAIN, attested_message, iris_solana_item, solana_burn
 from test_v1_corridor import Env, env, swap_result
 from tests.support.json_safety import assert_javascript_safe
 

@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 from _evm import sign_and_send
+from _session_world import ETH_USDC, World, catch_up, eth, hashes, usd, wallet
 from mcp import Client
-from test_sessions_anvil import ETH_USDC, World, catch_up, eth, hashes, usd, w, wallet, world
+from test_sessions_anvil import w, world
 
 from routequote.caller_mcp import CallerSide, RemoteOptions, caller_side_tools, remote_client
 from routequote.surfaces.mcp_tools import build_server

@@ -10,8 +10,9 @@ import secrets
 from typing import Any
 
 import pytest
+from _session_world import ETH_USDC, World, eth, hashes, submit, usd, wallet
 from mcp import Client
-from test_sessions_anvil import ETH_USDC, World, eth, hashes, submit, usd, w, wallet, world
+from test_sessions_anvil import w, world
 from tests.support.json_safety import assert_javascript_safe
 
 from routequote.client.approval import approval_for

@@ -10,18 +10,10 @@ import json
 from typing import Any
 
 import httpx
+from _session_world import CCTP_ROUTE, World, advance, eth, gas_paid, hashes, submit, usd, wallet
 from httpx_sse import connect_sse
 from tests.e2e.test_sessions_anvil import (  # noqa: F401 - the module's chain world, as fixtures
-    CCTP_ROUTE,
-    World,
-    advance,
     burn_and_attest,
-    eth,
-    gas_paid,
-    hashes,
-    submit,
-    usd,
-    wallet,
     world,
 )
 

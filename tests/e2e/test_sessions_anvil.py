@@ -17,16 +17,38 @@ from __future__ import annotations
 
 import contextlib
 import os
-import threading
-import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
-from _evm import AnvilChain, ToolchainUnavailable, balance_of, calldata, deploy_all, sign_and_send
+from _evm import AnvilChain, ToolchainUnavailable, deploy_all, sign_and_send
+from _session_world import (
+    ARBITRUM,
+    BASE,
+    CCTP_ROUTE,
+    ETH_USDC,
+    ETH_USDG,
+    FEE_RECIPIENT,
+    ROBINHOOD,
+    World,
+    advance,
+    eth,
+    gas_paid,
+    hashes,
+    local_deployments,
+    push_pool_price,
+    race_observes,
+    receipt_steps,
+    refused,
+    send_unmined,
+    signed_transfer,
+    state_of,
+    step_minimum,
+    submit,
+    to_across_in_flight,
+    usd,
+    wallet,
+)
 from _sessions import (
     CCTP_DOMAINS,
     FakeIris,
@@ -48,63 +70,8 @@ from tests.support.server import free_port, running_server
 
 from routequote.app import create_app
 from routequote.config import Settings
-from routequote.core.actions.evm import DEFAULT_DEPLOYMENTS, EvmDeployment
-from routequote.core.assets import Chain
 
 pytestmark = pytest.mark.chain
-BASE, ARBITRUM, ROBINHOOD = 8453, 42161, 4663
-FEE_RECIPIENT = Settings().fee_recipient_evm
-ETH_USDC = "base:ETH->base:USDC"
-ETH_USDG = "base:ETH->robinhood:USDG"
-CCTP_ROUTE = "arbitrum:USDC->base:ETH"
-
-
-@dataclass
-class World:
-    chains: dict[int, AnvilChain]
-    api: SessionApi
-    iris: FakeIris
-    settings: dict[str, Any]
-    deployments: dict[Chain, EvmDeployment]
-    tmp: Path
-
-    @property
-    def base(self) -> AnvilChain:
-        return self.chains[BASE]
-
-    @property
-    def arb(self) -> AnvilChain:
-        return self.chains[ARBITRUM]
-
-    @property
-    def rh(self) -> AnvilChain:
-        return self.chains[ROBINHOOD]
-
-
-def local_deployments(chains: dict[int, AnvilChain]) -> dict[Chain, EvmDeployment]:
-    """The builders pointed at the local contracts: token6 plays USDC (base, arbitrum) and USDG (robinhood)."""
-    b, a, r = (chains[c].addresses for c in (BASE, ARBITRUM, ROBINHOOD))
-    return {
-        Chain.BASE: DEFAULT_DEPLOYMENTS[Chain.BASE].with_overrides(
-            tokens={"USDC": b["token6"], "WETH": b["weth"]},
-            swap_router02=b["router02"],
-            across_spoke_pool=b["local_spoke"],
-            token_messenger_v2=b["cctp_messenger"],
-            message_transmitter_v2=b["cctp_transmitter"],
-        ),
-        Chain.ARBITRUM: DEFAULT_DEPLOYMENTS[Chain.ARBITRUM].with_overrides(
-            tokens={"USDC": a["token6"], "WETH": a["weth"]},
-            swap_router02=a["router02"],
-            across_spoke_pool=a["local_spoke"],
-            token_messenger_v2=a["cctp_messenger"],
-            message_transmitter_v2=a["cctp_transmitter"],
-        ),
-        Chain.ROBINHOOD: DEFAULT_DEPLOYMENTS[Chain.ROBINHOOD].with_overrides(
-            tokens={"USDG": r["token6"], "WETH": r["weth"]},
-            swap_router02=r["router02"],
-            across_spoke_pool=r["local_spoke"],
-        ),
-    }
 
 
 @pytest.fixture(scope="module", params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
@@ -164,90 +131,6 @@ def w(world: World) -> Iterator[World]:
     yield world
     for cid, chain in world.chains.items():
         chain.revert(snaps[cid])
-
-
-# ---- helpers -------------------------------------------------------------------------------------------------
-
-
-def wallet(w: World) -> tuple[str, str]:
-    """A throwaway key, funded with ETH and the 6-decimals stable on every chain (same address everywhere)."""
-    acct = Account.create()
-    for chain in w.chains.values():
-        chain.send(acct.address, "0x", value=10 * 10**18)
-        chain.transact(chain.addresses["token6"], "mint(address,uint256)", acct.address, 10_000 * 10**6)
-    return str(acct.address), acct.key.hex()
-
-
-def eth(chain: AnvilChain, who: str) -> int:
-    return int(chain.rpc.call("eth_getBalance", who, "latest"), 16)
-
-
-def usd(chain: AnvilChain, who: str) -> int:
-    return balance_of(chain, chain.addresses["token6"], who)
-
-
-def gas_paid(receipts: list[dict[str, Any]]) -> int:
-    return sum(int(r["gasUsed"], 16) * int(r["effectiveGasPrice"], 16) for r in receipts)
-
-
-def hashes(receipts: list[dict[str, Any]]) -> list[str]:
-    return [str(r["transactionHash"]) for r in receipts]
-
-
-def catch_up(chain: AnvilChain) -> None:
-    """The wallet waits for a block of the current second. An Across deposit's quoteTimestamp is the second it
-    was prepared, and eth_estimateGas runs against the latest block: mined a second earlier, it reverts
-    (InvalidQuoteTimestamp: quoteTimestamp > block.timestamp)."""
-    latest = int(chain.rpc.call("eth_getBlockByNumber", "latest", False)["timestamp"], 16)
-    chain.rpc.call("evm_mine", max(latest + 1, int(time.time()) + 1))
-
-
-def submit(chain: AnvilChain, key: str, session: dict[str, Any]) -> list[dict[str, Any]]:
-    """The wallet signs and sends the current action's transactions exactly as returned."""
-    action = session["current_action"]["unsigned_action"]
-    assert all(int(tx["chainId"]) == chain.chain_id for tx in action["transactions"])
-    catch_up(chain)
-    return sign_and_send(chain, key, action["transactions"])
-
-
-def advance(
-    w: World,
-    sid: str,
-    token: str,
-    session: dict[str, Any],
-    tx_hashes: list[str] | None,
-    status: str,
-    next_operation: str | None = None,
-) -> dict[str, Any]:
-    """Observe and require exactly one transition to `status` (version + 1), as read back."""
-    r = w.api.observe(sid, token, tx_hashes)
-    assert r.status_code == 200, r.text
-    s = r.json()
-    assert s["status"] == status, s
-    assert s["session_version"] == session["session_version"] + 1
-    if next_operation is not None:
-        assert s["next_operation"] == next_operation
-    back = w.api.read(sid, token)
-    assert (back["status"], back["session_version"]) == (status, s["session_version"])
-    return dict(s)
-
-
-def state_of(s: dict[str, Any]) -> tuple[Any, ...]:
-    return s["status"], s["session_version"], s["current_step"], s["phase"], s["next_operation"]
-
-
-def refused(
-    w: World, sid: str, token: str, before: dict[str, Any], r: httpx.Response, code: int, reason: str
-) -> None:
-    """A clear 4xx with the reason, and the session exactly as it was."""
-    assert r.status_code == code, r.text
-    assert r.json()["reason_class"] == reason, r.text
-    assert state_of(w.api.read(sid, token)) == state_of(before)
-
-
-def receipt_steps(w: World, sid: str, token: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    rc = w.api.read(sid, token, "receipt")["receipt"]
-    return rc["steps"], rc["route"]
 
 
 # ---- whole sessions -------------------------------------------------------------------------------------------
@@ -411,20 +294,13 @@ def test_the_preflight_asks_for_base_gas_and_the_route_completes_once_it_is_topp
 # ---- hostile cases ------------------------------------------------------------------------------------------
 
 
-def _signed_transfer(chain: AnvilChain, key: str, to: str, value: int) -> dict[str, Any]:
-    who = Account.from_key(key).address
-    return sign_and_send(
-        chain, key, [{"from": who, "to": to, "value": str(value), "data": "0x", "chainId": chain.chain_id}]
-    )[0]
-
-
 def test_a_transaction_that_is_not_the_prepared_action_is_refused(w: World) -> None:
     who, key = wallet(w)
     s, token = w.api.create(ETH_USDC, {"base": who})
     sid = s["session_id"]
     txs = s["current_action"]["unsigned_action"]["transactions"]
     first = sign_and_send(w.base, key, txs[:1])  # the prepared fee transfer ...
-    other = _signed_transfer(w.base, key, who, 12345)  # ... and another transaction of the same wallet
+    other = signed_transfer(w.base, key, who, 12345)  # ... and another transaction of the same wallet
     for named in ([other["transactionHash"]], hashes(first) + [other["transactionHash"]]):
         r = w.api.observe(sid, token, named)
         refused(w, sid, token, s, r, 400, "observation_not_prepared_action")
@@ -432,23 +308,11 @@ def test_a_transaction_that_is_not_the_prepared_action_is_refused(w: World) -> N
     refused(w, sid, token, s, r, 400, "observation_incomplete")
 
 
-def _push_pool_price(chain: AnvilChain, weth_in: int) -> None:
-    """Another trader sells WETH into the pool: USDC per ETH drops, below what the prepared minimum needs."""
-    a, me = chain.addresses, chain.deployer
-    chain.send(a["weth"], calldata("deposit()"), value=weth_in)
-    chain.transact(a["weth"], "approve(address,uint256)", a["router02"], weth_in)
-    chain.transact(
-        a["router02"],
-        "exactInputSingle((address,address,uint24,address,uint256,uint256,uint160))",
-        (a["weth"], a["token6"], 500, me, weth_in, 0, 0),
-    )
-
-
 def test_a_prepared_swap_that_reverted_on_chain_is_refused(w: World) -> None:
     who, key = wallet(w)
     s, token = w.api.create(ETH_USDC, {"base": who})
     sid = s["session_id"]
-    _push_pool_price(w.base, 100 * 10**18)
+    push_pool_price(w.base, 100 * 10**18)
     receipts = sign_and_send(
         w.base, key, s["current_action"]["unsigned_action"]["transactions"], gas=1_000_000
     )
@@ -457,29 +321,11 @@ def test_a_prepared_swap_that_reverted_on_chain_is_refused(w: World) -> None:
     refused(w, sid, token, s, r, 400, "observation_reverted")
 
 
-def _to_across_in_flight(w: World) -> tuple[str, str, str, dict[str, Any], tuple[Any, ...]]:
-    """A base:ETH->robinhood:USDG session whose Across deposit is observed (in flight). -> (who, sid, token, s, relay)"""
-    who, key = wallet(w)
-    s, token = w.api.create(ETH_USDG, {"base": who, "robinhood": who})
-    sid = s["session_id"]
-    s = advance(w, sid, token, s, hashes(submit(w.base, key, s)), "action_ready")
-    deposit = submit(w.base, key, s)
-    s = advance(w, sid, token, s, hashes(deposit), "awaiting_destination")
-    relay = deposit_relay_data(deposit[-1], w.base.addresses["local_spoke"], BASE)
-    fund_relayer(w.rh, w.rh.accounts[1], 10**12)
-    return who, sid, token, s, relay
-
-
-def _step_minimum(w: World, sid: str, token: str, k: int) -> int:
-    steps = w.api.read(sid, token, "session")["steps"]
-    return int(steps[k]["minimum_output_base"])
-
-
 def test_a_short_fill_of_other_relay_data_never_advances_the_session(w: World) -> None:
     """A relayer fills other relay data one unit below the step minimum: it is not this deposit's fill (its
     relay hash differs), so the session keeps waiting for the deposit's own fill and records no output."""
-    who, sid, token, s, relay = _to_across_in_flight(w)
-    minimum = _step_minimum(w, sid, token, 1)
+    who, sid, token, s, relay = to_across_in_flight(w)
+    minimum = step_minimum(w, sid, token, 1)
     assert relay[6] >= minimum
     short = relay[:6] + (minimum - 1,) + relay[7:]
     before = usd(w.rh, who)
@@ -493,8 +339,8 @@ def test_a_short_fill_of_other_relay_data_never_advances_the_session(w: World) -
 
 
 def test_a_genuine_across_fill_completes_after_a_short_fill_of_other_relay_data(w: World) -> None:
-    who, sid, token, s, relay = _to_across_in_flight(w)
-    minimum = _step_minimum(w, sid, token, 1)
+    who, sid, token, s, relay = to_across_in_flight(w)
+    minimum = step_minimum(w, sid, token, 1)
     fill_relay(w.rh, w.rh.accounts[1], relay[:6] + (minimum - 1,) + relay[7:], BASE)
     before = usd(w.rh, who)
     fill_relay(w.rh, w.rh.accounts[1], relay, BASE)  # the deposit's own relay data
@@ -505,7 +351,7 @@ def test_a_genuine_across_fill_completes_after_a_short_fill_of_other_relay_data(
 
 
 def test_a_fill_of_other_relay_data_is_not_the_deposits_fill(w: World) -> None:
-    who, sid, token, s, relay = _to_across_in_flight(w)
+    who, sid, token, s, relay = to_across_in_flight(w)
     other = (
         relay[:5] + (relay[5] + 1,) + relay[6:]
     )  # another relay hash, same output token, amount and recipient
@@ -530,7 +376,7 @@ def test_a_replay_with_another_body_is_409_and_the_same_body_replays(w: World) -
     done = w.api.observe(sid, token, hashes(receipts), key=k)
     assert done.status_code == 200 and done.json()["status"] == "complete", done.text
     done_state = done.json()
-    other = _signed_transfer(w.base, key, who, 1)
+    other = signed_transfer(w.base, key, who, 1)
     r = w.api.observe(sid, token, [other["transactionHash"]], key=k)
     refused(w, sid, token, done_state, r, 409, "idempotency_key_reused_with_different_request")
     again = w.api.observe(sid, token, hashes(receipts), key=k)
@@ -578,7 +424,7 @@ def test_refresh_after_observation_is_409(w: World) -> None:
     sid = s["session_id"]
     w.base.rpc.call("evm_setAutomine", False)
     try:
-        sent = _send_unmined(w.base, key, s["current_action"]["unsigned_action"]["transactions"])
+        sent = send_unmined(w.base, key, s["current_action"]["unsigned_action"]["transactions"])
         s = advance(w, sid, token, s, sent, "awaiting_source_receipt", "observe")  # named, not mined yet
         refused(
             w,
@@ -602,7 +448,7 @@ def test_refresh_after_observation_is_409(w: World) -> None:
         409,
         "operation_not_allowed_in_status",
     )
-    _who, sid2, token2, s2, _relay = _to_across_in_flight(w)
+    _who, sid2, token2, s2, _relay = to_across_in_flight(w)
     refused(
         w,
         sid2,
@@ -614,45 +460,7 @@ def test_refresh_after_observation_is_409(w: World) -> None:
     )
 
 
-def _send_unmined(chain: AnvilChain, key: str, txs: list[dict[str, Any]]) -> list[str]:
-    """Sign and send without waiting (automine off): nonces from the pending pool, fixed gas."""
-    out = []
-    base_fee = int(chain.rpc.call("eth_getBlockByNumber", "latest", False)["baseFeePerGas"], 16)
-    for tx in txs:
-        full = {
-            "to": tx["to"],
-            "value": int(tx["value"]),
-            "data": tx["data"],
-            "chainId": tx["chainId"],
-            "type": 2,
-            "nonce": int(chain.rpc.call("eth_getTransactionCount", tx["from"], "pending"), 16),
-            "maxPriorityFeePerGas": 10**6,
-            "maxFeePerGas": 2 * base_fee + 10**6,
-            "gas": 1_000_000,
-        }
-        raw = Account.sign_transaction(full, key).raw_transaction
-        out.append(str(chain.rpc.call("eth_sendRawTransaction", "0x" + raw.hex())))
-    return out
-
-
 # ---- concurrency ----------------------------------------------------------------------------------------------
-
-
-def _race(apis: list[SessionApi], sid: str, token: str, named: list[str]) -> list[httpx.Response]:
-    """One observe per API, released together (same hashes, different idempotency keys)."""
-    barrier = threading.Barrier(len(apis))
-    answers: list[httpx.Response] = []
-
-    def go(api: SessionApi) -> None:
-        barrier.wait()
-        answers.append(api.observe(sid, token, named))
-
-    threads = [threading.Thread(target=go, args=(api,)) for api in apis]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=60)
-    return answers
 
 
 def test_two_processes_observe_one_step_at_once_and_exactly_one_advances(w: World) -> None:
@@ -667,7 +475,7 @@ def test_two_processes_observe_one_step_at_once_and_exactly_one_advances(w: Worl
                 s, token = w.api.create(ETH_USDC, {"base": who})
                 sid = s["session_id"]
                 named = hashes(submit(w.base, key, s))
-                answers = _race(apis, sid, token, named)
+                answers = race_observes(apis, sid, token, named)
                 codes = sorted(r.status_code for r in answers)
                 assert codes == [200, 409], [r.text for r in answers]
                 won = next(r for r in answers if r.status_code == 200).json()

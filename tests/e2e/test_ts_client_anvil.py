@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_sessions_anvil import ETH_USDC, FEE_RECIPIENT, World, eth, usd, w, wallet, world
+from _session_world import ETH_USDC, FEE_RECIPIENT, World, eth, usd, wallet
+from test_sessions_anvil import w, world
 from tests.support.ts_package import built_package, run
 from tests.support.ts_pinned import deployment_json
 

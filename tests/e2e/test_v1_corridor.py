@@ -33,19 +33,7 @@ from typing import Any
 import pytest
 from _evm import MAX_UINT256, AnvilChain, ToolchainUnavailable, calldata, deploy_all, deploy_raw
 from _sessions import FakeIris, compile_standins
-from eth_abi import encode
-from eth_account import Account
-from eth_account.messages import encode_defunct, encode_typed_data
-from eth_utils import to_checksum_address
-from mcp import Client
-from solders.hash import Hash
-from solders.keypair import Keypair
-from solders.message import Message
-from solders.pubkey import Pubkey
-from solders.token.associated import get_associated_token_address
-from solders.transaction import Transaction
-from test_erc4337_anvil import aa_artifacts
-from test_sessions_solana import (
+from _solana_session import (
     ATTESTATION,
     CCTP_TMM,
     SOLANA_DOMAIN,
@@ -58,6 +46,18 @@ from test_sessions_solana import (
     to_instruction,
     ui_amount,
 )
+from eth_abi import encode
+from eth_account import Account
+from eth_account.messages import encode_defunct, encode_typed_data
+from eth_utils import to_checksum_address
+from mcp import Client
+from solders.hash import Hash
+from solders.keypair import Keypair
+from solders.message import Message
+from solders.pubkey import Pubkey
+from solders.token.associated import get_associated_token_address
+from solders.transaction import Transaction
+from test_erc4337_anvil import aa_artifacts
 from tests.support.json_safety import assert_javascript_safe
 from tests.support.server import free_port, running_server
 from tests.unit.actions.test_solana_swaps import pinned_live_market, pinned_raydium_upstreams

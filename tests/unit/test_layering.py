@@ -1,8 +1,8 @@
 """Layering of src/routequote: the core imports no edge (adapter or surface), discovery no surface, and the command line and
 the client's commands import each other one way only (any import, at module level or inside a function); the session
 wing, auth and prepare import no adapter (storage, market, observe); no module takes another module's private
-(`_name`) name, by import (src, tests, bench, examples) or off an object (src); and no file under src/routequote is over
-600 lines."""
+(`_name`) name, by import (src, tests, bench, examples) or off an object (src); and no file under src/routequote, and no
+Python file under tests, bench or examples, is over 600 lines."""
 
 from __future__ import annotations
 
@@ -249,3 +249,28 @@ def test_no_file_in_src_is_over_600_lines() -> None:
     assert set(sizes) >= DATA_FILES  # an exemption never outlives its file
     over = {str(p): n for p, n in sizes.items() if n > MAX_LINES and p not in DATA_FILES}
     assert over == {}
+
+
+PYTHON_ROOTS = ("src", "tests", "bench", "examples")
+
+
+def python_file_lines() -> dict[str, int]:
+    """The lines of every .py file under src/, tests/, bench/ and examples/, by path from the repository root; not
+    inside a hidden directory or node_modules (what tests install at test time, e.g. tests/e2e/.npm-cache)."""
+    out: dict[str, int] = {}
+    for top in PYTHON_ROOTS:
+        for path in (ROOT / top).rglob("*.py"):
+            rel = path.relative_to(ROOT)
+            if not any(part.startswith(".") or part in ("node_modules", "__pycache__") for part in rel.parts):
+                out[rel.as_posix()] = len(path.read_bytes().splitlines())
+    return out
+
+
+def test_no_python_file_is_over_600_lines() -> None:
+    """src, tests, bench and examples alike: a long test module splits by theme (its shared fixtures in the
+    directory's conftest.py, its helpers under public names in tests/support or a tests/e2e `_helper.py`)."""
+    sizes = python_file_lines()
+    read = {"src/routequote/core/quote.py", "tests/unit/test_layering.py", "bench/http_bench.py"}
+    assert read <= set(sizes) and any(p.startswith("examples/") for p in sizes)  # every root is read
+    over = {p: n for p, n in sorted(sizes.items()) if n > MAX_LINES}
+    assert over == {}, "over 600 lines: " + ", ".join(f"{p} ({n})" for p, n in over.items())
