@@ -10,9 +10,9 @@ explicit `POST /v2/session/{id}/observe` with the watcher off.
   `awaiting_source_receipt` at the version its naming wrote (no event), with no verified output; observe
   answers that the transaction is not mined. The wallet broadcasts the same signed bytes again: once those
   are final the session completes, from the block that holds them now.
-* Re-mined in another block: the wallet's re-broadcast lands in block N+2 (another height, another time),
-  when a receipt of the orphaned block N would already count 3 confirmations. The session waits for 3
-  confirmations of N+2, and the evidence it records is N+2's, never the orphaned block's.
+* Re-mined in another block: the wallet's re-broadcast lands in a later block (another height, another time)
+  while receipts of the orphaned blocks would already count 3 confirmations. The session waits for 3
+  confirmations of the new block, and the evidence it records is that block's, never the orphaned one's.
 
 Each run ends by reading the whole event log over the event stream: the create, the waits (the naming; with
 explicit observe, each observe's own `submitted_pending`), the completion; nothing between them advanced.
