@@ -30,18 +30,22 @@ from typing import Any
 import httpx
 import pytest
 from _evm import AnvilChain, balance_of, sign_and_send
-from _sessions import SessionApi
+from _sessions import SessionApi, deposit_relay_data, fill_relay, fund_relayer
 from httpx_sse import connect_sse
 from tests.e2e.test_watch_anvil import (  # noqa: F401 - the module's chain world, as fixtures
     BASE,
     ETH_USDC,
+    ETH_USDG,
+    ROBINHOOD,
     WAIT,
     chains,
     deployments_for,
     fresh,
     mine,
     name_once,
+    receipt_of,
     settings_for,
+    submit,
     wait_for,
     wallet,
 )
@@ -59,7 +63,7 @@ class Follow:
     """One session on base, followed by the watcher or by explicit observe (`how`)."""
 
     def __init__(self, how: str, api: SessionApi, app: Any, created: dict[str, Any], token: str) -> None:
-        self.how, self.api, self.app, self.token = how, api, app, token
+        self.how, self.api, self.app, self.token, self.created = how, api, app, token, created
         self.sid: str = created["session_id"]
         self.action: list[dict[str, Any]] = created["current_action"]["unsigned_action"]["transactions"]
 
@@ -138,20 +142,25 @@ def follow(
     request: pytest.FixtureRequest,
     fresh: dict[int, AnvilChain],  # noqa: F811 - the imported fixture
     tmp_path: Path,
-) -> Iterator[Callable[[], tuple[Follow, AnvilChain, str, str]]]:
-    """A running server (watcher on, or off for explicit observe) and a maker of one session on base:
-    (follow, base chain, the wallet's address, its key)."""
+) -> Iterator[Callable[..., tuple[Follow, AnvilChain, str, str]]]:
+    """A running server (watcher on, or off for explicit observe; base and robinhood final at FINALITY blocks)
+    and a maker of one session of `route` (base by default): (follow, base chain, the wallet's address, its key)."""
     how: str = request.param
     settings = settings_for(
-        fresh, f"sqlite+aiosqlite:///{tmp_path / 'reorg.sqlite3'}", watch=how == "watcher"
+        fresh,
+        f"sqlite+aiosqlite:///{tmp_path / 'reorg.sqlite3'}",
+        watch=how == "watcher",
+        finality_confirmations=f"base={FINALITY},arbitrum=1,robinhood={FINALITY}",
     )
     app = create_app(Settings(**settings), deployments=deployments_for(fresh))
     with running_server(app) as server:
         api = SessionApi(server)
 
-        def make() -> tuple[Follow, AnvilChain, str, str]:
+        def make(route: str = ETH_USDC) -> tuple[Follow, AnvilChain, str, str]:
             who, key = wallet(fresh)
-            s, token = api.create(ETH_USDC, {"base": who})
+            s, token = api.create(
+                route, {"base": who, "robinhood": who} if route == ETH_USDG else {"base": who}
+            )
             return Follow(how, api, app, s, token), fresh[BASE], who, key
 
         yield make
@@ -213,7 +222,7 @@ def completes_from(
 
 
 def test_a_named_transaction_reorged_away_never_advances_the_session_until_it_is_mined_again_and_final(
-    follow: Callable[[], tuple[Follow, AnvilChain, str, str]],
+    follow: Callable[..., tuple[Follow, AnvilChain, str, str]],
 ) -> None:
     f, base, who, key = follow()
     usdc0 = balance_of(base, base.addresses["token6"], who)
@@ -242,7 +251,7 @@ def test_a_named_transaction_reorged_away_never_advances_the_session_until_it_is
 
 
 def test_a_transaction_re_mined_in_another_block_is_final_by_that_block_and_recorded_from_it(
-    follow: Callable[[], tuple[Follow, AnvilChain, str, str]],
+    follow: Callable[..., tuple[Follow, AnvilChain, str, str]],
 ) -> None:
     f, base, who, key = follow()
     usdc0 = balance_of(base, base.addresses["token6"], who)
@@ -259,3 +268,57 @@ def test_a_transaction_re_mined_in_another_block_is_final_by_that_block_and_reco
         still_waiting(f.look(), named, NOT_FINAL, f.how == "observe")
         mine(base, 1)
     completes_from(f, base, hashes, who, usdc0, named)
+
+
+# ---- the relayer's Across fill on the destination ------------------------------------------------------------
+
+
+def in_flight(s: dict[str, Any]) -> None:
+    """The bridge has not delivered: no output recorded for the Across step, the funds still in flight."""
+    assert s["status"] == "awaiting_destination", s
+    step = s["steps"][1]
+    assert step.get("destination") is None and step.get("actual_output_base") is None, step
+    assert s["funds"]["state"] == "in_flight", s["funds"]
+
+
+def past_source(
+    f: Follow, base: AnvilChain, key: str, session: dict[str, Any], status: str
+) -> dict[str, Any]:
+    """The wallet signs the current action, the caller names it once, base makes it final: the next status."""
+    name_once(f.api, f.sid, f.token, submit(base, key, session))
+    mine(base, FINALITY)
+    return f.until(status)
+
+
+def test_an_across_fill_counts_only_once_final_and_a_fill_reorged_away_delivers_nothing(
+    follow: Callable[..., tuple[Follow, AnvilChain, str, str]],
+    fresh: dict[int, AnvilChain],  # noqa: F811 - the imported fixture
+) -> None:
+    f, base, who, key = follow(ETH_USDG)
+    rh = fresh[ROBINHOOD]
+    s = past_source(f, base, key, f.created, "action_ready")
+    s = past_source(f, base, key, s, "awaiting_destination")
+    deposit = s["steps"][1]["claimed_tx_ids"][-1]
+    relay = deposit_relay_data(receipt_of(base, deposit), base.addresses["local_spoke"], BASE)
+    relayer = rh.accounts[1]
+    fund_relayer(rh, relayer, 10**12)
+    usdg0 = balance_of(rh, rh.addresses["token6"], who)
+
+    first = fill_relay(rh, relayer, relay, BASE)
+    assert balance_of(rh, rh.addresses["token6"], who) > usdg0
+    in_flight(f.look())  # filled, not final
+    reorg_away(rh, [str(first["transactionHash"])])
+    assert balance_of(rh, rh.addresses["token6"], who) == usdg0  # the fill is undone on chain
+    mine(rh, 2 * FINALITY)
+    in_flight(f.look())
+
+    fill = str(fill_relay(rh, relayer, relay, BASE)["transactionHash"])  # the relayer fills again
+    usdg1 = balance_of(rh, rh.addresses["token6"], who)
+    while latest(rh) - block_of(rh, fill)[0] + 1 < FINALITY:
+        in_flight(f.look())
+        mine(rh, 1)
+    done = f.until("complete")
+    assert done["steps"][1]["destination"]["tx_ids"] == [fill.lower()]
+    assert int(done["steps"][1]["actual_output_base"]) == usdg1 - usdg0 > 0
+    statuses = [e["status"] for e in f.events()]
+    assert statuses[-1] == "complete" and "complete" not in statuses[:-1]
