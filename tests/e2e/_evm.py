@@ -422,11 +422,17 @@ def deploy_all(chain: AnvilChain) -> dict[str, Any]:
 
 
 def sign_and_send(
-    chain: AnvilChain, key: str, txs: list[dict[str, Any]], *, gas: int | None = None
+    chain: AnvilChain,
+    key: str,
+    txs: list[dict[str, Any]],
+    *,
+    gas: int | None = None,
+    raws: list[str] | None = None,
 ) -> list[dict[str, Any]]:
     """The wallet side: fill nonce and fees, sign each prepared transaction, send, wait for its receipt. Without
     `gas` the gas is estimated and each transaction must succeed; with `gas` nothing is estimated, so a
-    transaction that reverts is still mined (its receipt, status 0, is returned)."""
+    transaction that reverts is still mined (its receipt, status 0, is returned). `raws` collects each signed
+    transaction as sent (a wallet that re-broadcasts after a reorg sends these same bytes again)."""
     receipts = []
     for tx in txs:
         sender = tx["from"]
@@ -447,6 +453,8 @@ def sign_and_send(
         else:
             full["gas"] = gas
         raw = Account.sign_transaction(full, key).raw_transaction
+        if raws is not None:
+            raws.append("0x" + raw.hex())
         h = chain.rpc.call("eth_sendRawTransaction", "0x" + raw.hex())
         receipt = None
         for _ in range(500):

@@ -50,6 +50,7 @@ SESSION_CREATE_FIELDS = frozenset(PREPARE_FIELDS) | {
     "idempotencyKey",
     "sessionToken",
     "verificationContext",
+    "webhook",
     A2A_ACCEPT_MODELLED_FIELD,
 }
 RECEIVE_PHASE = "cctp_destination_mint"  # a CCTP destination mint (receiveMessage): spends nothing
@@ -122,7 +123,8 @@ def _session_context(data: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str,
 
 def check_session_create(data: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], str]:
     """Every adapter rule of session_create, before any service call. Returns (REST create body, parsed approval,
-    verification context, token). Rules: callerApproved true; sessionToken exactly 43 base64url characters;
+    verification context, token). An optional `webhook` ({url}) goes into the body as sent: the session service
+    checks it, as for REST. Rules: callerApproved true; sessionToken exactly 43 base64url characters;
     idempotencyKey valid; approvalV3 present, selected_mode session, its idempotency_key == idempotencyKey; the
     session verification context consistent and holding exact copies of the request's intent, wallets, event
     signer and approval."""
@@ -155,6 +157,8 @@ def check_session_create(data: dict[str, Any]) -> tuple[dict[str, Any], dict[str
     )
     same_copy(ctx["approval_v3"], raw_approval, "verification_context_approval_mismatch", "approval_v3")
     body["idempotency_key"] = key
+    if "webhook" in data:  # passed on as sent: the engine checks it by the same rule as REST (webhook_*)
+        body["webhook"] = data["webhook"]
     return body, approval, ctx, token
 
 

@@ -16,7 +16,7 @@ import contextlib
 from collections.abc import Sequence
 from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import Field, WithJsonSchema
 from starlette.routing import Route
 
 from routequote.contract.v2 import ChainName, TokenName
@@ -59,6 +59,7 @@ from routequote.surfaces.mcp_tools import (
     transport_security,
 )
 from routequote.surfaces.quote_result import quote_detail, quote_result
+from routequote.surfaces.rest_session import WEBHOOK_SCHEMA
 from routequote.webhooks.signing import server_key_seed
 
 MCP_V2_PATH = "/mcp/v2"
@@ -121,11 +122,17 @@ class PrepareArguments(_IntentArguments):
     )
 
 
+# the REST create's `webhook`, shown as REST shows it and checked only by the session service (one rule: a
+# refusal is the same webhook_invalid / webhook_url_invalid / unknown_field on every surface)
+Webhook = Annotated[Any, WithJsonSchema(WEBHOOK_SCHEMA)]
+
+
 class SessionCreateArguments(_IntentArguments):
     """Create a session (approval_v3.selected_mode session, its idempotency_key equal to idempotency_key)."""
 
     idempotency_key: IdempotencyKey
     session_token: SessionToken
+    webhook: Webhook = None
 
 
 class SessionCallArguments(ToolInput):
@@ -169,6 +176,7 @@ _CAMEL = {
     "session_id": "sessionId",
     "view": "view",
     "transaction_hashes": "transactionHashes",
+    "webhook": "webhook",
 }
 
 
@@ -261,7 +269,8 @@ def v2_tools(state: Any, manifest: ManifestSource | None) -> list[ToolDef]:
             "service_v2_session_create",
             "Create a session",
             "A receipt-driven session for the approved quote (approval_v3 session). session_token is yours: "
-            "generate it locally, keep it secret; it is never returned. Every action is verified first. "
+            "generate it locally, keep it secret; it is never returned. Every action is verified first. With "
+            "webhook {url}, every event is POSTed there signed; session.webhook.secret is shown in this answer only. "
             "Never a task: it answers at once with the first action (nothing waits on the chain yet).",
             SessionCreateArguments,
             stateful,

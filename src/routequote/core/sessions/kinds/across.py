@@ -33,7 +33,7 @@ from routequote.core.sessions.state import Decision, State, delivered, destinati
 def observe(obs: Observing, facts: Facts) -> Decision | Need:
     """The relayer's fill is found by its log on the pinned destination SpokePool, searched from the block
     recorded at the first look (else the last `across_fill_search_blocks`); a transaction the caller names
-    must be that fill."""
+    must be that fill. It delivers once its block has the chain's finality confirmations."""
     state = obs.state
     k = state.current_step
     bridge = state.steps[k].bridge_as(AcrossDeposit)
@@ -64,6 +64,12 @@ def observe(obs: Observing, facts: Facts) -> Decision | Need:
     if need := facts.missing(search):
         return need
     found = verify_across_fill(facts.logs[search], bridge, spoke_pool=spoke)
+    if found is not None:  # the fill counts once final, as a named source transaction does
+        block = next(lg.block_number for lg in facts.logs[search] if lg.tx_hash == found[1])
+        if latest - block + 1 < obs.settings.required_confirmations(dst):
+            return destination_pending(
+                state, "the relayer's fill is not final yet", "awaiting_fill", search_from_block=start
+            )
     return decide(state, obs.route, found, obs.now_unix, start)
 
 
