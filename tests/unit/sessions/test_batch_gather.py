@@ -93,7 +93,7 @@ def _by_chain(records: list[SessionRecord]) -> dict[Chain, list[SessionRecord]]:
     return groups
 
 
-def _norm(outcome: Decision | BaseException | None) -> Any:
+def norm(outcome: Decision | BaseException | None) -> Any:
     if outcome is None:
         return None
     if isinstance(outcome, Decision):
@@ -115,7 +115,7 @@ async def _outcomes(gatherer: Gatherer, records: list[SessionRecord]) -> dict[st
     out: dict[str, Any] = {}
     for chain, group in _by_chain(records).items():
         for record, outcome in zip(group, await gatherer.outcomes(chain, group), strict=True):
-            out[record.session_id] = _norm(outcome)
+            out[record.session_id] = norm(outcome)
     return out
 
 
