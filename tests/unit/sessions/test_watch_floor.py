@@ -276,9 +276,7 @@ def test_a_cached_receipt_whose_block_was_replaced_advances_nothing() -> None:
         node.LATEST += 70
         out = await gatherer.outcomes(Chain.BASE, [record])
         assert norm(out[0])[1] == "submitted_pending", norm(out[0])
-        assert norm(out[0]) == norm(
-            (await PerSessionGatherer(r.sessions).outcomes(Chain.BASE, [record]))[0]
-        )
+        assert norm(out[0]) == norm((await PerSessionGatherer(r.sessions).outcomes(Chain.BASE, [record]))[0])
         # and a reorg the head shows (a new parent) rewinds the cache: the moved transaction is found again
         node.mined.update(dict.fromkeys(hashes, node.LATEST - 2))
         node.fork, node.fork_from = 1, node.LATEST - 3
