@@ -148,9 +148,12 @@ def changes(record: SessionRecord, decision: Decision) -> bool:
         status = next_status(Status(record.status), decision.event)
     except Exception:  # an illegal transition: the commit refuses it, but look again before it tries
         return True
-    return not (
-        status.value == record.status and json.loads(json.dumps(decision.state.to_json())) == record.state
-    )
+    if status.value != record.status:
+        return True
+    document = decision.state.to_json()
+    # the plain comparison first (most waiting sessions restate their document); the JSON round trip decides
+    # only when it differs (a tuple where the stored JSON has a list)
+    return document != record.state and json.loads(json.dumps(document)) != record.state
 
 
 class BatchedGatherer:
