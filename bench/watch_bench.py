@@ -332,7 +332,7 @@ def _summary(results: list[dict[str, Any]]) -> None:
     sol_same = len({v["http"] for v in sol.values()}) == 1
     print(
         f"   solana: one HTTP request per tick at every size ({'yes' if sol_same else 'no'}); its JSON-RPC calls are "
-        "one getSignatureStatuses per 256 pending signatures (NOT bounded by the sessions): "
+        "one getSignatureStatuses per 256 pending signatures (these grow with the pending signatures: not bounded): "
         + ", ".join(f"{v['rpc']} at {n}" for n, v in sol.items())
     )
 

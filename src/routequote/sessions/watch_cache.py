@@ -54,6 +54,7 @@ MAX_SCAN_GAP = 32  # more new blocks than this in one tick: pending receipts are
 REORG_REWIND = 32  # blocks re-scanned after a head whose parent is not the block seen before
 KEEP_HASHES = 256  # block hashes remembered per chain (reorg detection)
 Pair = tuple[str, str | None]  # (contract address lower-cased, first topic or None: any)
+Filter = tuple[str, tuple[str | None, ...]]  # (contract address lower-cased, every topic)
 
 
 @dataclass
@@ -64,7 +65,8 @@ class EvmChainCache:
     pending: set[str] = field(default_factory=set)  # hashes no scanned block holds
     mined: dict[str, EvmTransaction] = field(default_factory=dict)  # as read directly
     due: set[str] = field(default_factory=set)  # to read directly (found in a block, or rewound)
-    pairs: dict[Pair, int] = field(default_factory=dict)  # covered from this block on
+    pairs: dict[Pair, int] = field(default_factory=dict)  # in the per-block log filter from this block on
+    filters: dict[Filter, int] = field(default_factory=dict)  # back-filled from this block up to its pair's
     logs: dict[tuple[str, int], EvmLog] = field(default_factory=dict)  # (tx hash, log index)
 
     def rewind(self, to: int) -> None:
@@ -72,6 +74,7 @@ class EvmChainCache:
         self.scanned_to = min(self.scanned_to, to)
         self.hashes = {n: h for n, h in self.hashes.items() if n <= to}
         self.logs = {k: lg for k, lg in self.logs.items() if lg.block_number <= to}
+        self.pairs = {p: min(n, to + 1) for p, n in self.pairs.items()}
         for h, tx in list(self.mined.items()):
             if tx.block_number > to:
                 del self.mined[h]
@@ -102,6 +105,10 @@ class DirectReads(Protocol):
 
 def pair_of(read: LogsSince) -> Pair:
     return read.address.lower(), (read.topics[0].lower() if read.topics and read.topics[0] else None)
+
+
+def filter_of(read: LogsSince) -> Filter:
+    return read.address.lower(), tuple(None if t is None else t.lower() for t in read.topics)
 
 
 def log_matches(log: EvmLog, read: LogsSince, to_block: int) -> bool:
@@ -136,6 +143,7 @@ class TickReads:
             0  # reads made directly (first sight, a mined hash, a back-fill, a finalized signature)
         )
         self.advanced: set[str] = set()  # chains whose head was read this tick
+        self.broken: dict[str, ObservationUnavailable] = {}  # chains whose head or scan failed this tick
         self.statuses: dict[str, str | None] = {}
 
     async def run(self, reads: Sequence[Read]) -> tuple[Facts, dict[Read, BaseException]]:
@@ -175,10 +183,19 @@ class TickReads:
 
     async def _advance(self, scanner: EvmBlockScanner, chain: str, c: EvmChainCache) -> None:
         """Once per tick: the head; when new blocks exist, their pending receipts and watched logs."""
+        if chain in self.broken:  # failed earlier this tick: every read of the chain fails alike
+            raise self.broken[chain]
         if chain in self.advanced:
             return
-        head = await scanner.head(chain)
+        try:
+            await self._scan(scanner, chain, c)
+        except ObservationUnavailable as exc:
+            self.broken[chain] = exc
+            raise
         self.advanced.add(chain)
+
+    async def _scan(self, scanner: EvmBlockScanner, chain: str, c: EvmChainCache) -> None:
+        head = await scanner.head(chain)
         if c.head is None:  # first sight: everything asked is read directly, scanning starts here
             c.head, c.scanned_to, c.hashes[head.number] = head, head.number, head.hash
             return
@@ -243,7 +260,7 @@ class TickReads:
                 if to > c.scanned_to:  # past what was scanned (a kind asked ahead of the head): read it now
                     direct.append(r)
                     continue
-                await self._backfill(scanner, chain, c, r)
+                await self._backfill(chain, c, r)
                 found = sorted(
                     (lg for lg in c.logs.values() if log_matches(lg, r, to)),
                     key=lambda lg: (lg.block_number, lg.log_index),
@@ -257,23 +274,24 @@ class TickReads:
         self.fresh = self.fresh.merged(Facts(blocks=facts.blocks))
         return facts.merged(got), failed
 
-    async def _backfill(
-        self, scanner: EvmBlockScanner, chain: str, c: EvmChainCache, read: LogsSince
-    ) -> None:
-        """A contract and topic first asked (or asked from an earlier block): its logs up to the scanned head."""
-        pair = pair_of(read)
-        covered = c.pairs.get(pair)
-        if covered is not None and covered <= read.from_block:
+    async def _backfill(self, chain: str, c: EvmChainCache, read: LogsSince) -> None:
+        """Make `read` answerable from the cache. Its contract and first topic join the per-block log filter
+        from the next block on; the blocks before (from its `from_block`) are read once with the read's own
+        filter (as narrow as observe's search), and remembered as covered for that filter."""
+        pair, key = pair_of(read), filter_of(read)
+        if pair not in c.pairs:
+            c.pairs[pair] = c.scanned_to + 1
+        pair_from, filter_from = c.pairs[pair], c.filters.get(key)
+        if pair_from <= read.from_block or (filter_from is not None and filter_from <= read.from_block):
             return
-        hi = c.scanned_to if covered is None else covered - 1
-        if read.from_block <= hi:
-            scan = await scanner.scan(
-                chain, [], (read.from_block, hi), [read.address], [pair[1]] if pair[1] else None
-            )
-            self.one_off += 1
-            for lg in scan.logs:
-                c.logs[(lg.tx_hash, lg.log_index)] = lg
-        c.pairs[pair] = min(read.from_block, c.scanned_to + 1)
+        hi = pair_from - 1 if filter_from is None else filter_from - 1
+        found = await self.direct.facts.evm_reader().logs(
+            chain, read.address, list(read.topics), read.from_block, hi
+        )
+        self.one_off += 1
+        for lg in found:
+            c.logs[(lg.tx_hash, lg.log_index)] = lg
+        c.filters[key] = read.from_block
 
     def remember(self, facts: Facts) -> None:
         """Direct answers replace what the caches said (a fresh read wins over a cached one)."""
@@ -357,13 +375,15 @@ class TickReads:
     def finish(self, chain: str) -> None:
         """Forget what no session of `chain` asked this tick (sessions that left, or moved on)."""
         c = self.cache.evm.get(chain)
-        if c is not None and chain in self.advanced:
+        if c is not None and chain in self.advanced and chain not in self.broken:
             hashes = {r.tx_hash.lower() for r in self.asked if isinstance(r, TxByHash) and r.chain == chain}
             pairs = {pair_of(r) for r in self.asked if isinstance(r, LogsSince) and r.chain == chain}
             c.pending &= hashes
             c.due &= hashes
             c.mined = {h: tx for h, tx in c.mined.items() if h in hashes}
             c.pairs = {p: n for p, n in c.pairs.items() if p in pairs}
+            filters = {filter_of(r) for r in self.asked if isinstance(r, LogsSince) and r.chain == chain}
+            c.filters = {f: n for f, n in c.filters.items() if f in filters}
             c.logs = {
                 k: lg
                 for k, lg in c.logs.items()
