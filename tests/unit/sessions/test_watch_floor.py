@@ -21,7 +21,7 @@ from routequote.core.assets import Chain
 from routequote.core.chain import CctpMessage
 from routequote.core.sessions.document import SessionDocument
 from routequote.core.sessions.entries import StepStatus, parse_bridge
-from routequote.core.sessions.reads import Attestation
+from routequote.core.sessions.reads import Attestation, LatestBlock, LogsSince
 from routequote.core.sessions.state import Decision
 from routequote.observe.evm import JsonRpcEvmReader
 from routequote.observe.solana import JsonRpcSolanaReader
@@ -31,6 +31,24 @@ from routequote.sessions.watch import PerSessionGatherer
 from routequote.sessions.watch_cache import TickReads, WatchCache
 
 HOSTS = {c: f"http://{c}.rpc.invalid/" for c in ("base", "arbitrum", "robinhood")}
+
+
+def log_in(lg: dict[str, Any], flt: dict[str, Any], latest: int) -> bool:
+    """eth_getLogs' filter: block range, address (one or a list), topics by position (a value or any of a list)."""
+    lo = int(flt["fromBlock"], 16)
+    hi = latest if flt["toBlock"] == "latest" else int(flt["toBlock"], 16)
+    addresses = flt["address"] if isinstance(flt["address"], list) else [flt["address"]]
+    if not lo <= int(lg["blockNumber"], 16) <= hi or lg["address"].lower() not in {
+        a.lower() for a in addresses
+    }:
+        return False
+    for i, want in enumerate(flt.get("topics") or []):
+        if want is None:
+            continue
+        options = want if isinstance(want, list) else [want]
+        if i >= len(lg["topics"]) or lg["topics"][i].lower() not in {o.lower() for o in options}:
+            return False
+    return True
 
 
 class MovingNode(WireNode):
@@ -79,9 +97,7 @@ class MovingNode(WireNode):
             got = WireNode._result(self, chain, method, params)
             return {**got, "blockHash": self.block_hash(self.mined[h])}
         if method == "eth_getLogs":
-            flt = params[0]
-            lo, hi = int(flt["fromBlock"], 16), int(flt["toBlock"], 16)
-            return [lg for lg in self.logs if lo <= int(lg["blockNumber"], 16) <= hi]
+            return [lg for lg in self.logs if log_in(lg, params[0], self.LATEST)]
         if method == "getSignatureStatuses":
             value = [
                 None if s not in self.statuses else {"confirmationStatus": self.statuses[s]}
@@ -382,5 +398,70 @@ def test_a_pending_message_is_looked_up_once_per_lookup_interval() -> None:
         await r.sessions.facts.read([read])
         await r.sessions.facts.read([read])
         assert iris.lookups == 4
+
+    asyncio.run(run())
+
+
+def _log(n: int, block: int, address: str, *topics: str) -> dict[str, Any]:
+    return {
+        "address": address,
+        "topics": list(topics),
+        "data": "0x" + f"{n:064x}",
+        "logIndex": hex(n % 7),
+        "transactionHash": f"0x{n:064x}",
+        "blockNumber": hex(block),
+    }
+
+
+def test_log_searches_from_the_cache_answer_what_direct_searches_answer() -> None:
+    """Logs of two contracts and several topics over moving blocks: each search answered by the watcher's cache
+    (one eth_getLogs per new block for all) equals the same search sent to the node, whenever it is asked."""
+
+    async def run() -> None:
+        r, node, client = await _world()
+        reader = r.sessions.evm
+        assert isinstance(reader, JsonRpcEvmReader)
+        a, b = "0x" + "a1" * 20, "0x" + "b2" * 20
+        t0, t1, x, y = ("0x" + f"{i:064x}" for i in (0xE0, 0xE1, 0xF0, 0xF1))
+        start = node.LATEST
+        n = 0
+
+        def emit(block: int) -> None:
+            nonlocal n
+            for address, topics in ((a, (t0, x)), (a, (t0, y)), (a, (t1, x)), (b, (t0, x)), (b, (t1, y))):
+                n += 1
+                node.logs.append(_log(n, block, address, *topics))
+
+        for block in range(start - 50, start + 1, 5):
+            emit(block)
+        searches = [
+            LogsSince("base", a, (t0, x), start - 40),
+            LogsSince("base", a, (t0, None), start - 20),
+            LogsSince("base", b, (t1,), start - 60),
+            LogsSince("base", a, (t1, x), start - 5),
+        ]
+        cache = WatchCache()
+        for tick in range(6):
+            asked = searches[: 2 + tick // 2]  # searches join over the ticks
+            reads = [replace(s, to_block=node.LATEST) for s in asked]
+            facts, failed = await TickReads(cache, BatchReads(r.sessions.facts)).run(
+                [LatestBlock("base"), *reads]
+            )
+            assert failed == {}
+            for read in reads:
+                direct = await reader.logs(
+                    "base", read.address, list(read.topics), read.from_block, read.to_block
+                )
+                assert list(facts.logs[read]) == sorted(
+                    direct, key=lambda lg: (lg.block_number, lg.log_index)
+                )
+            node.LATEST += 1
+            emit(node.LATEST)
+        node.clear()
+        node.LATEST += 1
+        reads = [replace(s, to_block=node.LATEST) for s in searches]
+        await TickReads(cache, BatchReads(r.sessions.facts)).run([LatestBlock("base"), *reads])
+        assert node.per_chain("base") == {"eth_getBlockByNumber": 1, "eth_getLogs": 1}  # all in one filter
+        await client.aclose()
 
     asyncio.run(run())
