@@ -6,14 +6,16 @@ costs its own receipt reads, block height and chain id check. `BatchedGatherer` 
 
 1. each session's step kind is asked what it needs (`SessionService.watched_observing`: the same kind and the
    same `Observing` that observe would use);
-2. the reads every still-undecided session lacks are deduplicated across sessions (one `LatestBlock` per chain,
-   one `TxByHash` per hash) and run together (`BatchReads`): an EVM chain's reads through
-   `ports.EvmBatchReader.batch_read` (two JSON-RPC batches: chain id once, block height once, receipts and log
-   searches, then the mined transactions and their blocks), Solana's through
-   `ports.SolanaBatchReader.batch_transactions` (one `getTransaction` batch), Circle Iris and LayerZero Scan
-   one lookup per pending message as before; a reader without the batch method is read one read at a time;
+2. the reads every still-undecided session lacks are deduplicated across sessions and answered by a
+   `watch_cache.TickReads`: from per-chain caches kept across ticks and refreshed once per new block (an EVM
+   chain's head, its new blocks' receipts and one log filter for every watched contract; Solana's signature
+   statuses; Circle Iris and LayerZero Scan answers kept a lookup interval), reading directly only what the
+   caches cannot answer (a hash first seen or found in a new block, a log search first asked, a finalized
+   signature) through `BatchReads` (ports.EvmBatchReader / SolanaBatchReader batches, else one at a time);
 3. every kind is asked again with the shared facts, until each has decided (a kind is pure: the same document
    with the same facts decides the same thing, whatever other reads the facts also hold);
+   a session whose decision would change anything after a cached answer is decided again from direct reads
+   (`FreshReads`), so nothing advances on a cached fact;
 4. each decision is fulfilled as observe fulfils it (`SessionService.watched_advance`), in record order.
 
 The outcomes are those `PerSessionGatherer` gives on the same chain: a session whose kind or read fails gets the
