@@ -1,22 +1,26 @@
-"""What the watcher costs per tick: upstream calls per chain and CPU, at 100, 1,000 and 10,000 waiting sessions,
-for both gatherers from one run.
+"""What the watcher costs per new block: upstream calls per chain and CPU, at 100, 1,000 and 10,000 waiting
+sessions, from one run, and whether the floor of issue 42 holds.
 
-    .venv/bin/python bench/watch_bench.py [--sizes 100,1000,10000] [--ticks 3] [--gatherers per_session,batched]
+    .venv/bin/python bench/watch_bench.py [--sizes 100,1000,10000] [--blocks 3] [--gatherer batched|per_session]
 
-Sessions: one session per route is created and named a transaction through the real service (the session corpus's
-fakes: embedded market, fixed clock), which leaves it `awaiting_source_receipt` on its first step's chain (base,
-arbitrum, robinhood, solana). Those documents are cloned under new ids into a real SQLite session store until
-N sessions wait. The watcher (sessions/watch.py, the same object the app runs) then ticks over them, once with
-`PerSessionGatherer` and once with `BatchedGatherer` (the default), with the production readers
-(`observe.evm.JsonRpcEvmReader`, `observe.solana.JsonRpcSolanaReader`) whose HTTP goes to a fake JSON-RPC
-(httpx.MockTransport) that counts every HTTP request and every JSON-RPC method, per chain: the transactions are
-never mined, so every session stays pending and nothing is written.
+Sessions, spread over the four chains and every read a step kind makes: each route's first step named through
+the real service (the session corpus's fakes) and left `awaiting_source_receipt` (`TxByHash` on base, arbitrum,
+robinhood; `SolanaTx` on solana), and bridges in flight built on created sessions, `awaiting_destination`: Across
+deposits to Robinhood (`LatestBlock` + `LogsSince`, the fill search), CCTP burns to Base waiting on Circle's
+attestation (`Attestation`), USDG OFT sends to Solana waiting on LayerZero Scan (`ScanLookup`). Cloned under
+new ids, each naming its own transaction / deposit / message, into a real SQLite store until N sessions wait.
 
-Printed per size and gatherer: HTTP requests and JSON-RPC calls per tick per chain, and CPU seconds per tick
-(process time, the whole tick: store read, gather, decide). The per-session gatherer reads per session, so both
-grow with the sessions; the batched one sends two JSON-RPC batches per EVM chain and one per Solana per tick
-(each one HTTP request per 1,000 calls: the JSON-RPC client's batch size), so its HTTP requests grow only past
-that, while its JSON-RPC calls are one receipt / `getTransaction` per pending transaction plus a fixed two.
+The watcher (sessions/watch.py, as the app runs it) ticks over them with the production readers, whose HTTP goes
+to a fake JSON-RPC node per chain, a fake Circle Iris and a fake LayerZero Scan (httpx.MockTransport) that count
+every HTTP request and JSON-RPC call. Nothing is ever mined, attested or delivered: every session stays pending.
+Tick 0 is the first sight of every session (its one-off reads, counted apart, per session); then `--blocks`
+ticks each with one new block on every EVM chain (Solana has a new slot every tick); then one tick with no new
+block; then one tick after the bridge lookup interval has passed.
+
+Printed per size: JSON-RPC calls and HTTP requests per new block per chain, calls in a tick with no new block,
+one-off calls per session at first sight, bridge lookups per interval, CPU per block (process time of a whole
+tick: store read, gather, decide, for every chain). The floor: at most 3 JSON-RPC calls per EVM chain per new
+block and the same at every size, plus one lookup per pending bridge message per lookup interval.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from solders.pubkey import Pubkey
 from solders.signature import Signature
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -44,7 +49,11 @@ from tests.unit.sessions.corpus import TOKEN, Recorder  # noqa: E402
 
 from routequote.core.assets import CHAINS, Chain  # noqa: E402
 from routequote.core.routes import ROUTES  # noqa: E402
+from routequote.core.sessions.document import SessionDocument  # noqa: E402
+from routequote.core.sessions.entries import StepStatus, parse_bridge  # noqa: E402
 from routequote.observe.evm import JsonRpcEvmReader  # noqa: E402
+from routequote.observe.iris import IrisAttestationReader  # noqa: E402
+from routequote.observe.layerzero_scan import LayerZeroScanReader  # noqa: E402
 from routequote.observe.solana import JsonRpcSolanaReader  # noqa: E402
 from routequote.ports import SessionEvent, SessionRecord  # noqa: E402
 from routequote.sessions import SessionService  # noqa: E402
@@ -55,34 +64,56 @@ from routequote.storage.watch_store import SqlWatchStore  # noqa: E402
 
 HOSTS = {"base": "base.rpc.invalid", "arbitrum": "arbitrum.rpc.invalid", "robinhood": "robinhood.rpc.invalid"}
 SOLANA_HOST = "solana.rpc.invalid"
+IRIS_HOST, SCAN_HOST = "iris.invalid", "scan.invalid"
+CHAINS_SHOWN = ("base", "arbitrum", "robinhood", "solana")
+SPOKE = "0x" + "ab" * 20  # an Across SpokePool pinned on Robinhood for the bench (none is by default)
+OFT_PROGRAM = str(Pubkey.from_bytes(bytes([7]) * 32))  # a USDG OFT program pin for the bench
+FLOOR = 3
 
 
 class FakeRpc:
-    """Answers every JSON-RPC call as a chain where nothing the sessions named is mined yet; counts per host."""
+    """Every JSON-RPC node, Iris and Scan, where nothing the sessions named is mined, attested or delivered.
+    EVM heads move when the bench says (`head`); counts HTTP requests and JSON-RPC methods per host."""
 
     def __init__(self) -> None:
         self.requests: Counter[str] = Counter()
         self.methods: Counter[str] = Counter()
         self.chain_ids = {host: CHAINS[Chain(c)].chain_id for c, host in HOSTS.items()}
+        self.head = 1_000_000
+
+    def _block(self, n: int) -> dict[str, Any]:
+        return {"number": hex(n), "hash": f"0x{n:064x}", "parentHash": f"0x{n - 1:064x}", "timestamp": "0x1"}
 
     def _one(self, host: str, call: dict[str, Any]) -> dict[str, Any]:
         method = call.get("method", "")
+        params = call.get("params") or []
         self.methods[f"{host.split('.')[0]}:{method}"] += 1
         result: Any = None
         if method == "eth_chainId":
             result = hex(int(self.chain_ids[host] or 0))
         elif method == "eth_blockNumber":
-            result = hex(1_000_000)
-        elif method == "eth_getLogs":
+            result = hex(self.head)
+        elif method == "eth_getBlockByNumber":
+            result = self._block(self.head if params[0] == "latest" else int(params[0], 16))
+        elif method in ("eth_getLogs", "eth_getBlockReceipts"):
             result = []
+        elif method == "getSignatureStatuses":
+            result = {"context": {"slot": 1}, "value": [None] * len(params[0])}
         return {"jsonrpc": "2.0", "id": call.get("id"), "result": result}
 
     def handler(self, request: httpx.Request) -> httpx.Response:
         host = request.url.host
         self.requests[host.split(".")[0]] += 1
+        if host in (IRIS_HOST, SCAN_HOST):
+            self.methods[f"{host.split('.')[0]}:GET"] += 1
+            return httpx.Response(404, json={"error": "not found"})  # not indexed yet: pending
         body = json.loads(request.content)
         answer = [self._one(host, c) for c in body] if isinstance(body, list) else self._one(host, body)
         return httpx.Response(200, json=answer)
+
+    def clear(self) -> None:
+        self.requests.clear()
+        self.methods.clear()
 
 
 def _named(route_key: str) -> list[str]:
@@ -91,9 +122,55 @@ def _named(route_key: str) -> list[str]:
     return ["0x" + secrets.token_hex(32)]
 
 
-async def templates() -> list[SessionRecord]:
-    """One waiting session per route whose first step can be built, through the real create and observe."""
+def _recorder() -> Recorder:
     r = Recorder()
+    rh = r.prepare.deployments[Chain.ROBINHOOD]
+    r.prepare.deployments[Chain.ROBINHOOD] = replace(rh, across_spoke_pool=SPOKE)
+    r.sessions.facts.config.usdg_oft_solana_program = OFT_PROGRAM
+    return r
+
+
+async def _in_flight(r: Recorder, route: str, bridge: dict[str, Any]) -> SessionRecord | None:
+    """A created session of `route` whose first step's bridge is in flight (its source verified)."""
+    created = await r.call(f"create {route}", r.sessions.create(await r.create_body(route), TOKEN))
+    if created is None:
+        return None
+    record = await r.sessions.store.get(created["session_id"])
+    assert record is not None
+    state = SessionDocument.parse(record.state)
+    entry = state.step(0).set(status=StepStatus.IN_FLIGHT, bridge=parse_bridge(bridge))
+    state = state.with_step(0, entry, phase="destination", current_action=None)
+    return replace(record, status="awaiting_destination", state=state.to_json())
+
+
+BRIDGES = {
+    # route: the first step's bridge record in flight (identifiers are replaced per clone)
+    "arbitrum:USDC->robinhood:USDG": {
+        "kind": "across",
+        "origin_chain_id": 42161,
+        "deposit_id": 1,
+        "input_amount": 1_000_000,
+        "output_amount": 990_000,
+        "fill_deadline": 4_000_000_000,
+        "recipient": "0x" + "22" * 20,
+        "output_token": "0x" + "33" * 20,
+        "source_tx": "0x" + "01" * 32,
+        "search_from_block": 999_000,
+    },
+    "arbitrum:USDC->base:USDC": {
+        "kind": "cctp",
+        "source_domain": 3,
+        "source_tx": "0x" + "02" * 32,
+        "burn_amount": 1,
+    },
+    "robinhood:USDG->solana:USDG": {"kind": "oft", "guid": "0x" + "03" * 32, "source_tx": "0x" + "04" * 32},
+}
+
+
+async def templates() -> list[SessionRecord]:
+    """One waiting session per route whose first step can be built (named, through the real create and
+    observe), and one per bridge in flight."""
+    r = _recorder()
     out: list[SessionRecord] = []
     for route in sorted(ROUTES):
         created = await r.call(f"create {route}", r.sessions.create(await r.create_body(route), TOKEN))
@@ -106,12 +183,20 @@ async def templates() -> list[SessionRecord]:
         if record is not None and record.status == "awaiting_source_receipt":
             assert named[0] in json.dumps(record.state)
             out.append(record)
+    for route, bridge in BRIDGES.items():
+        made = await _in_flight(r, route, bridge)
+        assert made is not None, route
+        # as many bridges in flight as sessions waiting on a source receipt of one chain, spread over the three
+        out.extend([made] * 8)
     return out
 
 
-def _names_in(record: SessionRecord) -> list[str]:
-    """The transaction names a waiting template's current step holds."""
+def _ids_in(record: SessionRecord) -> list[str]:
+    """What a clone must name afresh: the transactions its step names, or its bridge's identifiers."""
     step = record.state["steps"][int(record.state.get("current_step", 0))]
+    bridge = step.get("bridge") or {}
+    if bridge:
+        return [str(bridge[k]) for k in ("source_tx", "guid") if bridge.get(k)]
     return [str(x) for x in step.get("claimed_tx_ids") or []]
 
 
@@ -119,118 +204,155 @@ async def seed(store: SqlSessionStore, shapes: list[SessionRecord], n: int) -> N
     for i in range(n):
         t = shapes[i % len(shapes)]
         sid = str(uuid.uuid4())
-        # each clone names its own transaction, as every real session does (else the batched gatherer would
-        # read one transaction for all clones of a route)
         text = json.dumps(t.state)
-        names = _names_in(t)
-        assert names, "a waiting template names its transaction"
-        for old in names:
-            text = text.replace(old, _named(t.route)[0])
+        names = _ids_in(t)
+        assert names, "a waiting template names its transaction or message"
+        for old in names:  # each clone its own transaction, deposit or message, as every real session
+            fresh = _named(t.route)[0] if not old.startswith("0x") else "0x" + secrets.token_hex(32)
+            text = text.replace(old, fresh)
+        text = text.replace('"deposit_id": 1,', f'"deposit_id": {i + 10},')
         rec = replace(t, session_id=sid, version=1, state=json.loads(text))
         event = SessionEvent(sid, 1, None, "create", t.status, t.created_at)
         await store.create(rec, event, f"bench:{sid}", "k", "h", {})
 
 
+def _sample(fake: FakeRpc, cpu: float, report: Any) -> dict[str, Any]:
+    return {
+        "cpu": cpu,
+        "requests": dict(fake.requests),
+        "methods": dict(fake.methods),
+        "looked_at": report.looked_at,
+        "advanced": report.advanced,
+        "per_chain": dict(report.per_chain),
+    }
+
+
 async def run_size(
-    n: int, ticks: int, shapes: list[SessionRecord], tmp: Path, gatherers: list[str]
-) -> list[dict[str, Any]]:
+    n: int, blocks: int, shapes: list[SessionRecord], tmp: Path, gatherer: str
+) -> dict[str, Any]:
     store = SqlSessionStore(f"sqlite+aiosqlite:///{tmp / f'watch-{n}.sqlite3'}")
     await store.start()
     await seed(store, shapes, n)
-    out = [await run_gatherer(store, n, ticks, name) for name in gatherers]
-    await store.aclose()
-    return out
-
-
-async def run_gatherer(store: SqlSessionStore, n: int, ticks: int, name: str) -> dict[str, Any]:
     fake = FakeRpc()
     client = httpx.AsyncClient(transport=httpx.MockTransport(fake.handler))
-    r = Recorder()
+    r = _recorder()
     sessions = SessionService(
         r.prepare,
         store,
         evm=JsonRpcEvmReader({c: f"http://{h}/" for c, h in HOSTS.items()}, client),
         solana=JsonRpcSolanaReader(f"http://{SOLANA_HOST}/", client),
+        attestations=IrisAttestationReader(f"http://{IRIS_HOST}", client),
+        layerzero=LayerZeroScanReader(f"http://{SCAN_HOST}", client),
     )
-    config = WatchConfig(interval_seconds=1.0, batch=n)
-    gatherer: Gatherer = PerSessionGatherer(sessions) if name == "per_session" else BatchedGatherer(sessions)
-    watcher = Watcher(sessions, SqlWatchStore(store), Watching(config, None), gatherer=gatherer)
-    per_tick: list[dict[str, Any]] = []
-    for _ in range(ticks):
-        fake.requests.clear()
-        fake.methods.clear()
-        cpu0, wall0 = time.process_time(), time.perf_counter()
+    sessions.facts.config.usdg_oft_solana_program = OFT_PROGRAM
+    config = WatchConfig(interval_seconds=1.0, batch=n + 100)
+    g: Gatherer = PerSessionGatherer(sessions) if gatherer == "per_session" else BatchedGatherer(sessions)
+    now = [0.0]
+    if isinstance(g, BatchedGatherer):
+        g.cache.clock = lambda: now[0]
+    watcher = Watcher(sessions, SqlWatchStore(store), Watching(config, None), gatherer=g)
+
+    async def tick(new_block: bool) -> dict[str, Any]:
+        fake.head += 1 if new_block else 0
+        fake.clear()
+        cpu0 = time.process_time()
         report = await watcher.tick()
-        per_tick.append(
-            {
-                "cpu": time.process_time() - cpu0,
-                "wall": time.perf_counter() - wall0,
-                "requests": dict(fake.requests),
-                "methods": dict(fake.methods),
-                "looked_at": report.looked_at,
-                "advanced": report.advanced,
-                "per_chain_sessions": dict(report.per_chain),
-            }
-        )
-    await watcher.store.release(watcher.holder)  # the next gatherer's watcher leads at once
+        return _sample(fake, time.process_time() - cpu0, report)
+
+    first = await tick(True)
+    per_block = [await tick(True) for _ in range(blocks)]
+    quiet = await tick(False)
+    now[0] += config.bridge_lookup_seconds
+    later = await tick(True)
+    await watcher.store.release(watcher.holder)
     await client.aclose()
-    return {"n": n, "gatherer": name, "ticks": per_tick}
+    await store.aclose()
+    return {"n": n, "first": first, "blocks": per_block, "quiet": quiet, "later": later}
+
+
+def _calls(sample: dict[str, Any], chain: str) -> dict[str, int]:
+    return {m.split(":", 1)[1]: c for m, c in sample["methods"].items() if m.startswith(chain + ":")}
+
+
+def _per_chain(result: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    blocks = result["blocks"]
+    for chain in CHAINS_SHOWN:
+        rpc = max(sum(_calls(b, chain).values()) for b in blocks)
+        http = max(b["requests"].get(chain, 0) for b in blocks)
+        first = sum(_calls(result["first"], chain).values())
+        sessions = result["first"]["per_chain"].get(chain, 0)
+        out[chain] = {
+            "sessions": sessions,
+            "rpc": rpc,
+            "http": http,
+            "methods": _calls(blocks[-1], chain),
+            "quiet": sum(_calls(result["quiet"], chain).values()),
+            "one_off_per_session": first / sessions if sessions else 0.0,
+        }
+    return out
 
 
 def _print(result: dict[str, Any]) -> None:
-    last = result["ticks"][-1]
-    cpu = sorted(t["cpu"] for t in result["ticks"])[len(result["ticks"]) // 2]
-    wall = sorted(t["wall"] for t in result["ticks"])[len(result["ticks"]) // 2]
-    print(
-        f"\n== {result['n']:>6} sessions waiting, {result['gatherer']} gatherer: looked at {last['looked_at']}, "
-        f"advanced {last['advanced']}"
-    )
-    print(f"   CPU per tick (median): {cpu:.3f} s   wall per tick: {wall:.3f} s")
-    for chain in ("base", "arbitrum", "robinhood", "solana"):
-        methods = {m.split(":", 1)[1]: c for m, c in last["methods"].items() if m.startswith(chain + ":")}
+    cpu = sorted(b["cpu"] for b in result["blocks"])[len(result["blocks"]) // 2]
+    lookups = {h: result["later"]["requests"].get(h, 0) for h in ("iris", "scan")}
+    print(f"\n== {result['n']:>6} sessions waiting: looked at {result['blocks'][-1]['looked_at']} per tick")
+    print(f"   CPU per block (median tick, every chain): {cpu:.3f} s")
+    for chain, row in _per_chain(result).items():
         print(
-            f"   {chain:<10} sessions {last['per_chain_sessions'].get(chain, 0):>6}  "
-            f"HTTP requests/tick {last['requests'].get(chain, 0):>6}  JSON-RPC calls/tick {sum(methods.values()):>6}  "
-            + " ".join(f"{m}={c}" for m, c in sorted(methods.items()))
+            f"   {chain:<10} sessions {row['sessions']:>6}  per new block: JSON-RPC {row['rpc']:>4}  HTTP "
+            f"{row['http']:>3}  ({' '.join(f'{m}={c}' for m, c in sorted(row['methods'].items()))});  "
+            f"no new block: {row['quiet']};  first sight: {row['one_off_per_session']:.2f} calls/session"
         )
-
-
-async def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", default="100,1000,10000")
-    parser.add_argument("--ticks", type=int, default=3)
-    parser.add_argument("--gatherers", default="per_session,batched")
-    args = parser.parse_args()
-    gatherers = [g for g in args.gatherers.split(",") if g]
-    if not set(gatherers) <= {"per_session", "batched"}:
-        parser.error("--gatherers: per_session and/or batched")
-    shapes = await templates()
-    chains = Counter(str(ROUTES[s.route].steps[0].source.chain.value) for s in shapes)
-    print(f"session shapes: {len(shapes)} routes waiting on their first step's receipt ({dict(chains)})")
-    with tempfile.TemporaryDirectory(prefix="watch-bench-") as tmp:
-        results = []
-        for n in (int(x) for x in args.sizes.split(",")):
-            for result in await run_size(n, args.ticks, shapes, Path(tmp), gatherers):
-                _print(result)
-                results.append(result)
-    _summary(results)
+    print(
+        f"   bridge lookups after one lookup interval: Iris {lookups['iris']}, LayerZero Scan {lookups['scan']} "
+        f"(pending messages: one each); within the interval: "
+        f"{sum(result['blocks'][-1]['requests'].get(h, 0) for h in ('iris', 'scan'))}"
+    )
 
 
 def _summary(results: list[dict[str, Any]]) -> None:
-    """One table: per size and gatherer, HTTP requests / JSON-RPC calls per tick per chain, CPU per tick."""
-    chains = ("base", "arbitrum", "robinhood", "solana")
-    print(
-        "\n== summary: HTTP requests / JSON-RPC calls per chain per tick (last tick), CPU per tick (median)"
-    )
-    print(f"   {'sessions':>8} {'gatherer':<12}" + "".join(f" {c:>17}" for c in chains) + f" {'CPU s':>8}")
+    print("\n== summary: JSON-RPC calls / HTTP requests per new block per chain, CPU per block (median)")
+    print(f"   {'sessions':>8}" + "".join(f" {c:>13}" for c in CHAINS_SHOWN) + f" {'CPU s':>7}")
+    rows = {r["n"]: _per_chain(r) for r in results}
     for result in results:
-        last = result["ticks"][-1]
-        cpu = sorted(t["cpu"] for t in result["ticks"])[len(result["ticks"]) // 2]
-        cells = []
-        for chain in chains:
-            calls = sum(c for m, c in last["methods"].items() if m.startswith(chain + ":"))
-            cells.append(f" {last['requests'].get(chain, 0):>8} / {calls:>6}")
-        print(f"   {result['n']:>8} {result['gatherer']:<12}" + "".join(cells) + f" {cpu:>8.3f}")
+        cpu = sorted(b["cpu"] for b in result["blocks"])[len(result["blocks"]) // 2]
+        cells = "".join(
+            f" {rows[result['n']][c]['rpc']:>7} / {rows[result['n']][c]['http']:>3}" for c in CHAINS_SHOWN
+        )
+        print(f"   {result['n']:>8}{cells} {cpu:>7.3f}")
+    evm = ("base", "arbitrum", "robinhood")
+    same = all(len({rows[n][c]["rpc"] for n in rows}) == 1 for c in evm)
+    bounded = all(rows[n][c]["rpc"] <= FLOOR for n in rows for c in evm)
+    print(
+        f"   floor (EVM: <= {FLOOR} JSON-RPC calls per chain per new block, the same at every size): "
+        f"{'HOLDS' if same and bounded else 'NOT MET'}"
+    )
+    sol = {n: rows[n]["solana"] for n in rows}
+    sol_same = len({v["http"] for v in sol.values()}) == 1
+    print(
+        f"   solana: one HTTP request per tick at every size ({'yes' if sol_same else 'no'}); its JSON-RPC calls are "
+        "one getSignatureStatuses per 256 pending signatures (these grow with the pending signatures: not bounded): "
+        + ", ".join(f"{v['rpc']} at {n}" for n, v in sol.items())
+    )
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--sizes", default="100,1000,10000")
+    parser.add_argument("--blocks", type=int, default=3)
+    parser.add_argument("--gatherer", default="batched", choices=["batched", "per_session"])
+    args = parser.parse_args()
+    shapes = await templates()
+    kinds = Counter((str(s.state["phase"]), str(ROUTES[s.route].steps[0].source.chain.value)) for s in shapes)
+    print(f"session shapes: {len(shapes)} ({dict(kinds)})")
+    with tempfile.TemporaryDirectory(prefix="watch-bench-") as tmp:
+        results = []
+        for n in (int(x) for x in args.sizes.split(",")):
+            result = await run_size(n, args.blocks, shapes, Path(tmp), args.gatherer)
+            _print(result)
+            results.append(result)
+    _summary(results)
 
 
 if __name__ == "__main__":

@@ -193,6 +193,13 @@ class Settings(BaseSettings):
         le=3600,
         description="Longest wait before the watcher retries a session or chain whose read failed",
     )
+    watch_bridge_lookup_seconds: float = Field(
+        10.0,
+        ge=1,
+        le=3600,
+        description="How long the watcher keeps one pending message's Circle Iris or LayerZero Scan answer: at "
+        "most one lookup per pending message per this many seconds (observe always looks up now)",
+    )
     max_header_bytes: int = Field(
         16_384, ge=1024, description="Request line plus headers, in bytes, before answering 431 (then close)"
     )

@@ -310,6 +310,44 @@ class EvmBatchReader(Protocol):
 
 
 @dataclass(frozen=True, slots=True)
+class BlockHead:
+    """A chain's latest block: its number, hash and parent hash (the watcher notices a replaced block)."""
+
+    number: int
+    hash: str
+    parent_hash: str
+
+
+@dataclass(frozen=True, slots=True)
+class BlockScan:
+    """What new blocks hold for the watcher: per block, its hash and the hashes of its transactions (from
+    `eth_getBlockReceipts`), and the logs of every watched contract and topic (one `eth_getLogs`)."""
+
+    receipts: dict[int, tuple[str, frozenset[str]]]
+    logs: tuple[EvmLog, ...]
+
+
+@runtime_checkable
+class EvmBlockScanner(Protocol):
+    """An EVM reader that the watcher can follow block by block (a bounded number of calls per new block)."""
+
+    async def head(self, chain: str) -> BlockHead: ...
+
+    async def scan(
+        self,
+        chain: str,
+        blocks: Sequence[int],
+        logs_range: tuple[int, int] | None,
+        addresses: Sequence[str],
+        topic0s: Sequence[str] | None,
+    ) -> BlockScan:
+        """One request: `eth_getBlockReceipts` of each of `blocks`, and (when `logs_range` is set) one
+        `eth_getLogs` over it for `addresses` and any of `topic0s` (None: any topic). Any failure or garbage
+        raises ObservationUnavailable: nothing of a scan is used unless all of it is."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
 class SolanaAccount:
     """What `getAccountInfo` says of an account besides its data: its owner program, whether it is an
     executable program itself, and its lamports."""
@@ -368,6 +406,16 @@ class SolanaBatchReader(Protocol):
         ...
 
 
+@runtime_checkable
+class SolanaStatusReader(Protocol):
+    """A Solana reader that answers many signatures' statuses at once (`getSignatureStatuses`)."""
+
+    async def signature_statuses(self, signatures: Sequence[str]) -> dict[str, str | None]:
+        """Each signature's confirmation status (`processed`, `confirmed`, `finalized`), None when the node
+        knows none; every 256 signatures one call, all in one request. A failure raises ObservationUnavailable."""
+        ...
+
+
 class LayerZeroDelivery(Protocol):
     """What LayerZero Scan says of one message: a lead to the delivery, never evidence of it."""
 
@@ -402,6 +450,10 @@ class EvmStateReader(Protocol):
 
 
 __all__ = [
+    "BlockHead",
+    "BlockScan",
+    "EvmBlockScanner",
+    "SolanaStatusReader",
     "AttestationReader",
     "CctpMessage",
     "Clock",

@@ -3,7 +3,9 @@
 `getAccountInfo` (base64, with `dataSlice`) reads `svm.get_account`; `getLatestBlockhash` is the VM's blockhash;
 `getFeeForMessage` prices a message at the VM's measured fee per signature (`fee_per_signature`: a real transfer
 executed in the VM, the payer's lamports before and after) and answers `null` for a blockhash the VM does not
-hold, as a node does. Any other method is -32601.
+hold, as a node does; `getSignatureStatuses` is `finalized` for a signature in the VM's transaction history
+(`svm.get_transaction`: the VM executes at once, so what it holds is final) and null otherwise. A batch (a JSON
+array) is answered call by call. Any other method is -32601.
 """
 
 from __future__ import annotations
@@ -21,8 +23,10 @@ from solders.keypair import Keypair
 from solders.litesvm import LiteSVM
 from solders.message import Message
 from solders.pubkey import Pubkey
+from solders.signature import Signature
 from solders.system_program import TransferParams, transfer
 from solders.transaction import Transaction
+from solders.transaction_metadata import FailedTransactionMetadata
 
 
 def fee_per_signature(svm: LiteSVM) -> int:
@@ -85,7 +89,30 @@ class LiteSvmRpc:
                 return {"result": {"context": context, "value": None}}
             fee = self.per_signature * message.header.num_required_signatures
             return {"result": {"context": context, "value": fee}}
+        if method == "getSignatureStatuses":
+            statuses = [self._status(sig) for sig in params[0]]
+            return {"result": {"context": context, "value": statuses}}
         return {"error": {"code": -32601, "message": "Method not found"}}
+
+    def _status(self, signature: str) -> dict[str, Any] | None:
+        try:
+            found = self.svm.get_transaction(Signature.from_string(signature))
+        except ValueError:
+            return None
+        if found is None:
+            return None
+        failed = isinstance(found, FailedTransactionMetadata)
+        err = {"InstructionError": [0, str(found.err)]} if failed else None
+        return {"slot": 1, "confirmations": None, "err": err, "confirmationStatus": "finalized"}
+
+    def reply(self, req: Any) -> Any:
+        """One JSON-RPC request's answer, or a batch's (a list, answered in order)."""
+        if isinstance(req, list):
+            return [self.reply(r) for r in req]
+        with self.lock:
+            method, params = req.get("method"), req.get("params") or []
+            self.calls.append((method, params))
+            return {"jsonrpc": "2.0", "id": req.get("id"), **self.answer(method, params)}
 
     @contextmanager
     def running(self) -> Iterator[LiteSvmRpc]:
@@ -94,10 +121,7 @@ class LiteSvmRpc:
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:  # noqa: N802 - http.server's name
                 req = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
-                method, params = req.get("method"), req.get("params") or []
-                with rpc.lock:
-                    rpc.calls.append((method, params))
-                    out = {"jsonrpc": "2.0", "id": req.get("id"), **rpc.answer(method, params)}
+                out = rpc.reply(req)
                 raw = json.dumps(out).encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")

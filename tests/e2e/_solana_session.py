@@ -58,7 +58,8 @@ GOLDEN_BASE_KEY = "0x" + keccak(text="routequote solana session e2e base wallet"
 @dataclass
 class FakeSolanaRpc:
     """JSON-RPC over loopback HTTP: `getTransaction` -> the recorded result for a published signature, `null`
-    for any other (unknown or not finalized yet); other methods -> -32601. Records every (method, params)."""
+    for any other (unknown or not finalized yet); `getSignatureStatuses` -> `finalized` for a published one;
+    other methods -> -32601; a batch call by call. Records every (method, params)."""
 
     transactions: dict[str, dict[str, Any]] = field(default_factory=dict)
     calls: list[tuple[str, Any]] = field(default_factory=list)
@@ -71,14 +72,23 @@ class FakeSolanaRpc:
 
     def answer(self, method: str, path: str, body: bytes) -> tuple[int, Any]:
         req = json.loads(body)
+        return 200, [self.reply(r) for r in req] if isinstance(req, list) else self.reply(req)
+
+    def reply(self, req: dict[str, Any]) -> dict[str, Any]:
         name, params = req.get("method"), req.get("params") or []
         self.calls.append((name, params))
         out: dict[str, Any] = {"jsonrpc": "2.0", "id": req.get("id")}
         if name == "getTransaction":
             out["result"] = self.transactions.get(params[0]) if params else None
+        elif name == "getSignatureStatuses":  # a published transaction is final, any other unknown
+            value = [
+                {"confirmationStatus": "finalized", "err": None} if s in self.transactions else None
+                for s in params[0]
+            ]
+            out["result"] = {"context": {"slot": 1}, "value": value}
         else:
             out["error"] = {"code": -32601, "message": "Method not found"}
-        return 200, out
+        return out
 
     @contextmanager
     def running(self) -> Iterator[FakeSolanaRpc]:

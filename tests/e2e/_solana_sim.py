@@ -69,8 +69,9 @@ def to_instruction(d: dict[str, Any]) -> Instruction:
 
 @dataclass
 class FakeSolanaRpc:
-    """`getTransaction` -> the published result for a signature, `null` for any other; `getAccountInfo` -> the
-    account data the test set (base64), `null` value for any other; other methods -32601."""
+    """`getTransaction` -> the published result for a signature, `null` for any other; `getSignatureStatuses` ->
+    `finalized` for a published signature, `null` for any other; `getAccountInfo` -> the account data the test
+    set (base64), `null` value for any other; other methods -32601. A batch is answered call by call."""
 
     transactions: dict[str, dict[str, Any]] = field(default_factory=dict)
     accounts: dict[str, bytes] = field(default_factory=dict)  # address -> data, for getAccountInfo
@@ -82,13 +83,16 @@ class FakeSolanaRpc:
         self.transactions[sig] = result
         return sig
 
-    def answer(self, req: dict[str, Any]) -> dict[str, Any]:
-        """One JSON-RPC call's answer (`getTransaction`, `getAccountInfo`; other methods -32601)."""
+    def reply(self, req: dict[str, Any]) -> dict[str, Any]:
+        """One JSON-RPC call's answer (a batch is answered call by call)."""
         method, params = req.get("method"), req.get("params") or []
         self.calls.append((method, params))
         out: dict[str, Any] = {"jsonrpc": "2.0", "id": req.get("id")}
         if method == "getTransaction":
             out["result"] = self.transactions.get(params[0]) if params else None
+        elif method == "getSignatureStatuses":  # a published transaction is final, anything else unknown
+            value = [self._status(sig) for sig in params[0]]
+            out["result"] = {"context": {"slot": 1}, "value": value}
         elif method == "getAccountInfo":
             data = self.accounts.get(params[0]) if params else None
             value = (
@@ -108,6 +112,18 @@ class FakeSolanaRpc:
             out["error"] = {"code": -32601, "message": "Method not found"}
         return out
 
+    def _status(self, signature: str) -> dict[str, Any] | None:
+        result = self.transactions.get(signature)
+        if result is None:
+            return None
+        err = (result.get("meta") or {}).get("err")
+        return {
+            "slot": result.get("slot", 1),
+            "confirmations": None,
+            "err": err,
+            "confirmationStatus": "finalized",
+        }
+
     @contextmanager
     def running(self) -> Iterator[FakeSolanaRpc]:
         rpc = self
@@ -115,9 +131,8 @@ class FakeSolanaRpc:
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:  # noqa: N802 - http.server's name
                 req = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
-                # a JSON-RPC batch (the watcher's getTransaction batch) is answered call by call, as a node does
-                answer = [rpc.answer(r) for r in req] if isinstance(req, list) else rpc.answer(req)
-                raw = json.dumps(answer).encode()
+                out: Any = [rpc.reply(r) for r in req] if isinstance(req, list) else rpc.reply(req)
+                raw = json.dumps(out).encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(raw)))

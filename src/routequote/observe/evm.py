@@ -36,7 +36,7 @@ from routequote.observe._common import (
     quantity,
     unavailable,
 )
-from routequote.ports import EvmLog, EvmTransaction, ObservationUnavailable
+from routequote.ports import BlockHead, BlockScan, EvmLog, EvmTransaction, ObservationUnavailable
 
 TX_HASH = re.compile(EVM_TX_HASH_PATTERN)
 ADDRESS = re.compile(EVM_ADDRESS_PATTERN)
@@ -118,6 +118,33 @@ def parse_transaction(
     )
 
 
+def parse_head(block: Any) -> BlockHead:
+    if not isinstance(block, dict):
+        raise WireError("eth_getBlockByNumber: not a block")
+    return BlockHead(
+        number=quantity(block.get("number"), "block.number"),
+        hash=hash32(block.get("hash"), "block.hash"),
+        parent_hash=hash32(block.get("parentHash"), "block.parentHash"),
+    )
+
+
+def parse_block_receipts(number: int, raw: Any) -> tuple[str, frozenset[str]]:
+    """`eth_getBlockReceipts` of block `number`: its hash and its transactions' hashes (garbage raises)."""
+    if not isinstance(raw, list):
+        raise WireError("eth_getBlockReceipts: not a list")
+    block_hash = "0x" + "0" * 64
+    hashes = set()
+    for receipt in raw:
+        if (
+            not isinstance(receipt, dict)
+            or quantity(receipt.get("blockNumber"), "receipt.blockNumber") != number
+        ):
+            raise WireError("eth_getBlockReceipts: a receipt of another block")
+        block_hash = hash32(receipt.get("blockHash"), "receipt.blockHash")
+        hashes.add(hash32(receipt.get("transactionHash"), "receipt.transactionHash"))
+    return block_hash, frozenset(hashes)
+
+
 def log_filter(
     address: str, topics: Sequence[str | None], from_block: int, to_block: int | None
 ) -> dict[str, Any]:
@@ -153,6 +180,7 @@ class JsonRpcEvmReader:
         self.breakers = {
             chain: Breaker(chain, failure_threshold, cooldown_seconds, clock) for chain in self.rpcs
         }
+        self.chain_checked: set[str] = set()  # chains whose node's chain id the watcher's head read checked
 
     def configured(self, chain: str) -> bool:
         return chain in self.rpcs
@@ -366,6 +394,59 @@ class JsonRpcEvmReader:
                 )
             except (RpcError, WireError) as exc:
                 fail(r, exc, "eth_getTransactionReceipt")
+
+    # ---- block by block (the watcher's caches: ports.EvmBlockScanner) -----------------------------------
+
+    async def head(self, chain: str) -> BlockHead:
+        """The latest block's number, hash and parent hash: one `eth_getBlockByNumber("latest")` (with
+        `eth_chainId` in the same request the first time, checked as every other read checks it)."""
+        rpc, breaker = self.rpc_for(chain)
+
+        async def read() -> BlockHead:
+            latest: tuple[str, Sequence[Any]] = ("eth_getBlockByNumber", ["latest", False])
+            if chain in self.chain_checked:
+                return parse_head(await rpc.call(*latest))
+            chain_raw, block = await rpc.batch([("eth_chainId", []), latest])
+            self.check_chain_id(chain, chain_raw)
+            self.chain_checked.add(chain)
+            return parse_head(block)
+
+        return await breaker.guard(read(), "eth_getBlockByNumber")
+
+    async def scan(
+        self,
+        chain: str,
+        blocks: Sequence[int],
+        logs_range: tuple[int, int] | None,
+        addresses: Sequence[str],
+        topic0s: Sequence[str] | None,
+    ) -> BlockScan:
+        """`eth_getBlockReceipts` per block and one `eth_getLogs` for every watched contract and topic, in one
+        request; all or nothing (any call refused or garbage raises ObservationUnavailable)."""
+        rpc, breaker = self.rpc_for(chain)
+        calls: list[tuple[str, Sequence[Any]]] = [("eth_getBlockReceipts", [hex(b)]) for b in blocks]
+        if logs_range is not None and addresses:
+            flt: dict[str, Any] = {
+                "address": [str(to_checksum_address(a)) for a in addresses],
+                "fromBlock": hex(logs_range[0]),
+                "toBlock": hex(logs_range[1]),
+            }
+            if topic0s is not None:
+                flt["topics"] = [[t.lower() for t in topic0s]]
+            calls.append(("eth_getLogs", [flt]))
+
+        async def read() -> BlockScan:
+            answers = await rpc.batch(calls) if calls else []
+            receipts = {b: parse_block_receipts(b, raw) for b, raw in zip(blocks, answers, strict=False)}
+            logs: list[EvmLog] = []
+            if len(answers) > len(blocks):
+                raw = answers[-1]
+                if not isinstance(raw, list):
+                    raise WireError("eth_getLogs: not a list")
+                logs = await off_loop(_parse_logs, raw, heavy=len(raw) >= HEAVY_LOGS)
+            return BlockScan(receipts, tuple(logs))
+
+        return await breaker.guard(read(), "eth_getBlockReceipts")
 
     def health(self) -> dict[str, dict[str, Any]]:
         return {c: {"breaker": b.state, "consecutive_failures": b.failures} for c, b in self.breakers.items()}

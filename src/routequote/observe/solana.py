@@ -158,6 +158,19 @@ def parse_get_transaction(signature: str, result: Any) -> SolanaTransaction | No
     )
 
 
+STATUS_BATCH = 256  # getSignatureStatuses takes at most 256 signatures a call
+COMMITMENTS = ("processed", "confirmed", "finalized")
+
+
+def parse_signature_status(status: Any) -> str | None:
+    if status is None:
+        return None
+    commitment = status.get("confirmationStatus") if isinstance(status, dict) else None
+    if commitment not in COMMITMENTS:
+        raise WireError("getSignatureStatuses: not a status")
+    return str(commitment)
+
+
 def _heavy(result: Any) -> bool:
     """A transaction big enough that decoding it belongs off the event loop (many logs or instructions)."""
     meta = result.get("meta") if isinstance(result, dict) else None
@@ -253,6 +266,33 @@ class JsonRpcSolanaReader:
         else:
             self.breaker.success()
         return Facts(solana_txs=txs), failed
+
+    async def signature_statuses(self, signatures: Sequence[str]) -> dict[str, str | None]:
+        """Each signature's `confirmationStatus` (None: unknown to the node), `getSignatureStatuses` with
+        `searchTransactionHistory` (a signature first seen may have landed long ago), 256 signatures a call,
+        all calls in one request (ports.SolanaStatusReader). Any failure or garbage raises."""
+        if self.rpc is None:
+            raise ObservationUnavailable(
+                "chain_rpc_not_configured",
+                "no RPC URL is configured for solana: its transactions cannot be observed",
+            )
+        self.breaker.check()
+        rpc = self.rpc
+        chunks = [list(signatures[i : i + STATUS_BATCH]) for i in range(0, len(signatures), STATUS_BATCH)]
+
+        async def read() -> dict[str, str | None]:
+            calls = [("getSignatureStatuses", [c, {"searchTransactionHistory": True}]) for c in chunks]
+            answers = await rpc.batch(calls) if calls else []
+            out: dict[str, str | None] = {}
+            for chunk, answer in zip(chunks, answers, strict=True):
+                value = answer.get("value") if isinstance(answer, dict) else None
+                if not isinstance(value, list) or len(value) != len(chunk):
+                    raise WireError("getSignatureStatuses: value is not one status per signature")
+                for sig, status in zip(chunk, value, strict=True):
+                    out[sig] = parse_signature_status(status)
+            return out
+
+        return await self.breaker.guard(read(), "getSignatureStatuses")
 
     def _account_rpc(self, address: str) -> JsonRpcClient:
         """The RPC an account read goes to, once the address is a Solana key, an RPC URL is set and the

@@ -298,7 +298,10 @@ class SessionService(V1CorridorMode):
         writes nothing (observe would append a `submitted_pending` / `destination_pending` that changes nothing
         else). None when nothing was written (no change, or another request moved the session first)."""
         status = next_status(Status(record.status), outcome.event)
-        if status.value == record.status and json.loads(json.dumps(outcome.state.to_json())) == record.state:
+        document = outcome.state.to_json()
+        if status.value == record.status and (
+            document == record.state or json.loads(json.dumps(document)) == record.state
+        ):
             return None
         claims = transactions_proven(self._document(record), outcome.state)
         try:

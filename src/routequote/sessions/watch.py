@@ -24,9 +24,10 @@ URL is not watched, and its sessions say so (`watch_block`).
 
 The seam: phase 1 (gather) for a tick goes through one `Gatherer.outcomes(chain, records)` call per chain.
 `BatchedGatherer` (the default, sessions/batch_gather.py) asks every session's step kind what it reads,
-deduplicates the reads across sessions and runs them as JSON-RPC batches (chain id and block height once per
-chain per tick), then lets each kind decide from the shared facts: the same decisions, with HTTP requests per
-chain per tick that do not grow with the sessions up to the node's batch size. `PerSessionGatherer` gathers
+deduplicates the reads across sessions and answers them from per-chain caches refreshed once per new block
+(sessions/watch_cache.py: the head, block receipts and one log filter per new block; Solana signature
+statuses; bridge lookups kept `bridge_lookup_seconds`), then lets each kind decide from the shared facts; a
+change decided on a cached answer is decided again on direct reads before anything is committed. `PerSessionGatherer` gathers
 each session on its own through the service's observe path (upstream calls grow with the sessions).
 """
 
@@ -56,6 +57,7 @@ from routequote.ports import WATCH_SESSION_PREFIX as SESSION_PREFIX
 from routequote.ports import ObservationUnavailable, SessionRecord, StoreUnavailable
 from routequote.readiness import rpc_setting
 from routequote.sessions.batch_gather import BatchedGatherer, BatchedSessions
+from routequote.sessions.watch_cache import WatchCache
 
 log = structlog.get_logger("routequote.watch")
 
@@ -70,6 +72,7 @@ class WatchConfig:
     scope: str = "leader"  # or "shared"
     batch: int = 2000
     max_backoff_seconds: float = 60.0
+    bridge_lookup_seconds: float = 10.0
 
     @classmethod
     def from_settings(cls, settings: Any) -> WatchConfig:
@@ -80,6 +83,7 @@ class WatchConfig:
             scope=str(settings.watch_scope),
             batch=int(settings.watch_batch),
             max_backoff_seconds=float(settings.watch_max_backoff_seconds),
+            bridge_lookup_seconds=float(settings.watch_bridge_lookup_seconds),
         )
 
 
@@ -173,11 +177,12 @@ class PerSessionGatherer:
         return out
 
 
-def default_gatherer(sessions: WatchedSessions) -> Gatherer:
-    """`BatchedGatherer` (sessions/batch_gather.py: the reads of all a chain's sessions at once) for a service
-    that offers its entries, else `PerSessionGatherer`."""
+def default_gatherer(sessions: WatchedSessions, config: WatchConfig | None = None) -> Gatherer:
+    """`BatchedGatherer` (sessions/batch_gather.py: the reads of all a chain's sessions at once, from caches
+    refreshed once per new block) for a service that offers its entries, else `PerSessionGatherer`."""
     if isinstance(sessions, BatchedSessions):
-        return BatchedGatherer(sessions)
+        lookup = (config or WatchConfig()).bridge_lookup_seconds
+        return BatchedGatherer(sessions, WatchCache(lookup_seconds=lookup))
     return PerSessionGatherer(sessions)
 
 
@@ -215,7 +220,7 @@ class Watcher:
         self.store = store
         self.watching = watching
         self.config = watching.config
-        self.gatherer: Gatherer = gatherer or default_gatherer(sessions)
+        self.gatherer: Gatherer = gatherer or default_gatherer(sessions, self.config)
         self.wall = wall
         self.monotonic = monotonic
         self.holder = f"{socket.gethostname()[:60]}:{os.getpid()}:{secrets.token_hex(4)}"
