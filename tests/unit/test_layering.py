@@ -7,6 +7,7 @@ Python file under tests, bench or examples, is over 600 lines."""
 from __future__ import annotations
 
 import ast
+from collections.abc import Sequence
 from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[2] / "src"
@@ -111,8 +112,16 @@ def first_party_sources() -> dict[str, str]:
     for top in ("tests", "bench", "examples"):
         for path in (ROOT / top).rglob("*.py"):
             parts = list(path.relative_to(ROOT).with_suffix("").parts)
+            if not is_first_party(parts):
+                continue
             out[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path.read_text()
     return out
+
+
+def is_first_party(parts: Sequence[str]) -> bool:
+    """Not inside a hidden directory or node_modules: what tests install at test time (the conformance kit's
+    cached Node ships Python files of its own, e.g. tests/conformance/.cache/.../lldb_commands.py)."""
+    return not any(part.startswith(".") or part in ("node_modules", "__pycache__") for part in parts)
 
 
 def private_imports(sources: dict[str, str]) -> list[str]:
@@ -261,7 +270,7 @@ def python_file_lines() -> dict[str, int]:
     for top in PYTHON_ROOTS:
         for path in (ROOT / top).rglob("*.py"):
             rel = path.relative_to(ROOT)
-            if not any(part.startswith(".") or part in ("node_modules", "__pycache__") for part in rel.parts):
+            if is_first_party(rel.parts):
                 out[rel.as_posix()] = len(path.read_bytes().splitlines())
     return out
 
