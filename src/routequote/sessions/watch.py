@@ -49,7 +49,6 @@ import structlog
 
 from routequote.core.assets import Chain
 from routequote.core.routes import ROUTES
-from routequote.core.sessions.document import MODE_V2
 from routequote.core.sessions.machine import Status
 from routequote.core.sessions.state import Decision
 from routequote.ports import WATCH_LEADER as LEADER
@@ -298,8 +297,6 @@ class Watcher:
         groups: dict[Chain, list[SessionRecord]] = {}
         for record in records:
             state = record.state
-            if state.get("mode") != MODE_V2:  # the v1 corridor advances on its caller's observe tools
-                continue
             chain = waiting_chain(record.route, int(state.get("current_step", 0)), str(state.get("phase")))
             if chain is None or not self.watching.watched(chain):
                 report.skipped_unwatched += 1
