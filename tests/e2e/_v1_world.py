@@ -303,9 +303,10 @@ async def login(c: Client, wallet: Keypair) -> str:
     return token
 
 
-def bundle(env: Env, plan: dict[str, Any], key: str, prefund: bool) -> str:
+def bundle(env: Env, plan: dict[str, Any], key: str, prefund: bool, mined: bool = True) -> str:
     """As the bundler: the owner (`key`) signs the permit and the userOpHash, `handleOps` is sent (mined at once
-    on anvil); its transaction hash."""
+    on anvil; with `mined` false anvil's automine is turned off first, so it waits in the mempool until the
+    caller mines and turns automine back on); its transaction hash."""
     bundler = env.chain.accounts[1]
     permit_sig = Account.sign_message(
         encode_typed_data(full_message=plan["permit"]["typedData"]), key
@@ -318,11 +319,13 @@ def bundle(env: Env, plan: dict[str, Any], key: str, prefund: bool) -> str:
     if prefund:
         env.chain.send(signed["smartAccount"], "0x", value=int(plan["bounds"]["maxGasCostWei"]))
     data = "0x" + aa.handle_ops_call_data([op], bundler).hex()
+    if not mined:
+        env.chain.rpc.call("evm_setAutomine", False)
     tx_hash: str = env.chain.rpc.call(
         "eth_sendTransaction",
         {"from": bundler, "to": aa.ENTRY_POINT_V07, "data": data, "gas": hex(5_000_000)},
     )
-    for _ in range(500):
+    for _ in range(500 if mined else 0):
         if env.chain.rpc.call("eth_getTransactionReceipt", tx_hash) is not None:
             break
     return tx_hash
