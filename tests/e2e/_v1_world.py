@@ -7,7 +7,6 @@ Iris on loopback; the app under uvicorn on SQLite. Also the wallet side's helper
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -24,21 +23,14 @@ from _solana_session import (
     SOLANA_DOMAIN,
     USDC_MINT,
     FakeSolanaRpc,
-    b58encode,
-    to_instruction,
-    ui_amount,
 )
 from eth_abi import encode
 from eth_account import Account
 from eth_account.messages import encode_defunct, encode_typed_data
 from eth_utils import to_checksum_address
 from mcp import Client
-from solders.hash import Hash
 from solders.keypair import Keypair
-from solders.message import Message
 from solders.pubkey import Pubkey
-from solders.token.associated import get_associated_token_address
-from solders.transaction import Transaction
 from test_erc4337_anvil import aa_artifacts
 from tests.support.json_safety import assert_javascript_safe
 from tests.support.server import free_port, running_server
@@ -53,8 +45,6 @@ from routequote.core.assets import Chain
 
 T0 = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)  # the recordings' time
 BASE_DOMAIN = 6
-TOKEN_PROGRAM = "TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA"
-WSOL = "So11111111111111111111111111111111111111112"
 FEE = 500
 
 
@@ -181,83 +171,6 @@ def corridor_world(
 
 
 # ---- the wallet side ---------------------------------------------------------------------------------------
-
-
-def swap_result(
-    action: dict[str, Any], wallet: Keypair, usdc_out: int, slot: int
-) -> tuple[str, dict[str, Any]]:
-    """The `getTransaction` answer of the signed prepared Raydium transaction: its instructions as signed, the
-    fee TransferChecked and the wrap visible in the token balances, the swap's USDC delivered to the wallet."""
-    ixs = [to_instruction(d) for d in action["instructions"]]
-    blockhash = Hash(hashlib.sha256(f"blockhash {slot}".encode()).digest())
-    message = Message.new_with_blockhash(ixs, wallet.pubkey(), blockhash)
-    signed = Transaction([wallet], message, blockhash)
-    signed.verify()
-    keys = [str(k) for k in message.account_keys]
-    owner = str(wallet.pubkey())
-    usdc_ata = str(get_associated_token_address(wallet.pubkey(), Pubkey.from_string(USDC_MINT)))
-    fee_ata = str(action.get("feeRecipientTokenAccount"))
-    route_fee = int(action.get("routeFee") or 0)
-
-    def bal(account: str, mint: str, amount: int, holder: str) -> dict[str, Any]:
-        return {
-            "accountIndex": keys.index(account),
-            "mint": mint,
-            "owner": holder,
-            "programId": TOKEN_PROGRAM,
-            "uiTokenAmount": ui_amount(amount, 9 if mint == WSOL else 6),
-        }
-
-    fee_owner = "DevFeeRecipientP1aceho1der11111111111111111"
-    pre_tokens = [bal(fee_ata, WSOL, 0, fee_owner)] if route_fee else []
-    post_tokens = [
-        *([bal(fee_ata, WSOL, route_fee, fee_owner)] if route_fee else []),
-        bal(usdc_ata, USDC_MINT, usdc_out, owner),
-    ]
-    n = len(keys)
-    pre, post = [2_000_000_000] + [1_000_000] * (n - 1), [1_000_000_000] + [1_000_000] * (n - 1)
-    h = message.header
-    result = {
-        "blockTime": 1_795_400_000 + slot % 1000,
-        "slot": slot,
-        "version": "legacy",
-        "meta": {
-            "computeUnitsConsumed": 120_000,
-            "err": None,
-            "fee": 5000,
-            "innerInstructions": [],
-            "loadedAddresses": {"readonly": [], "writable": []},
-            "logMessages": ["Program CAMMCzo5YL8w4VFF8KVHrK22GGUsp5VTaW7grrKgrWqK success"],
-            "postBalances": post,
-            "postTokenBalances": post_tokens,
-            "preBalances": pre,
-            "preTokenBalances": pre_tokens,
-            "rewards": [],
-            "status": {"Ok": None},
-        },
-        "transaction": {
-            "message": {
-                "accountKeys": keys,
-                "header": {
-                    "numReadonlySignedAccounts": h.num_readonly_signed_accounts,
-                    "numReadonlyUnsignedAccounts": h.num_readonly_unsigned_accounts,
-                    "numRequiredSignatures": h.num_required_signatures,
-                },
-                "instructions": [
-                    {
-                        "accounts": list(ci.accounts),
-                        "data": b58encode(bytes(ci.data)),
-                        "programIdIndex": ci.program_id_index,
-                        "stackHeight": None,
-                    }
-                    for ci in message.instructions
-                ],
-                "recentBlockhash": str(blockhash),
-            },
-            "signatures": [str(s) for s in signed.signatures],
-        },
-    }
-    return str(signed.signatures[0]), result
 
 
 def structured(result: Any) -> dict[str, Any]:
