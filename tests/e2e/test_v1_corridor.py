@@ -30,10 +30,11 @@ from typing import Any
 import pytest
 from _evm import AnvilChain
 from _solana_session import ATTESTATION, SOLANA_DOMAIN, attested_message, iris_solana_item, solana_burn
-from _v1_world import Env, bundle, corridor_world, login, ok, refused, swap_result
+from _v1_world import Env, bundle, corridor_world, login, ok, refused
 from eth_account import Account
 from mcp import Client
 from solders.keypair import Keypair
+from tests.support.solana_swap_receipt import swap_result
 
 from routequote.core.actions import erc4337 as aa
 from routequote.verify import verify_settlement_plan

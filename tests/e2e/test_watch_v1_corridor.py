@@ -22,11 +22,12 @@ import anyio
 import pytest
 from _evm import AnvilChain
 from _solana_session import ATTESTATION, SOLANA_DOMAIN, attested_message, iris_solana_item, solana_burn
-from _v1_world import Env, bundle, corridor_world, login, ok, swap_result
+from _v1_world import Env, bundle, corridor_world, login, ok
 from _watch_routes import WAIT, caller_operations, stored_log
 from eth_account import Account
 from mcp import Client
 from solders.keypair import Keypair
+from tests.support.solana_swap_receipt import swap_result
 
 from routequote.core.sessions.kinds import KindKey
 
