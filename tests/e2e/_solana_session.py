@@ -18,7 +18,7 @@ from _bridge_wire import parse_deposit_for_burn
 from _sessions import b32
 from eth_utils import keccak
 from solders.account import Account as SolAccount
-from solders.instruction import AccountMeta, Instruction
+from solders.instruction import Instruction
 from solders.keypair import Keypair
 from solders.litesvm import LiteSVM
 from solders.message import Message
@@ -27,6 +27,7 @@ from solders.token.associated import get_associated_token_address
 from solders.token.state import Mint, TokenAccount, TokenAccountState
 from solders.transaction import Transaction
 from tests.support.loopback import json_server
+from tests.support.solana_swap_receipt import b58encode, to_instruction, ui_amount
 
 from routequote.core.actions.cctp_message import encode_cctp_burn_message
 from routequote.core.assets import ASSETS
@@ -99,31 +100,10 @@ class FakeSolanaRpc:
 # ---- the Solana side: sign, execute in LiteSVM what can run, produce the getTransaction answer -------------
 
 
-def b58encode(raw: bytes) -> str:
-    alphabet = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
-    n, out = int.from_bytes(raw, "big"), ""
-    while n:
-        n, r = divmod(n, 58)
-        out = alphabet[r] + out
-    return "1" * (len(raw) - len(raw.lstrip(b"\x00"))) + out
-
-
-def to_instruction(d: dict[str, Any]) -> Instruction:
-    metas = [AccountMeta(Pubkey.from_string(k["pubkey"]), k["isSigner"], k["isWritable"]) for k in d["keys"]]
-    return Instruction(Pubkey.from_string(d["programId"]), base64.b64decode(d["data"]), metas)
-
-
 def with_burn_amount(ix: Instruction, amount: int) -> Instruction:
     data = bytearray(bytes(ix.data))
     struct.pack_into("<Q", data, 8, amount)
     return Instruction(ix.program_id, bytes(data), list(ix.accounts))
-
-
-def ui_amount(amount: int, decimals: int = 6) -> dict[str, Any]:
-    whole, frac = divmod(amount, 10**decimals)
-    text = f"{whole}.{frac:0{decimals}d}".rstrip("0").rstrip(".")
-    # `uiAmount` is the wire's float (the reader never uses it); `amount` is the decimal string of base units
-    return {"amount": str(amount), "decimals": decimals, "uiAmount": float(text), "uiAmountString": text}
 
 
 def token_amount(acct: SolAccount | None) -> int | None:

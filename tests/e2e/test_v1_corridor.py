@@ -25,297 +25,29 @@ import copy
 import hashlib
 import json
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
-from datetime import UTC, datetime
-from decimal import Decimal, getcontext
 from typing import Any
 
 import pytest
-from _evm import MAX_UINT256, AnvilChain, ToolchainUnavailable, calldata, deploy_all, deploy_raw
-from _sessions import FakeIris, compile_standins
-from _solana_session import (
-    ATTESTATION,
-    CCTP_TMM,
-    SOLANA_DOMAIN,
-    USDC_MINT,
-    FakeSolanaRpc,
-    attested_message,
-    b58encode,
-    iris_solana_item,
-    solana_burn,
-    to_instruction,
-    ui_amount,
-)
-from eth_abi import encode
+from _evm import AnvilChain
+from _solana_session import ATTESTATION, SOLANA_DOMAIN, attested_message, iris_solana_item, solana_burn
+from _v1_world import Env, bundle, corridor_world, login, ok, refused
 from eth_account import Account
-from eth_account.messages import encode_defunct, encode_typed_data
-from eth_utils import to_checksum_address
 from mcp import Client
-from solders.hash import Hash
 from solders.keypair import Keypair
-from solders.message import Message
-from solders.pubkey import Pubkey
-from solders.token.associated import get_associated_token_address
-from solders.transaction import Transaction
-from test_erc4337_anvil import aa_artifacts
-from tests.support.json_safety import assert_javascript_safe
-from tests.support.server import free_port, running_server
-from tests.unit.actions.test_solana_swaps import pinned_live_market, pinned_raydium_upstreams
+from tests.support.solana_swap_receipt import swap_result
 
-from routequote.app import create_app
-from routequote.clock import FixedClock
-from routequote.config import Settings
 from routequote.core.actions import erc4337 as aa
-from routequote.core.actions.evm import DEFAULT_DEPLOYMENTS
-from routequote.core.assets import Chain
 from routequote.verify import verify_settlement_plan
 
 pytestmark = pytest.mark.chain
-T0 = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)  # the recordings' time
-BASE_DOMAIN = 6
-TOKEN_PROGRAM = "TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA"
-WSOL = "So11111111111111111111111111111111111111112"
-FEE = 500
-
-
-@dataclass
-class Env:
-    url: str
-    chain: AnvilChain
-    rpc: FakeSolanaRpc
-    iris: FakeIris
-    a: dict[str, Any]
-    app: Any
-
-
-def _sqrt_price_x96(tick: int, invert: bool) -> int:
-    getcontext().prec = 80
-    price = Decimal("1.0001") ** tick  # token1 per token0 (base units)
-    if invert:
-        price = 1 / price
-    return int(price.sqrt() * (Decimal(2) ** 96))
 
 
 @pytest.fixture(scope="module")
 def env(
     anvil_factory: Callable[[int], AnvilChain], tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Env]:
-    chain = anvil_factory(8453)
-    deploy_all(chain)
-    try:
-        standins = compile_standins()
-        arts = aa_artifacts()
-    except ToolchainUnavailable as e:
-        pytest.skip(f"ERC-4337 / solc toolchain unavailable: {e}")
-    snap = chain.snapshot()
-    a = dict(chain.addresses)
-    built = deploy_raw(chain, arts["EntryPoint"], [])
-    chain.rpc.call("anvil_setCode", aa.ENTRY_POINT_V07, chain.rpc.call("eth_getCode", built, "latest"))
-    a["aa_factory"] = deploy_raw(chain, arts["SimpleAccountFactory"], ["address"], aa.ENTRY_POINT_V07)
-    weth, me = a["weth"], chain.deployer
-
-    def deploy(name: str, types: list[str], *args: Any, sender: str | None = None) -> str:
-        code = standins[name]["bytecode"] + (encode(types, list(args)).hex() if types else "")
-        return str(to_checksum_address(chain.send(None, code, sender=sender)["contractAddress"]))
-
-    # CCTP v2 stand-ins on base; the permit USDC stand-in is deployed BY the messenger (impersonated), so the
-    # messenger is its minter, as Circle's TokenMinter is USDC's
-    a["transmitter"] = deploy("MessageTransmitterV2StandIn", ["uint32"], BASE_DOMAIN)
-    messenger = a["messenger"] = deploy("TokenMessengerV2StandIn", ["address"], a["transmitter"])
-    chain.rpc.call("anvil_impersonateAccount", messenger)
-    chain.rpc.call("anvil_setBalance", messenger, hex(10**18))
-    usdc = a["usdc"] = deploy("UsdcPermitStandIn", [], sender=messenger)
-    chain.transact(usdc, "mint(address,uint256)", me, 10**9 * 10**6, sender=messenger)
-    chain.rpc.call("anvil_stopImpersonatingAccount", messenger)
-    clock = FixedClock(T0)
-    fake = pinned_raydium_upstreams(clock)
-    market = pinned_live_market(clock, fake, raydium=True)
-    # the local WETH/USDC pool at exactly the recorded market's price (mainnet: token0 WETH, token1 USDC)
-    import asyncio
-
-    view = asyncio.run(market.view())
-    tick = view.pools["base:uniswap_v3:ETH-USDC"].clmm.tick_current
-    t0, t1 = sorted((weth, usdc), key=lambda x: int(x, 16))
-    chain.send(weth, calldata("deposit()"), value=1000 * 10**18)
-    for tok in (usdc, weth):
-        chain.transact(tok, "approve(address,uint256)", a["npm"], MAX_UINT256)
-    chain.transact(
-        a["npm"],
-        "createAndInitializePoolIfNecessary(address,address,uint24,uint160)",
-        t0,
-        t1,
-        FEE,
-        _sqrt_price_x96(tick, invert=t0 != weth),
-    )
-    amounts = (500 * 10**18, 10**9 * 10**6 // 2) if t0 == weth else (10**9 * 10**6 // 2, 500 * 10**18)
-    chain.transact(
-        a["npm"],
-        "mint((address,address,uint24,int24,int24,uint256,uint256,uint256,uint256,address,uint256))",
-        (t0, t1, FEE, -887270, 887270, amounts[0], amounts[1], 0, 0, me, 2**40),
-    )
-    # the messenger mints the permit USDC for Solana's TokenMessengerMinterV2 (domain 5)
-    chain.transact(
-        a["messenger"],
-        "addRemoteTokenMessenger(uint32,bytes32)",
-        SOLANA_DOMAIN,
-        bytes(Pubkey.from_string(CCTP_TMM)),
-    )
-    chain.transact(
-        a["messenger"],
-        "linkTokenPair(address,uint32,bytes32)",
-        usdc,
-        SOLANA_DOMAIN,
-        bytes(Pubkey.from_string(USDC_MINT)),
-    )
-    base = DEFAULT_DEPLOYMENTS[Chain.BASE]
-    deployments = {
-        Chain.BASE: base.with_overrides(
-            message_transmitter_v2=a["transmitter"],
-            token_messenger_v2=a["messenger"],
-            swap_router02=a["router02"],
-            tokens={**base.tokens, "USDC": usdc, "WETH": weth},
-        )
-    }
-    db = tmp_path_factory.mktemp("v1-corridor") / "s.sqlite3"
-    with FakeSolanaRpc().running() as rpc, FakeIris().running() as iris:
-        port = free_port()
-        settings = Settings(
-            rate_limit="off",
-            port=port,
-            rpc_url_solana=rpc.url,
-            rpc_url_base=chain.url,
-            iris_url=iris.url,
-            finality_confirmations="base=1,arbitrum=1,robinhood=1",
-            database_url=f"sqlite+aiosqlite:///{db}",
-        )
-        app = create_app(settings, market=market, clock=clock, deployments=deployments)
-        app.state.sessions.config.erc4337["base"] = {"factory": a["aa_factory"]}
-        with running_server(app, port) as url:
-            yield Env(url, chain, rpc, iris, a, app)
-    chain.revert(snap)
-
-
-# ---- the wallet side ---------------------------------------------------------------------------------------
-
-
-def swap_result(
-    action: dict[str, Any], wallet: Keypair, usdc_out: int, slot: int
-) -> tuple[str, dict[str, Any]]:
-    """The `getTransaction` answer of the signed prepared Raydium transaction: its instructions as signed, the
-    fee TransferChecked and the wrap visible in the token balances, the swap's USDC delivered to the wallet."""
-    ixs = [to_instruction(d) for d in action["instructions"]]
-    blockhash = Hash(hashlib.sha256(f"blockhash {slot}".encode()).digest())
-    message = Message.new_with_blockhash(ixs, wallet.pubkey(), blockhash)
-    signed = Transaction([wallet], message, blockhash)
-    signed.verify()
-    keys = [str(k) for k in message.account_keys]
-    owner = str(wallet.pubkey())
-    usdc_ata = str(get_associated_token_address(wallet.pubkey(), Pubkey.from_string(USDC_MINT)))
-    fee_ata = str(action.get("feeRecipientTokenAccount"))
-    route_fee = int(action.get("routeFee") or 0)
-
-    def bal(account: str, mint: str, amount: int, holder: str) -> dict[str, Any]:
-        return {
-            "accountIndex": keys.index(account),
-            "mint": mint,
-            "owner": holder,
-            "programId": TOKEN_PROGRAM,
-            "uiTokenAmount": ui_amount(amount, 9 if mint == WSOL else 6),
-        }
-
-    fee_owner = "DevFeeRecipientP1aceho1der11111111111111111"
-    pre_tokens = [bal(fee_ata, WSOL, 0, fee_owner)] if route_fee else []
-    post_tokens = [
-        *([bal(fee_ata, WSOL, route_fee, fee_owner)] if route_fee else []),
-        bal(usdc_ata, USDC_MINT, usdc_out, owner),
-    ]
-    n = len(keys)
-    pre, post = [2_000_000_000] + [1_000_000] * (n - 1), [1_000_000_000] + [1_000_000] * (n - 1)
-    h = message.header
-    result = {
-        "blockTime": 1_795_400_000 + slot % 1000,
-        "slot": slot,
-        "version": "legacy",
-        "meta": {
-            "computeUnitsConsumed": 120_000,
-            "err": None,
-            "fee": 5000,
-            "innerInstructions": [],
-            "loadedAddresses": {"readonly": [], "writable": []},
-            "logMessages": ["Program CAMMCzo5YL8w4VFF8KVHrK22GGUsp5VTaW7grrKgrWqK success"],
-            "postBalances": post,
-            "postTokenBalances": post_tokens,
-            "preBalances": pre,
-            "preTokenBalances": pre_tokens,
-            "rewards": [],
-            "status": {"Ok": None},
-        },
-        "transaction": {
-            "message": {
-                "accountKeys": keys,
-                "header": {
-                    "numReadonlySignedAccounts": h.num_readonly_signed_accounts,
-                    "numReadonlyUnsignedAccounts": h.num_readonly_unsigned_accounts,
-                    "numRequiredSignatures": h.num_required_signatures,
-                },
-                "instructions": [
-                    {
-                        "accounts": list(ci.accounts),
-                        "data": b58encode(bytes(ci.data)),
-                        "programIdIndex": ci.program_id_index,
-                        "stackHeight": None,
-                    }
-                    for ci in message.instructions
-                ],
-                "recentBlockhash": str(blockhash),
-            },
-            "signatures": [str(s) for s in signed.signatures],
-        },
-    }
-    return str(signed.signatures[0]), result
-
-
-def structured(result: Any) -> dict[str, Any]:
-    text = json.loads(result.content[0].text)
-    out: dict[str, Any] = result.structured_content
-    if "decision" in text:  # a quote tool: the text block is the ~1 KB decision view of the structured quote
-        assert text["decision"]["quote_id"] == (out.get("quote") or out)["quote_id"], text
-    else:
-        assert text == out
-    assert_javascript_safe(out)
-    return out
-
-
-def ok(result: Any) -> dict[str, Any]:
-    assert result.is_error is False, result.structured_content
-    return structured(result)
-
-
-def refused(result: Any, reason: str) -> dict[str, Any]:
-    assert result.is_error is True, result.structured_content
-    err: dict[str, Any] = structured(result)["error"]
-    assert err["reason_class"] == reason, err
-    return err
-
-
-async def login(c: Client, wallet: Keypair) -> str:
-    ch = ok(await c.call_tool("service_start_wallet_auth", {"source_wallet": str(wallet.pubkey())}))[
-        "challenge"
-    ]
-    sig = str(wallet.sign_message(ch["message"].encode()))
-    grant = ok(
-        await c.call_tool(
-            "service_finish_wallet_auth",
-            {
-                "challenge_id": ch["challenge_id"],
-                "source_wallet": str(wallet.pubkey()),
-                "signature": sig,
-                "terms_version": ch["terms_version"],
-            },
-        )
-    )["auth"]
-    token: str = grant["access_token"]
-    return token
+    with corridor_world(anvil_factory, tmp_path_factory) as world:
+        yield world
 
 
 async def test_whole_v1_corridor_through_the_mcp_tools(env: Env) -> None:
@@ -531,34 +263,11 @@ async def test_whole_v1_corridor_through_the_mcp_tools(env: Env) -> None:
         )
         assert not [f for f in findings if f.severity == "error"], findings
         key = dest.key.hex()
-        bundler = env.chain.accounts[1]
-
-        def bundle(p: dict[str, Any], prefund: bool) -> str:
-            permit_sig = Account.sign_message(
-                encode_typed_data(full_message=p["permit"]["typedData"]), key
-            ).signature
-            signed = aa.attach_permit_signature(p, permit_sig)
-            owner_sig = Account.sign_message(
-                encode_defunct(primitive=bytes.fromhex(signed["userOpHash"][2:])), key
-            ).signature
-            op = aa.packed_user_operation(signed, owner_sig)
-            if prefund:
-                env.chain.send(signed["smartAccount"], "0x", value=int(p["bounds"]["maxGasCostWei"]))
-            data = "0x" + aa.handle_ops_call_data([op], bundler).hex()
-            tx_hash: str = env.chain.rpc.call(
-                "eth_sendTransaction",
-                {"from": bundler, "to": aa.ENTRY_POINT_V07, "data": data, "gas": hex(5_000_000)},
-            )
-            for _ in range(500):
-                if env.chain.rpc.call("eth_getTransactionReceipt", tx_hash) is not None:
-                    break
-            return tx_hash
-
         # hostile: a user operation whose calldata differs from the plan (a lower minimum), not prefunded so it
         # reverts on chain: refused as not the prepared operation, nothing advances
         tampered = copy.deepcopy(plan)
         tampered["bounds"]["minimumEthOut"] = str(int(plan["bounds"]["minimumEthOut"]) - 1)
-        bad_tx = bundle(tampered, prefund=False)
+        bad_tx = bundle(env, tampered, key, prefund=False)
         before = await read()
         refused(
             await c.call_tool(
@@ -570,7 +279,7 @@ async def test_whole_v1_corridor_through_the_mcp_tools(env: Env) -> None:
         assert (await read())["session_version"] == before["session_version"]
 
         eth_before = int(env.chain.rpc.call("eth_getBalance", dest.address, "latest"), 16)
-        good_tx = bundle(plan, prefund=True)
+        good_tx = bundle(env, plan, key, prefund=True)
         eth_got = int(env.chain.rpc.call("eth_getBalance", dest.address, "latest"), 16) - eth_before
         assert eth_got >= int(plan["bounds"]["minimumEthOut"])
         s = ok(

@@ -29,6 +29,7 @@ from routequote.core.sessions.kinds.cctp_mint_evm import install_receive
 from routequote.core.sessions.machine import Event, Status, next_status
 from routequote.core.sessions.reads import Observing
 from routequote.core.sessions.state import (
+    MODE_V1,
     MODE_V2,
     SESSION_BINDING_VERSION,
     Decision,
@@ -290,6 +291,8 @@ class SessionService(V1CorridorMode):
         """What observe with no new transaction names would decide for `record` now (nothing written). Raises
         what observe raises before its commit: ObservationUnavailable, or a 4xx error (nothing advances)."""
         self._check_operation(record, "observe")
+        if record.state.get("mode") == MODE_V1:  # the corridor's observe tools, naming what was named before
+            return await self._v1_observed(record, None)
         return await self._observed(record, ROUTES[record.route], [])
 
     async def commit_watched(self, record: SessionRecord, outcome: Decision) -> SessionRecord | None:
@@ -317,11 +320,16 @@ class SessionService(V1CorridorMode):
         self._check_operation(record, "observe")
         state = self._document(record)
         route = ROUTES[record.route]
+        if state.mode == MODE_V1:
+            key, named = self._v1_kind(record, None)
+            return key, self.facts.observing(state, route, named)
         return kinds.select(state, route), self.facts.observing(state, route)
 
     async def watched_advance(self, record: SessionRecord, decision: Decision) -> Decision:
         """`watched_outcome` after its kind decided: the fulfilment of what the decision asks for (nothing
         written)."""
+        if record.state.get("mode") == MODE_V1:
+            return await self._v1_fulfil(record, decision)
         return await self._advance(record, ROUTES[record.route], decision)
 
     # ---- refresh and cancel -----------------------------------------------------------------------------

@@ -25,6 +25,7 @@ from routequote.core.sessions.machine import NEXT_OPERATION, Event, Status
 from routequote.core.sessions.state import (
     MODE_V1,
     SESSION_BINDING_VERSION,
+    Decision,
     NextAction,
     new_state,
     session_id_for,
@@ -302,27 +303,47 @@ class V1CorridorMode(SessionBase):
         record = await self._expire_if_due(record)
         self._v1_step_check(record, k, operation)
         self._check_operation(record, "observe")
-        route = ROUTES[record.route]
-        state = self._document(record)
         try:
-            if k == 2:
-                outcome = await self.facts.observe(KindKey.ERC4337_SETTLEMENT, state, route, [tx_id])
-            elif state.phase == "source":
-                decision = await self.facts.observe(kinds.select(state, route), state, route, [tx_id])
-                outcome = await self._advance(record, route, decision)
-            else:
-                if tx_id != state.steps[k].the_bridge().source_tx:
-                    raise ObservationRejected(
-                        "observation_not_prepared_action",
-                        "burn_signature is not the burn this session verified",
-                    )
-                decision = await self.facts.observe(KindKey.CCTP_MINT_RELAYED, state, route)
-                if (
-                    decision.receive_action
-                ):  # attested now: its message must be this burn's, then find the mint
-                    self.builder.receive(decision.state, route)
-                    decision = await self.facts.observe(KindKey.CCTP_MINT_RELAYED, decision.state, route)
-                outcome = await self._advance(record, route, decision)
+            outcome = await self._v1_observed(record, tx_id)
         except ObservationUnavailable as exc:
             raise DependencyUnavailable(exc.reason, exc.message, retry_after_seconds=5) from None
         return await self._finish(record, outcome, key, request_sha)
+
+    # the corridor's observe, shared by its observe tools and the watcher (engine.watched_outcome)
+
+    def _v1_kind(self, record: SessionRecord, tx_id: str | None) -> tuple[KindKey, list[str]]:
+        """The kind observing the current step and the names it is asked with: the transaction the caller names
+        now (`tx_id`), or for the watcher (None) the one it named before, as if it named it again."""
+        state = self._document(record)
+        k = state.current_step
+        if state.phase == "destination":  # the burn is verified: Iris, then the mint anyone relays
+            if tx_id is not None and tx_id != state.steps[k].the_bridge().source_tx:
+                raise ObservationRejected(
+                    "observation_not_prepared_action",
+                    "burn_signature is not the burn this session verified",
+                )
+            return KindKey.CCTP_MINT_RELAYED, []
+        named = [tx_id] if tx_id is not None else list(state.steps[k].claimed_tx_ids or [])
+        if k == 2:
+            return KindKey.ERC4337_SETTLEMENT, named
+        return kinds.select(state, ROUTES[record.route]), named
+
+    async def _v1_fulfil(self, record: SessionRecord, decision: Decision) -> Decision:
+        """What the corridor's observe does with its kind's decision: the settlement ends the route; an attestation
+        just arrived is held to this session's burn (the receiveMessage it would hand out) and the mint is
+        looked for at once; anything else is fulfilled as in v2 (nothing is built for a v1 next step)."""
+        route = ROUTES[record.route]
+        state = self._document(record)
+        if state.current_step == 2:
+            return decision
+        if state.phase == "destination" and decision.receive_action:
+            self.builder.receive(decision.state, route)
+            decision = await self.facts.observe(KindKey.CCTP_MINT_RELAYED, decision.state, route)
+        return await self._advance(record, route, decision)
+
+    async def _v1_observed(self, record: SessionRecord, tx_id: str | None) -> Decision:
+        """Gather and decide for a corridor session (`_v1_kind`), then `_v1_fulfil`; nothing is written."""
+        key, named = self._v1_kind(record, tx_id)
+        state = self._document(record)
+        decision = await self.facts.observe(key, state, ROUTES[record.route], named)
+        return await self._v1_fulfil(record, decision)

@@ -6,8 +6,10 @@ Each tick the watcher looks at every such session and runs exactly what `POST /v
 new transaction names runs: gather the chain facts, decide in the core, fulfil the next action (re-quoted from
 the verified output, held to the approval, else `reapproval_required`), and commit once through the same
 transition table and store transaction (`SessionService.watched_outcome` / `commit_watched`). It records no
-caller idempotent answer: no caller sent a key. A decision that only restates the stored pending state writes
-nothing, so a waiting session's event log grows only when something changed.
+caller idempotent answer: no caller sent a key. A v1 corridor session runs its corridor's observe instead
+(`V1CorridorMode._v1_observed`, asked with the transaction its caller named before), as its observe tools do. A
+decision that only restates the stored pending state writes nothing, so a waiting session's event log grows only
+when something changed.
 
 Who watches: the session database holds the lease (`storage.watch_store`). `leader` (default): one process, the
 holder of the `watcher` row renewed every tick, looks at every waiting session; with `--workers N` or several
@@ -49,7 +51,6 @@ import structlog
 
 from routequote.core.assets import Chain
 from routequote.core.routes import ROUTES
-from routequote.core.sessions.document import MODE_V2
 from routequote.core.sessions.machine import Status
 from routequote.core.sessions.state import Decision
 from routequote.ports import WATCH_LEADER as LEADER
@@ -298,8 +299,6 @@ class Watcher:
         groups: dict[Chain, list[SessionRecord]] = {}
         for record in records:
             state = record.state
-            if state.get("mode") != MODE_V2:  # the v1 corridor advances on its caller's observe tools
-                continue
             chain = waiting_chain(record.route, int(state.get("current_step", 0)), str(state.get("phase")))
             if chain is None or not self.watching.watched(chain):
                 report.skipped_unwatched += 1
