@@ -60,7 +60,7 @@ class MinedTxs:
 
     txs: dict[str, tuple[int, EvmTransaction]] = field(default_factory=dict)
 
-    def at(self, block: int) -> list[dict[str, Any]]:
+    def at(self, block: int) -> list[dict[str, Any] | None]:
         return [self.receipt(h) for h, (n, _) in self.txs.items() if n == block]
 
     def receipt(self, tx_hash: str) -> dict[str, Any] | None:

@@ -34,6 +34,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import logging
 import secrets
 import sys
 import tempfile
@@ -45,6 +46,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import structlog
 from solders.pubkey import Pubkey
 from solders.signature import Signature
 
@@ -410,6 +412,8 @@ async def main() -> None:
     )
     parser.add_argument("--lag-timeout", type=float, default=150.0, help="seconds the lag run waits at most")
     args = parser.parse_args()
+    # the lag run's ticks log what they advance (info): keep the printed figures readable
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
     shapes = await templates()
     defaults = Settings.model_fields
     lag = LagRun(
