@@ -4,15 +4,17 @@ readable through the event stream's own reader.
 Sampled sessions are real swap sessions (created and named through the service, the session corpus's fakes),
 cloned under new ids into the bench's store, each naming its own transactions: stand-in receipts carrying the
 prepared transactions (`swap_receipts`), served by the bench's fake JSON-RPC node only once `MinedTxs` says they
-are mined. The sample covers the EVM source-receipt kind on base, arbitrum and robinhood (single-step swaps, which
-complete, and multi-step routes whose first step is a swap, which make the next action ready). Solana signatures,
-Across fills, CCTP attestations and LayerZero deliveries stay pending in the background: their lag is not
-measured here.
+are mined; and Across deposits in flight to Robinhood (watch_bench's), whose relayer's `FilledRelay` the node
+logs on the pinned SpokePool. The sample covers the EVM source-receipt kind on base, arbitrum and robinhood
+(single-step swaps, which complete, and multi-step routes whose first step is a swap, which make the next action
+ready) and the Across fill search. Solana signatures, CCTP attestations and LayerZero deliveries stay pending in
+the background: their lag is not measured here.
 
 How it runs, with the watcher's real loop (`Watcher.loop`, its tick interval `watch_interval_seconds`) and an
 `EventFeed` (`event_stream_poll_seconds`) as the app builds them:
 1. the sampled sessions join the waiting ones; the loop sees them (a whole tick after they are stored);
-2. their transactions are mined `confirmations - 1` deep (seen, not final); a whole tick looks at that;
+2. their transactions are mined (their fills logged) `confirmations - 1` deep: seen, not final; a whole tick
+   looks at that;
 3. every sampled session is followed from now (`EventFeed.start_now` / `follow`, what `GET .../events` streams);
    `BLOCKS` new blocks follow, one at a time at random pauses, each making a twentieth of the sample final: the
    publication of a session's block is the start of its lag;
@@ -30,13 +32,15 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from eth_abi.abi import encode
 from tests.unit.actions.support import START
 from tests.unit.sessions.corpus import TOKEN, Recorder, swap_receipts
 
-from routequote.core.routes import ROUTES
+from routequote.core.sessions.evidence_common import address_topic
+from routequote.core.sessions.kinds.across import across_fill_topics
 from routequote.ports import EvmTransaction, SessionEvent, SessionRecord
 from routequote.sessions.event_stream import EventFeed, StreamStart, encode_event
-from routequote.sessions.watch import Watcher
+from routequote.sessions.watch import Watcher, waiting_chain
 from routequote.storage.sessions_sql import SqlSessionStore
 
 # first step a Uniswap swap from ETH on each EVM chain: single-step (to complete) and multi-step (to the next
@@ -59,6 +63,25 @@ class MinedTxs:
     JSON as `eth_getTransactionReceipt`, `eth_getTransactionByHash` and `eth_getBlockReceipts` answer)."""
 
     txs: dict[str, tuple[int, EvmTransaction]] = field(default_factory=dict)
+    logs: list[dict[str, Any]] = field(default_factory=list)  # as eth_getLogs answers them
+
+    def logs_matching(self, flt: dict[str, Any], latest: int) -> list[dict[str, Any]]:
+        """eth_getLogs' filter: block range, address (one or a list), topics by position (one or any of a list)."""
+        lo = int(flt["fromBlock"], 16)
+        hi = latest if flt.get("toBlock", "latest") == "latest" else int(flt["toBlock"], 16)
+        addresses = flt["address"] if isinstance(flt["address"], list) else [flt["address"]]
+        wanted = {a.lower() for a in addresses}
+
+        def matches(lg: dict[str, Any]) -> bool:
+            if not lo <= int(lg["blockNumber"], 16) <= min(hi, latest) or lg["address"].lower() not in wanted:
+                return False
+            for i, want in enumerate(flt.get("topics") or []):
+                options = {o.lower() for o in (want if isinstance(want, list) else [want])} if want else None
+                if options is not None and (i >= len(lg["topics"]) or lg["topics"][i].lower() not in options):
+                    return False
+            return True
+
+        return [lg for lg in self.logs if matches(lg)]
 
     def at(self, block: int) -> list[dict[str, Any] | None]:
         return [self.receipt(h) for h, (n, _) in self.txs.items() if n == block]
@@ -104,8 +127,58 @@ class MinedTxs:
 
 @dataclass(frozen=True)
 class SampleShape:
-    record: SessionRecord  # named, awaiting_source_receipt
-    txs: tuple[EvmTransaction, ...]  # the stand-in receipts of what it names
+    record: SessionRecord  # named, awaiting_source_receipt; or an Across deposit in flight
+    txs: tuple[EvmTransaction, ...] = ()  # the stand-in receipts of what it names
+    spoke_pool: str | None = None  # an Across deposit's: the relayer's FilledRelay is logged there
+
+
+# FilledRelay's non-indexed fields (Across V3 SpokePool): the relay data the fill carries
+FILLED_RELAY_DATA = [
+    "bytes32",
+    "bytes32",
+    "uint256",
+    "uint256",
+    "uint256",
+    "uint32",
+    "uint32",
+    "bytes32",
+    "bytes32",
+    "bytes32",
+    "bytes32",
+    "(bytes32,bytes32,uint256,uint8)",
+]
+
+
+def fill_log(bridge: dict[str, Any], spoke_pool: str, block: int, tx_hash: str) -> dict[str, Any]:
+    """The relayer's `FilledRelay` of exactly this deposit's relay data, as eth_getLogs answers it."""
+
+    def word(address: str) -> bytes:
+        return bytes(12) + bytes.fromhex(address.removeprefix("0x"))
+
+    recipient, output = word(str(bridge["recipient"])), int(bridge["output_amount"])
+    fields = [
+        bytes(32),
+        word(str(bridge["output_token"])),
+        int(bridge["input_amount"]),
+        output,
+        1,
+        int(bridge["fill_deadline"]),
+        0,
+        bytes(32),
+        bytes(32),
+        recipient,
+        bytes(32),
+        (recipient, bytes(32), output, 0),
+    ]
+    topics = [str(t) for t in across_fill_topics(bridge)] + [address_topic("0x" + "44" * 20)]
+    return {
+        "address": spoke_pool,
+        "topics": topics,
+        "data": "0x" + encode(FILLED_RELAY_DATA, fields).hex(),
+        "logIndex": "0x0",
+        "transactionHash": tx_hash,
+        "blockNumber": hex(block),
+    }
 
 
 async def sample_shapes(r: Recorder) -> list[SampleShape]:
@@ -123,10 +196,29 @@ async def sample_shapes(r: Recorder) -> list[SampleShape]:
     return out
 
 
-async def seed_sample(
-    store: SqlSessionStore, shapes: list[SampleShape], k: int
-) -> list[tuple[str, str, list[EvmTransaction]]]:
-    """`k` clones spread over the shapes, each naming fresh transaction hashes: (session id, route, its txs)."""
+@dataclass(frozen=True)
+class Sampled:
+    record: SessionRecord
+    txs: list[EvmTransaction]  # to mine
+    spoke_pool: str | None  # an Across deposit's fill to log there
+
+    def chain(self) -> str:
+        state = self.record.state
+        chain = waiting_chain(self.record.route, int(state.get("current_step", 0)), str(state.get("phase")))
+        assert chain is not None
+        return chain.value
+
+    def publish(self, mined: MinedTxs, block: int) -> None:
+        """Its fact at `block`: its transactions mined there, or the relayer's fill logged there."""
+        for tx in self.txs:
+            mined.txs[tx.tx_hash.lower()] = (block, tx)
+        if self.spoke_pool is not None:
+            step = self.record.state["steps"][int(self.record.state.get("current_step", 0))]
+            mined.logs.append(fill_log(step["bridge"], self.spoke_pool, block, "0x" + secrets.token_hex(32)))
+
+
+async def seed_sample(store: SqlSessionStore, shapes: list[SampleShape], k: int) -> list[Sampled]:
+    """`k` clones spread over the shapes, each naming fresh transaction hashes, each deposit its own id."""
     out = []
     for i in range(k):
         shape = shapes[i % len(shapes)]
@@ -135,11 +227,15 @@ async def seed_sample(
             fresh = "0x" + secrets.token_hex(32)
             text = text.replace(tx.tx_hash, fresh)
             txs.append(replace(tx, tx_hash=fresh))
+        state = json.loads(text)
+        bridge = state["steps"][int(state.get("current_step", 0))].get("bridge")
+        if bridge:
+            bridge.update(deposit_id=7_000_000 + i, source_tx="0x" + secrets.token_hex(32))
         sid = f"{i:08x}-0000-4000-8000-{secrets.token_hex(6)}"
-        record = replace(shape.record, session_id=sid, version=1, state=json.loads(text))
+        record = replace(shape.record, session_id=sid, version=1, state=state)
         event = SessionEvent(sid, 1, None, "create", record.status, record.created_at)
         await store.create(record, event, f"bench-lag:{sid}", "k", "h", {})
-        out.append((sid, shape.record.route, txs))
+        out.append(Sampled(record, txs, shape.spoke_pool))
     return out
 
 
@@ -173,14 +269,13 @@ async def measure_lag(
         await _after_a_whole_tick(watcher, deadline)  # 1: seen, pending
         before = fake.head + max(confirmations.values())  # the head before the first deciding block
         final_at: dict[str, int] = {}  # the block that makes a session's transactions final
-        for i, (sid, route, txs) in enumerate(sample):
+        for i, one in enumerate(sample):
+            sid = one.record.session_id
             final_at[sid] = before + 1 + i % BLOCKS
-            chain = ROUTES[route].steps[0].source.chain.value
-            for tx in txs:
-                fake.mined.txs[tx.tx_hash.lower()] = (final_at[sid] - confirmations[chain] + 1, tx)
+            one.publish(fake.mined, final_at[sid] - confirmations[one.chain()] + 1)
         fake.head = before  # 2: every sampled transaction mined, none final yet
         await _after_a_whole_tick(watcher, deadline)
-        starts = [await feed.start_now(sid, TOKEN) for sid, _, _ in sample]  # 3
+        starts = [await feed.start_now(one.record.session_id, TOKEN) for one in sample]  # 3
 
         async def follow(start: StreamStart) -> None:
             async with contextlib.aclosing(feed.follow(start)) as events:
@@ -211,7 +306,11 @@ async def measure_lag(
     kinds: dict[str, int] = {}
     for t in types.values():
         kinds[t] = kinds.get(t, 0) + 1
-    return {"k": k, "lags": lags, "missed": len(sample) - len(lags), "events": kinds}
+    facts: dict[str, int] = {}
+    for one in sample:
+        what = f"{'Across fill' if one.spoke_pool else 'receipt'} on {one.chain()}"
+        facts[what] = facts.get(what, 0) + 1
+    return {"k": k, "lags": lags, "missed": len(sample) - len(lags), "events": kinds, "facts": facts}
 
 
 def percentile(values: list[float], p: float) -> float:
@@ -222,4 +321,13 @@ def percentile(values: list[float], p: float) -> float:
     return values[int(rank) - 1]
 
 
-__all__ = ["MinedTxs", "SampleShape", "measure_lag", "percentile", "sample_shapes", "seed_sample"]
+__all__ = [
+    "MinedTxs",
+    "SampleShape",
+    "Sampled",
+    "fill_log",
+    "measure_lag",
+    "percentile",
+    "sample_shapes",
+    "seed_sample",
+]

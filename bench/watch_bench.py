@@ -119,7 +119,7 @@ class FakeRpc:
         elif method == "eth_getTransactionByHash":
             result = self.mined.transaction(str(params[0]))
         elif method == "eth_getLogs":
-            result = []
+            result = self.mined.logs_matching(params[0], self.head)
         elif method == "getSignatureStatuses":
             result = {"context": {"slot": 1}, "value": [None] * len(params[0])}
         return {"jsonrpc": "2.0", "id": call.get("id"), "result": result}
@@ -366,6 +366,7 @@ def _print(result: dict[str, Any]) -> None:
             f"{lag['missed']} not advanced in time): {_lag_cells(lag)};  events: "
             + ", ".join(f"{t} x{c}" for t, c in sorted(lag["events"].items()))
         )
+        print("   sampled facts: " + ", ".join(f"{t} x{c}" for t, c in sorted(lag["facts"].items())))
 
 
 def _lag_cells(lag: dict[str, Any]) -> str:
@@ -416,8 +417,14 @@ async def main() -> None:
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
     shapes = await templates()
     defaults = Settings.model_fields
+    r = _recorder()
+    across = "arbitrum:USDC->robinhood:USDG"
+    # a fill that delivers at least the step's minimum (the session quoted 100 USDC): it completes
+    delivering = {**BRIDGES[across], "input_amount": 100_000_000, "output_amount": 100_000_000}
+    fills = await _in_flight(r, across, delivering)
+    assert fills is not None
     lag = LagRun(
-        await sample_shapes(_recorder()),
+        [*await sample_shapes(r), SampleShape(fills, spoke_pool=SPOKE)],
         args.lag_sample,
         float(defaults["watch_interval_seconds"].default),
         float(defaults["event_stream_poll_seconds"].default),
