@@ -12,9 +12,9 @@ the background: their lag is not measured here.
 
 How it runs, with the watcher's real loop (`Watcher.loop`, its tick interval `watch_interval_seconds`) and an
 `EventFeed` (`event_stream_poll_seconds`) as the app builds them:
-1. the sampled sessions join the waiting ones; the loop sees them (a whole tick after they are stored);
-2. their transactions are mined (their fills logged) `confirmations - 1` deep: seen, not final; a whole tick
-   looks at that;
+1. the sampled sessions join the waiting ones;
+2. their transactions are mined (their fills logged) `confirmations - 1` deep, and a whole tick looks at them:
+   first sight and mined, not final (the bench does not spend a tick on seeing them unmined first);
 3. every sampled session is followed from now (`EventFeed.start_now` / `follow`, what `GET .../events` streams);
    `BLOCKS` new blocks follow, one at a time at random pauses, each making a twentieth of the sample final: the
    publication of a session's block is the start of its lag;
@@ -266,7 +266,6 @@ async def measure_lag(
     published: dict[str, float] = {}
     types: dict[str, str] = {}
     try:
-        await _after_a_whole_tick(watcher, deadline)  # 1: seen, pending
         before = fake.head + max(confirmations.values())  # the head before the first deciding block
         final_at: dict[str, int] = {}  # the block that makes a session's transactions final
         for i, one in enumerate(sample):

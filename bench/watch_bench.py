@@ -35,6 +35,7 @@ import argparse
 import asyncio
 import json
 import logging
+import os
 import secrets
 import sys
 import tempfile
@@ -432,7 +433,8 @@ async def main() -> None:
     )
     print(
         f"event lag: the watcher's loop every {lag.interval:g} s (watch_interval_seconds' default), streams "
-        f"polling every {lag.poll:g} s (event_stream_poll_seconds'); sampled routes: {len(lag.shapes)}"
+        f"polling every {lag.poll:g} s (event_stream_poll_seconds'); sampled routes: {len(lag.shapes)}; "
+        f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs"
     )
     kinds = Counter((str(s.state["phase"]), str(ROUTES[s.route].steps[0].source.chain.value)) for s in shapes)
     print(f"session shapes: {len(shapes)} ({dict(kinds)})")
