@@ -2,6 +2,7 @@
 sessions, from one run, and whether the floor of issue 42 holds.
 
     .venv/bin/python bench/watch_bench.py [--sizes 100,1000,10000] [--blocks 3] [--gatherer batched|per_session]
+        [--lag-sample 100] [--lag-timeout 150]
 
 Sessions, spread over the four chains and every read a step kind makes: each route's first step named through
 the real service (the session corpus's fakes) and left `awaiting_source_receipt` (`TxByHash` on base, arbitrum,
@@ -21,6 +22,11 @@ Printed per size: JSON-RPC calls and HTTP requests per new block per chain, call
 one-off calls per session at first sight, bridge lookups per interval, CPU per block (process time of a whole
 tick: store read, gather, decide, for every chain). The floor: at most 3 JSON-RPC calls per EVM chain per new
 block and the same at every size, plus one lookup per pending bridge message per lookup interval.
+
+Then, at each size, the event lag (bench/_watch_lag.py): `--lag-sample` more sessions join the waiting ones,
+their transactions are mined over new blocks while the watcher's real loop runs at the app's default tick
+interval, and each lag is timed (perf_counter) from the publication of the block that makes a sampled session's
+transactions final to its event being read by the event stream's `EventFeed`: p50, p99 (nearest rank) and max.
 """
 
 from __future__ import annotations
@@ -28,25 +34,30 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import logging
+import os
 import secrets
 import sys
 import tempfile
 import time
 import uuid
 from collections import Counter
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import httpx
+import structlog
 from solders.pubkey import Pubkey
 from solders.signature import Signature
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from _watch_lag import BLOCK_TIME, MinedTxs, SampleShape, measure_lag, percentile, sample_shapes  # noqa: E402
 from tests.unit.sessions.corpus import TOKEN, Recorder  # noqa: E402
 
+from routequote.config import Settings  # noqa: E402
 from routequote.core.assets import CHAINS, Chain  # noqa: E402
 from routequote.core.routes import ROUTES  # noqa: E402
 from routequote.core.sessions.document import SessionDocument  # noqa: E402
@@ -58,6 +69,7 @@ from routequote.observe.solana import JsonRpcSolanaReader  # noqa: E402
 from routequote.ports import SessionEvent, SessionRecord  # noqa: E402
 from routequote.sessions import SessionService  # noqa: E402
 from routequote.sessions.batch_gather import BatchedGatherer  # noqa: E402
+from routequote.sessions.event_stream import EventFeed  # noqa: E402
 from routequote.sessions.watch import Gatherer, PerSessionGatherer, WatchConfig, Watcher, Watching  # noqa: E402
 from routequote.storage.sessions_sql import SqlSessionStore  # noqa: E402
 from routequote.storage.watch_store import SqlWatchStore  # noqa: E402
@@ -80,9 +92,15 @@ class FakeRpc:
         self.methods: Counter[str] = Counter()
         self.chain_ids = {host: CHAINS[Chain(c)].chain_id for c, host in HOSTS.items()}
         self.head = 1_000_000
+        self.mined = MinedTxs()  # empty but for the lag run's sampled transactions
 
     def _block(self, n: int) -> dict[str, Any]:
-        return {"number": hex(n), "hash": f"0x{n:064x}", "parentHash": f"0x{n - 1:064x}", "timestamp": "0x1"}
+        return {
+            "number": hex(n),
+            "hash": f"0x{n:064x}",
+            "parentHash": f"0x{n - 1:064x}",
+            "timestamp": hex(BLOCK_TIME),
+        }
 
     def _one(self, host: str, call: dict[str, Any]) -> dict[str, Any]:
         method = call.get("method", "")
@@ -95,8 +113,14 @@ class FakeRpc:
             result = hex(self.head)
         elif method == "eth_getBlockByNumber":
             result = self._block(self.head if params[0] == "latest" else int(params[0], 16))
-        elif method in ("eth_getLogs", "eth_getBlockReceipts"):
-            result = []
+        elif method == "eth_getBlockReceipts":
+            result = self.mined.at(int(params[0], 16))
+        elif method == "eth_getTransactionReceipt":
+            result = self.mined.receipt(str(params[0]))
+        elif method == "eth_getTransactionByHash":
+            result = self.mined.transaction(str(params[0]))
+        elif method == "eth_getLogs":
+            result = self.mined.logs_matching(params[0], self.head)
         elif method == "getSignatureStatuses":
             result = {"context": {"slot": 1}, "value": [None] * len(params[0])}
         return {"jsonrpc": "2.0", "id": call.get("id"), "result": result}
@@ -228,7 +252,7 @@ def _sample(fake: FakeRpc, cpu: float, report: Any) -> dict[str, Any]:
 
 
 async def run_size(
-    n: int, blocks: int, shapes: list[SessionRecord], tmp: Path, gatherer: str
+    n: int, blocks: int, shapes: list[SessionRecord], tmp: Path, gatherer: str, lag: LagRun
 ) -> dict[str, Any]:
     store = SqlSessionStore(f"sqlite+aiosqlite:///{tmp / f'watch-{n}.sqlite3'}")
     await store.start()
@@ -265,9 +289,36 @@ async def run_size(
     now[0] += config.bridge_lookup_seconds
     later = await tick(True)
     await watcher.store.release(watcher.holder)
+    lagged: dict[str, Any] | None = None
+    if lag.sample:
+        if isinstance(g, BatchedGatherer):
+            g.cache.clock = time.monotonic  # bridge lookups every interval of real time, as the app's
+        real = WatchConfig(interval_seconds=lag.interval, batch=n + lag.sample + 100)
+        feed = EventFeed(sessions, poll_seconds=lag.poll)
+        lagged = await measure_lag(
+            Watcher(sessions, SqlWatchStore(store), Watching(real, None), gatherer=g),
+            feed,
+            store,
+            fake,
+            lag.shapes,
+            lag.sample,
+            sessions.facts.config.confirmations,
+            lag.timeout,
+        )
     await client.aclose()
     await store.aclose()
-    return {"n": n, "first": first, "blocks": per_block, "quiet": quiet, "later": later}
+    return {"n": n, "first": first, "blocks": per_block, "quiet": quiet, "later": later, "lag": lagged}
+
+
+@dataclass(frozen=True)
+class LagRun:
+    """The event-lag run (bench/_watch_lag.py) at each size: `sample` sessions (0: none), the app's defaults."""
+
+    shapes: list[SampleShape]
+    sample: int
+    interval: float  # watch_interval_seconds
+    poll: float  # event_stream_poll_seconds
+    timeout: float
 
 
 def _calls(sample: dict[str, Any], chain: str) -> dict[str, int]:
@@ -309,18 +360,34 @@ def _print(result: dict[str, Any]) -> None:
         f"(pending messages: one each); within the interval: "
         f"{sum(result['blocks'][-1]['requests'].get(h, 0) for h in ('iris', 'scan'))}"
     )
+    lag = result["lag"]
+    if lag is not None:
+        print(
+            f"   event lag ({lag['k']} sampled sessions more in flight, {len(lag['lags'])} measured, "
+            f"{lag['missed']} not advanced in time): {_lag_cells(lag)};  events: "
+            + ", ".join(f"{t} x{c}" for t, c in sorted(lag["events"].items()))
+        )
+        print("   sampled facts: " + ", ".join(f"{t} x{c}" for t, c in sorted(lag["facts"].items())))
+
+
+def _lag_cells(lag: dict[str, Any]) -> str:
+    v = lag["lags"]
+    if not v:
+        return "p50 - p99 - max -"
+    return f"p50 {percentile(v, 50):.3f} s  p99 {percentile(v, 99):.3f} s  max {v[-1]:.3f} s"
 
 
 def _summary(results: list[dict[str, Any]]) -> None:
     print("\n== summary: JSON-RPC calls / HTTP requests per new block per chain, CPU per block (median)")
-    print(f"   {'sessions':>8}" + "".join(f" {c:>13}" for c in CHAINS_SHOWN) + f" {'CPU s':>7}")
+    print(f"   {'sessions':>8}" + "".join(f" {c:>13}" for c in CHAINS_SHOWN) + f" {'CPU s':>7}  event lag")
     rows = {r["n"]: _per_chain(r) for r in results}
     for result in results:
         cpu = sorted(b["cpu"] for b in result["blocks"])[len(result["blocks"]) // 2]
         cells = "".join(
             f" {rows[result['n']][c]['rpc']:>7} / {rows[result['n']][c]['http']:>3}" for c in CHAINS_SHOWN
         )
-        print(f"   {result['n']:>8}{cells} {cpu:>7.3f}")
+        lag = _lag_cells(result["lag"]) if result["lag"] else "not measured"
+        print(f"   {result['n']:>8}{cells} {cpu:>7.3f}  {lag}")
     evm = ("base", "arbitrum", "robinhood")
     same = all(len({rows[n][c]["rpc"] for n in rows}) == 1 for c in evm)
     bounded = all(rows[n][c]["rpc"] <= FLOOR for n in rows for c in evm)
@@ -342,14 +409,39 @@ async def main() -> None:
     parser.add_argument("--sizes", default="100,1000,10000")
     parser.add_argument("--blocks", type=int, default=3)
     parser.add_argument("--gatherer", default="batched", choices=["batched", "per_session"])
+    parser.add_argument(
+        "--lag-sample", type=int, default=100, help="sessions whose event lag is measured (0: none)"
+    )
+    parser.add_argument("--lag-timeout", type=float, default=150.0, help="seconds the lag run waits at most")
     args = parser.parse_args()
+    # the lag run's ticks log what they advance (info): keep the printed figures readable
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
     shapes = await templates()
+    defaults = Settings.model_fields
+    r = _recorder()
+    across = "arbitrum:USDC->robinhood:USDG"
+    # a fill that delivers at least the step's minimum (the session quoted 100 USDC): it completes
+    delivering = {**BRIDGES[across], "input_amount": 100_000_000, "output_amount": 100_000_000}
+    fills = await _in_flight(r, across, delivering)
+    assert fills is not None
+    lag = LagRun(
+        [*await sample_shapes(r), SampleShape(fills, spoke_pool=SPOKE)],
+        args.lag_sample,
+        float(defaults["watch_interval_seconds"].default),
+        float(defaults["event_stream_poll_seconds"].default),
+        args.lag_timeout,
+    )
+    print(
+        f"event lag: the watcher's loop every {lag.interval:g} s (watch_interval_seconds' default), streams "
+        f"polling every {lag.poll:g} s (event_stream_poll_seconds'); sampled routes: {len(lag.shapes)}; "
+        f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs"
+    )
     kinds = Counter((str(s.state["phase"]), str(ROUTES[s.route].steps[0].source.chain.value)) for s in shapes)
     print(f"session shapes: {len(shapes)} ({dict(kinds)})")
     with tempfile.TemporaryDirectory(prefix="watch-bench-") as tmp:
         results = []
         for n in (int(x) for x in args.sizes.split(",")):
-            result = await run_size(n, args.blocks, shapes, Path(tmp), args.gatherer)
+            result = await run_size(n, args.blocks, shapes, Path(tmp), args.gatherer, lag)
             _print(result)
             results.append(result)
     _summary(results)
