@@ -120,3 +120,33 @@ def test_shared_scope_leases_disjoint_sessions(database_url: str) -> None:
             await b.aclose()
 
     run_coroutine(run())
+
+
+def test_more_waiting_sessions_than_a_page_are_each_looked_at_in_turn(database_url: str) -> None:
+    """A look that changes nothing writes nothing, so an order by last change would hand the same first page back
+    every tick and leave the rest waiting: pages go round in session id order from the previous page's last id."""
+
+    async def run() -> None:
+        store = await _store(database_url)
+        watch = SqlWatchStore(store)
+        try:
+            waiting = sorted(await _add(store, 7, "awaiting_destination"))
+            await _add(store, 2, "action_ready")  # not waiting on the chain: never in a page
+            pages, after = [], None
+            for _ in range(4):
+                page = [r.session_id for r in await watch.waiting(WAITING, 3, after)]
+                pages.append(page)
+                after = page[-1]
+            assert pages == [waiting[0:3], waiting[3:6], [waiting[6], *waiting[0:2]], waiting[2:5]]
+            # shared scope: the same rotation over the sessions a holder may lease
+            shared, after = [], None
+            for i in range(3):
+                now = T0 + timedelta(seconds=i)
+                page = [r.session_id for r in await watch.claim_waiting(WAITING, "A", now, 10, 3, after)]
+                shared.append(page)
+                after = page[-1]
+            assert shared == pages[:3]
+        finally:
+            await store.aclose()
+
+    run_coroutine(run())

@@ -229,6 +229,7 @@ class Watcher:
         self.ticks = 0
         self.last: TickReport | None = None
         self._backoff: dict[str, _Backoff] = {}
+        self.after: str | None = None  # the last session id of the previous full page (see `_records`)
 
     # ---- backoff --------------------------------------------------------------------------------------
 
@@ -250,13 +251,19 @@ class Watcher:
     async def _records(self) -> list[SessionRecord] | None:
         now, ttl = self.wall(), self.config.lease_seconds
         statuses = [s.value for s in WATCHED]
+        batch, after = self.config.batch, self.after
         if self.config.scope == "shared":
             self.held = True
-            return list(await self.store.claim_waiting(statuses, self.holder, now, ttl, self.config.batch))
-        self.held = LEADER in await self.store.claim([LEADER], self.holder, now, ttl)
-        if not self.held:
-            return None
-        return list(await self.store.waiting(statuses, self.config.batch))
+            page = list(await self.store.claim_waiting(statuses, self.holder, now, ttl, batch, after))
+        else:
+            self.held = LEADER in await self.store.claim([LEADER], self.holder, now, ttl)
+            if not self.held:
+                return None
+            page = list(await self.store.waiting(statuses, batch, after))
+        # a full page: more may wait, so the next tick goes on after this one (every waiting session is looked
+        # at within ceil(waiting / batch) ticks); a short page held them all, so the next starts from the first
+        self.after = page[-1].session_id if len(page) >= batch else None
+        return page
 
     async def _heartbeat(self, names: list[str]) -> None:
         """While a long tick runs: renew what it holds every third of the lease; a lease lost (the database

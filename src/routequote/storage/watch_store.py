@@ -18,7 +18,7 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Column, MetaData, String, Table, delete, literal, select
+from sqlalchemy import Column, MetaData, Select, String, Table, delete, literal, select
 from sqlalchemy.dialects import postgresql as pg
 from sqlalchemy.dialects import sqlite as sqlite_dialect
 from sqlalchemy.engine import Connection
@@ -60,6 +60,21 @@ def _claim_rows(conn: Connection, names: Sequence[str], holder: str, now: dateti
     return held
 
 
+def rotation(conn: Connection, query: Select[Any], after: str | None, limit: int) -> list[Any]:
+    """`limit` rows of `query` in session id order, starting just after `after` and wrapping round to the first.
+
+    The watcher passes the last id of its previous page, so with more waiting sessions than one tick looks at,
+    every one is looked at within ceil(waiting / limit) ticks. (Least recently changed first would starve: a
+    look that changes nothing writes nothing, so the same oldest `limit` sessions would come first every tick.)"""
+    ordered = query.order_by(sessions.c.session_id)
+    if after is None:
+        return list(conn.execute(ordered.limit(limit)))
+    rows = list(conn.execute(ordered.where(sessions.c.session_id > after).limit(limit)))
+    if len(rows) < limit:
+        rows += conn.execute(ordered.where(sessions.c.session_id <= after).limit(limit - len(rows)))
+    return rows
+
+
 class SqlWatchStore:
     """Leases and waiting sessions on a `SqlSessionStore` (or the `CappedSessionStore` wrapping one)."""
 
@@ -92,29 +107,32 @@ class SqlWatchStore:
 
         return {r.name: (r.holder, r.expires_at) for r in await self.store.execute(operation, write=False)}
 
-    async def waiting(self, statuses: Iterable[str], limit: int) -> list[SessionRecord]:
-        """Every session in `statuses` (at most `limit`, least recently changed first)."""
+    async def waiting(
+        self, statuses: Iterable[str], limit: int, after: str | None = None
+    ) -> list[SessionRecord]:
+        """At most `limit` sessions in `statuses`, in session id order from just after `after`, wrapping round
+        to the first id (see `rotation`)."""
         wanted = list(statuses)
 
         def operation(conn: Connection) -> list[Any]:
-            rows = list(
-                conn.execute(
-                    select(sessions)
-                    .where(sessions.c.status.in_(wanted))
-                    .order_by(sessions.c.updated_at)
-                    .limit(limit)
-                )
-            )
+            rows = rotation(conn, select(sessions).where(sessions.c.status.in_(wanted)), after, limit)
             conn.rollback()
             return rows
 
         return [record_from_row(r) for r in await self.store.execute(operation, write=False)]
 
     async def claim_waiting(
-        self, statuses: Iterable[str], holder: str, now: datetime, ttl: float, limit: int
+        self,
+        statuses: Iterable[str],
+        holder: str,
+        now: datetime,
+        ttl: float,
+        limit: int,
+        after: str | None = None,
     ) -> list[SessionRecord]:
-        """`shared`: lease up to `limit` waiting sessions no other live holder has, renew ours, and return them.
-        Leases of sessions that stopped waiting are dropped once expired."""
+        """`shared`: lease up to `limit` waiting sessions no other live holder has (in `rotation` order from
+        `after`), renew ours among them, and return them. Leases of sessions that stopped waiting are dropped once
+        expired; a lease of ours the page no longer reaches runs out at its expiry."""
         wanted = list(statuses)
         name = literal(SESSION_PREFIX) + sessions.c.session_id
 
@@ -123,20 +141,17 @@ class SqlWatchStore:
                 conn.execute(
                     delete(watch_leases).where(watch_leases.c.expires_at < now - timedelta(seconds=ttl))
                 )
-                rows = list(
-                    conn.execute(
-                        select(sessions)
-                        .select_from(sessions.outerjoin(watch_leases, watch_leases.c.name == name))
-                        .where(
-                            sessions.c.status.in_(wanted),
-                            watch_leases.c.name.is_(None)
-                            | (watch_leases.c.expires_at < now)
-                            | (watch_leases.c.holder == holder),
-                        )
-                        .order_by(sessions.c.updated_at)
-                        .limit(limit)
+                free = (
+                    select(sessions)
+                    .select_from(sessions.outerjoin(watch_leases, watch_leases.c.name == name))
+                    .where(
+                        sessions.c.status.in_(wanted),
+                        watch_leases.c.name.is_(None)
+                        | (watch_leases.c.expires_at < now)
+                        | (watch_leases.c.holder == holder),
                     )
                 )
+                rows = rotation(conn, free, after, limit)
                 held = _claim_rows(conn, [SESSION_PREFIX + r.session_id for r in rows], holder, now, ttl)
             return [r for r in rows if SESSION_PREFIX + r.session_id in held]
 
@@ -170,20 +185,29 @@ class MemoryWatchStore:
     async def leases(self) -> dict[str, tuple[str, datetime]]:
         return dict(self._leases)
 
-    async def waiting(self, statuses: Iterable[str], limit: int) -> list[SessionRecord]:
-        wanted = set(statuses)
-        ids = await self.store.ids_with_status(wanted)
+    async def waiting(
+        self, statuses: Iterable[str], limit: int, after: str | None = None
+    ) -> list[SessionRecord]:
+        ids = sorted(await self.store.ids_with_status(set(statuses)))
+        if after is not None:
+            ids = [i for i in ids if i > after] + [i for i in ids if i <= after]
         out = [r for r in [await self.store.get(sid) for sid in ids] if r is not None]
-        return sorted(out, key=lambda r: r.updated_at)[:limit]
+        return out[:limit]
 
     async def claim_waiting(
-        self, statuses: Iterable[str], holder: str, now: datetime, ttl: float, limit: int
+        self,
+        statuses: Iterable[str],
+        holder: str,
+        now: datetime,
+        ttl: float,
+        limit: int,
+        after: str | None = None,
     ) -> list[SessionRecord]:
         def free(r: SessionRecord) -> bool:
             lease = self._leases.get(SESSION_PREFIX + r.session_id)
             return lease is None or lease[1] < now or lease[0] == holder
 
-        records = [r for r in await self.waiting(statuses, 10**9) if free(r)][:limit]
+        records = [r for r in await self.waiting(statuses, 10**9, after) if free(r)][:limit]
         held = await self.claim([SESSION_PREFIX + r.session_id for r in records], holder, now, ttl)
         return [r for r in records if SESSION_PREFIX + r.session_id in held]
 

@@ -164,3 +164,33 @@ def test_the_view_says_whether_the_session_is_followed() -> None:
         assert (report.skipped_unwatched, report.looked_at) == (1, 0)
 
     asyncio.run(run())
+
+
+def test_more_waiting_sessions_than_a_batch_are_each_looked_at_in_turn() -> None:
+    """With batch 2 and five sessions waiting, the two changed longest ago never finalise. A look that changes
+    nothing writes nothing, so a page of the least recently changed would be those two every tick; pages go round
+    instead (session id order from the last page's end), and the three behind them advance within three ticks."""
+
+    async def run() -> None:
+        r = Recorder()
+        sessions: list[tuple[str, int, dict[str, Any]]] = []
+        for seed in range(5):
+            r.clock.advance(1)  # the earlier created, the longer ago changed
+            created = await r.sessions.create(await r.create_body(ROUTE), TOKEN)
+            sid, action = created.body["session_id"], created.body["current_action"]["unsigned_action"]
+            shallow = swap_receipts(r.evm, action, int(action["expectedOutput"]), seed=seed, confirmations=1)
+            assert (await r.observe(sid, shallow, key=f"name-once-{seed}")).body[
+                "status"
+            ] == "awaiting_source_receipt"
+            sessions.append((sid, seed, action))
+        for _sid, seed, action in sessions[2:]:  # the two oldest stay unfinal
+            swap_receipts(r.evm, action, int(action["expectedOutput"]), seed=seed, confirmations=64)
+        watching = Watching(WatchConfig(interval_seconds=0.05, batch=2), None)
+        r.sessions.watching = watching
+        watcher = Watcher(r.sessions, watch_store(r.sessions.store), watching)
+        reports = [await watcher.tick() for _ in range(3)]
+        assert [t.looked_at for t in reports] == [2, 2, 2] and sum(t.advanced for t in reports) == 3
+        statuses = [(await r.sessions.read(sid, TOKEN))["status"] for sid, _, _ in sessions]
+        assert statuses == ["awaiting_source_receipt"] * 2 + ["complete"] * 3
+
+    asyncio.run(run())
