@@ -160,7 +160,9 @@ def parse_get_transaction(signature: str, result: Any) -> SolanaTransaction | No
 
 
 STATUS_BATCH = 256  # getSignatureStatuses takes at most 256 signatures a call
-BLOCKS_RANGE = 500_000  # getBlocks: end_slot at most this far past start_slot (the node clamps it to its root)
+BLOCKS_RANGE = (
+    500_000  # getBlocks: end_slot at most this far past start_slot (the node clamps it to its root)
+)
 GET_BLOCK_CONFIG = {
     "commitment": "finalized",
     "transactionDetails": "signatures",
@@ -334,7 +336,7 @@ class JsonRpcSolanaReader:
             if not isinstance(result, list):
                 raise WireError("getBlocks: not a list")
             slots = [integer(v, "getBlocks slot") for v in result]
-            if any(not start_slot <= a < b <= end for a, b in zip([start_slot - 1, *slots], slots, strict=False)):
+            if slots != sorted(set(slots)) or (slots and not start_slot <= slots[0] <= slots[-1] <= end):
                 raise WireError("getBlocks: slots not ascending within the range asked")
             return slots
 
