@@ -6,9 +6,10 @@ sessions, from one run, and whether the floor of issue 42 holds.
 Sessions, spread over the four chains and every read a step kind makes: each route's first step named through
 the real service (the session corpus's fakes) and left `awaiting_source_receipt` (`TxByHash` on base, arbitrum,
 robinhood; `SolanaTx` on solana, whose node is bench/_solana_fake.py), and bridges in flight built on created
-sessions, `awaiting_destination`: Across deposits to Robinhood (`LatestBlock` + `LogsSince`, the fill search), CCTP burns to Base waiting on Circle's
-attestation (`Attestation`), USDG OFT sends to Solana waiting on LayerZero Scan (`ScanLookup`). Cloned under
-new ids, each naming its own transaction / deposit / message, into a real SQLite store until N sessions wait.
+sessions, `awaiting_destination`: Across deposits to Robinhood (`LatestBlock` + `LogsSince`, the fill search),
+CCTP burns to Base waiting on Circle's attestation (`Attestation`), USDG OFT sends to Solana waiting on LayerZero
+Scan (`ScanLookup`). Cloned under new ids, each naming its own transaction / deposit / message, into a real SQLite
+store until N sessions wait.
 
 The watcher (sessions/watch.py, as the app runs it) ticks over them with the production readers, whose HTTP goes
 to a fake JSON-RPC node per chain, a fake Circle Iris and a fake LayerZero Scan (httpx.MockTransport) that count
