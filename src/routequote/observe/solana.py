@@ -181,6 +181,13 @@ def parse_signature_status(status: Any) -> str | None:
     return str(commitment)
 
 
+def slot_number(value: Any, what: str) -> int:
+    """A slot as the node sends it: a JSON integer, never a string, a float or a bool."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise WireError(f"{what}: not a slot: {value!r}")
+    return value
+
+
 def _heavy(result: Any) -> bool:
     """A transaction big enough that decoding it belongs off the event loop (many logs or instructions)."""
     meta = result.get("meta") if isinstance(result, dict) else None
@@ -318,7 +325,7 @@ class JsonRpcSolanaReader:
         rpc = self._scan_rpc()
 
         async def read() -> int:
-            return integer(await rpc.call("getSlot", [{"commitment": "finalized"}]), "getSlot")
+            return slot_number(await rpc.call("getSlot", [{"commitment": "finalized"}]), "getSlot")
 
         return await self.breaker.guard(read(), "getSlot")
 
@@ -335,7 +342,7 @@ class JsonRpcSolanaReader:
                 return None
             if not isinstance(result, list):
                 raise WireError("getBlocks: not a list")
-            slots = [integer(v, "getBlocks slot") for v in result]
+            slots = [slot_number(v, "getBlocks") for v in result]
             if slots != sorted(set(slots)) or (slots and not start_slot <= slots[0] <= slots[-1] <= end):
                 raise WireError("getBlocks: slots not ascending within the range asked")
             return slots
