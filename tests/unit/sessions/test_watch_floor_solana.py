@@ -167,6 +167,8 @@ def test_300_and_3000_pending_signatures_cost_the_same_calls_per_new_slot() -> N
             node.clear()
             assert _pending(await g.outcomes(Chain.SOLANA, records))
             seen.append((produced, dict(node.methods), node.requests))
+            # "not in a scanned block yet" is a cached answer: a change decided on it is decided again directly
+            assert g.last is not None and len(g.last.stale) == n
         return seen
 
     small, large = asyncio.run(run(300)), asyncio.run(run(3000))
@@ -186,6 +188,7 @@ def test_at_most_256_pending_signatures_stay_on_one_status_call() -> None:
             node.clear()
             assert _pending(await g.outcomes(Chain.SOLANA, records))
             assert node.methods == {"getSignatureStatuses": 1}
+            assert g.last is not None and not g.last.stale  # statuses read now
 
     asyncio.run(run())
 
