@@ -6,10 +6,11 @@ sessions, from one run, and whether the floor of issue 42 holds.
 
 Sessions, spread over the four chains and every read a step kind makes: each route's first step named through
 the real service (the session corpus's fakes) and left `awaiting_source_receipt` (`TxByHash` on base, arbitrum,
-robinhood; `SolanaTx` on solana), and bridges in flight built on created sessions, `awaiting_destination`: Across
-deposits to Robinhood (`LatestBlock` + `LogsSince`, the fill search), CCTP burns to Base waiting on Circle's
-attestation (`Attestation`), USDG OFT sends to Solana waiting on LayerZero Scan (`ScanLookup`). Cloned under
-new ids, each naming its own transaction / deposit / message, into a real SQLite store until N sessions wait.
+robinhood; `SolanaTx` on solana, whose node is bench/_solana_fake.py), and bridges in flight built on created
+sessions, `awaiting_destination`: Across deposits to Robinhood (`LatestBlock` + `LogsSince`, the fill search),
+CCTP burns to Base waiting on Circle's attestation (`Attestation`), USDG OFT sends to Solana waiting on LayerZero
+Scan (`ScanLookup`). Cloned under new ids, each naming its own transaction / deposit / message, into a real SQLite
+store until N sessions wait.
 
 The watcher (sessions/watch.py, as the app runs it) ticks over them with the production readers, whose HTTP goes
 to a fake JSON-RPC node per chain, a fake Circle Iris and a fake LayerZero Scan (httpx.MockTransport) that count
@@ -21,7 +22,8 @@ block; then one tick after the bridge lookup interval has passed.
 Printed per size: JSON-RPC calls and HTTP requests per new block per chain, calls in a tick with no new block,
 one-off calls per session at first sight, bridge lookups per interval, CPU per block (process time of a whole
 tick: store read, gather, decide, for every chain). The floor: at most 3 JSON-RPC calls per EVM chain per new
-block and the same at every size, plus one lookup per pending bridge message per lookup interval.
+block and the same at every size, plus one lookup per pending bridge message per lookup interval; on Solana, at
+most 3 calls per new produced slot at every size (getTransaction apart: once per landed signature).
 
 Then, at each size, the event lag (bench/_watch_lag.py): `--lag-sample` more sessions join the waiting ones,
 their transactions are mined over new blocks while the watcher's real loop runs at the app's default tick
@@ -54,6 +56,7 @@ from solders.signature import Signature
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from _solana_fake import SolanaFake, print_solana_floor  # noqa: E402
 from _watch_lag import BLOCK_TIME, MinedTxs, SampleShape, measure_lag, percentile, sample_shapes  # noqa: E402
 from tests.unit.sessions.corpus import TOKEN, Recorder  # noqa: E402
 
@@ -93,6 +96,7 @@ class FakeRpc:
         self.chain_ids = {host: CHAINS[Chain(c)].chain_id for c, host in HOSTS.items()}
         self.head = 1_000_000
         self.mined = MinedTxs()  # empty but for the lag run's sampled transactions
+        self.solana = SolanaFake()  # finalized slots, blocks, landed signatures (bench/_solana_fake.py)
 
     def _block(self, n: int) -> dict[str, Any]:
         return {
@@ -121,8 +125,8 @@ class FakeRpc:
             result = self.mined.transaction(str(params[0]))
         elif method == "eth_getLogs":
             result = self.mined.logs_matching(params[0], self.head)
-        elif method == "getSignatureStatuses":
-            result = {"context": {"slot": 1}, "value": [None] * len(params[0])}
+        elif host == SOLANA_HOST:
+            result = self.solana.answer(method, params)
         return {"jsonrpc": "2.0", "id": call.get("id"), "result": result}
 
     def handler(self, request: httpx.Request) -> httpx.Response:
@@ -278,6 +282,7 @@ async def run_size(
 
     async def tick(new_block: bool) -> dict[str, Any]:
         fake.head += 1 if new_block else 0
+        fake.solana.advance(new_block)
         fake.clear()
         cpu0 = time.process_time()
         report = await watcher.tick()
@@ -307,7 +312,15 @@ async def run_size(
         )
     await client.aclose()
     await store.aclose()
-    return {"n": n, "first": first, "blocks": per_block, "quiet": quiet, "later": later, "lag": lagged}
+    return {
+        "n": n,
+        "first": first,
+        "blocks": per_block,
+        "quiet": quiet,
+        "later": later,
+        "solana": fake.solana.summary(),
+        "lag": lagged,
+    }
 
 
 @dataclass(frozen=True)
@@ -395,13 +408,7 @@ def _summary(results: list[dict[str, Any]]) -> None:
         f"   floor (EVM: <= {FLOOR} JSON-RPC calls per chain per new block, the same at every size): "
         f"{'HOLDS' if same and bounded else 'NOT MET'}"
     )
-    sol = {n: rows[n]["solana"] for n in rows}
-    sol_same = len({v["http"] for v in sol.values()}) == 1
-    print(
-        f"   solana: one HTTP request per tick at every size ({'yes' if sol_same else 'no'}); its JSON-RPC calls are "
-        "one getSignatureStatuses per 256 pending signatures (these grow with the pending signatures: not bounded): "
-        + ", ".join(f"{v['rpc']} at {n}" for n, v in sol.items())
-    )
+    print_solana_floor(results, len(results[0]["blocks"]), FLOOR)
 
 
 async def main() -> None:

@@ -416,6 +416,30 @@ class SolanaStatusReader(Protocol):
         ...
 
 
+class SolanaScanTooLarge(ObservationUnavailable):
+    """A Solana block scan's answer passed the reader's response size limit: the scan is not used, and the
+    watcher reads the pending signatures' statuses instead (sessions/solana_scan.py)."""
+
+
+@runtime_checkable
+class SolanaBlockScanner(Protocol):
+    """A Solana reader the watcher can follow slot by slot over FINALIZED blocks (a bounded number of calls per
+    new slot, whatever the number of pending signatures). Any failure or garbage raises ObservationUnavailable."""
+
+    async def finalized_slot(self) -> int:
+        """The latest finalized slot (`getSlot`, commitment finalized)."""
+        ...
+
+    async def finalized_blocks(self, start_slot: int) -> list[int]:
+        """The produced (not skipped) finalized slots from `start_slot` on, ascending (`getBlocks`)."""
+        ...
+
+    async def block_signatures(self, slots: Sequence[int]) -> dict[int, frozenset[str]]:
+        """Every transaction signature of each finalized block (`getBlock` with transactionDetails
+        `signatures`), all in one request. A block past the size limit raises SolanaScanTooLarge."""
+        ...
+
+
 class LayerZeroDelivery(Protocol):
     """What LayerZero Scan says of one message: a lead to the delivery, never evidence of it."""
 
@@ -454,6 +478,8 @@ __all__ = [
     "BlockScan",
     "EvmBlockScanner",
     "SolanaStatusReader",
+    "SolanaBlockScanner",
+    "SolanaScanTooLarge",
     "AttestationReader",
     "CctpMessage",
     "Clock",

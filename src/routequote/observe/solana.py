@@ -19,13 +19,14 @@ from solders.signature import Signature
 
 from routequote.core.sessions.reads import Facts, Read, SolanaTx
 from routequote.errors import InvalidRequest
-from routequote.market.jsonrpc import JsonRpcClient, RpcError
+from routequote.market.jsonrpc import JsonRpcClient, RpcError, RpcTooLarge
 from routequote.market.upstream import DEFAULT_MAX_BYTES, off_loop
 from routequote.observe._common import Breaker, WireError, integer, unavailable
 from routequote.ports import (
     ObservationUnavailable,
     SolanaAccount,
     SolanaInstruction,
+    SolanaScanTooLarge,
     SolanaTokenAccount,
     SolanaTokenBalance,
     SolanaTransaction,
@@ -159,6 +160,15 @@ def parse_get_transaction(signature: str, result: Any) -> SolanaTransaction | No
 
 
 STATUS_BATCH = 256  # getSignatureStatuses takes at most 256 signatures a call
+BLOCKS_RANGE = (
+    500_000  # getBlocks: end_slot at most this far past start_slot (the node clamps it to its root)
+)
+GET_BLOCK_CONFIG = {
+    "commitment": "finalized",
+    "transactionDetails": "signatures",
+    "rewards": False,
+    "maxSupportedTransactionVersion": 0,
+}
 COMMITMENTS = ("processed", "confirmed", "finalized")
 
 
@@ -169,6 +179,13 @@ def parse_signature_status(status: Any) -> str | None:
     if commitment not in COMMITMENTS:
         raise WireError("getSignatureStatuses: not a status")
     return str(commitment)
+
+
+def slot_number(value: Any, what: str) -> int:
+    """A slot as the node sends it: a JSON integer, never a string, a float or a bool."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise WireError(f"{what}: not a slot: {value!r}")
+    return value
 
 
 def _heavy(result: Any) -> bool:
@@ -293,6 +310,80 @@ class JsonRpcSolanaReader:
             return out
 
         return await self.breaker.guard(read(), "getSignatureStatuses")
+
+    def _scan_rpc(self) -> JsonRpcClient:
+        if self.rpc is None:
+            raise ObservationUnavailable(
+                "chain_rpc_not_configured",
+                "no RPC URL is configured for solana: its blocks cannot be scanned",
+            )
+        self.breaker.check()
+        return self.rpc
+
+    async def finalized_slot(self) -> int:
+        """ports.SolanaBlockScanner: the latest finalized slot (`getSlot`)."""
+        rpc = self._scan_rpc()
+
+        async def read() -> int:
+            return slot_number(await rpc.call("getSlot", [{"commitment": "finalized"}]), "getSlot")
+
+        return await self.breaker.guard(read(), "getSlot")
+
+    async def finalized_blocks(self, start_slot: int) -> list[int]:
+        """ports.SolanaBlockScanner: `getBlocks(start_slot, start_slot + 500,000)` at finalized (the node ends
+        the list at its finalized root). A list past the size limit raises SolanaScanTooLarge."""
+        rpc = self._scan_rpc()
+        end = start_slot + BLOCKS_RANGE
+
+        async def read() -> list[int] | None:
+            try:
+                result = await rpc.call("getBlocks", [start_slot, end, {"commitment": "finalized"}])
+            except RpcTooLarge:
+                return None
+            if not isinstance(result, list):
+                raise WireError("getBlocks: not a list")
+            slots = [slot_number(v, "getBlocks") for v in result]
+            if slots != sorted(set(slots)) or (slots and not start_slot <= slots[0] <= slots[-1] <= end):
+                raise WireError("getBlocks: slots not ascending within the range asked")
+            return slots
+
+        got = await self.breaker.guard(read(), "getBlocks")
+        if got is None:
+            raise self._too_large("getBlocks")
+        return got
+
+    async def block_signatures(self, slots: Sequence[int]) -> dict[int, frozenset[str]]:
+        """ports.SolanaBlockScanner: `getBlock` of each slot with transactionDetails `signatures` (no rewards,
+        finalized), in one request (split where the answers pass the size limit); a single block past it raises
+        SolanaScanTooLarge (the breaker counts no failure: the node answered). Any error or garbage raises."""
+        rpc = self._scan_rpc()
+        wanted = list(dict.fromkeys(slots))
+
+        async def read() -> dict[int, frozenset[str]] | None:
+            calls = [("getBlock", [slot, GET_BLOCK_CONFIG]) for slot in wanted]
+            try:
+                answers = await rpc.batch_within_limit(calls) if calls else []
+            except RpcTooLarge:
+                return None
+            out: dict[int, frozenset[str]] = {}
+            for slot, answer in zip(wanted, answers, strict=True):
+                if isinstance(answer, Exception):
+                    raise answer
+                sigs = answer.get("signatures") if isinstance(answer, dict) else None
+                if not isinstance(sigs, list) or not all(isinstance(s, str) for s in sigs):
+                    raise WireError("getBlock: no signatures list (transactionDetails 'signatures')")
+                out[slot] = frozenset(sigs)
+            return out
+
+        got = await self.breaker.guard(read(), "getBlock")
+        if got is None:
+            raise self._too_large("getBlock")
+        return got
+
+    def _too_large(self, method: str) -> SolanaScanTooLarge:
+        return SolanaScanTooLarge(
+            f"rpc_too_large:{self.name}", f"{self.name} RPC: a {method} answer passed the response size limit"
+        )
 
     def _account_rpc(self, address: str) -> JsonRpcClient:
         """The RPC an account read goes to, once the address is a Solana key, an RPC URL is set and the

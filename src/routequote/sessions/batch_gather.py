@@ -9,9 +9,10 @@ costs its own receipt reads, block height and chain id check. `BatchedGatherer` 
 2. the reads every still-undecided session lacks are deduplicated across sessions and answered by a
    `watch_cache.TickReads`: from per-chain caches kept across ticks and refreshed once per new block (an EVM
    chain's head, its new blocks' receipts and one log filter for every watched contract; Solana's signature
-   statuses; Circle Iris and LayerZero Scan answers kept a lookup interval), reading directly only what the
-   caches cannot answer (a hash first seen or found in a new block, a log search first asked, a finalized
-   signature) through `BatchReads` (ports.EvmBatchReader / SolanaBatchReader batches, else one at a time);
+   statuses, or past 256 pending signatures its new finalized blocks; Circle Iris and LayerZero Scan answers
+   kept a lookup interval), reading directly only what the caches cannot answer (a hash first seen or found in a
+   new block, a log search first asked, a finalized signature) through `BatchReads` (ports.EvmBatchReader /
+   SolanaBatchReader batches, else one at a time);
 3. every kind is asked again with the shared facts, until each has decided (a kind is pure: the same document
    with the same facts decides the same thing, whatever other reads the facts also hold);
    a session whose decision would change anything after a cached answer is decided again from direct reads

@@ -12,9 +12,11 @@ which serves those reads from per-chain caches kept across ticks (`WatchCache`):
   topic not yet covered from its `from_block` is back-filled once. A head whose parent is not the block seen
   before (a reorg) rewinds the caches `REORG_REWIND` blocks; more than `MAX_SCAN_GAP` new blocks at once and
   the pending hashes are read directly instead of block by block.
-- Solana (a reader with `ports.SolanaStatusReader`): one `getSignatureStatuses` request for every pending
-  signature, then `getTransaction` once, only for a signature whose status is `finalized` (what the kinds
-  read: a finalized transaction is final, so it is kept).
+- Solana (a reader with `ports.SolanaStatusReader`): while at most 256 signatures are pending, one
+  `getSignatureStatuses` call for them all; above that (a reader with `ports.SolanaBlockScanner`), FINALIZED
+  blocks are scanned instead (sessions/solana_scan.py): per tick one `getBlocks` and one request holding a
+  `getBlock` (signatures only) per new produced slot. Either way `getTransaction` is read once, only for a
+  signature known final (what the kinds read: a finalized transaction is final, so it is kept).
 - Circle Iris and LayerZero Scan: each message's answer is kept for `lookup_seconds`: at most one lookup per
   pending message per interval.
 
@@ -47,8 +49,16 @@ from routequote.core.sessions.reads import (
     TxByHash,
     source_of,
 )
-from routequote.ports import BlockHead, EvmBlockScanner, ObservationUnavailable, SolanaStatusReader
+from routequote.ports import (
+    BlockHead,
+    EvmBlockScanner,
+    ObservationUnavailable,
+    SolanaBlockScanner,
+    SolanaStatusReader,
+)
+from routequote.sessions import solana_scan
 from routequote.sessions.gather import ChainFacts
+from routequote.sessions.solana_scan import SolanaScanCache
 
 MAX_SCAN_GAP = 32  # more new blocks than this in one tick: pending receipts are read directly
 REORG_REWIND = 32  # blocks re-scanned after a head whose parent is not the block seen before
@@ -90,6 +100,7 @@ class WatchCache:
     clock: Callable[[], float] = time.monotonic
     evm: dict[str, EvmChainCache] = field(default_factory=dict)
     finalized: dict[str, SolanaTransaction] = field(default_factory=dict)
+    solana: SolanaScanCache = field(default_factory=SolanaScanCache)
     attestations: dict[Attestation, tuple[float, tuple[CctpMessage, ...]]] = field(default_factory=dict)
     leads: dict[ScanLookup, tuple[float, ScanLead | None]] = field(default_factory=dict)
 
@@ -145,6 +156,7 @@ class TickReads:
         self.advanced: set[str] = set()  # chains whose head was read this tick
         self.broken: dict[str, ObservationUnavailable] = {}  # chains whose head or scan failed this tick
         self.statuses: dict[str, str | None] = {}
+        self.scan_solana: bool | None = None  # this tick: Solana by finalized blocks (True) or by statuses
 
     async def run(self, reads: Sequence[Read]) -> tuple[Facts, dict[Read, BaseException]]:
         groups: dict[str, list[Read]] = {}
@@ -339,17 +351,48 @@ class TickReads:
                 invalid.append(r)  # refused by the direct read, as observe refuses it
             else:
                 ask.append(r)
-        unknown = [r.signature for r in ask if r.signature not in self.statuses]
-        if unknown:
-            self.statuses.update(await reader.signature_statuses(unknown))
-        final = [r for r in ask if self.statuses.get(r.signature) == "finalized"]
+        c = self.cache.solana
+        if self.scan_solana is None:  # decided once a tick, on the first (fullest) round's count
+            many = len({r.signature for r in ask}) > solana_scan.STATUS_BATCH
+            self.scan_solana = many and isinstance(reader, SolanaBlockScanner)
+        if self.scan_solana and isinstance(reader, SolanaBlockScanner):
+            final = await self._solana_scanned(reader, reader, ask)
+        else:
+            c.stop()
+            unknown = [r.signature for r in ask if r.signature not in self.statuses]
+            if unknown:
+                self.statuses.update(await reader.signature_statuses(unknown))
+            final = [r for r in ask if self.statuses.get(r.signature) == "finalized"]
         answers.update({r: None for r in ask if r not in final})  # not finalized: getTransaction says null
         self.one_off += len(final)
         got, failed = await self._read_now([*final, *invalid])
         self.remember(got)
+        for r, tx in got.solana_txs.items():
+            if tx is not None:
+                c.due.discard(r.signature)
         facts = Facts(solana_txs=answers)
         self.fresh = self.fresh.merged(facts)
         return facts.merged(got), failed
+
+    async def _solana_scanned(
+        self, reader: SolanaStatusReader, scanner: SolanaBlockScanner, ask: list[SolanaTx]
+    ) -> list[SolanaTx]:
+        """Finalized blocks scanned once this tick (sessions/solana_scan.py); the signatures now known final.
+        A "not yet" from the scan is a cached answer (stale); a failure fails every Solana read this tick."""
+        c = self.cache.solana
+        if SOLANA in self.broken:
+            raise self.broken[SOLANA]
+        try:
+            if SOLANA not in self.advanced:
+                await solana_scan.advance(scanner, c)
+                self.advanced.add(SOLANA)
+            await solana_scan.first_sight(reader, c, {r.signature for r in ask})
+        except ObservationUnavailable as exc:
+            self.broken[SOLANA] = exc
+            raise
+        final = [r for r in ask if r.signature in c.due]
+        self.stale.update(r for r in ask if r.signature in c.pending)
+        return final
 
     # ---- Circle Iris, LayerZero Scan -------------------------------------------------------------------
 
@@ -393,6 +436,9 @@ class TickReads:
         if chain == SOLANA:
             asked = {r.signature for r in self.asked if isinstance(r, SolanaTx)}
             self.cache.finalized = {s: t for s, t in self.cache.finalized.items() if s in asked}
+            if SOLANA not in self.broken:
+                self.cache.solana.pending &= asked
+                self.cache.solana.due &= asked
 
 
 __all__ = ["MAX_SCAN_GAP", "REORG_REWIND", "EvmChainCache", "TickReads", "WatchCache"]
