@@ -37,7 +37,7 @@ from tests.unit.actions.support import START
 from tests.unit.sessions.corpus import TOKEN, Recorder, swap_receipts
 
 from routequote.core.sessions.evidence_common import address_topic
-from routequote.core.sessions.kinds.across import across_fill_topics
+from routequote.core.sessions.kinds.across import FILLED_RELAY_DATA, across_fill_topics
 from routequote.ports import EvmTransaction, SessionEvent, SessionRecord
 from routequote.sessions.event_stream import EventFeed, StreamStart, encode_event
 from routequote.sessions.watch import Watcher, waiting_chain
@@ -130,23 +130,6 @@ class SampleShape:
     record: SessionRecord  # named, awaiting_source_receipt; or an Across deposit in flight
     txs: tuple[EvmTransaction, ...] = ()  # the stand-in receipts of what it names
     spoke_pool: str | None = None  # an Across deposit's: the relayer's FilledRelay is logged there
-
-
-# FilledRelay's non-indexed fields (Across V3 SpokePool): the relay data the fill carries
-FILLED_RELAY_DATA = [
-    "bytes32",
-    "bytes32",
-    "uint256",
-    "uint256",
-    "uint256",
-    "uint32",
-    "uint32",
-    "bytes32",
-    "bytes32",
-    "bytes32",
-    "bytes32",
-    "(bytes32,bytes32,uint256,uint8)",
-]
 
 
 def fill_log(bridge: dict[str, Any], spoke_pool: str, block: int, tx_hash: str) -> dict[str, Any]:

@@ -224,13 +224,7 @@ class JsonRpcSolanaReader:
             raise InvalidRequest(
                 "invalid_transaction_signature", "a Solana signature is 64 bytes in base58"
             ) from exc
-        if self.rpc is None:
-            raise ObservationUnavailable(
-                "chain_rpc_not_configured",
-                "no RPC URL is configured for solana: its transactions cannot be observed",
-            )
-        self.breaker.check()
-        rpc = self.rpc
+        rpc = self.configured_rpc()
 
         async def read() -> SolanaTransaction | None:
             result = await rpc.call("getTransaction", [signature, GET_TRANSACTION_CONFIG])
@@ -288,13 +282,7 @@ class JsonRpcSolanaReader:
         """Each signature's `confirmationStatus` (None: unknown to the node), `getSignatureStatuses` with
         `searchTransactionHistory` (a signature first seen may have landed long ago), 256 signatures a call,
         all calls in one request (ports.SolanaStatusReader). Any failure or garbage raises."""
-        if self.rpc is None:
-            raise ObservationUnavailable(
-                "chain_rpc_not_configured",
-                "no RPC URL is configured for solana: its transactions cannot be observed",
-            )
-        self.breaker.check()
-        rpc = self.rpc
+        rpc = self.configured_rpc()
         chunks = [list(signatures[i : i + STATUS_BATCH]) for i in range(0, len(signatures), STATUS_BATCH)]
 
         async def read() -> dict[str, str | None]:
@@ -311,18 +299,19 @@ class JsonRpcSolanaReader:
 
         return await self.breaker.guard(read(), "getSignatureStatuses")
 
-    def _scan_rpc(self) -> JsonRpcClient:
+    def configured_rpc(self) -> JsonRpcClient:
+        """The node's client once the breaker lets a call through; ObservationUnavailable without an RPC URL."""
         if self.rpc is None:
             raise ObservationUnavailable(
                 "chain_rpc_not_configured",
-                "no RPC URL is configured for solana: its blocks cannot be scanned",
+                "no RPC URL is configured for solana: its transactions cannot be observed",
             )
         self.breaker.check()
         return self.rpc
 
     async def finalized_slot(self) -> int:
         """ports.SolanaBlockScanner: the latest finalized slot (`getSlot`)."""
-        rpc = self._scan_rpc()
+        rpc = self.configured_rpc()
 
         async def read() -> int:
             return slot_number(await rpc.call("getSlot", [{"commitment": "finalized"}]), "getSlot")
@@ -332,7 +321,7 @@ class JsonRpcSolanaReader:
     async def finalized_blocks(self, start_slot: int) -> list[int]:
         """ports.SolanaBlockScanner: `getBlocks(start_slot, start_slot + 500,000)` at finalized (the node ends
         the list at its finalized root). A list past the size limit raises SolanaScanTooLarge."""
-        rpc = self._scan_rpc()
+        rpc = self.configured_rpc()
         end = start_slot + BLOCKS_RANGE
 
         async def read() -> list[int] | None:
@@ -356,7 +345,7 @@ class JsonRpcSolanaReader:
         """ports.SolanaBlockScanner: `getBlock` of each slot with transactionDetails `signatures` (no rewards,
         finalized), in one request (split where the answers pass the size limit); a single block past it raises
         SolanaScanTooLarge (the breaker counts no failure: the node answered). Any error or garbage raises."""
-        rpc = self._scan_rpc()
+        rpc = self.configured_rpc()
         wanted = list(dict.fromkeys(slots))
 
         async def read() -> dict[int, frozenset[str]] | None:

@@ -194,7 +194,7 @@ def across_fill_topics(bridge: AcrossDeposit | Mapping[str, Any]) -> list[str | 
     return [TOPIC0["FilledRelay"], uint_topic(int(d.origin_chain_id)), uint_topic(int(d.deposit_id))]
 
 
-_FILLED_RELAY_DATA = [
+FILLED_RELAY_DATA = [  # FilledRelay's non-indexed fields (Across V3 SpokePool)
     "bytes32",
     "bytes32",
     "uint256",
@@ -265,7 +265,7 @@ def verify_across_fill(
             continue
         if (topic_int(lg.topics[1]), topic_int(lg.topics[2])) != (want_origin, want_id):
             continue
-        fields = tuple(decode(_FILLED_RELAY_DATA, lg.data))
+        fields = tuple(decode(FILLED_RELAY_DATA, lg.data))
         if not _is_the_deposits_fill(fields, d):
             continue
         updated_recipient, _umh, updated_amount, _fill_type = fields[-1]
