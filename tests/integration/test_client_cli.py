@@ -57,7 +57,7 @@ def test_cli_session_commands(url: str, tmp_path: Path) -> None:
     for phrase in ("status action_ready; next: submit_current_action", f"session {doc['session_id']}"):
         assert any(" ".join(line.split()) == phrase for line in r.output.splitlines()), (phrase, r.output)
     r = runner.invoke(cli_app, ["session", "show", "--view", "receipt", "--json", *files])
-    assert r.exit_code == 0 and json.loads(r.output)["view"] == "receipt"
+    assert r.exit_code == 0 and json.loads(r.stdout)["view"] == "receipt"
     r = runner.invoke(cli_app, ["session", "show", "--view", "receipt", *files])  # a table, not raw JSON
     assert r.exit_code == 0 and "receipt: quoted vs actual" in r.output and '"view"' not in r.output
     assert "uniswap_v3" in r.output and "complete" in r.output
@@ -73,7 +73,7 @@ def test_cli_session_commands(url: str, tmp_path: Path) -> None:
     assert "unread unknown (arbitrum, step 2): could not read the gas balance on arbitrum" in said
     assert doc["accept_modelled_bounds"] is True
     r = runner.invoke(cli_app, ["session", "next", "--json", *files])
-    bundle = json.loads(r.output)
+    bundle = json.loads(r.stdout)
     assert bundle["step_index"] == 0 and bundle["signed"] is False
     r = runner.invoke(cli_app, ["session", "observe", "--tx", "0x" + "22" * 32, *files])
     assert r.exit_code == 1 and "rpc_transport_error:base" in r.output
@@ -180,7 +180,7 @@ def test_cli_session_reapproval_and_tampered_quote_file(url: str, tmp_path: Path
 def test_cli_matrix_against_a_server(url: str) -> None:
     r = CliRunner().invoke(cli_app, ["matrix", "--amount", "1000", "--url", url, "--json"])
     assert r.exit_code == 0, r.output
-    cells = json.loads(r.output)["cells"]
+    cells = json.loads(r.stdout)["cells"]
     assert len(cells) == 72 and all("cost_bps" in c for c in cells.values())
 
 

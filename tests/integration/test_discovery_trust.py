@@ -121,7 +121,7 @@ def test_cli_verifies_a_good_instance_and_a_pinned_key(site: str, tmp_path: Path
     pinned.write_bytes(httpx.get(site + PUBLIC_KEY_PATH).content)
     result = runner.invoke(cli, ["verify-manifest", site, "--public-key", str(pinned), "--json"])
     assert result.exit_code == 0, result.output
-    facts = json.loads(result.output)["facts"]
+    facts = json.loads(result.stdout)["facts"]
     assert facts["public_key_source"] == "pinned" and facts["development_key"] is True
 
 

@@ -110,7 +110,7 @@ def test_matrix_fits_80_columns_and_shows_every_cell() -> None:
 def test_cli_quote_token_units_base_units_and_json() -> None:
     r = runner.invoke(app, ["quote", "base:ETH", "arbitrum:USDC", "100", "--json"])
     assert r.exit_code == 0, r.output
-    q = json.loads(r.output)
+    q = json.loads(r.stdout)
     steps = q["direct_route_summary"]["steps"]
     r = runner.invoke(app, ["quote", "base:ETH", "arbitrum:USDC", "100"], terminal_width=80)
     assert r.exit_code == 0, r.output
@@ -135,7 +135,7 @@ def test_cli_quote_refusals() -> None:
 def test_cli_matrix_in_process() -> None:
     r = runner.invoke(app, ["matrix", "--amount", "1000", "--json"])
     assert r.exit_code == 0, r.output
-    doc = json.loads(r.output)
+    doc = json.loads(r.stdout)
     assert doc["amount_usd"] == 1000 and len(doc["cells"]) == 72
     assert all("cost_bps" in c and "error" not in c for c in doc["cells"].values())
     r = runner.invoke(app, ["matrix", "--amount", "1000"], terminal_width=80)
