@@ -1,8 +1,10 @@
 from __future__ import annotations
 
+import logging
 import os
 import random
 import tempfile
+from collections.abc import Iterator
 
 import pytest
 from hypothesis import settings
@@ -56,3 +58,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for group in groups:
         rng.shuffle(group)
     items[:] = [item for group in groups for item in group]
+
+
+@pytest.fixture(autouse=True, scope="module")
+def logging_level_kept_per_module() -> Iterator[None]:
+    """A module that builds an app in this process (`create_app` configures logging: some tests serve at debug)
+    leaves the root logger's level as it found it, so a later module's output does not depend on the order the
+    modules ran in (asyncio's debug lines reached the CLI tests' output after a debug app ran before them)."""
+    root = logging.getLogger()
+    level = root.level
+    yield
+    root.setLevel(level)
