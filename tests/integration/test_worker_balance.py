@@ -145,9 +145,9 @@ def board_of(server: ServerProcess) -> list[tuple[int, int, int]]:
 
 
 def test_a_burst_of_keep_alive_connections_is_split_evenly(two_workers: ServerProcess) -> None:
-    """A worker takes a connection only while it holds no more than its peer, so a burst splits 8/8 (or 9/7 where
-    both looked at once), except for connections a worker took ahead because its peer accepted nothing for a
-    stall's length (off the CPU: on a loaded machine, any number): each of those, and only those, may widen the
+    """A worker takes a connection only while it holds no more than its peer (whose published count may lag, never
+    lead), so a burst splits 8/8, except for connections a worker took ahead because its peer accepted nothing for
+    a stall's length (off the CPU: on a loaded machine, any number): each of those, and only those, may widen the
     split by one. They are counted by the worker that took them, so the split is checked against its cause."""
     conns = open_connections(two_workers, 16)
     try:
