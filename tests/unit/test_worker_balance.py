@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from routequote.surfaces.worker_balance import Board, make_board, should_wait
+from routequote.surfaces.worker_balance import Board, make_board, read_board, should_wait
 
 
 @pytest.mark.parametrize(
@@ -38,6 +38,9 @@ def test_each_worker_claims_its_own_cell_and_reads_only_its_peers(tmp_path: Path
     b.publish(2, 2**32 + 5)  # the accepted count wraps instead of overflowing
     assert sorted(c.peers()) == [(2, 5), (7, 9)]
     assert (7, 9) not in a.peers() and (2, 5) in a.peers()
+    c.publish(1, 4, 2**32 + 3)  # so does the count of connections taken ahead
+    cells = read_board(str(tmp_path), 3)
+    assert cells[a.index] == (7, 9, 0) and cells[b.index] == (2, 5, 0) and cells[c.index] == (1, 4, 3)
 
 
 def test_a_board_with_every_cell_taken_is_refused(tmp_path: Path) -> None:

@@ -5,7 +5,8 @@ worker that wakes first accepts every connection waiting, so a burst of keep-ali
 pool, a load balancer) can land 16 to 0 on two workers and one of them does all the work for as long as the
 connections live. Here each worker accepts one connection at a time, and only while it holds no more open
 connections than the least loaded of its peers. The counts sit in one small shared file in the per-serve
-directory: one cell per worker (open connections, connections ever accepted), written only by its owner.
+directory: one cell per worker (open connections, connections ever accepted, and of those the ones taken ahead of a
+peer by the stall rule below), written only by its owner.
 
 A worker that is ahead stops watching the socket, and looks again after `HOLD_SECONDS` (or at once when one of
 its connections ends), so that a peer takes the connection. If a connection has waited `STALL_SECONDS` while no
@@ -42,7 +43,9 @@ ACCEPT_RETRY_SECONDS = 1.0  # after a failed accept (out of descriptors, say), a
 MAX_ACCEPTS_PER_WAKEUP = 100
 BOARD_FILE = "connections"
 MAX_WORKERS = 64
-_CELL = struct.Struct("<II")  # open connections, connections accepted (wraps at 2**32)
+# open connections; connections accepted; of those, taken while ahead of a peer by the stall rule (both wrap at
+# 2**32): the last is what a burst's imbalance can come from, beyond one connection
+_CELL = struct.Struct("<III")
 
 log = logging.getLogger("routequote.worker_balance")
 
@@ -72,11 +75,26 @@ class Board:
         self._peers = [i for i in range(self.workers) if i != self.index]
         self.publish(0, 0)  # a restarted worker starts from nothing
 
-    def publish(self, open_connections: int, accepted: int) -> None:
-        _CELL.pack_into(self._map, self.index * _CELL.size, open_connections, accepted & 0xFFFFFFFF)
+    def publish(self, open_connections: int, accepted: int, taken_ahead: int = 0) -> None:
+        _CELL.pack_into(
+            self._map,
+            self.index * _CELL.size,
+            open_connections,
+            accepted & 0xFFFFFFFF,
+            taken_ahead & 0xFFFFFFFF,
+        )
 
     def peers(self) -> list[tuple[int, int]]:
-        return [_CELL.unpack_from(self._map, i * _CELL.size) for i in self._peers]
+        """The peers' (open connections, connections accepted)."""
+        return [_CELL.unpack_from(self._map, i * _CELL.size)[:2] for i in self._peers]
+
+
+def read_board(folder: str, workers: int) -> list[tuple[int, int, int]]:
+    """Every worker's cell as it stands (open, accepted, taken ahead by the stall rule), without claiming one:
+    for tests and diagnostics (the folder is the serve's `ROUTEQUOTE_SERVE_PEER_DIR`)."""
+    with open(os.path.join(folder, BOARD_FILE), "rb") as f:
+        raw = f.read(_CELL.size * MAX_WORKERS)
+    return [_CELL.unpack_from(raw, i * _CELL.size) for i in range(min(workers, MAX_WORKERS))]
 
 
 class _Counted(asyncio.Protocol):
@@ -118,6 +136,8 @@ class Acceptor:
         self.board = board
         self.open = 0
         self.accepted = 0
+        self.taken_ahead = 0  # accepted while holding more than a peer: the stall rule's takes
+        self._ahead = False  # the connection about to be accepted is one of those
         self._seen: list[int] | None = None  # the peers' accepted counts, as last looked at
         self._quiet_since = 0.0  # loop time since which they have not changed
         self._alone_budget = 0  # connections this worker may still take without holding, peers being stalled
@@ -144,12 +164,14 @@ class Acceptor:
             self._alone_budget, self._next_budget = 0, 1
 
     def _leave_to_peers(self) -> bool:
+        self._ahead = False
         peers = self.board.peers()
         if not should_wait(self.open, [o for o, _ in peers]):
             return False
         accepted = [a for _, a in peers]
         if accepted == self._seen and self._alone_budget > 0:
             self._alone_budget -= 1  # the peers have taken nothing since they were found stalled
+            self._ahead = True
             return False
         self._peers_took(accepted)
         self.loop.remove_reader(self._fd)
@@ -196,7 +218,8 @@ class Acceptor:
             conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             self.open += 1
             self.accepted += 1
-            self.board.publish(self.open, self.accepted)
+            self.taken_ahead += self._ahead
+            self.board.publish(self.open, self.accepted, self.taken_ahead)
             self.loop.create_task(self._serve(conn))
 
     async def _serve(self, conn: socket.socket) -> None:
@@ -218,7 +241,7 @@ class Acceptor:
 
     def _lost(self) -> None:
         self.open -= 1
-        self.board.publish(self.open, self.accepted)
+        self.board.publish(self.open, self.accepted, self.taken_ahead)
         if self._hold is not None and not should_wait(self.open, [o for o, _ in self.board.peers()]):
             self._hold.cancel()  # no longer ahead: take connections again now
             self._resume()
