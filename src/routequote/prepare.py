@@ -402,7 +402,7 @@ class PrepareService:
         if approval is not None and len(route.steps) == 1:
             min_out = max(min_out, int(approval["minimum_output_base"]))
         pool_fee = None
-        if ps.step.provider is Provider.UNISWAP_V3:
+        if PROVIDERS[ps.step.provider].pool_fee_tier:
             pool_fee = next(
                 (
                     f["fee_pips"]

@@ -59,6 +59,8 @@ class ProviderSpec:
     """The action's deadline is enforced by the contract (Uniswap's multicall deadline)."""
     native_input_as_value: bool = False
     """A native-token input is sent as the protocol call's value (the router wraps it)."""
+    pool_fee_tier: bool = False
+    """The swap's action names the pool's fee tier (`pool_fee_pips`): a Uniswap v3 pool is keyed by its fee."""
 
 
 PROVIDERS: dict[Provider, ProviderSpec] = {
@@ -76,6 +78,7 @@ PROVIDERS: dict[Provider, ProviderSpec] = {
         evm_role="swap_router_02",
         deadline_enforced_onchain=True,
         native_input_as_value=True,
+        pool_fee_tier=True,
     ),
     Provider.RAYDIUM_CLMM: ProviderSpec(
         Provider.RAYDIUM_CLMM,

@@ -17,7 +17,8 @@ from routequote.core.assets import CHAINS, Chain, ChainFamily
 from routequote.core.bounds import bounds_block, market_label, step_components
 from routequote.core.hashing import canonical_sha256
 from routequote.core.pricing import price_steps_from
-from routequote.core.routes import Provider, Route
+from routequote.core.providers import PROVIDERS
+from routequote.core.routes import Route
 from routequote.core.sessions.entries import CctpBurn, Requote
 from routequote.core.sessions.evidence import ObservationRejected
 from routequote.core.sessions.kinds.cctp_mint_evm import attested_bytes
@@ -97,7 +98,7 @@ class ActionBuilder:
             wallets=state.wallets,
             signer=state.event_signer_public,
             pool_fee_pips=pool.clmm.fee_pips
-            if pool is not None and step.provider is Provider.UNISWAP_V3
+            if pool is not None and PROVIDERS[step.provider].pool_fee_tier
             else None,
             pool_tick=pool_tick,
             raydium_live=raydium_live,

@@ -23,7 +23,8 @@ from typing import Any
 
 from routequote.core.actions.approval import check_approval
 from routequote.core.hashing import canonical_sha256
-from routequote.core.routes import ROUTES, Provider, Route, Step
+from routequote.core.providers import PROVIDERS
+from routequote.core.routes import ROUTES, Route, Step
 from routequote.core.sessions import kinds
 from routequote.core.sessions.kinds.cctp_mint_evm import install_receive
 from routequote.core.sessions.machine import Event, Status, next_status
@@ -231,8 +232,8 @@ class SessionService(V1CorridorMode):
 
     @staticmethod
     def _pool_fee(step: Step, quote: dict[str, Any]) -> int | None:
-        """The Uniswap pool fee tier the quote priced the step on (None for other venues)."""
-        if step.provider is not Provider.UNISWAP_V3:
+        """The pool fee tier the quote priced the step on (None for a venue whose action names none)."""
+        if not PROVIDERS[step.provider].pool_fee_tier:
             return None
         for f in quote["cost_summary"]["provider_fee_components"]:
             if f["step_index"] == step.index and "fee_pips" in f:

@@ -25,8 +25,9 @@ def render(
     document: SessionDocument,
     note: str | None = None,
 ) -> dict[str, Any]:
-    """One view of a session (`session`, `workflow`, `receipt`, `next_action`): what every surface answers."""
-    state = document.to_json()
+    """One view of a session (`session`, `workflow`, `receipt`, `next_action`): what every surface answers.
+    Each part is read from the typed document and written in its stored shape (`to_json`)."""
+    d = document
     status_ = Status(status)
     head: dict[str, Any] = {
         "version": SESSION_VERSION,
@@ -36,34 +37,34 @@ def render(
         "next_operation": NEXT_OPERATION[status_].value,
         "operations_allowed": operations_allowed(status_),
         "route": route,
-        "step_count": len(state["steps"]),
-        "current_step": state["current_step"],
-        "phase": state["phase"],
-        "mode": state.get("mode", MODE_V2),
+        "step_count": len(d.steps),
+        "current_step": d.current_step,
+        "phase": d.phase,
+        "mode": MODE_V2 if d.mode is None and "mode" in d.absent else d.mode,  # stored before modes: v2
         "session_version": version,
-        "created_at": state["created_at"],
+        "created_at": d.created_at,
         "updated_at": iso(updated_at),
     }
-    action = state.get("current_action")
+    action = d.current_action
     if view == "session":
         head.update(
             action_available=status_ is Status.ACTION_READY and action is not None,
             current_action=action if status_ is Status.ACTION_READY else None,
-            quote_binding=state["binding"],
-            funds=state["funds"],
-            steps=state["steps"],
-            reapproval=state.get("reapproval"),
-            cancelled=state.get("cancelled"),
+            quote_binding=d.binding,
+            funds=d.funds.to_json(),
+            steps=[s.to_json() for s in d.steps],
+            reapproval=None if d.reapproval is None else d.reapproval.to_json(),
+            cancelled=None if d.cancelled is None else d.cancelled.to_json(),
             note=note,
         )
     elif view == "workflow":
         head.update(
-            wallets=state["wallets"],
+            wallets=d.wallets,
             steps=[
                 {
-                    **s,
+                    **s.to_json(),
                     "quoted": {
-                        k: state["summary_steps"][s["index"]][k]
+                        k: d.summary_steps[s.index][k]
                         for k in (
                             "expected_input_base",
                             "minimum_input_base",
@@ -72,9 +73,9 @@ def render(
                         )
                     },
                 }
-                for s in state["steps"]
+                for s in d.steps
             ],
-            actions=state["actions"],
+            actions=[a.to_json() for a in d.actions],
         )
     elif view == "receipt":
         head.update(receipt=receipt(document))

@@ -146,7 +146,7 @@ def install_receive(state: State, route: Route, bundle: dict[str, Any], refreshe
 
 def verify_attested_mint(
     state: State, route: Route, tx: EvmTransaction, usdc: str, transmitter: str, confirmations: int
-) -> Any:
+) -> StepEvidence:
     k = state.current_step
     bridge = state.steps[k].bridge_as(CctpBurn)
     return verify_cctp_mint(
