@@ -20,6 +20,7 @@ from routequote.core.sessions.entries import (
     Funds,
     OftSend,
     Requote,
+    Settlement,
     StepEntry,
     StepStatus,
     parse_bridge,
@@ -135,3 +136,30 @@ def test_bridge_evidence_is_typed_by_its_kind() -> None:
             parse_bridge(broken)
     with pytest.raises(ValueError):  # a step status the machine does not know
         StepEntry.parse({"index": 0, "provider": "p", "from": "a", "to": "b", "status": "lost"})
+
+
+def test_the_settlement_record_is_typed_and_round_trips() -> None:
+    """The v1 corridor's ERC-4337 settlement facts (`steps[2].settlement`), keys in their stored order."""
+    settlement = {
+        "kind": "erc4337_user_operation",
+        "user_op_hash": "0x01",
+        "entry_point": "0x02",
+        "sender": "0x03",
+        "nonce": 5,
+        "actual_gas_cost": 7,
+        "actual_gas_used": 9,
+        "eth_recipient": "0x04",
+    }
+    raw = {
+        "index": 2,
+        "provider": "p",
+        "from": "a",
+        "to": "b",
+        "status": "complete",
+        "settlement": settlement,
+    }
+    entry = StepEntry.parse(raw)
+    assert isinstance(entry.settlement, Settlement) and entry.settlement.user_op_hash == "0x01"
+    assert json.dumps(entry.to_json()) == json.dumps(raw)
+    with pytest.raises(TypeError):  # typed: set as a record, never as a JSON object
+        entry.set(settlement=settlement)

@@ -293,6 +293,20 @@ def parse_bridge(raw: Any) -> BridgeEvidence:
     return record.parse(raw)
 
 
+@dataclass(frozen=True, kw_only=True)
+class Settlement(Stored):
+    """The v1 corridor's ERC-4337 settlement as its `UserOperationEvent` proved it (`evidence_4337`)."""
+
+    kind: str = "erc4337_user_operation"
+    user_op_hash: str
+    entry_point: str
+    sender: str
+    nonce: int
+    actual_gas_cost: int
+    actual_gas_used: int
+    eth_recipient: str
+
+
 # ---- a step -----------------------------------------------------------------------------------------------
 
 
@@ -316,7 +330,7 @@ class StepEntry(Stored):
     destination: Proof | None = None
     actual_output_base: str | None = None
     requote: Requote | None = None
-    settlement: JsonObject | None = None  # the ERC-4337 settlement's facts (`evidence_4337`)
+    settlement: Settlement | None = None
 
     @classmethod
     def read_field(cls, name: str, value: Any) -> Any:
@@ -330,6 +344,8 @@ class StepEntry(Stored):
             return Proof.parse(value)
         if name == "requote":
             return Requote.parse(value)
+        if name == "settlement":
+            return Settlement.parse(value)
         return value
 
     def the_bridge(self) -> BridgeEvidence:
@@ -358,6 +374,7 @@ __all__ = [
     "Proof",
     "Reapproval",
     "Requote",
+    "Settlement",
     "StepEntry",
     "StepStatus",
     "Stored",

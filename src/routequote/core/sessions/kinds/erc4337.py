@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from routequote.core.chain import EvmTransaction
 from routequote.core.routes import Route
+from routequote.core.sessions.entries import Settlement
 from routequote.core.sessions.evidence_4337 import verify_userop_settlement
 from routequote.core.sessions.reads import Facts, Need, Observing, TxByHash
 from routequote.core.sessions.state import (
@@ -55,6 +56,8 @@ def decide(
     assert evidence.actual_output_base is not None
     check_step_minimum(state, k, evidence.actual_output_base)
     entry = state.step(k).set(
-        claimed_tx_ids=[tx_hash], source=evidence_entry(evidence), settlement=evidence.bridge
+        claimed_tx_ids=[tx_hash],
+        source=evidence_entry(evidence),
+        settlement=Settlement.parse(evidence.bridge),
     )
     return step_done(state.with_step(k, entry), route, k, evidence.actual_output_base)
