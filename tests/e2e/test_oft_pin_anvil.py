@@ -305,7 +305,9 @@ def test_served_the_pin_is_read_at_start_shown_over_http_and_a_change_is_logged(
 
     with running_server(app, port) as base, httpx.Client(base_url=base, timeout=30) as http:
         assert shown(http) == (("chain", PROGRAM),) * 3
-        assert http.get("/readyz").json()["observation"]["usdg_oft_solana_program"]["chain_store"] == str(STORE)
+        assert http.get("/readyz").json()["observation"]["usdg_oft_solana_program"]["chain_store"] == str(
+            STORE
+        )
         fake.owner = OTHER  # the OFT store's owner changes on chain
         deadline = time.monotonic() + 120  # bounds a hang only: the next round comes when it comes
         while shown(http)[0] != ("chain", OTHER) and time.monotonic() < deadline:
