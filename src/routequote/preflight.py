@@ -195,6 +195,8 @@ class PreflightChecker:
         txs = action.get("transactions") or []
         approves = any(str(tx.get("data", "")).startswith(APPROVE_SELECTOR) for tx in txs)
         if chain is not Chain.SOLANA and not asset.is_native and txs and not approves:
+            # the spender pulls the net input (a service fee, if any, is a transfer of its own before it)
+            pulled = int(action.get("netInputAmount") or needed)
             spender = str(txs[-1].get("to", ""))
             try:
                 assert self.evm is not None
@@ -211,10 +213,10 @@ class PreflightChecker:
                     CODE_INPUT_ALLOWANCE,
                     chain,
                     step_index,
-                    needed,
+                    pulled,
                     allowed,
-                    f"the action relies on an allowance of {needed} to {spender}; it is {allowed}",
-                    blocking=allowed < needed,
+                    f"the action relies on an allowance of {pulled} to {spender}; it is {allowed}",
+                    blocking=allowed < pulled,
                 )
             )
         return out

@@ -277,6 +277,27 @@ def rows_of(page: Any) -> list[dict[str, str]]:
     )
 
 
+def shown_preflight(page: Any, preflight: dict[str, Any]) -> None:
+    """The page's "Before you sign the current action" list is the session's preflight: its verdict and one line
+    per finding (code, chain, whether it blocks; the message and amounts of the ones that do not move between
+    two reads: everything but the seconds left)."""
+    box = page.locator("#follow-preflight")
+    expect()(box).to_be_visible(timeout=TIMEOUT_MS)
+    expect()(box).to_have_attribute("data-ok", str(preflight["ok"]).lower(), timeout=TIMEOUT_MS)
+    items = page.locator("#follow-preflight-findings li")
+    expect()(items).to_have_count(len(preflight["findings"]), timeout=TIMEOUT_MS)
+    for i, f in enumerate(preflight["findings"]):
+        item = items.nth(i)
+        expect()(item).to_have_attribute("data-code", f["code"], timeout=TIMEOUT_MS)
+        expect()(item).to_have_attribute("data-chain", f["chain"])
+        expect()(item).to_have_attribute("data-blocking", str(f["blocking"]).lower())
+        if f["code"] != "time_left":
+            expect()(item).to_contain_text(
+                f"{f['code']} ({f['chain']}, step {f['step_index'] + 1}): {f['message']}"
+            )
+            expect()(item).to_contain_text(f"[needed {f['needed']}, has {f['has']}]")
+
+
 @pytest.fixture
 def live_page(browser: Any, world: World) -> Iterator[Page]:  # noqa: F811
     view = Page(browser, world.api.url, viewport={"width": 1280, "height": 1000})
@@ -316,11 +337,15 @@ def test_the_page_follows_a_cctp_session_live_to_complete(
     expect()(error).to_be_hidden()
     expect()(page.locator("#follow-button")).to_have_text("Stop")
     expect()(page.locator("#follow-status")).to_have_attribute("data-status", s["status"])
+    # the session's preflight for the action to sign, read with the token in the header (chain reads: the
+    # anvil chains; the wallet holds ETH and the stable on each, so nothing blocks)
+    shown_preflight(page, s["preflight"])
 
     # the test drives the session (observe); the page, following all along, shows each event as it is stored
     s, _ = burn_and_attest(w, key, s, sid, token)  # in flight, pending at Circle, attested: 3 events
     expect()(rows).to_have_count(4, timeout=TIMEOUT_MS)
     expect()(page.locator("#follow-status")).to_have_attribute("data-status", "action_ready")
+    shown_preflight(page, s["preflight"])  # the mint's, on base: its gas, no input
     s = advance(w, sid, token, s, hashes(submit(w.base, key, s)), "action_ready", "submit_current_action")
     expect()(rows).to_have_count(5, timeout=TIMEOUT_MS)
     advance(w, sid, token, s, hashes(submit(w.base, key, s)), "complete", "none")
@@ -330,6 +355,8 @@ def test_the_page_follows_a_cctp_session_live_to_complete(
     status = page.locator("#follow-status")
     expect()(status).to_have_attribute("data-outcome", "complete")
     expect()(status).to_contain_text("complete (terminal, final on chain)")
+    expect()(page.locator("#follow-preflight-summary")).to_have_text("No action to sign now.")
+    expect()(page.locator("#follow-preflight-findings li")).to_have_count(0)
     expect()(page.locator("#follow-button")).to_have_text("Follow")
     page.locator("#follow").screenshot(path=str(artefacts / "explorer-follow.png"))
 

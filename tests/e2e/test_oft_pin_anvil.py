@@ -10,6 +10,8 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import logging
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +23,7 @@ from _evm import AnvilChain
 from _lz import deploy_layerzero
 from solders.pubkey import Pubkey
 from tests.support.loopback import json_server
+from tests.support.server import free_port, running_server
 
 from routequote.app import create_app
 from routequote.config import Settings
@@ -199,9 +202,12 @@ def test_a_failed_read_keeps_the_pin_the_chain_gave(robinhood: Any, solana: Any)
     assert (pin.source, pin.program) == ("chain", PROGRAM)
 
 
-def _app(robinhood: tuple[AnvilChain, str], solana_url: str, tmp: Path, setting: str = "") -> Any:
+def _app(
+    robinhood: tuple[AnvilChain, str], solana_url: str, tmp: Path, setting: str = "", **more: Any
+) -> Any:
     chain, oft = robinhood
     settings = Settings(
+        **more,
         market="live",
         rate_limit="off",
         database_url=f"sqlite+aiosqlite:///{tmp}/s.sqlite3",
@@ -274,3 +280,39 @@ def test_a_disagreement_is_an_error_everywhere_and_no_arrival_is_accepted(
     assert _oft_routes_ready(app) == 0
     config = app.state.sessions.config
     assert config.usdg_oft_solana_program is None and config.usdg_oft_pin_problem == readyz["error"]
+
+
+def test_served_the_pin_is_read_at_start_shown_over_http_and_a_change_is_logged(
+    robinhood: Any, solana: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A running server: its start-up round pins the program (nothing here calls refresh), and /readyz,
+    capabilities and the safety document say so over HTTP. The store's owner then changes on Solana: a later
+    periodic round pins the new program, shows it everywhere and logs the change."""
+    fake, url = solana
+    caplog.set_level(logging.WARNING, logger="routequote.oft_pin")
+    port = free_port()
+    app = _app(robinhood, url, tmp_path, port=port, usdg_oft_pin_interval_seconds=1)
+
+    def shown(http: httpx.Client) -> tuple[Any, Any, Any]:
+        ready = http.get("/readyz").json()["observation"]["usdg_oft_solana_program"]
+        caps = http.get("/v2/capabilities").json()["sessions"]["solana_arrivals"]["oft"]
+        safety = http.get("/.well-known/routequote-safety.json").json()["claims"]["usdg_oft_solana_program"]
+        return (
+            (ready["source"], ready["program"]),
+            (caps["program_source"], caps["usdg_oft_solana_program"]),
+            (safety["source"], safety["program"]),
+        )
+
+    with running_server(app, port) as base, httpx.Client(base_url=base, timeout=30) as http:
+        assert shown(http) == (("chain", PROGRAM),) * 3
+        assert http.get("/readyz").json()["observation"]["usdg_oft_solana_program"]["chain_store"] == str(
+            STORE
+        )
+        fake.owner = OTHER  # the OFT store's owner changes on chain
+        deadline = time.monotonic() + 120  # bounds a hang only: the next round comes when it comes
+        while shown(http)[0] != ("chain", OTHER) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert shown(http) == (("chain", OTHER),) * 3
+    changes = [r for r in caplog.records if "usdg_oft_pin_changed" in r.getMessage()]
+    assert changes, caplog.text
+    assert OTHER in changes[-1].getMessage() and PROGRAM in changes[-1].getMessage()

@@ -2,14 +2,20 @@
 read by the production `JsonRpcEvmState`: an empty wallet, enough input but no gas on the destination chain, an
 expiring quote, and a wallet that has everything (`ok: true`). Expected `needed`/`has` are computed from the
 chain in the test (balances, eth_gasPrice, eth_estimateGas), not by the code under test. Advice only: the
-bundle's payload hash is the same with the block as without it."""
+bundle's payload hash is the same with the block as without it.
+
+With `RQ_PREFLIGHT_SAMPLES=<dir>` set, the issue's two routes (`solana:SOL->base:ETH`,
+`robinhood:ETH->arbitrum:ETH`) write the `preflight` block they got to `<dir>/<route>.json` (a sample for a
+closing note; the assertions are the same either way)."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
 from collections.abc import Callable
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -67,21 +73,26 @@ def _prepare(
     wallets: dict[str, str],
     wait_seconds: float = 0,
     solana_url: str | None = None,
+    robinhood: AnvilChain | None = None,
 ) -> dict[str, Any]:
+    """POST /v2/prepare's service with a preflight over the chains' RPCs: Base's deployment (anvil 8453), and
+    Robinhood's (anvil 4663) where `robinhood` is given."""
     base, arbitrum = chains
-    block = base.rpc.call("eth_getBlockByNumber", "latest", False)
-    env = make_env(
-        _deployments(base.addresses, Chain.BASE),
-        start=datetime.fromtimestamp(int(block["timestamp"], 16), UTC),
-    )
+    source = robinhood or base
+    block = source.rpc.call("eth_getBlockByNumber", "latest", False)
+    deployments = _deployments(base.addresses, Chain.BASE)
+    urls = {"base": base.url, "arbitrum": arbitrum.url}
+    if robinhood is not None:
+        deployments |= _deployments(robinhood.addresses, Chain.ROBINHOOD)
+        urls["robinhood"] = robinhood.url
+    env = make_env(deployments, start=datetime.fromtimestamp(int(block["timestamp"], 16), UTC))
 
     async def run() -> dict[str, Any]:
         async with httpx.AsyncClient() as client:
-            reader = JsonRpcEvmReader({"base": base.url, "arbitrum": arbitrum.url}, client)
             env.prepare.preflight = PreflightChecker(
                 enabled=True,
                 reason="",
-                evm=JsonRpcEvmState(reader),
+                evm=JsonRpcEvmState(JsonRpcEvmReader(urls, client)),
                 solana=JsonRpcSolanaReader(solana_url, client),
                 token_address=env.prepare.token_address,
             )
@@ -95,6 +106,32 @@ def _prepare(
             return out
 
     return asyncio.run(run())
+
+
+def _check(
+    chains: tuple[AnvilChain, AnvilChain], route: str, wallets: dict[str, str], bundle: dict[str, Any]
+) -> dict[str, Any]:
+    """The preflight of `bundle` (as given, not rebuilt) over the chains' RPCs."""
+    base, arbitrum = chains
+
+    async def run() -> dict[str, Any]:
+        async with httpx.AsyncClient() as client:
+            env = make_env(_deployments(base.addresses, Chain.BASE))
+            reader = JsonRpcEvmReader({"base": base.url, "arbitrum": arbitrum.url}, client)
+            checker = PreflightChecker(
+                enabled=True, reason="", evm=JsonRpcEvmState(reader), token_address=env.prepare.token_address
+            )
+            return await checker.check(ROUTES[route], wallets, bundle, env.clock.now())
+
+    return asyncio.run(run())
+
+
+def _sample(route: str, bundle: dict[str, Any]) -> None:
+    """Write the block to RQ_PREFLIGHT_SAMPLES (see the module docstring); nothing without it."""
+    where = os.environ.get("RQ_PREFLIGHT_SAMPLES")
+    if where:
+        name = route.replace(":", "_").replace("->", "__") + ".json"
+        (Path(where) / name).write_text(json.dumps(bundle["preflight"], indent=2) + "\n")
 
 
 def _by_code(bundle: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -275,3 +312,102 @@ def test_solana_sol_to_base_eth_on_litesvm_and_anvil(chains: Any) -> None:
     assert "on base for steps 2-3; you have 0" in gas["message"] and gas["estimate"]
     assert bundle["preflight"]["ok"] is False
     assert "wSOL account" in sol["message"] and "USDC account" in sol["message"]
+    _sample("solana:SOL->base:ETH", bundle)
+
+
+def test_robinhood_eth_to_arbitrum_eth_on_anvil_and_litesvm(chains: Any, anvil_factory: Any) -> None:
+    """The OFT route out of Robinhood: ETH on Robinhood (anvil 4663), nothing on Solana (a LiteSVM) or Arbitrum.
+    The swap and the OFT send on Robinhood are covered; Solana needs the rent of the USDG account the OFT
+    delivers to and of the USDC account the swap creates, and the fees of its two actions; Arbitrum needs gas
+    for the CCTP mint and the swap (steps 4-5)."""
+    base, arbitrum = chains
+    robinhood = anvil_factory(4663)
+    _deploy_all(robinhood)
+    route = "robinhood:ETH->arbitrum:ETH"
+    # the route this test's arithmetic is about: swap and OFT on Robinhood, swap and CCTP burn on Solana, the
+    # mint (the caller's) and a swap on Arbitrum
+    assert [(s.source.key, s.target.key) for s in ROUTES[route].steps] == [
+        ("robinhood:ETH", "robinhood:USDG"),
+        ("robinhood:USDG", "solana:USDG"),
+        ("solana:USDG", "solana:USDC"),
+        ("solana:USDC", "arbitrum:USDC"),
+        ("arbitrum:USDC", "arbitrum:ETH"),
+    ]
+    vm = SolanaVm(fee_owner=Pubkey.from_string(Settings().fee_recipient_solana))
+    owner = Keypair().pubkey()
+    who = _wallet(robinhood, eth=10**18)
+    with LiteSvmRpc(vm.svm).running() as rpc:
+        bundle = _prepare(
+            chains,
+            route,
+            {"robinhood": who, "solana": str(owner), "arbitrum": who},
+            solana_url=rpc.url,
+            robinhood=robinhood,
+        )
+    _sample(route, bundle)
+    action = bundle["unsigned_action"]
+    found = _by_code(bundle)
+    assert set(found) == {
+        "input_balance:robinhood",
+        "gas:robinhood",
+        "solana_rent_and_fees:solana",
+        "gas:arbitrum",
+        "time_left:robinhood",
+    }
+    spend = int(action["inputAmount"])
+    assert (
+        found["input_balance:robinhood"]["has"] == str(10**18)
+        and not found["input_balance:robinhood"]["blocking"]
+    )
+    txs = action["transactions"]
+    sent = sum(int(tx["value"]) for tx in txs)
+    assert sent == spend
+    # this action estimated by the node (and its further transactions budgeted), the OFT send's budget
+    units = _estimate(robinhood, txs[0]) + sum(_budget(tx) for tx in txs[1:]) + EVM_GAS_BUDGET["oft_send"]
+    gas = found["gas:robinhood"]
+    assert gas["needed"] == str(units * _gas_price(robinhood)) and gas["has"] == str(10**18 - sent)
+    assert not gas["blocking"] and gas["estimate"] and "on robinhood for steps 1-2" in gas["message"]
+    rent = vm.svm.minimum_balance_for_rent_exemption(165)
+    sol = found["solana_rent_and_fees:solana"]
+    assert sol["needed"] == str(2 * rent + 2 * SOLANA_ACTION_FEE_BUDGET_LAMPORTS) and sol["has"] == "0"
+    assert sol["blocking"] and sol["estimate"] and sol["step_index"] == 1
+    usdg = associated_token_address(str(owner), ASSETS["solana:USDG"])
+    usdc = associated_token_address(str(owner), ASSETS["solana:USDC"])
+    assert f"USDG account {usdg} (step 2)" in sol["message"]
+    assert f"USDC account {usdc} (step 3)" in sol["message"]
+    dest = found["gas:arbitrum"]
+    units = EVM_GAS_BUDGET["cctp_receive_message"] + EVM_GAS_BUDGET["uniswap_v3_swap"]
+    assert dest["needed"] == str(units * _gas_price(arbitrum)) and dest["has"] == "0"
+    assert dest["blocking"] and dest["step_index"] == 3
+    assert "on arbitrum for steps 4-5; you have 0" in dest["message"]
+    assert bundle["preflight"]["ok"] is False and not found["time_left:robinhood"]["blocking"]
+
+
+def test_an_action_that_relies_on_an_allowance_is_checked_against_it(chains: Any) -> None:
+    """Every prepared ERC-20 action approves its own spender, so no allowance is read for it. An action
+    without its approval (the case the allowance finding is for) is checked against the chain's allowance:
+    0, then exactly the net input the spender pulls once the wallet approves it."""
+    base, _ = chains
+    who = _wallet(base, eth=10**18, usdc=1_000 * 10**6)
+    route = "base:USDC->base:ETH"
+    bundle = _prepare(chains, route, {"base": who})
+    assert "input_allowance:base" not in _by_code(bundle)  # it approves its own spender
+    action = bundle["unsigned_action"]
+    relying = {
+        **bundle,
+        "unsigned_action": {
+            **action,
+            "transactions": [tx for tx in action["transactions"] if not tx["data"].startswith("0x095ea7b3")],
+        },
+    }
+    spender = relying["unsigned_action"]["transactions"][-1]["to"]
+    pulled = int(action["netInputAmount"])
+    found = {f["code"]: f for f in _check(chains, route, {"base": who}, relying)["findings"]}
+    allowance = found["input_allowance"]
+    assert (allowance["needed"], allowance["has"], allowance["blocking"]) == (str(pulled), "0", True)
+    assert spender in allowance["message"]
+    base.rpc.call("anvil_impersonateAccount", who)
+    base.transact(base.addresses["token6"], "approve(address,uint256)", spender, pulled, sender=who)
+    found = {f["code"]: f for f in _check(chains, route, {"base": who}, relying)["findings"]}
+    allowance = found["input_allowance"]
+    assert (allowance["has"], allowance["blocking"]) == (str(pulled), False)

@@ -127,6 +127,17 @@ async def test_prepare_is_verified_and_refuses_a_placeholder_fee_recipient(base_
         assert out["caller_wallet_handoff"]["bounds"]["modelled_not_live"] is True
         assert out["bundle"]["fee_recipient_configured"] is False
         assert out["caller_wallet_handoff"]["bundle_payload_sha256"] == out["bundle"]["payload_sha256"]
+        assert_preflight_shown(out["bundle"]["preflight"], out["guidance"]["preflight"])
+
+
+def assert_preflight_shown(preflight: dict[str, Any], shown: dict[str, Any]) -> None:
+    """The handoff's guidance summarises the answer's preflight before signing: this server's RPC URLs lead
+    nowhere, so every chain read is unread (named, not blocking) and the action is still returned."""
+    assert preflight["checked"] is True and preflight["advice_only"] is True
+    unread = [f["message"] for f in preflight["findings"] if f["code"] == "unknown"]
+    assert unread and shown["unread"] == unread and shown["blocking"] == []
+    assert shown["checked"] is True and shown["ok"] is True and shown["advice_only"] is True
+    assert shown["summary"].startswith("preflight: nothing that was read blocks this route, but")
 
 
 async def test_session_lifecycle_never_echoes_or_logs_the_token(
@@ -157,6 +168,7 @@ async def test_session_lifecycle_never_echoes_or_logs_the_token(
         s = ok(created)
         sid = s["session"]["session_id"]
         assert s["action_verification"]["verified"] is True and s["caller_wallet_handoff"]
+        assert_preflight_shown(s["session"]["preflight"], s["guidance"]["preflight"])
         call = {
             "session_token": secret,
             "session_id": sid,
@@ -166,6 +178,9 @@ async def test_session_lifecycle_never_echoes_or_logs_the_token(
         for view in ("session", "workflow", "receipt", "next_action"):
             answers.append(await c.call_tool("service_v2_session_get", {**call, "view": view}))
             assert ok(answers[-1])["session"]["session_id"] == sid
+            if view in ("session", "next_action"):  # the views that show the action to sign
+                read = ok(answers[-1])
+                assert_preflight_shown(read["session"]["preflight"], read["guidance"]["preflight"])
         wrong = await c.call_tool("service_v2_session_get", {**call, "session_token": token()})
         answers.append(wrong)
         assert error(wrong)["reason_class"] == "session_not_found"

@@ -207,6 +207,66 @@ globalThis.RouteQuoteFollow = (() => {
     status.dataset.outcome = event.outcome || "";
   }
 
+  /** One preflight finding as a line: "BLOCKS gas (base, step 2): you need about … [needed N, has M] (estimate)". */
+  function findingText(f) {
+    const mark = f.blocking ? "BLOCKS" : f.code === "unknown" ? "unread" : "ok";
+    const where = f.step_index == null ? f.chain || "" : `${f.chain}, step ${f.step_index + 1}`;
+    const amounts = f.needed == null ? "" : ` [needed ${f.needed}, has ${f.has}]`;
+    return `${mark} ${f.code} (${where}): ${f.message}${amounts}${f.estimate ? " (estimate)" : ""}`;
+  }
+
+  /** The session's preflight for its current action (null: no action to sign now). Advice: nothing is refused. */
+  function showPreflight(preflight) {
+    const box = el("follow-preflight");
+    const summary = el("follow-preflight-summary");
+    const list = el("follow-preflight-findings");
+    list.replaceChildren();
+    box.hidden = false;
+    box.dataset.checked = preflight ? String(preflight.checked) : "";
+    box.dataset.ok = preflight ? String(preflight.ok) : "";
+    if (!preflight) {
+      summary.textContent = "No action to sign now.";
+      return;
+    }
+    const findings = preflight.findings || [];
+    const blocking = findings.filter((f) => f.blocking).length;
+    const unread = findings.filter((f) => f.code === "unknown").length;
+    summary.textContent = !preflight.checked ? `Not checked: ${preflight.reason}`
+      : blocking ? `${blocking} finding(s) would stop this route before it completes (advice: nothing is refused).`
+        : unread ? `Nothing that was read stops this route, but ${unread} read(s) failed (advice: nothing is refused).`
+          : "The wallets cover this route's input, gas, rent and time (advice: nothing is refused).";
+    for (const f of findings) {
+      const item = document.createElement("li");
+      item.textContent = findingText(f);
+      item.dataset.code = f.code;
+      item.dataset.chain = f.chain || "";
+      item.dataset.blocking = String(f.blocking);
+      list.append(item);
+    }
+  }
+
+  let preflightReads = 0; // only the newest read is shown (events can come faster than reads answer)
+
+  /** Reads the session (its token only in the header, as for the stream) and shows its preflight. */
+  async function readPreflight(sessionId, token, signal) {
+    const mine = ++preflightReads;
+    let text = "";
+    try {
+      const response = await globalThis.fetch(`/v2/session/${encodeURIComponent(sessionId)}`, {
+        headers: { [SESSION_HEADER]: token, accept: "application/json" }, signal, cache: "no-store",
+      });
+      const body = await errorBody(response);
+      if (mine !== preflightReads) return;
+      if (response.ok && body) return showPreflight(body.action_available ? body.preflight || null : null);
+      text = `Could not read the session's preflight: ${describe(response.status, body)}`;
+    } catch {
+      if (signal.aborted || mine !== preflightReads) return;
+      text = "Could not read the session's preflight.";
+    }
+    showPreflight(null);
+    el("follow-preflight-summary").textContent = text;
+  }
+
   function showError(message) {
     const box = el("follow-error");
     box.textContent = message;
@@ -228,10 +288,15 @@ globalThis.RouteQuoteFollow = (() => {
     el("follow-button").textContent = "Stop";
     el("follow-events").tBodies[0].replaceChildren();
     el("follow-status").textContent = "—";
+    el("follow-preflight").hidden = true;
     showError("");
     try {
       const ended = await follow({
-        sessionId, token, signal: mine.signal, onEvent: showEvent,
+        sessionId, token, signal: mine.signal,
+        onEvent(event) {
+          showEvent(event);
+          readPreflight(sessionId, token, mine.signal); // the action this event leaves, checked before signing
+        },
         onState(state) {
           if (state.kind === "rate_limited") showError(`Refused for now (${state.message}); retrying in ${Math.round(state.waitMs / 1000)} s.`);
           else if (state.kind === "retrying") showState(`${state.message}; reconnecting in ${Math.round(state.waitMs / 1000)} s…`);
