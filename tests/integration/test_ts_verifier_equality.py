@@ -73,3 +73,28 @@ def test_every_kind_in_the_corpus_is_ported(
     assert {e["kind"] for e in entries} == PORTED
     refused = [e["id"] for e in entries if NOT_PORTED_CODE in [c for c, _ in ts[e["id"]]]]
     assert not refused, refused[:5]
+
+
+# the entries that are not tampered: as prepared or built; a mint (which has no market bounds) checked with
+# modelled bounds refused; a settlement plan checked with the caller's clock a little before it was built
+UNTAMPERED = ("as_prepared", "as_built", "caller_early")
+
+
+def test_every_tampered_entry_is_refused(verdicts: tuple[list[dict[str, Any]], dict[str, Any]]) -> None:
+    """Agreement alone would pass two verifiers that both miss a tamper: every tampered variant is refused (an
+    error finding) by both. A stated fee recipient on a Solana mint that pays no fee was accepted before the
+    mint check refused it as the EVM one does (`receive_spends`)."""
+    entries, ts = verdicts
+
+    def refused(findings: list[list[str]]) -> bool:
+        return any(severity == "error" for _, severity in findings)
+
+    def untampered(e: dict[str, Any]) -> bool:
+        variant = e["id"].rsplit(":", 1)[-1]
+        no_bounds = variant == "modelled_bounds_not_accepted" and e["kind"].startswith("cctp_receive:")
+        return variant in UNTAMPERED or no_bounds
+
+    tampered = [e for e in entries if not untampered(e)]
+    assert len(tampered) > len(entries) * 0.9
+    passed = [e["id"] for e in tampered if not refused(e["python"]) or not refused(ts[e["id"]])]
+    assert not passed, f"{len(passed)} tampered entries pass a verifier, e.g. {passed[:5]}"

@@ -78,10 +78,14 @@ def _min_out(b: dict[str, Any]) -> bool:
 
 
 def _fee_recipient(b: dict[str, Any]) -> bool:
+    """The stated fee recipient changed; on an action that pays no fee (null), one named all the same."""
     a = b["unsigned_action"]
-    if not a.get("feeRecipient"):
+    if "feeRecipient" not in a:
         return False
-    a["feeRecipient"] = _other(a["feeRecipient"])
+    if a["feeRecipient"] is None:
+        a["feeRecipient"] = OTHER_EVM if a.get("family") == "evm" else OTHER_SOLANA
+    else:
+        a["feeRecipient"] = _other(a["feeRecipient"])
     return True
 
 
@@ -129,6 +133,50 @@ def _fee_transfer(a: dict[str, Any]) -> tuple[dict[str, Any], bytes] | None:
     return None
 
 
+TRANSFER_SELECTOR = "0xa9059cbb"  # ERC-20 transfer(address,uint256)
+
+
+def _evm_fee_transaction(a: dict[str, Any]) -> dict[str, Any] | None:
+    """The action's EVM fee payment to the stated fee recipient: a native value transfer to it, or an ERC-20
+    transfer(feeRecipient, fee); None when the action pays no fee on an EVM chain."""
+    recipient = str(a.get("feeRecipient") or "").lower()
+    if not recipient.startswith("0x"):
+        return None
+    for tx in a.get("transactions") or []:
+        data = str(tx["data"]).lower()
+        if data in ("0x", "") and str(tx["to"]).lower() == recipient:
+            return tx
+        if data.startswith(TRANSFER_SELECTOR) and data[10:74] == recipient[2:].rjust(64, "0"):
+            return tx
+    return None
+
+
+def _evm_fee_to_stranger(b: dict[str, Any]) -> bool:
+    """The EVM fee paid to someone else (the value transfer's `to`, or the ERC-20 transfer's recipient), the
+    stated fee recipient left as it was."""
+    tx = _evm_fee_transaction(b["unsigned_action"])
+    if tx is None:
+        return False
+    if str(tx["data"]).lower() in ("0x", ""):
+        tx["to"] = OTHER_EVM
+    else:
+        tx["data"] = tx["data"][:10] + OTHER_EVM[2:].lower().rjust(64, "0") + tx["data"][74:]
+    return True
+
+
+def _evm_fee_amount(b: dict[str, Any]) -> bool:
+    """One base unit more to the fee recipient than the fee rule gives (value or transfer amount)."""
+    tx = _evm_fee_transaction(b["unsigned_action"])
+    if tx is None:
+        return False
+    if str(tx["data"]).lower() in ("0x", ""):
+        tx["value"] = str(int(tx["value"]) + 1)
+    else:
+        amount = int(tx["data"][74:138], 16) + 1
+        tx["data"] = tx["data"][:74] + f"{amount:064x}" + tx["data"][138:]
+    return True
+
+
 def _fee_to_stranger(b: dict[str, Any]) -> bool:
     """The planted bug of issue 45: the fee paid to another token account (the account creation made to
     match), the stated fee recipient left as it was."""
@@ -156,8 +204,9 @@ def _fee_amount(b: dict[str, Any]) -> bool:
 
 
 def _fee_token_account(b: dict[str, Any]) -> bool:
+    """The Solana fee's stated token account changed (or, on an action that pays no fee, named)."""
     a = b["unsigned_action"]
-    if not a.get("feeRecipientTokenAccount"):
+    if a.get("family") != "solana" or "feeRecipientTokenAccount" not in a:
         return False
     a["feeRecipientTokenAccount"] = OTHER_SOLANA
     return True
@@ -166,6 +215,8 @@ def _fee_token_account(b: dict[str, Any]) -> bool:
 TAMPERS: dict[str, Tamper] = {
     "fee_to_stranger": _fee_to_stranger,
     "fee_amount": _fee_amount,
+    "evm_fee_to_stranger": _evm_fee_to_stranger,
+    "evm_fee_amount": _evm_fee_amount,
     "fee_token_account": _fee_token_account,
     "recipient": _recipient,
     "calldata_recipient": _calldata_recipient,

@@ -57,6 +57,16 @@ describe("against a running server", { skip: BASE_URL === undefined ? "RQ_TS_BAS
     // anything the client did not verify is refused, even the same data in another object
     assert.throws(() => evmSendRequests({ ...action }), NotVerified);
     assert.throws(() => evmSendRequests(action, 4_000_000_000), NotVerified); // past its deadline
+    // what was verified is what is handed off: the action cannot be changed after verification
+    const unsigned = action.raw["unsigned_action"] as { transactions: { to: string }[] };
+    const swapTarget = unsigned.transactions[2]!.to;
+    assert.throws(() => {
+      unsigned.transactions[2]!.to = "0x9999999999999999999999999999999999999999";
+    }, TypeError);
+    assert.throws(() => {
+      unsigned.transactions.push({ to: EVM });
+    }, TypeError);
+    assert.equal(evmSendRequests(action)[2]!.to, swapTarget);
   });
 
   test("modelled bounds and a placeholder fee recipient are refused unless accepted", async () => {

@@ -48,6 +48,10 @@ describe("Solana handoff against a running server", { skip: BASE_URL === undefin
       // anything the client did not verify is refused, and a past deadline too
       assert.throws(() => solanaTransactionMessage({ ...action }), NotVerified);
       assert.throws(() => solanaTransactionMessage(action, 4_000_000_000), NotVerified);
+      // and the verified instructions cannot be changed before the handoff (an account flag, here)
+      assert.throws(() => {
+        unsigned.instructions[0]!.keys[0]!.isWritable = !unsigned.instructions[0]!.keys[0]!.isWritable;
+      }, TypeError);
     });
   }
 });

@@ -20,9 +20,19 @@ import type { PreparedAction } from "./client.js";
 
 const verified = new WeakSet<PreparedAction>();
 
-/** Marks an action the verifier passed (called by the client only). */
+/** Freezes `value` and everything it holds, so that what was verified is what is handed off. */
+function deepFreeze(value: unknown): void {
+  if (typeof value !== "object" || value === null || Object.isFrozen(value)) return;
+  Object.freeze(value);
+  for (const inner of Object.values(value)) deepFreeze(inner);
+}
+
+/** Marks an action the verifier passed (called by the client only). The action and its raw bundle are frozen
+ * all the way down: a change after verification (a transaction's target, an instruction's account) throws
+ * instead of reaching the wallet. */
 export function markVerified(action: PreparedAction): PreparedAction {
-  verified.add(Object.freeze(action));
+  deepFreeze(action);
+  verified.add(action);
   return action;
 }
 

@@ -364,6 +364,11 @@ export function checkSolanaReceive(a: ReceiveArgs): void {
     "amount_mismatch",
     "the mint spends nothing and receives amount - feeExecuted (at least amount - maxFee)",
   );
+  c.expect(
+    get(action, "routeFee") === "0" && get(action, "feeRecipient") === null && get(action, "feeRecipientTokenAccount") === null,
+    "receive_spends",
+    "a destination mint spends nothing and pays no fee",
+  );
   const spend = get(receipt, "spend", {});
   const recv = get(receipt, "receive", {});
   c.expect(

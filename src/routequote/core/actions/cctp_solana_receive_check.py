@@ -197,6 +197,13 @@ def check_solana_receive_bundle(
         "amount_mismatch",
         "the mint spends nothing and receives amount - feeExecuted (at least amount - maxFee)",
     )
+    expect(  # as on an EVM chain: a stated fee recipient on a step that pays no fee is refused
+        action.get("routeFee") == "0"
+        and action.get("feeRecipient") is None
+        and action.get("feeRecipientTokenAccount") is None,
+        "receive_spends",
+        "a destination mint spends nothing and pays no fee",
+    )
     spend, recv = receipt.get("spend", {}), receipt.get("receive", {})
     expect(
         spend.get("exact_amount_base") == "0" == spend.get("maximum_amount_base")
