@@ -49,21 +49,33 @@ async def read_json_body(request: Request, max_bytes: int = MAX_BODY_BYTES) -> A
     return loads_strict(await read_json_bytes(request, max_bytes))
 
 
+def body_pending(request: Request) -> bool:
+    """The request asked `Expect: 100-continue` and its body has not been asked for yet (`BODY_PENDING`)."""
+    return bool(request.scope.get(BODY_PENDING))
+
+
+def check_json_headers(request: Request, max_bytes: int = MAX_BODY_BYTES) -> None:
+    """What `read_json_bytes` refuses from the headers alone (another content type, a declared length over
+    `max_bytes`), for a route that must refuse more from the headers before a pending body is asked for."""
+    if not is_json(request.headers.get("content-type", "")):
+        raise InvalidRequest("unsupported_content_type", "Content-Type must be application/json")
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > max_bytes:
+        raise InvalidRequest("body_too_large", f"body exceeds {max_bytes} bytes")
+
+
 async def read_json_bytes(request: Request, max_bytes: int = MAX_BODY_BYTES) -> bytes:
     """The body of a JSON request, unparsed: InvalidRequest for another content type or a body too large."""
     scope = request.scope
     read: bytes | None = scope.get(BODY_READ)
-    # when the request stack read the body, it kept the first Content-Type it saw beside it
-    content_type = scope[BODY_CONTENT_TYPE] if read is not None else request.headers.get("content-type", "")
-    if not is_json(content_type):
-        raise InvalidRequest("unsupported_content_type", "Content-Type must be application/json")
     if read is not None:
+        # the request stack read the body, and kept the first Content-Type it saw beside it
+        if not is_json(scope[BODY_CONTENT_TYPE]):
+            raise InvalidRequest("unsupported_content_type", "Content-Type must be application/json")
         if len(read) > max_bytes:
             raise InvalidRequest("body_too_large", f"body exceeds {max_bytes} bytes")
         return read
-    declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > max_bytes:
-        raise InvalidRequest("body_too_large", f"body exceeds {max_bytes} bytes")
+    check_json_headers(request, max_bytes)  # before the first receive: a pending body is not invited
     chunks: list[bytes] = []
     size = 0
     async for chunk in request.stream():
