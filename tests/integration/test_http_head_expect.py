@@ -386,3 +386,82 @@ def test_a_request_whose_headers_pass_is_still_invited_and_answered(server: Serv
         plain, _ = raw_expect(port, head, body, expect=False)
         assert rest.split(b"\r\n", 1)[0] == plain.split(b"\r\n", 1)[0], (head, rest[:300], plain[:300])
         assert rest.partition(b"\r\n\r\n")[2] == plain.partition(b"\r\n\r\n")[2], head
+
+
+@pytest.fixture(scope="module")
+def budget(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    """A server whose per-client budget the test reads back (per hour: nothing frees while it runs)."""
+    started = start_server(tmp_path_factory.mktemp("budget"), "budget", {"rate_limit": "500/hour"})
+    try:
+        yield started
+    finally:
+        started.stop()
+
+
+def send_raw(port: int, head: bytes, body: bytes, expect: bool, chunks: int = 0) -> bytes:
+    """One request: with `expect`, the headers first and the body (or `chunks` chunks of 600 KB, more than the
+    limit) only once invited; without, all at once. Everything the server answered."""
+    part = b"%x\r\n" % 600_000 + b"x" * 600_000 + b"\r\n"
+    payload = part * chunks if chunks else body
+    end = b"Connection: close\r\n\r\n"
+    answer = b""
+    with (
+        socket.create_connection(("127.0.0.1", port), timeout=BOUND) as sock,
+        contextlib.suppress(OSError),  # a server that refused the body may reset: its answer came first
+    ):
+        sock.sendall(head + (b"Expect: 100-continue\r\n" + end if expect else end + payload))
+        while b"\r\n\r\n" not in answer and (chunk := sock.recv(65536)):
+            answer += chunk
+        if expect and answer.startswith(b"HTTP/1.1 100 "):
+            sock.sendall(payload)
+        while chunk := sock.recv(65536):
+            answer += chunk
+    return answer
+
+
+def remaining(port: int, path: str) -> int:
+    _, headers, _ = ask(port, "GET", path)
+    return int(headers[b"ratelimit-remaining"])
+
+
+def test_expect_changes_nothing_the_rate_limiter_counts(budget: ServerProcess) -> None:
+    """The same requests spend the same budget with `Expect: 100-continue` as without (the body sent at once):
+    the limiter counts what reaches the app, whether it is refused from its headers or after its body, and
+    not a body the transport guard refuses (too large, read after the invitation or at once) or a path no
+    route takes. Read back from RateLimit-Remaining, per operation group."""
+    port = port_of(budget)
+    quote = orjson.dumps(intent_for("base:USDC->base:ETH", 100))
+
+    def post(path: str, length: int, extra: str = "", ctype: str = "application/json") -> bytes:
+        return (
+            f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: {ctype}\r\n{extra}"
+            f"Content-Length: {length}\r\n"
+        ).encode()
+
+    chunked = b"POST /v2/quote HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+    chunked += b"Transfer-Encoding: chunked\r\n"
+    duplicate = b'{"a":1,"a":2}'
+    session = f"/v2/session/{SESSION_ID}"
+    sequence = [  # (request head, body, chunks, first status line)
+        (post("/v2/quote", len(quote)), quote, 0, 200),
+        (post("/v2/quote", len(quote), ctype="text/plain"), quote, 0, 400),
+        (post("/v2/prepare", 5_000_000), quote, 0, 400),
+        (post("/v2/quote", len(duplicate)), duplicate, 0, 400),
+        (chunked, b"", 2, 400),
+        (post("/no/such/path", len(quote)), quote, 0, 404),
+        (post("/v2/session", 2), b"{}", 0, 400),
+        (post(f"{session}/observe", 2), b"{}", 0, 404),
+        (post(f"{session}/cancel", 2, f"X-RouteQuote-Session-Token: {TOKEN}\r\n"), b"{}", 0, 404),
+    ]
+    groups = {"quote_api": "/v2/status", "session_api": session}
+    spent: dict[bool, dict[str, int]] = {}
+    for expect in (True, False):
+        before = {group: remaining(port, path) for group, path in groups.items()}
+        for head, body, chunks, status in sequence:
+            answer = send_raw(port, head, body, expect, chunks)
+            final = answer.partition(b"HTTP/1.1 100 Continue\r\n\r\n")[2] or answer
+            assert final.startswith(b"HTTP/1.1 %d " % status), (expect, head, final[:300])
+        after = {group: remaining(port, path) for group, path in groups.items()}
+        spent[expect] = {group: before[group] - after[group] for group in groups}
+    assert spent[True] == spent[False]
+    assert spent[False] == {"quote_api": 1 + 3, "session_api": 1 + 3}  # the probe, then what reached the app

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -21,6 +22,9 @@ BODY_CONTENT_TYPE = "routequote.body_content_type"  # scope key: beside it, its 
 # scope key: the request asked `Expect: 100-continue` and its body is read (by the request stack, with the same
 # bounds) only when the app first asks for it, so refusals that need no body come before the invitation
 BODY_PENDING = "routequote.body_pending"
+# scope key: the rate limiter's count of a request whose body is pending (`count`), run by the request stack once
+# the body is read (or when the request ends without asking for it); a body the stack refuses is not counted
+COUNT_ON_BODY = "routequote.count_on_body"
 
 
 def json_request_body(schema: dict[str, Any]) -> dict[str, Any]:
@@ -96,6 +100,34 @@ class JsonBytes:
         self.body = body
 
 
+async def count(limiter: RateLimiter, request: Request, group: str) -> dict[str, str]:
+    """`limiter.check` for this request: its RateLimit-* headers, or RateLimited.
+
+    A request whose body is pending (`Expect: 100-continue`) is refused now when over the limit (`check`, as
+    ever), without the invitation; otherwise its count waits for its body (`COUNT_ON_BODY`), so that it is
+    counted exactly when an eager read would have counted it: a body the transport guard refuses (too large,
+    too slow, the client gone) is not. The headers returned are filled in when the count runs."""
+    client = client_key(request)
+    scope = request.scope
+    if not scope.get(BODY_PENDING) or not limiter.enabled or not await limiter.allows(client, group):
+        return await limiter.check(client, group)
+    headers: dict[str, str] = {}
+
+    async def counted() -> None:
+        headers.update(await limiter.check(client, group))
+
+    scope[COUNT_ON_BODY] = counted
+    return headers
+
+
+async def settle_count(request: Request) -> None:
+    """Run a count `count` deferred that no body read ran (the answer was decided before the body)."""
+    counted = request.scope.pop(COUNT_ON_BODY, None)
+    if counted is not None:
+        with contextlib.suppress(RouteQuoteError):
+            await counted()
+
+
 async def answer(
     limiter: RateLimiter, request: Request, produce: Callable[[], Awaitable[Any]], *, group: str = "quote_api"
 ) -> Response:
@@ -105,7 +137,7 @@ async def answer(
     with `status_code` and `body` (e.g. a session create answering 201)."""
     headers: dict[str, str] = {}
     try:
-        headers = await limiter.check(client_key(request), group)
+        headers = await count(limiter, request, group)
         result = await produce()
         if type(result) is JsonBytes:
             return Response(result.body, media_type="application/json", headers=headers)
@@ -114,4 +146,5 @@ async def answer(
             return json_response(result.body, status, headers=headers)
         return json_response(result, headers=headers)
     except RouteQuoteError as exc:
+        await settle_count(request)  # refused before its body was asked for: counted, as an eager read was
         return error_response(exc, headers)

@@ -45,9 +45,11 @@ from routequote.surfaces.http import (
     body_pending,
     check_json_headers,
     client_key,
+    count,
     json_request_body,
     read_json_body,
     schema_ref,
+    settle_count,
 )
 from routequote.surfaces.legacy import DEFAULT_DESTINATION, legacy_quote, legacy_status, v1_session_operation
 
@@ -297,7 +299,7 @@ async def _v1_answer(
     """answer() for the v1 session surface: an invalid access token is 401 with `WWW-Authenticate`."""
     headers: dict[str, str] = {}
     try:
-        headers = await limiter.check(client_key(request), "v1_session")
+        headers = await count(limiter, request, "v1_session")
         token = _bearer(request)
         if body and body_pending(request) and operation not in _LOGIN:
             # `Expect: 100-continue`: an access token that is missing, unknown or expired is refused uninvited
@@ -314,9 +316,11 @@ async def _v1_answer(
         )
         return json_response(out, status, headers=headers)
     except AccessTokenInvalid as exc:
+        await settle_count(request)  # refused before its body was asked for: counted, as an eager read was
         out_headers = {**headers, "WWW-Authenticate": 'Bearer realm="routequote-v1"'}
         return json_response(exc.body(), 401, headers=out_headers)
     except RouteQuoteError as exc:
+        await settle_count(request)
         return error_response(exc, headers)
 
 
