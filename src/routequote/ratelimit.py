@@ -49,6 +49,18 @@ class RateLimiter:
         self.storage = storage
         self.limiter = MovingWindowRateLimiter(storage)
 
+    async def allows(self, client: str, group: str = "quote_api") -> bool:
+        """Whether `check` would let one more request through now, counting nothing (names the client too)."""
+        current_client.set(client)
+        if not self.enabled:
+            return True
+        try:
+            return await self.limiter.test(self.item, group, client)
+        except (RedisError, StorageError, OSError) as exc:
+            raise store_unavailable(
+                "rate_limit_store_unavailable", "rate-limit store", fault_of(exc)
+            ) from exc
+
     async def check(self, client: str, group: str = "quote_api") -> dict[str, str]:
         """Count one request; raise RateLimited when over. Returns RateLimit-* headers."""
         current_client.set(client)

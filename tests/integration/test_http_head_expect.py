@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import re
 import socket
@@ -280,3 +281,187 @@ def test_a_body_read_on_demand_keeps_its_bound(server: ServerProcess) -> None:
     assert rest.startswith(b"HTTP/1.1 400 "), rest[:300]
     assert orjson.loads(rest.partition(b"\r\n\r\n")[2])["reason_class"] == "body_too_large"
     assert "unhandled_error" not in server.log_tail(1_000_000)
+
+
+def raw_expect(port: int, head: str, body: bytes, expect: bool = True) -> tuple[bytes, bytes]:
+    """`head` (request line and headers, without the blank line) with `Expect: 100-continue`, then wait: the first
+    answer, and (when invited) the final answer after `body` is sent. Without `expect`, head and body go at once
+    and the answer is the first."""
+    with socket.create_connection(("127.0.0.1", port), timeout=BOUND) as sock:
+        if not expect:
+            with contextlib.suppress(OSError):  # refused from its headers: the server may close on the body
+                sock.sendall(f"{head}\r\nConnection: close\r\n\r\n".encode() + body)
+        else:
+            sock.sendall(f"{head}\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n".encode())
+        first = b""
+        with contextlib.suppress(ConnectionResetError):
+            while b"\r\n\r\n" not in first and (chunk := sock.recv(65536)):
+                first += chunk
+        if not first.startswith(b"HTTP/1.1 100 "):
+            with contextlib.suppress(ConnectionResetError):
+                while chunk := sock.recv(65536):
+                    first += chunk
+            return first, b""
+        rest = first.partition(b"\r\n\r\n")[2]
+        with contextlib.suppress(OSError):  # a server that refuses a body may reset
+            sock.sendall(body)
+            while chunk := sock.recv(65536):
+                rest += chunk
+        return first, rest
+
+
+# a well-formed session token (32 bytes, base64url: 43 characters); it opens no session here
+TOKEN = base64.urlsafe_b64encode(bytes(range(7, 39))).rstrip(b"=").decode()
+ACCESS = "Authorization: Bearer rq_at_" + "0" * 43  # an access token no login issued (or of no valid shape)
+
+
+def header_refusals(port: int) -> list[tuple[str, str, int, str]]:
+    """(name, request head, status, reason_class) of requests a route takes but refuses from their headers (the
+    store too, for a token): none needs the body, so none may be invited to send it."""
+    host = f"Host: 127.0.0.1:{port}"
+    json = "Content-Type: application/json\r\nContent-Length: 19"
+    session = f"/v2/session/{SESSION_ID}"
+    many = "".join(f"\r\nX-H{i}: 1" for i in range(120))
+    return [
+        ("jsonrpc content type", f"POST /mcp HTTP/1.1\r\n{host}\r\n{MCP_ACCEPT}Content-Length: 19", 415, ""),
+        ("a2a content type", f"POST /a2a HTTP/1.1\r\n{host}\r\nContent-Type: text/plain\r\nContent-Length: 19", 415, ""),
+        ("mcp accept", f"POST /mcp HTTP/1.1\r\n{host}\r\n{json}", 406, ""),
+        ("mcp/v2 accept", f"POST /mcp/v2 HTTP/1.1\r\n{host}\r\nAccept: text/html\r\n{json}", 406, ""),
+        ("mcp declared length", f"POST /mcp/v2 HTTP/1.1\r\n{host}\r\n{MCP_ACCEPT}{json}00000", 413, ""),
+        ("rest content type", f"POST /v2/quote HTTP/1.1\r\n{host}\r\nContent-Type: text/plain\r\nContent-Length: 19", 400, "unsupported_content_type"),
+        ("rest declared length", f"POST /v2/prepare HTTP/1.1\r\n{host}\r\n{json}00000", 400, "body_too_large"),
+        ("header count", f"POST /v2/quote HTTP/1.1\r\n{host}\r\n{json}{many}", 431, ""),
+        ("create without token", f"POST /v2/session HTTP/1.1\r\n{host}\r\n{json}", 400, "session_token_required"),
+        ("create with a malformed token", f"POST /v2/session HTTP/1.1\r\n{host}\r\n{json}\r\nX-RouteQuote-Session-Token: short", 400, "session_token_invalid"),
+        ("session op without token", f"POST {session}/observe HTTP/1.1\r\n{host}\r\n{json}", 404, "session_not_found"),
+        ("session op, token of no session", f"POST {session}/cancel HTTP/1.1\r\n{host}\r\n{json}\r\nX-RouteQuote-Session-Token: {TOKEN}", 404, "session_not_found"),
+        ("session op, content type first", f"POST {session}/refresh HTTP/1.1\r\n{host}\r\nContent-Type: text/plain\r\nContent-Length: 19", 400, "unsupported_content_type"),
+        ("v1 without access token", f"POST /v1/session/{SESSION_ID}/verify-source HTTP/1.1\r\n{host}\r\n{json}", 401, "access_token_invalid"),
+        ("v1 unknown access token", f"POST /v1/session HTTP/1.1\r\n{host}\r\n{json}\r\n{ACCESS}", 401, "access_token_invalid"),
+    ]  # fmt: skip
+
+
+def reason_of(answer: bytes) -> str:
+    body = orjson.loads(answer.partition(b"\r\n\r\n")[2] or b"{}")
+    reason = body.get("reason_class") or (body.get("error") or {}).get("data", {}).get("reason_class", "")
+    return str(reason)
+
+
+def test_a_request_a_route_refuses_from_its_headers_is_never_invited_to_send_its_body(
+    server: ServerProcess,
+) -> None:
+    """Each refusal that needs no body comes first, without `100 Continue`, closing the connection, and it is the
+    answer the same request gets without `Expect` (body sent at once)."""
+    port = port_of(server)
+    body = b'{"amount_usd": 100}'
+    wrong = []
+    for name, head, status, reason in header_refusals(port):
+        first, rest = raw_expect(port, head, body)
+        plain, _ = raw_expect(port, head, body, expect=False)
+        line = first.split(b"\r\n", 1)[0]
+        if (
+            not first.startswith(b"HTTP/1.1 %d " % status)
+            or b"\r\nconnection: close\r\n" not in first.lower()
+            or (reason and reason_of(first) != reason)
+            or plain.split(b"\r\n", 1)[0] != line
+            or first.partition(b"\r\n\r\n")[2] != plain.partition(b"\r\n\r\n")[2]
+        ):
+            wrong.append((name, line, rest.split(b"\r\n", 1)[0], plain.split(b"\r\n", 1)[0]))
+    assert wrong == []
+
+
+def test_a_request_whose_headers_pass_is_still_invited_and_answered(server: ServerProcess) -> None:
+    """The checks above refuse only what they must: the login operations take no access token, a create with a
+    well-formed token is invited (its body decides), and so is an A2A request."""
+    port = port_of(server)
+    host = f"Host: 127.0.0.1:{port}"
+    a2a = b'{"jsonrpc":"2.0","id":3,"method":"GetTask","params":{"id":"nope"}}'
+    for head, body in (
+        (f"POST /v1/auth/challenge HTTP/1.1\r\n{host}\r\nContent-Type: application/json\r\nContent-Length: 2", b"{}"),
+        (f"POST /v2/session HTTP/1.1\r\n{host}\r\nContent-Type: application/json\r\nContent-Length: 2\r\nX-RouteQuote-Session-Token: {TOKEN}", b"{}"),
+        (f"POST /a2a HTTP/1.1\r\n{host}\r\nContent-Type: application/json\r\nA2A-Version: 1.0\r\nContent-Length: {len(a2a)}", a2a),
+    ):  # fmt: skip
+        first, rest = raw_expect(port, head, body)
+        assert first.startswith(b"HTTP/1.1 100 Continue\r\n"), (head, first[:200])
+        plain, _ = raw_expect(port, head, body, expect=False)
+        assert rest.split(b"\r\n", 1)[0] == plain.split(b"\r\n", 1)[0], (head, rest[:300], plain[:300])
+        assert rest.partition(b"\r\n\r\n")[2] == plain.partition(b"\r\n\r\n")[2], head
+
+
+@pytest.fixture(scope="module")
+def budget(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    """A server whose per-client budget the test reads back (per hour: nothing frees while it runs)."""
+    started = start_server(tmp_path_factory.mktemp("budget"), "budget", {"rate_limit": "500/hour"})
+    try:
+        yield started
+    finally:
+        started.stop()
+
+
+def send_raw(port: int, head: bytes, body: bytes, expect: bool, chunks: int = 0) -> bytes:
+    """One request: with `expect`, the headers first and the body (or `chunks` chunks of 600 KB, more than the
+    limit) only once invited; without, all at once. Everything the server answered."""
+    part = b"%x\r\n" % 600_000 + b"x" * 600_000 + b"\r\n"
+    payload = part * chunks if chunks else body
+    end = b"Connection: close\r\n\r\n"
+    answer = b""
+    with (
+        socket.create_connection(("127.0.0.1", port), timeout=BOUND) as sock,
+        contextlib.suppress(OSError),  # a server that refused the body may reset: its answer came first
+    ):
+        sock.sendall(head + (b"Expect: 100-continue\r\n" + end if expect else end + payload))
+        while b"\r\n\r\n" not in answer and (chunk := sock.recv(65536)):
+            answer += chunk
+        if expect and answer.startswith(b"HTTP/1.1 100 "):
+            sock.sendall(payload)
+        while chunk := sock.recv(65536):
+            answer += chunk
+    return answer
+
+
+def remaining(port: int, path: str) -> int:
+    _, headers, _ = ask(port, "GET", path)
+    return int(headers[b"ratelimit-remaining"])
+
+
+def test_expect_changes_nothing_the_rate_limiter_counts(budget: ServerProcess) -> None:
+    """The same requests spend the same budget with `Expect: 100-continue` as without (the body sent at once):
+    the limiter counts what reaches the app, whether it is refused from its headers or after its body, and
+    not a body the transport guard refuses (too large, read after the invitation or at once) or a path no
+    route takes. Read back from RateLimit-Remaining, per operation group."""
+    port = port_of(budget)
+    quote = orjson.dumps(intent_for("base:USDC->base:ETH", 100))
+
+    def post(path: str, length: int, extra: str = "", ctype: str = "application/json") -> bytes:
+        return (
+            f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: {ctype}\r\n{extra}"
+            f"Content-Length: {length}\r\n"
+        ).encode()
+
+    chunked = b"POST /v2/quote HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+    chunked += b"Transfer-Encoding: chunked\r\n"
+    duplicate = b'{"a":1,"a":2}'
+    session = f"/v2/session/{SESSION_ID}"
+    sequence = [  # (request head, body, chunks, first status line)
+        (post("/v2/quote", len(quote)), quote, 0, 200),
+        (post("/v2/quote", len(quote), ctype="text/plain"), quote, 0, 400),
+        (post("/v2/prepare", 5_000_000), quote, 0, 400),
+        (post("/v2/quote", len(duplicate)), duplicate, 0, 400),
+        (chunked, b"", 2, 400),
+        (post("/no/such/path", len(quote)), quote, 0, 404),
+        (post("/v2/session", 2), b"{}", 0, 400),
+        (post(f"{session}/observe", 2), b"{}", 0, 404),
+        (post(f"{session}/cancel", 2, f"X-RouteQuote-Session-Token: {TOKEN}\r\n"), b"{}", 0, 404),
+    ]
+    groups = {"quote_api": "/v2/status", "session_api": session}
+    spent: dict[bool, dict[str, int]] = {}
+    for expect in (True, False):
+        before = {group: remaining(port, path) for group, path in groups.items()}
+        for head, body, chunks, status in sequence:
+            answer = send_raw(port, head, body, expect, chunks)
+            final = answer.partition(b"HTTP/1.1 100 Continue\r\n\r\n")[2] or answer
+            assert final.startswith(b"HTTP/1.1 %d " % status), (expect, head, final[:300])
+        after = {group: remaining(port, path) for group, path in groups.items()}
+        spent[expect] = {group: before[group] - after[group] for group in groups}
+    assert spent[True] == spent[False]
+    assert spent[False] == {"quote_api": 1 + 3, "session_api": 1 + 3}  # the probe, then what reached the app

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -21,6 +22,9 @@ BODY_CONTENT_TYPE = "routequote.body_content_type"  # scope key: beside it, its 
 # scope key: the request asked `Expect: 100-continue` and its body is read (by the request stack, with the same
 # bounds) only when the app first asks for it, so refusals that need no body come before the invitation
 BODY_PENDING = "routequote.body_pending"
+# scope key: the rate limiter's count of a request whose body is pending (`count`), run by the request stack once
+# the body is read (or when the request ends without asking for it); a body the stack refuses is not counted
+COUNT_ON_BODY = "routequote.count_on_body"
 
 
 def json_request_body(schema: dict[str, Any]) -> dict[str, Any]:
@@ -49,21 +53,33 @@ async def read_json_body(request: Request, max_bytes: int = MAX_BODY_BYTES) -> A
     return loads_strict(await read_json_bytes(request, max_bytes))
 
 
+def body_pending(request: Request) -> bool:
+    """The request asked `Expect: 100-continue` and its body has not been asked for yet (`BODY_PENDING`)."""
+    return bool(request.scope.get(BODY_PENDING))
+
+
+def check_json_headers(request: Request, max_bytes: int = MAX_BODY_BYTES) -> None:
+    """What `read_json_bytes` refuses from the headers alone (another content type, a declared length over
+    `max_bytes`), for a route that must refuse more from the headers before a pending body is asked for."""
+    if not is_json(request.headers.get("content-type", "")):
+        raise InvalidRequest("unsupported_content_type", "Content-Type must be application/json")
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > max_bytes:
+        raise InvalidRequest("body_too_large", f"body exceeds {max_bytes} bytes")
+
+
 async def read_json_bytes(request: Request, max_bytes: int = MAX_BODY_BYTES) -> bytes:
     """The body of a JSON request, unparsed: InvalidRequest for another content type or a body too large."""
     scope = request.scope
     read: bytes | None = scope.get(BODY_READ)
-    # when the request stack read the body, it kept the first Content-Type it saw beside it
-    content_type = scope[BODY_CONTENT_TYPE] if read is not None else request.headers.get("content-type", "")
-    if not is_json(content_type):
-        raise InvalidRequest("unsupported_content_type", "Content-Type must be application/json")
     if read is not None:
+        # the request stack read the body, and kept the first Content-Type it saw beside it
+        if not is_json(scope[BODY_CONTENT_TYPE]):
+            raise InvalidRequest("unsupported_content_type", "Content-Type must be application/json")
         if len(read) > max_bytes:
             raise InvalidRequest("body_too_large", f"body exceeds {max_bytes} bytes")
         return read
-    declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > max_bytes:
-        raise InvalidRequest("body_too_large", f"body exceeds {max_bytes} bytes")
+    check_json_headers(request, max_bytes)  # before the first receive: a pending body is not invited
     chunks: list[bytes] = []
     size = 0
     async for chunk in request.stream():
@@ -84,6 +100,34 @@ class JsonBytes:
         self.body = body
 
 
+async def count(limiter: RateLimiter, request: Request, group: str) -> dict[str, str]:
+    """`limiter.check` for this request: its RateLimit-* headers, or RateLimited.
+
+    A request whose body is pending (`Expect: 100-continue`) is refused now when over the limit (`check`, as
+    ever), without the invitation; otherwise its count waits for its body (`COUNT_ON_BODY`), so that it is
+    counted exactly when an eager read would have counted it: a body the transport guard refuses (too large,
+    too slow, the client gone) is not. The headers returned are filled in when the count runs."""
+    client = client_key(request)
+    scope = request.scope
+    if not scope.get(BODY_PENDING) or not limiter.enabled or not await limiter.allows(client, group):
+        return await limiter.check(client, group)
+    headers: dict[str, str] = {}
+
+    async def counted() -> None:
+        headers.update(await limiter.check(client, group))
+
+    scope[COUNT_ON_BODY] = counted
+    return headers
+
+
+async def settle_count(request: Request) -> None:
+    """Run a count `count` deferred that no body read ran (the answer was decided before the body)."""
+    counted = request.scope.pop(COUNT_ON_BODY, None)
+    if counted is not None:
+        with contextlib.suppress(RouteQuoteError):
+            await counted()
+
+
 async def answer(
     limiter: RateLimiter, request: Request, produce: Callable[[], Awaitable[Any]], *, group: str = "quote_api"
 ) -> Response:
@@ -93,7 +137,7 @@ async def answer(
     with `status_code` and `body` (e.g. a session create answering 201)."""
     headers: dict[str, str] = {}
     try:
-        headers = await limiter.check(client_key(request), group)
+        headers = await count(limiter, request, group)
         result = await produce()
         if type(result) is JsonBytes:
             return Response(result.body, media_type="application/json", headers=headers)
@@ -102,4 +146,5 @@ async def answer(
             return json_response(result.body, status, headers=headers)
         return json_response(result, headers=headers)
     except RouteQuoteError as exc:
+        await settle_count(request)  # refused before its body was asked for: counted, as an eager read was
         return error_response(exc, headers)

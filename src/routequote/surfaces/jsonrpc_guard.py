@@ -11,8 +11,8 @@ MCP 2026-07-28: the served versions of an unsupported-version error). A request 
 client's budget (the bucket tool calls use): past it, the answer is 429.
 
 A request whose body is still pending (`Expect: 100-continue`, see `request_stack`) first passes the SDK's own
-header checks (Content-Type, Host, Origin: `TransportSecurityMiddleware`, when the endpoint has them): a refusal
-needs no body, so it is answered (as the SDK's refusal after a read, id null) before the body is asked for.
+header checks (Content-Type, Host, Origin: `TransportSecurityMiddleware`, when the endpoint has them; Accept on
+the MCP endpoints, which answer JSON): a refusal needs no body, so it is answered (as the SDK's refusal after a read, id null) before the body is asked for.
 
 An answer sent as a stream (`text/event-stream`: only a `subscriptions/listen` of MCP 2026-07-28, on /mcp/v2)
 passes frame by frame as it is written: its frames are the server's own notifications and the listen's result.
@@ -33,11 +33,14 @@ from typing import Any
 import anyio
 import orjson
 from a2a.utils.errors import A2A_ERROR_MAPPING, JSON_RPC_ERROR_CODE_MAP
+from mcp.server.streamable_http import check_accept_headers
 from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
+from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
 from mcp.shared.message import SessionMessage
 from mcp_types import ErrorData, JSONRPCError
-from mcp_types.version import KNOWN_PROTOCOL_VERSIONS
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, KNOWN_PROTOCOL_VERSIONS
 from starlette.requests import Request
+from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from routequote.errors import RateLimited, RouteQuoteError
@@ -199,6 +202,12 @@ def request_id(request: Any) -> str | int | None:
     return None
 
 
+# the SDK's 406 as the guard passes it on (rebuilt from its code: `sanitize`)
+_NOT_ACCEPTABLE = orjson.dumps(
+    {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": "Not Acceptable"}}
+)
+
+
 async def _unread() -> Message:
     """The receive of an answer given before the body was asked for: never the connection's."""
     return {"type": "http.disconnect"}
@@ -219,6 +228,7 @@ class JsonRpcGuard:
         group: str = "quote_api",
         clean: Cleaner = clean_mcp_error,
         security: TransportSecuritySettings | None = None,
+        accept_json: bool = False,
     ) -> None:
         self.app = app
         self.limiter = limiter
@@ -226,6 +236,9 @@ class JsonRpcGuard:
         self.clean = clean
         # the SDK's header checks, run here only while a body is pending (the SDK runs them again after the read)
         self.security = None if security is None else TransportSecurityMiddleware(security)
+        self.accept_json = (
+            accept_json  # the SDK answers JSON (json_response): Accept must admit application/json
+        )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["method"] != "POST":
@@ -233,8 +246,8 @@ class JsonRpcGuard:
             return
         client = scope.get("client")
         key = str(client[0]) if client else "local"
-        if self.security is not None and scope.get(BODY_PENDING):
-            refused = await self.security.validate_request(Request(scope), is_post=True)
+        if scope.get(BODY_PENDING):
+            refused = await self._refused_from_headers(Request(scope))
             if refused is not None:  # answered as the SDK's refusal after a read is: no id is known yet
                 await refused(scope, _unread, self._capture(send, key, None, False))
                 return
@@ -269,6 +282,18 @@ class JsonRpcGuard:
             return await receive()
 
         await self.app(scope, replay, self._capture(send, key, rid, well_formed))
+
+    async def _refused_from_headers(self, request: Request) -> Response | None:
+        """The SDK's refusals that need no body, in its order: Content-Type, Host and Origin
+        (`TransportSecurityMiddleware`), then Accept (406)."""
+        if self.security is not None and (refused := await self.security.validate_request(request, True)):
+            return refused
+        if self.accept_json and not check_accept_headers(request)[0]:
+            version = request.headers.get(MCP_PROTOCOL_VERSION_HEADER)
+            if version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS:
+                return Response(status_code=406)  # the modern entry's 406 has no body
+            return Response(_NOT_ACCEPTABLE, 406, media_type="application/json")
+        return None
 
     def _capture(self, send: Send, key: str, rid: str | int | None, well_formed: bool) -> Send:
         """The send of the wrapped endpoint: its answer is held whole, then finished (`_finish`)."""

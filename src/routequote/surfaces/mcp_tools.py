@@ -491,7 +491,7 @@ def build_mcp(
     routes: list[Route] = []
     for r in sub.routes:
         if isinstance(r, Route) and r.path == MCP_PATH:
-            guarded = JsonRpcGuard(r.endpoint, limiter, security=security)
+            guarded = JsonRpcGuard(r.endpoint, limiter, security=security, accept_json=True)
             routes.append(Route(MCP_PATH, endpoint=PostOnly(guarded), name="mcp"))
     if len(routes) != 1:
         raise RuntimeError("the MCP SDK did not produce exactly one /mcp route")

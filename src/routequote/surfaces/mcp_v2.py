@@ -347,7 +347,7 @@ def build_mcp_v2(app: Any, *, limiter: RateLimiter | None) -> McpSurface:
     if len(endpoints) != 1:
         raise RuntimeError("the MCP SDK did not produce exactly one /mcp/v2 route")
     # the guard every JSON-RPC endpoint passes
-    guarded = PostOnly(JsonRpcGuard(endpoints[0], limiter, security=security))
+    guarded = PostOnly(JsonRpcGuard(endpoints[0], limiter, security=security, accept_json=True))
     routes = [
         Route(path, endpoint=guarded, name=name)
         for path, name in ((MCP_V2_PATH, "mcp_v2"), (MCP_V2_ALIAS, "mcp_v2_alias"))

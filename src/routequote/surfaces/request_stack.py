@@ -23,7 +23,10 @@ headers, Content-Length included).
 send its body exactly when something first asks for it. A request that no route takes (404, 405) is answered
 without asking. A request a route takes gets the header checks above (431, 415, a declared length over the limit)
 first, then the app runs before its body is read (`BODY_PENDING` in the scope): whatever the app refuses before it
-reads a body (the rate limit, the MCP Host and Origin checks) is answered without the invitation. The body is read
+reads a body (the rate limit, the MCP Host, Origin and Accept checks, a REST Content-Type, a session or access
+token that opens nothing) is answered without the invitation. The rate limiter's count of such a request waits
+for its body (`COUNT_ON_BODY`: run at the app's first `receive()`, or when the request ends without one), so it
+counts exactly what an eager read let through to the app. The body is read
 at the app's first `receive()`, with the same bounds, timer and strict JSON as above, and a refusal there is
 answered here (the app then sees a disconnect, and its own answer is dropped). An answer given before the body
 was asked for closes the connection (the client may or may not send the body now).
@@ -32,6 +35,7 @@ was asked for closes the connection (the client may or may not send the body now
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -39,11 +43,11 @@ from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from structlog.contextvars import bind_contextvars, reset_contextvars
 
-from routequote.errors import InvalidRequest
+from routequote.errors import InvalidRequest, RouteQuoteError
 from routequote.input_rules import loads_strict
 from routequote.observability import ASKED_METHOD, new_request_id, request_id_var, sane_request_id
 from routequote.surfaces import input_guard
-from routequote.surfaces.http import BODY_CONTENT_TYPE, BODY_PENDING, BODY_READ
+from routequote.surfaces.http import BODY_CONTENT_TYPE, BODY_PENDING, BODY_READ, COUNT_ON_BODY
 from routequote.surfaces.http import is_json as is_json_media
 from routequote.surfaces.input_guard import (
     BODY_TIMED_OUT,
@@ -264,6 +268,11 @@ class RequestStack:
             input_guard.log.error("unhandled_error", error_type=type(exc).__name__)
             if not reply.started:
                 await refuse(out, jsonrpc, 500)
+        finally:
+            if pending and (counted := scope.pop(COUNT_ON_BODY, None)) is not None:
+                # answered without asking for its body: counted as an eager read's request was
+                with contextlib.suppress(RouteQuoteError):
+                    await counted()
 
     def _on_demand(
         self, scope: Scope, receive: Receive, reply: _Reply, content_type: bytes | None
@@ -282,7 +291,11 @@ class RequestStack:
             body = await self._take_body(scope, receive, reply, content_type)
             if body is None:
                 reply.answered = True
+                scope.pop(COUNT_ON_BODY, None)  # refused here: not counted, as before an eager read's app
                 return {"type": "http.disconnect"}
+            counted = scope.pop(COUNT_ON_BODY, None)
+            if counted is not None:  # the rate limiter counts the request now (RateLimited reaches the app)
+                await counted()
             return {"type": "http.request", "body": body, "more_body": False}
 
         return on_demand

@@ -23,7 +23,14 @@ from routequote.core.quote import SESSION_HEADER
 from routequote.core.webhook_rules import MAX_URL_LENGTH
 from routequote.ratelimit import RateLimiter
 from routequote.sessions import VIEWS, SessionService
-from routequote.surfaces.http import answer, json_request_body, read_json_body
+from routequote.sessions.inputs import creation_token
+from routequote.surfaces.http import (
+    answer,
+    body_pending,
+    check_json_headers,
+    json_request_body,
+    read_json_body,
+)
 from routequote.surfaces.rest_prepare import IDEMPOTENCY_KEY, PREPARE_REQUEST_SCHEMA
 
 _ERR = {"model": ErrorResponse}
@@ -115,6 +122,9 @@ def router(sessions: SessionService, limiter: RateLimiter) -> APIRouter:
     )
     async def create(request: Request) -> Response:
         async def produce() -> Any:
+            if body_pending(request):  # `Expect: 100-continue`: what the headers refuse is refused uninvited
+                check_json_headers(request)
+                creation_token(token(request))
             return await sessions.create(await read_json_body(request), token(request))
 
         return await answer(limiter, request, produce, group="session_api")
@@ -153,6 +163,9 @@ def router(sessions: SessionService, limiter: RateLimiter) -> APIRouter:
         )
         async def handler(request: Request, session_id: str) -> Response:
             async def produce() -> Any:
+                if body_pending(request):  # `Expect: 100-continue`: a token that opens no session, uninvited
+                    check_json_headers(request)
+                    await sessions.authorized(session_id, token(request))
                 return await getattr(sessions, method)(
                     session_id, token(request), await read_json_body(request)
                 )

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.responses import Response
 
 from routequote import __version__
-from routequote.auth import AccessTokenInvalid
+from routequote.auth import AccessTokenInvalid, wallet_auth_for
 from routequote.contract.v2 import ErrorResponse
 from routequote.core.field_rules import (
     BASE58_CLASS,
@@ -40,11 +40,22 @@ from routequote.errors import RouteQuoteError
 from routequote.ratelimit import RateLimiter
 from routequote.service import RouteQuoteService
 from routequote.surfaces.errors import error_response, json_response
-from routequote.surfaces.http import answer, client_key, json_request_body, read_json_body, schema_ref
+from routequote.surfaces.http import (
+    answer,
+    body_pending,
+    check_json_headers,
+    client_key,
+    count,
+    json_request_body,
+    read_json_body,
+    schema_ref,
+    settle_count,
+)
 from routequote.surfaces.legacy import DEFAULT_DESTINATION, legacy_quote, legacy_status, v1_session_operation
 
 V1_OPENAPI_VERSION = "1.0.0-legacy"
 _ERR = {"model": ErrorResponse}
+_LOGIN = frozenset({"start_wallet_auth", "finish_wallet_auth"})  # the v1 operations taking no access token
 
 
 class LegacyQuoteRequest(BaseModel):
@@ -288,9 +299,13 @@ async def _v1_answer(
     """answer() for the v1 session surface: an invalid access token is 401 with `WWW-Authenticate`."""
     headers: dict[str, str] = {}
     try:
-        headers = await limiter.check(client_key(request), "v1_session")
-        payload = await read_json_body(request) if body else (args or {})
+        headers = await count(limiter, request, "v1_session")
         token = _bearer(request)
+        if body and body_pending(request) and operation not in _LOGIN:
+            # `Expect: 100-continue`: an access token that is missing, unknown or expired is refused uninvited
+            check_json_headers(request)
+            await wallet_auth_for(request.app.state).wallet_for(token)
+        payload = await read_json_body(request) if body else (args or {})
         status, out = await v1_session_operation(
             request.app.state,
             operation,
@@ -301,9 +316,11 @@ async def _v1_answer(
         )
         return json_response(out, status, headers=headers)
     except AccessTokenInvalid as exc:
+        await settle_count(request)  # refused before its body was asked for: counted, as an eager read was
         out_headers = {**headers, "WWW-Authenticate": 'Bearer realm="routequote-v1"'}
         return json_response(exc.body(), 401, headers=out_headers)
     except RouteQuoteError as exc:
+        await settle_count(request)
         return error_response(exc, headers)
 
 
