@@ -207,6 +207,7 @@ except ImportError:  # pragma: no cover - uvicorn[standard] brings httptools
     HttpToolsProtocol = None  # type: ignore[assignment,misc]
 
 
+LINGER_SECONDS = 5.0  # how long a refused connection is read on for its client's close (then closed)
 TIMED_BY_TRANSPORT = "routequote.transport_timeouts"  # scope key: the protocol times headers and body
 BODY_TIMED_OUT = "routequote.body_timed_out"  # scope key: the protocol closed a request whose body was late
 _live_by_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, set[Any]] = weakref.WeakKeyDictionary()
@@ -282,10 +283,32 @@ if HttpToolsProtocol is not None:
                     self.transport.close()
 
         def _reject(self, status: int) -> None:
-            if not self._rejected:
-                self._rejected = True
-                self.transport.write(_reject_bytes(status))
-                self.transport.close()
+            if self._rejected:
+                return
+            self._rejected = True
+            cycle = self.cycle
+            if cycle is not None:  # the app sees a disconnect and writes nothing after this answer
+                cycle.disconnected = True
+                cycle.waiting_for_100_continue = False
+                cycle.message_event.set()
+            self.transport.write(_reject_bytes(status))
+            self._linger()
+
+        def _linger(self) -> None:
+            """RFC 9112 section 9.6: half-close and read on (discarding) until the client closes, for at most
+            LINGER_SECONDS. Closing outright while the client is still sending resets the connection, and a
+            reset can destroy the answer before the client reads it (asyncio's reader drops it)."""
+            transport = self.transport
+            if transport.is_closing() or not transport.can_write_eof():
+                transport.close()
+                return
+            try:
+                transport.write_eof()
+            except (OSError, RuntimeError):
+                transport.close()
+                return
+            self.flow.resume_reading()  # the client's bytes keep being read, so none is left unread at close
+            self.loop.call_later(LINGER_SECONDS, transport.close)
 
         def data_received(self, data: bytes) -> None:
             if self._rejected:
