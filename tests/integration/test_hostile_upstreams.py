@@ -37,8 +37,12 @@ from tests.support.server import free_port, running_server
 from tests.unit.actions.support import approval_for, intent_for, wallets_for
 
 from routequote.app import create_app
+from routequote.clock import SystemClock
 from routequote.config import Settings
 from routequote.core.quote import SESSION_HEADER
+from routequote.market.live import LiveMarket
+from routequote.market.live_config import live_config_from_settings
+from routequote.market.snapshot import load_snapshot_document
 from routequote.observe.iris import IrisAttestationReader
 from routequote.observe.layerzero_scan import LayerZeroScanReader
 from routequote.observe.solana import JsonRpcSolanaReader
@@ -46,6 +50,7 @@ from routequote.ports import ObservationUnavailable
 
 ANSWER_BOUND = 16_384  # an error answer is short; the upstream's 200 KB never comes back
 ROUTE = "base:ETH->base:USDC"
+HANG_BOUND_SECONDS = 30.0  # bounds a hang only: the in-process upstream answers at once
 SIGNATURE = "5" * 87  # a syntactically valid Solana signature (64 bytes in base58)
 
 
@@ -74,12 +79,20 @@ def _settings(rpc: HostileRpc, port: int, **over: Any) -> Settings:
 def live_market(rpc: HostileRpc) -> Iterator[str]:
     """A server whose live market reads every source from the hostile upstream."""
     port = free_port()
-    app = create_app(_settings(rpc, port, market="live"))
-    # The hostile upstream answers at once, from this process: the market's 1.5 s read timeout (the most
-    # LiveConfig accepts) could only measure a loaded machine stalling, and did once fail every read on CI,
-    # leaving a timeout's reason where these tests look for the upstream's error text being kept out.
-    object.__setattr__(app.state.service.market.config, "timeout_seconds", 30.0)
-    with running_server(app, port) as url:
+    settings = _settings(rpc, port, market="live")
+    # The hostile upstream answers at once, from this process: the market's 1.5 s timeout (the most LiveConfig
+    # accepts), on each reader's requests and on each source's fetch, could only measure a loaded machine
+    # starving this process, and did fail every read under load, leaving a timeout's reason where these tests
+    # look for the upstream's own error being kept out. Both are a hang bound here, so every source waits for
+    # the upstream's answer.
+    market = LiveMarket(
+        live_config_from_settings(settings),
+        SystemClock(),
+        snapshot_document=load_snapshot_document(),
+        source_deadline=lambda _configured: asyncio.timeout(HANG_BOUND_SECONDS),
+        read_timeout_seconds=HANG_BOUND_SECONDS,
+    )
+    with running_server(create_app(settings, market=market), port) as url:
         yield url
 
 
