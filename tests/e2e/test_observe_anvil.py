@@ -112,7 +112,8 @@ def run_route(
 def read_back(chain: AnvilChain, hashes: list[str]) -> list[EvmTransaction]:
     async def go() -> list[EvmTransaction]:
         async with httpx.AsyncClient() as client:
-            reader = JsonRpcEvmReader({"base": chain.url}, client, timeout=1.5)
+            # a hang bound: anvil on a busy machine may take longer than a node is given in service
+            reader = JsonRpcEvmReader({"base": chain.url}, client, timeout=60)
             out = [await reader.transaction("base", h) for h in hashes]
         assert all(t is not None for t in out)
         return [t for t in out if t is not None]

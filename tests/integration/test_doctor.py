@@ -5,6 +5,7 @@ market tests use), the real PostgreSQL and Redis of the suite, and closed ports 
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -17,6 +18,7 @@ from tests.support.postgres import PG_ADMIN_URL, require_postgres
 from tests.support.services import require_redis
 from typer.testing import CliRunner
 
+from routequote import doctor
 from routequote.cli import app as cli_app
 from routequote.config import Settings
 from routequote.doctor import FAIL, OK, SOLANA_MAINNET_GENESIS, WARN, Check, run_checks
@@ -116,8 +118,14 @@ def complete(w: World, **changes: Any) -> Settings:
     return Settings(**{**kw, **changes})
 
 
+# The fakes answer from this process at once, and what does not answer is a closed port (refused at once): a
+# check's timeout could only measure a busy machine stalling this process (1.5 s for the REST lookups, the most
+# the service allows them), never a fake's answer. Every check here gets a hang bound instead.
+HANG = 60.0
+
+
 def checks(settings: Settings, problems: list[str] | None = None) -> dict[str, Check]:
-    return {c.name: c for c in asyncio.run(run_checks(settings, problems, timeout=3.0))}
+    return {c.name: c for c in asyncio.run(run_checks(settings, problems, timeout=HANG, lookup_timeout=HANG))}
 
 
 def test_a_complete_live_configuration_passes_every_check(world: World) -> None:
@@ -147,7 +155,12 @@ def test_the_defaults_fail_and_warn_with_the_fix(world: World) -> None:
 
 def test_configuration_problems_fail(world: World) -> None:
     found = asyncio.run(
-        run_checks(complete(world), ["ROUTEQUOTE_MARKET: unknown market 'x' (embedded or live)"])
+        run_checks(
+            complete(world),
+            ["ROUTEQUOTE_MARKET: unknown market 'x' (embedded or live)"],
+            timeout=HANG,
+            lookup_timeout=HANG,
+        )
     )
     bad = [c for c in found if c.name == "configuration"]
     assert [c.status for c in bad] == [FAIL] and "unknown market" in bad[0].message
@@ -272,21 +285,31 @@ def _env(settings: dict[str, str]) -> dict[str, str]:
     return {f"ROUTEQUOTE_{k.upper()}": v for k, v in settings.items()}
 
 
-def test_the_command_prints_one_line_per_check_and_exits_by_them(world: World, tmp_path: Path) -> None:
+def test_the_command_prints_one_line_per_check_and_exits_by_them(
+    world: World, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the command's own checks, with the hang bound above for the lookups (`--timeout` gives the rest theirs)
+    monkeypatch.setattr(doctor, "run_checks", functools.partial(doctor.run_checks, lookup_timeout=HANG))
     runner = CliRunner()
     full = complete(world, database_url=f"sqlite+aiosqlite:///{tmp_path}/s.sqlite3")
     env = _env({k: str(v) for k, v in full.model_dump().items() if isinstance(v, str | int | float)})
-    ok = runner.invoke(cli_app, ["doctor"], env=env)
+    ok = runner.invoke(cli_app, ["doctor", "--timeout", str(HANG)], env=env)
     assert ok.exit_code == 0, ok.output
     lines = ok.output.splitlines()
     assert all(line.startswith("✓") for line in lines[:-2]), ok.output
     assert lines[-2] == "readiness: 72 quotable, 72 prepare-ready (72 live), 72 session-ready"
     assert lines[-1] == f"{len(lines) - 2} checks: 0 failed, 0 warnings"
-    missing = runner.invoke(cli_app, ["doctor"], env={**env, "ROUTEQUOTE_RPC_URL_ROBINHOOD": ""})
+    missing = runner.invoke(
+        cli_app, ["doctor", "--timeout", str(HANG)], env={**env, "ROUTEQUOTE_RPC_URL_ROBINHOOD": ""}
+    )
     assert missing.exit_code == 0  # honest and reduced: the routes say why they are not session-ready
     assert "⚠ rpc robinhood: not set: the 30 routes touching robinhood" in missing.output
     assert "42 session-ready" in missing.output
-    bad = runner.invoke(cli_app, ["doctor"], env={**env, "ROUTEQUOTE_MARKET": "bogus"})
+    bad = runner.invoke(
+        cli_app, ["doctor", "--timeout", str(HANG)], env={**env, "ROUTEQUOTE_MARKET": "bogus"}
+    )
     assert bad.exit_code == 1 and "✗ configuration: ROUTEQUOTE_MARKET: unknown market" in bad.output
-    down = runner.invoke(cli_app, ["doctor"], env={**env, "ROUTEQUOTE_IRIS_URL": f"{CLOSED}/iris"})
+    down = runner.invoke(
+        cli_app, ["doctor", "--timeout", str(HANG)], env={**env, "ROUTEQUOTE_IRIS_URL": f"{CLOSED}/iris"}
+    )
     assert down.exit_code == 1 and "✗ circle iris" in down.output

@@ -37,8 +37,12 @@ from tests.support.server import free_port, running_server
 from tests.unit.actions.support import approval_for, intent_for, wallets_for
 
 from routequote.app import create_app
+from routequote.clock import SystemClock
 from routequote.config import Settings
 from routequote.core.quote import SESSION_HEADER
+from routequote.market.live import LiveMarket
+from routequote.market.live_config import live_config_from_settings
+from routequote.market.snapshot import load_snapshot_document
 from routequote.observe.iris import IrisAttestationReader
 from routequote.observe.layerzero_scan import LayerZeroScanReader
 from routequote.observe.solana import JsonRpcSolanaReader
@@ -46,6 +50,7 @@ from routequote.ports import ObservationUnavailable
 
 ANSWER_BOUND = 16_384  # an error answer is short; the upstream's 200 KB never comes back
 ROUTE = "base:ETH->base:USDC"
+HANG_BOUND_SECONDS = 30.0  # bounds a hang only: the in-process upstream answers at once
 SIGNATURE = "5" * 87  # a syntactically valid Solana signature (64 bytes in base58)
 
 
@@ -74,12 +79,20 @@ def _settings(rpc: HostileRpc, port: int, **over: Any) -> Settings:
 def live_market(rpc: HostileRpc) -> Iterator[str]:
     """A server whose live market reads every source from the hostile upstream."""
     port = free_port()
-    app = create_app(_settings(rpc, port, market="live"))
-    # The hostile upstream answers at once, from this process: the market's 1.5 s read timeout (the most
-    # LiveConfig accepts) could only measure a loaded machine stalling, and did once fail every read on CI,
-    # leaving a timeout's reason where these tests look for the upstream's error text being kept out.
-    object.__setattr__(app.state.service.market.config, "timeout_seconds", 30.0)
-    with running_server(app, port) as url:
+    settings = _settings(rpc, port, market="live")
+    # The hostile upstream answers at once, from this process: the market's 1.5 s timeout (the most LiveConfig
+    # accepts), on each reader's requests and on each source's fetch, could only measure a loaded machine
+    # starving this process, and did fail every read under load, leaving a timeout's reason where these tests
+    # look for the upstream's own error being kept out. Both are a hang bound here, so every source waits for
+    # the upstream's answer.
+    market = LiveMarket(
+        live_config_from_settings(settings),
+        SystemClock(),
+        snapshot_document=load_snapshot_document(),
+        source_deadline=lambda _configured: asyncio.timeout(HANG_BOUND_SECONDS),
+        read_timeout_seconds=HANG_BOUND_SECONDS,
+    )
+    with running_server(create_app(settings, market=market), port) as url:
         yield url
 
 
@@ -204,16 +217,26 @@ def observing_default(rpc: HostileRpc) -> Iterator[str]:
         yield url
 
 
+async def _huge_answers_ended(rpc: HostileRpc) -> None:
+    """Until the upstream has stopped writing every huge answer it began (the client's hang-up ends each): what
+    it wrote is counted then, not at a moment a busy machine's server threads may not have reached yet."""
+    async with asyncio.timeout(60):  # bounds a hang only
+        while rpc.huge_ended < rpc.huge_started:
+            await asyncio.sleep(0.02)
+
+
 async def test_a_30_mb_body_is_not_read_whole(rpc: HostileRpc, observing_default: str) -> None:
     rpc.mode = "huge"
     s = Session(observing_default)
     try:
-        sid = await s.create()
-        sent_before = rpc.bytes_sent
+        sid = await s.create()  # its own reads get huge answers too: counted apart, once they have ended
+        await _huge_answers_ended(rpc)
+        sent_before, begun_before = rpc.bytes_sent, rpc.huge_started
         r = await s.observe(sid)
         assert r.status_code == 503 and r.json()["reason_class"] == "rpc_too_large:base", r.text
         _assert_clean(r.text)
-        await asyncio.sleep(0.5)  # let the server notice the closed connection
+        assert rpc.huge_started > begun_before
+        await _huge_answers_ended(rpc)
         sent = rpc.bytes_sent - sent_before
         print(f"\nhuge body: server wrote {sent} of {HUGE_BYTES} bytes before the client hung up")
         assert sent < HUGE_BYTES * 3 // 4  # 8 MiB read plus what the sockets buffer, never the whole body

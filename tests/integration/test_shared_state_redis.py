@@ -86,7 +86,9 @@ def test_metrics_time_each_redis_write_and_count_its_commands(two_instances: tup
         }
 
     before = scrape()
+    began = time.perf_counter()
     quotes = [httpx.post(f"{a}/v2/quote", json=intent_for(ROUTE, 100 + i)) for i in range(3)]
+    span = time.perf_counter() - began
     assert all(q.status_code == 200 for q in quotes)
     after = scrape()
     writes = after[("routequote_redis_write_seconds_count", "quotes")] - before.get(
@@ -101,7 +103,9 @@ def test_metrics_time_each_redis_write_and_count_its_commands(two_instances: tup
     seconds = after[("routequote_redis_write_seconds_sum", "quotes")] - before.get(
         ("routequote_redis_write_seconds_sum", "quotes"), 0
     )
-    assert 0 < seconds < writes * 1.0  # a round trip each, none past the wire's timeout
+    # a round trip each, inside the span the test saw them in (how long is the machine's business: a bound of
+    # one wire timeout per write raced a loaded machine's clock, as the wire's own timer checks only a hang)
+    assert 0 < seconds <= span, (seconds, span)
     # the idempotency store has its own connection: no prepare yet, so no write of it is counted
     assert after.get(("routequote_redis_write_seconds_count", "idempotency"), 0) == 0
 

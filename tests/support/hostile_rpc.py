@@ -11,7 +11,8 @@ Modes (`server.mode = ...`, switchable between requests):
 * `many_logs`: a well-formed mined transaction on Base whose receipt carries `LOG_COUNT` logs (about 25 MB).
 
 `requests` counts what arrived, `bytes_sent` what the server managed to write (a client that stops reading
-early leaves most of a huge body unsent).
+early leaves most of a huge body unsent); `huge_started` and `huge_ended` count the huge answers begun and
+those whose writing has ended.
 """
 
 from __future__ import annotations
@@ -89,6 +90,11 @@ class HostileRpc(ThreadingHTTPServer):
         self.mode = "secret_error"
         self.requests = 0
         self.bytes_sent = 0
+        self.huge_started = (
+            0  # huge answers begun, and those whose writing ended (whole, or cut by the client)
+        )
+        self.huge_ended = 0
+        self.counting = threading.Lock()  # handlers run on threads of their own
         self._cache: dict[str, bytes] = {}
 
     @property
@@ -143,6 +149,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("transfer-encoding", "chunked")
         self.end_headers()
         chunk = b"A" * 65536
+        with self.server.counting:
+            self.server.huge_started += 1
         try:
             self.wfile.write(b'1\r\n"\r\n')
             for _ in range(HUGE_BYTES // len(chunk)):
@@ -151,6 +159,9 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(b'1\r\n"\r\n0\r\n\r\n')
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
+        finally:
+            with self.server.counting:
+                self.server.huge_ended += 1
 
     def do_POST(self) -> None:
         self.server.requests += 1

@@ -118,12 +118,17 @@ class LiveMarket:
         sources: Sequence[LiveSource] | None = None,
         snapshot_document: dict[str, Any] | None = None,
         source_deadline: Callable[[float], AbstractAsyncContextManager[object]] = asyncio.timeout,
+        read_timeout_seconds: float | None = None,
     ) -> None:
         self.config = config
         self.clock = clock
         # bounds one source's fetch to `config.timeout_seconds` of wall time; a test's fake upstream hands in
         # one that its hanging requests end, so no answer of its races a busy machine's clock
         self._source_deadline = source_deadline
+        # each reader's own per-request timeout (the configured source timeout by default); a test whose real
+        # upstream answers from its own process passes a hang bound here and in `source_deadline`, so a busy
+        # machine starving that upstream is never read as the upstream timing out
+        self._read_timeout = read_timeout_seconds or config.timeout_seconds
         self._http = http
         self._own_http = http is None
         self.snapshot_document = snapshot_document or load_snapshot_document()
@@ -146,7 +151,7 @@ class LiveMarket:
 
     def _rpc(self, chain: Chain) -> JsonRpcClient | None:
         url = self.config.rpc_urls.get(chain)
-        return JsonRpcClient(url, self.http(), timeout=self.config.timeout_seconds) if url else None
+        return JsonRpcClient(url, self.http(), timeout=self._read_timeout) if url else None
 
     def _hint(self, pool_id: str) -> tuple[int, int] | None:
         """Where the snapshot saw the pool: the cold read fetches that window first (verified, never priced)."""
@@ -229,7 +234,7 @@ class LiveMarket:
             }
         )
         iris = IrisFeesSource(
-            self.http(), cfg.iris_url, [(int(a or 0), int(b or 0)) for a, b in pairs], cfg.timeout_seconds
+            self.http(), cfg.iris_url, [(int(a or 0), int(b or 0)) for a, b in pairs], self._read_timeout
         )
         out.append(
             LiveSource("circle_iris", (Provider.CIRCLE_CCTP.value,), iris.fetch, cfg.fee_max_age_seconds)
@@ -245,7 +250,7 @@ class LiveMarket:
             for c in (Chain.BASE, Chain.ARBITRUM)
         ]
         across = AcrossFeesSource(
-            self.http(), cfg.across_url, across_routes, cfg.across_amount_base, cfg.timeout_seconds
+            self.http(), cfg.across_url, across_routes, cfg.across_amount_base, self._read_timeout
         )
         out.append(LiveSource("across", (Provider.ACROSS.value,), across.fetch, cfg.fee_max_age_seconds))
         rh = rpcs[Chain.ROBINHOOD]
@@ -267,7 +272,7 @@ class LiveMarket:
                 continue
             cl = ChainlinkSource(rpc, feeds)
             out.append(LiveSource(f"chainlink:{chain.value}", comps, cl.fetch, cfg.price_max_age_seconds))
-        pyth = PythHermesSource(self.http(), cfg.hermes_url, [Token.SOL], cfg.timeout_seconds)
+        pyth = PythHermesSource(self.http(), cfg.hermes_url, [Token.SOL], self._read_timeout)
         out.append(LiveSource("pyth", ("price:SOL",), pyth.fetch, 120.0))
         self._built = True
 
