@@ -2,12 +2,13 @@
 // {"<id>": [[code, severity], ...]} as JSON. Amounts in options stay decimal strings / bigint, never numbers.
 // Usage: node scripts/verify-corpus.mjs <corpus.json>   (after `npm run build`)
 import { readFile } from "node:fs/promises";
-import { verifyBundle, verifySettlementPlan } from "../dist/src/index.js";
+import { parseStrictJson, verifyBundle, verifySettlementPlan } from "../dist/src/index.js";
 
 // a settlement plan's options: the integers that may pass 2^53 arrive as decimal strings and become bigint
 const BIGINT_OPTIONS = ["minimumEthOut", "amountIn", "salt", "maxGasCostWei"];
 
-const corpus = JSON.parse(await readFile(process.argv[2], "utf8"));
+// read as the client reads an answer: an integer beyond 2^53 stays exact (a bigint) instead of being rounded
+const corpus = parseStrictJson(await readFile(process.argv[2], "utf8"));
 const out = {};
 for (const entry of corpus) {
   if (entry.check === "settlement") {

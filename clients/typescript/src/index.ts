@@ -28,13 +28,15 @@ export {
   type ClientOptions,
   type PreparedAction,
   type Quote,
+  type QuoteIntentJson,
+  type QuoteJson,
   type Session,
   type Status,
   type VerificationContext,
 } from "./client/client.js";
 export { feeRecipientFindings, isPlaceholder, FEE_RECIPIENT_REFUSAL_CODE } from "./verify/fee_recipient.js";
 export { evmSendRequests, solanaTransactionMessage, NotVerified, type EvmSendRequest, type SolanaHandoff } from "./client/handoff.js";
-export { DuplicateKey, parseStrictJson } from "./client/strict_json.js";
+export { DuplicateKey, parseStrictJson, readStrictJson, type StrictJson } from "./client/strict_json.js";
 export {
   parseSessionEvent,
   type EventFunds,

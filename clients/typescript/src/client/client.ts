@@ -2,7 +2,7 @@
  * prepared action is checked by the ported verifier against what the caller holds before it is returned;
  * only idempotent calls are retried; base-unit amounts are bigint. */
 import type { Deployments } from "../verify/evm.js";
-import { DuplicateKey, parseStrictJson } from "./strict_json.js";
+import { DuplicateKey, readStrictJson } from "./strict_json.js";
 import { webcrypto } from "node:crypto";
 import type { components } from "../generated/v2.js";
 import { type Finding, isObj } from "../verify/common.js";
@@ -50,8 +50,23 @@ export interface ClientOptions {
   deployments?: Deployments;
 }
 
+/** The quote's intent as the client hands it out: `estimated_input_base`, a JSON integer on the wire (the contract
+ * fixes it so; wei amounts pass 2^53), is always a bigint, checked equal to its decimal twin and the summary. */
+export type QuoteIntentJson = components["schemas"]["Intent"]; // generated with estimated_input_base: bigint
+
+/** A quote answer as read: JSON, with the intent's amount (and its copy in continuation_v3) a bigint. */
+export interface QuoteJson extends Json {
+  intent: QuoteIntentJson;
+  estimated_input_base_decimal: string;
+  continuation_v3: Json & { intent: QuoteIntentJson; estimated_input_base_decimal: string };
+  direct_route_summary: Json;
+}
+
+/** Where a quote answer carries an amount as a JSON integer, the only places an integer may pass 2^53. */
+const QUOTE_BIG_INTEGERS = ["$.intent.estimated_input_base", "$.continuation_v3.intent.estimated_input_base"];
+
 export interface Quote {
-  readonly raw: Json;
+  readonly raw: QuoteJson;
   readonly quoteId: string;
   readonly intent: Intent;
   readonly directRouteSummary: Json;
@@ -134,6 +149,8 @@ interface Call<T> {
   token?: string;
   ok?: number[];
   idempotent: boolean;
+  /** The paths where the answer may hold an integer beyond 2^53 (read as bigint); anywhere else is refused. */
+  bigIntegers?: string[];
   parse: (body: Json) => T;
 }
 
@@ -206,7 +223,7 @@ export class RouteQuoteClient {
     const amount = typeof amountUsd === "string" ? Number(amountUsd) : amountUsd;
     if (!Number.isFinite(amount)) throw new TypeError("amountUsd must be finite");
     const intent: Intent = { from_chain: fc, from_token: ft, to_chain: tc, to_token: tt, amount_usd: amount };
-    return this.#run({ what: "quote", method: "POST", path: "/v2/quote", body: intent, idempotent: false, parse: (b) => readQuote(b, intent) });
+    return this.#run({ what: "quote", method: "POST", path: "/v2/quote", body: intent, idempotent: false, bigIntegers: QUOTE_BIG_INTEGERS, parse: (b) => readQuote(b, intent) });
   }
 
   /** The first unsigned action of the quote's route, verified against your intent, wallets and approval. */
@@ -379,14 +396,21 @@ export class RouteQuoteClient {
       }
       const text = await resp.text();
       let body: unknown;
+      let bigIntegers: string[];
       try {
-        body = parseStrictJson(text);
+        ({ value: body, bigIntegers } = readStrictJson(text));
       } catch (e) {
         const why = e instanceof DuplicateKey ? e.message : "not JSON";
         throw new ResponseInvalid(call.what, [`HTTP ${resp.status} body is not strict JSON: ${why}`]);
       }
       if ((call.ok ?? [200]).includes(resp.status)) {
         if (!isObj(body)) throw new ResponseInvalid(call.what, ["the answer is not a JSON object"]);
+        // outside the amounts the contract carries as integers, every integer is a count, an index, a chain id
+        // or seconds, typed number: one beyond 2^53 cannot be handed out as what its type says, so it is refused
+        const unexpected = bigIntegers.filter((p) => !(call.bigIntegers ?? []).includes(p));
+        if (unexpected.length) {
+          throw new ResponseInvalid(call.what, unexpected.map((p) => `${p} is an integer beyond 2^53 - 1 where the contract has a number (amounts travel as decimal strings)`));
+        }
         return call.parse(body);
       }
       const error = errorFor(call.what, resp, body);
@@ -413,16 +437,60 @@ function readQuote(body: Json, asked: Intent): Quote {
   if (body["server_signing"] !== false || body["server_submission"] !== false) throw new ResponseInvalid("quote", ["custody flags must be false"]);
   const bounds = isObj(c["input_base_bounds"]) ? c["input_base_bounds"] : {};
   const modes = Array.isArray(c["allowed_modes"]) ? c["allowed_modes"].filter((m): m is string => typeof m === "string") : [];
+  const estimatedInputBase = inputBaseAgreement(body, c, summary);
   return {
-    raw: body,
+    raw: body as QuoteJson,
     quoteId,
     intent: asked,
     directRouteSummary: summary,
-    estimatedInputBase: baseUnits(c["estimated_input_base_decimal"], "estimated_input_base_decimal"),
+    estimatedInputBase,
     maximumInputBase: baseUnits(bounds["maximum"], "input_base_bounds.maximum"),
     minimumOutputBase: baseUnits(c["minimum_output_base"], "minimum_output_base"),
     allowedModes: modes,
   };
+}
+
+/** Python's `repr` of a JSON value, for problems worded as the Python client words them. */
+function pyRepr(v: unknown): string {
+  if (v === undefined || v === null) return "None";
+  if (typeof v === "string") return `'${v}'`;
+  if (typeof v === "boolean") return v ? "True" : "False";
+  return typeof v === "bigint" || typeof v === "number" ? String(v) : JSON.stringify(v);
+}
+
+/** An integer amount as Python's client reads one (routequote/client/validate.py `_int`): a JSON integer (a
+ * bigint beyond 2^53) or a decimal string; null for anything else (a fraction, a bool, a missing value). */
+function integerAmount(v: unknown): bigint | null {
+  if (typeof v === "bigint") return v;
+  if (typeof v === "number") return Number.isSafeInteger(v) ? BigInt(v) : null;
+  return typeof v === "string" && /^[0-9]+$/.test(v) ? BigInt(v) : null;
+}
+
+/** The quote's estimated input, checked as the Python client checks it (validate.py `quote_problems`): the
+ * intent's JSON integer and its decimal twin each equal the summary's first expected input, else ResponseInvalid
+ * ("quote", with Python's wording); the copies in continuation_v3 too. The integers become bigint in `body`. */
+function inputBaseAgreement(body: Json, c: Json, summary: Json): bigint {
+  const steps = summary["steps"];
+  const first = Array.isArray(steps) && isObj(steps[0]) ? steps[0]["expected_input_base"] : undefined;
+  if (typeof first !== "string" || !/^[0-9]+$/.test(first)) {
+    throw new ResponseInvalid("quote", ["direct_route_summary.steps[0].expected_input_base is not a decimal string"]);
+  }
+  const want = BigInt(first);
+  const intent = isObj(body["intent"]) ? body["intent"] : {};
+  const cIntent = isObj(c["intent"]) ? c["intent"] : {};
+  const problems: string[] = [];
+  const check = (name: string, got: unknown, decimal: boolean): void => {
+    if (integerAmount(got) !== want) problems.push(`${name} = ${pyRepr(got)} differs from the summary's ${want}`);
+    else if (decimal && typeof got !== "string") problems.push(`${name} = ${pyRepr(got)} is not a decimal string`);
+  };
+  check("intent.estimated_input_base", intent["estimated_input_base"], false);
+  check("estimated_input_base_decimal", body["estimated_input_base_decimal"], true);
+  check("continuation_v3.intent.estimated_input_base", cIntent["estimated_input_base"], false);
+  check("continuation_v3.estimated_input_base_decimal", c["estimated_input_base_decimal"], true);
+  if (problems.length) throw new ResponseInvalid("quote", problems);
+  intent["estimated_input_base"] = want;
+  cIntent["estimated_input_base"] = want;
+  return want;
 }
 
 /** The approval_v3 for `quote` in `mode`, optionally with a stricter minimum output (never a weaker one). */

@@ -13,7 +13,7 @@ import type { components } from "../generated/v2.js";
 import { isObj } from "../verify/common.js";
 import { baseUnits } from "./amounts.js";
 import { RateLimited, ResponseInvalid, ServiceUnreachable, UpstreamUnavailable } from "./errors.js";
-import { DuplicateKey, parseStrictJson } from "./strict_json.js";
+import { DuplicateKey, parseStrictJson, readStrictJson } from "./strict_json.js";
 
 const WHAT = "session events";
 const SESSION_HEADER = "X-RouteQuote-Session-Token";
@@ -146,13 +146,15 @@ function readTransactions(v: unknown, problems: string[]): EventTransaction[] {
  * shape; the amounts become bigint. Throws ResponseInvalid (`what` names the reader). */
 export function parseSessionEvent(data: string, what = WHAT): SessionEvent {
   let raw: unknown;
+  let bigIntegers: string[];
   try {
-    raw = parseStrictJson(data);
+    ({ value: raw, bigIntegers } = readStrictJson(data));
   } catch (e) {
     throw new ResponseInvalid(what, [e instanceof DuplicateKey ? `an event with a ${e.message}` : "an event that is not JSON"]);
   }
   if (!isObj(raw)) throw new ResponseInvalid(what, ["an event that is not a JSON object"]);
-  const problems: string[] = [];
+  // an event carries no amount as an integer (funds.amount_base is a decimal string): its integers are counts
+  const problems: string[] = bigIntegers.map((p) => `${p} is an integer beyond 2^53 - 1 where the contract has a number`);
   const r = raw;
   if (!str(r["id"]) || !str(r["session_id"]) || !str(r["type"]) || !str(r["status"]) || !str(r["next_operation"]) || !str(r["at"])) {
     problems.push("an event without its id, session_id, type, status, next_operation and at");

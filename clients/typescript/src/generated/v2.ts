@@ -381,7 +381,7 @@ export interface components {
             /** Amount Usd */
             amount_usd: number;
             /** Estimated Input Base */
-            estimated_input_base: number;
+            estimated_input_base: bigint;
             /** From */
             from: string;
             /** To */
