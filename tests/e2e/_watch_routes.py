@@ -219,6 +219,16 @@ class EventTap:
                 at += 1
                 time.sleep(0.2)
 
+    def wait_through(self, seq: int) -> None:
+        """Until the stream has passed on every event through `seq` (bounded by WAIT: a hang, not a timing)."""
+        deadline = time.monotonic() + WAIT
+        while not self.messages or int(self.messages[-1][0].rsplit(":", 1)[1]) < seq:
+            assert time.monotonic() < deadline, (
+                f"the stream has not reached event {seq}: {self.messages[-1:]}"
+            )
+            assert self.thread.is_alive(), f"the stream ended before event {seq}: {self.errors}"
+            time.sleep(0.02)
+
     def wait(self) -> list[tuple[str, str]]:
         assert self.finished.wait(WAIT), f"the stream did not end: {self.messages[-1:]} {self.errors}"
         self.thread.join(10)

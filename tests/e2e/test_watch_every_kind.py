@@ -107,11 +107,12 @@ def carry(
     name: str,
     database_url: str,
     stream_urls: list[str],
-    on_wait: Callable[[WatchedRun], None] | None = None,
+    on_wait: Callable[[WatchedRun, EventTap], None] | None = None,
 ) -> Carried:
     started = time.monotonic()
     with receiving() as rx:
-        run = WatchedRun(world, name, AMOUNT_USD, create_extra={"webhook": {"url": rx.url}}, on_wait=on_wait)
+        hook = None if on_wait is None else lambda r: on_wait(r, tap)  # the tap is started before any wait
+        run = WatchedRun(world, name, AMOUNT_USD, create_extra={"webhook": {"url": rx.url}}, on_wait=hook)
         run.fund()
         run.create()
         secret = run.session["webhook"]["secret"]
@@ -287,11 +288,14 @@ def test_on_two_replicas_the_survivor_of_a_kill_9_finishes_the_route_and_every_r
     caller = dataclasses.replace(w, api=SessionApi(survivor.url))  # the caller talks to the survivor
     takeover: list[float] = []
 
-    def kill_the_watcher(run: WatchedRun) -> None:
+    def kill_the_watcher(run: WatchedRun, tap: EventTap) -> None:
         """The first signed transaction is named and the session waits: kill -9 the replica that watches, once
         the session is quiet (so no webhook claim or half-done look dies with it: a claim would hold its event
-        back for its 60 s)."""
-        run.quiet()
+        back for its 60 s) and the stream on it has passed on every event so far (so the stream resumes on the
+        survivor with a Last-Event-ID: a loaded machine may not have sent the first event yet)."""
+        quiet = run.quiet()
+        tap.wait_through(quiet["session_version"])
+        assert tap.connections == [(victim.url, None)], tap.connections
         assert lease_holder(url) == victim.process.pid
         victim.kill()
         killed = time.monotonic()
