@@ -155,10 +155,16 @@ def redis_database(url: str) -> int | None:
     return db
 
 
-def redis_database_problems(url: str, timeout_seconds: float = 2.0) -> list[str]:
+REDIS_CHECK_TIMEOUT_SECONDS = 2.0  # how long the start-up check waits for Redis (then it does not judge)
+
+
+def redis_database_problems(url: str, timeout_seconds: float | None = None) -> list[str]:
     """At start (`routequote serve`): a database number this Redis refuses is a configuration error, known by
-    asking the server. A Redis that cannot be asked now (unreachable, other credentials) is not judged here:
-    /readyz says why it cannot serve."""
+    asking the server. A Redis that cannot be asked now (unreachable, other credentials, no answer within
+    `timeout_seconds`, by default REDIS_CHECK_TIMEOUT_SECONDS) is not judged here: /readyz says why it cannot
+    serve."""
+    if timeout_seconds is None:
+        timeout_seconds = REDIS_CHECK_TIMEOUT_SECONDS
     from redis import ConnectionPool, Redis, RedisError
 
     from routequote.storage.store_faults import fault_of

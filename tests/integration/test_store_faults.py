@@ -13,7 +13,6 @@ from __future__ import annotations
 import base64
 import secrets
 import sqlite3
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -34,6 +33,7 @@ from routequote.prepare import idempotency_scope
 ROUTE = "base:USDC->base:ETH"
 IDEMPOTENCY_DB = "redis://127.0.0.1:6379/10"
 QUOTE_DB = "redis://127.0.0.1:6379/11"
+HANG_BOUND = 60.0  # seconds: bounds a server or a Redis that never answers (never asserted as a timing)
 
 
 def prepare_body(quote: dict[str, Any]) -> dict[str, Any]:
@@ -194,16 +194,26 @@ def test_a_malformed_session_document_is_a_store_fault(
 
 
 def test_a_database_redis_refuses_makes_every_redis_user_unavailable_and_nothing_runs_on_db_0(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Every answer names the refused database, and only that. The service's own waits for Redis (the wire's
+    1 s, the start-up check's and the readiness probe's 2 s) are lengthened to this test's hang bound: on a
+    starved machine they raced the private server's reply to SELECT, so a probe or a quote could honestly
+    say `timed_out` instead (what a Redis that does not answer in time is, and not what this test is about)."""
     import asyncio
 
     import redis
 
+    from routequote import config_check
     from routequote.config_check import load_settings
     from routequote.errors import DependencyUnavailable
+    from routequote.storage import redis_store
     from routequote.storage.redis_store import RedisIdempotencyStore, RedisQuoteStore
+    from routequote.surfaces import health
 
+    monkeypatch.setattr(redis_store, "WIRE_TIMEOUT_SECONDS", HANG_BOUND)
+    monkeypatch.setattr(config_check, "REDIS_CHECK_TIMEOUT_SECONDS", HANG_BOUND)
+    monkeypatch.setattr(health, "CHECK_TIMEOUT_SECONDS", HANG_BOUND)
     with private_redis(tmp_path) as server:  # 16 databases, empty: any key on database 0 came from us
         url = f"redis://127.0.0.1:{server.port}/99"
         # `routequote serve` refuses to start: the configuration check asks the server
@@ -215,7 +225,7 @@ def test_a_database_redis_refuses_makes_every_redis_user_unavailable_and_nothing
         async def quotes(base: str, n: int, streams: int = 16) -> list[httpx.Response]:
             """`n` quotes from `streams` callers, each asking again once answered: some arrive while a
             connection's SELECT is pending (before, 1 to 88 of 400 were written to database 0)."""
-            async with httpx.AsyncClient(base_url=base, timeout=30) as client:
+            async with httpx.AsyncClient(base_url=base, timeout=HANG_BOUND) as client:
 
                 async def stream() -> list[httpx.Response]:
                     return [
@@ -226,12 +236,10 @@ def test_a_database_redis_refuses_makes_every_redis_user_unavailable_and_nothing
                 return [r for rs in await asyncio.gather(*(stream() for _ in range(streams))) for r in rs]
 
         def refused(answers: list[httpx.Response], reason_class: str) -> None:
-            """Each a 503 saying the database is refused; on a loaded machine a connection may also have timed
-            out first (the wire waits 1 s), but none is ever answered from another database."""
+            """Each a 503 saying the database is refused: none answered from another database."""
+            assert answers
             for r in answers:
-                assert_store_fault(r, reason_class, r.json().get("store_fault", ""))
-                assert r.json()["store_fault"] in ("database_refused", "timed_out"), r.text
-            assert any(r.json()["store_fault"] == "database_refused" for r in answers)
+                assert_store_fault(r, reason_class, "database_refused")
 
         limited = create_app(Settings(rate_limit="100000/minute", redis_url=url))
         with running_server(limited) as base:
@@ -239,16 +247,10 @@ def test_a_database_redis_refuses_makes_every_redis_user_unavailable_and_nothing
         settings = Settings(rate_limit="off", quote_store="redis", redis_url=url)
         with running_server(create_app(settings)) as base:
             refused(asyncio.run(quotes(base, 400)), "quote_store_unavailable")  # the issue's 400
-            for _ in range(
-                10
-            ):  # a check that timed out on a loaded machine is asked again (after its 1 s cache)
-                ready = httpx.get(f"{base}/readyz")
-                assert ready.status_code == 503 and ready.json()["failing"] == ["redis"]
-                check = ready.json()["checks"]["redis"]
-                if check["fault"] != "timed_out":
-                    break
-                time.sleep(1.1)
-            assert check["fault"] == "database_refused" and "database number" in check["reason"]
+            ready = httpx.get(f"{base}/readyz", timeout=HANG_BOUND)
+            assert ready.status_code == 503 and ready.json()["failing"] == ["redis"], ready.text
+            check = ready.json()["checks"]["redis"]
+            assert check["fault"] == "database_refused" and "database number" in check["reason"], check
             assert str(server.port) not in ready.text
 
         async def stores() -> None:

@@ -82,7 +82,7 @@ def start_server(
     deadline = time.monotonic() + timeout
     while True:
         try:
-            if httpx.get(f"{server.url}/v2/status", timeout=2).status_code == 200:
+            if httpx.get(f"{server.url}/v2/status", timeout=30).status_code == 200:  # bounds a hang only
                 return server
         except httpx.HTTPError:
             pass

@@ -44,12 +44,17 @@ from routequote.storage.redis_wire import RedisReplyError, RedisUnavailable, Red
 from routequote.storage.store_faults import MalformedRecord, fault_of
 from routequote.store_errors import log_malformed, store_unavailable
 
+# how long a reply may take before the wire fails its waiters as `timed_out` (a test that must not race it on a
+# loaded machine lengthens it to its own hang bound)
+WIRE_TIMEOUT_SECONDS = 1.0
+
 
 class _RedisClient:
     def __init__(self, url: str, prefix: str) -> None:
         self.url = url
         self.prefix = prefix
-        self.wire = RedisWire(url, timeout_seconds=1.0)  # connects on first use, in the serving event loop
+        # connects on first use, in the serving event loop
+        self.wire = RedisWire(url, timeout_seconds=WIRE_TIMEOUT_SECONDS)
 
     def unavailable(self, exc: Exception) -> DependencyUnavailable:
         """Redis cannot serve: 503 quote_store_unavailable with its `store_fault` (fails closed, never a 500;
